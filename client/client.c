@@ -1,0 +1,2 @@
+/* placeholder: the client library is being written */
+#include <pcache/pcache.h>

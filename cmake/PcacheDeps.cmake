@@ -1,0 +1,20 @@
+# Every dependency comes from the distribution through pkg-config; Debian 12
+# ships a .pc file for each of them.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.40)
+pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
+pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c>=1.3)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash>=0.8)
+pkg_check_modules(VULKAN REQUIRED IMPORTED_TARGET vulkan)
+pkg_check_modules(LIBSYSTEMD IMPORTED_TARGET libsystemd)
+
+find_program(PROTOC_C protoc-c REQUIRED)
+find_program(GLSLANG_VALIDATOR glslangValidator)
+
+if(LIBSYSTEMD_FOUND)
+  set(PCACHE_HAVE_LIBSYSTEMD 1)
+else()
+  set(PCACHE_HAVE_LIBSYSTEMD 0)
+endif()

@@ -1,0 +1,69 @@
+/* The portable cache archive (docs/archive.md): what `pcachectl export`
+ * writes and `pcachectl import` reads, built and parsed by the daemon's
+ * Export and Import requests. Versioned and checksummed so a cache can ship
+ * with a game or move between machines; a damaged record loses only itself. */
+#ifndef PCACHE_COMMON_ARCHIVE_H
+#define PCACHE_COMMON_ARCHIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/devkey.h"
+#include "common/hash.h"
+#include "proto/pcache.pb-c.h"
+
+typedef struct pcache_archive_entry {
+  pcache_devkey device_key;
+  pcache_hash128 state_hash;
+  uint32_t kind;                /* Pcachepb__EntryKind */
+  const char *app;
+  const uint8_t *blob;
+  size_t blob_size;
+  uint64_t checksum;            /* XXH3-64 of blob, as stored */
+  const uint8_t *desc;          /* canonical packed PipelineDesc */
+  size_t desc_size;
+  uint64_t created, last_used, hits, compile_ns;
+} pcache_archive_entry;
+
+typedef struct pcache_archive_writer pcache_archive_writer;
+
+/* Returns 0 or -ENOMEM. */
+int pcache__archive_writer_new(pcache_archive_writer **ret_writer);
+void pcache__archive_writer_free(pcache_archive_writer *writer);
+
+/* Add records. Devices should come before their entries, modules before the
+ * entries that name them (the reader does not require it). The data is
+ * copied. Return 0 or -ENOMEM. */
+int pcache__archive_add_device(pcache_archive_writer *writer, const Pcachepb__DeviceInfo *info);
+int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash128 *hash,
+                               const void *code, size_t size);
+int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archive_entry *entry);
+
+/* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller.
+ * The writer is spent afterwards; free it. Returns 0 or -ENOMEM. */
+int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, size_t *ret_size);
+
+/* Callbacks for pcache__archive_read. Pointers are valid during the call
+ * only. A callback returning nonzero stops the read with that value. */
+typedef struct pcache_archive_visitor {
+  int (*device)(void *ctx, const Pcachepb__DeviceInfo *info);
+  int (*module)(void *ctx, const pcache_hash128 *hash, const void *code, size_t size);
+  int (*entry)(void *ctx, const pcache_archive_entry *entry);
+  /* A record that failed its checksum or does not parse; err says how.
+   * The reader skips it and goes on when it can find the next record. */
+  int (*bad_record)(void *ctx, uint64_t index, int err);
+} pcache_archive_visitor;
+
+/*
+ * pcache__archive_read - walks every record of an archive. Checks the
+ * magic, the format version and each record's checksum; it does not
+ * validate blobs against devices (the importer does, exactly as for Put).
+ * Returns 0 when the whole archive was read (bad records reported through
+ * bad_record), PCACHE_EARCHIVE when the file header is damaged or the
+ * archive is truncated (records before the damage were visited),
+ * PCACHE_EARCHIVE_VERSION for an unknown version, or a callback's value.
+ */
+int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
+                         void *ctx);
+
+#endif

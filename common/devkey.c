@@ -1,0 +1,72 @@
+#include "devkey.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "hash.h"
+
+uint32_t pcache__le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void pcache__put_le32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_id,
+                         uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
+                         pcache_devkey *ret_key) {
+  memcpy(ret_key->bytes, uuid, PCACHE_UUID_SIZE);
+  pcache__put_le32(ret_key->bytes + 16, vendor_id);
+  pcache__put_le32(ret_key->bytes + 20, device_id);
+  pcache__put_le32(ret_key->bytes + 24, driver_version);
+  pcache__put_le32(ret_key->bytes + 28, driver_abi);
+}
+
+const uint8_t *pcache__devkey_uuid(const pcache_devkey *key) { return key->bytes; }
+uint32_t pcache__devkey_vendor(const pcache_devkey *key) { return pcache__le32(key->bytes + 16); }
+uint32_t pcache__devkey_device(const pcache_devkey *key) { return pcache__le32(key->bytes + 20); }
+uint32_t pcache__devkey_driver_version(const pcache_devkey *key) {
+  return pcache__le32(key->bytes + 24);
+}
+uint32_t pcache__devkey_abi(const pcache_devkey *key) { return pcache__le32(key->bytes + 28); }
+
+void pcache__uuid_format(const uint8_t uuid[PCACHE_UUID_SIZE], char out[37]) {
+  char hex[33];
+  pcache__hex(uuid, PCACHE_UUID_SIZE, hex);
+  memcpy(out, hex, 8);
+  out[8] = '-';
+  memcpy(out + 9, hex + 8, 4);
+  out[13] = '-';
+  memcpy(out + 14, hex + 12, 4);
+  out[18] = '-';
+  memcpy(out + 19, hex + 16, 4);
+  out[23] = '-';
+  memcpy(out + 24, hex + 20, 12);
+  out[36] = '\0';
+}
+
+int pcache__uuid_parse(const char *text, uint8_t ret_uuid[PCACHE_UUID_SIZE]) {
+  char hex[33];
+  size_t n = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p == '-')
+      continue;
+    if (n == 32)
+      return -EINVAL;
+    hex[n++] = *p;
+  }
+  hex[n] = '\0';
+  return pcache__unhex(hex, ret_uuid, PCACHE_UUID_SIZE);
+}
+
+void pcache__devkey_format(const pcache_devkey *key, char out[65]) {
+  pcache__hex(key->bytes, PCACHE_DEVKEY_SIZE, out);
+}
+
+int pcache__devkey_parse(const char *text, pcache_devkey *ret_key) {
+  return pcache__unhex(text, ret_key->bytes, PCACHE_DEVKEY_SIZE);
+}

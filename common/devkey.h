@@ -1,0 +1,45 @@
+/* The device key: which driver build a pipeline-cache blob belongs to.
+ *
+ *   bytes  0..15  pipelineCacheUUID
+ *   bytes 16..19  vendorID        (u32 little-endian)
+ *   bytes 20..23  deviceID
+ *   bytes 24..27  driverVersion
+ *   bytes 28..31  driver ABI: the client's pointer size in bytes
+ *
+ * Some drivers keep one UUID across driver updates or across their 32- and
+ * 64-bit builds and crash on the other's data, so the key holds all of it. */
+#ifndef PCACHE_COMMON_DEVKEY_H
+#define PCACHE_COMMON_DEVKEY_H
+
+#include <stdint.h>
+
+#define PCACHE_DEVKEY_SIZE 32
+#define PCACHE_UUID_SIZE 16
+
+typedef struct pcache_devkey {
+  uint8_t bytes[PCACHE_DEVKEY_SIZE];
+} pcache_devkey;
+
+void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_id,
+                         uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
+                         pcache_devkey *ret_key);
+
+const uint8_t *pcache__devkey_uuid(const pcache_devkey *key);
+uint32_t pcache__devkey_vendor(const pcache_devkey *key);
+uint32_t pcache__devkey_device(const pcache_devkey *key);
+uint32_t pcache__devkey_driver_version(const pcache_devkey *key);
+uint32_t pcache__devkey_abi(const pcache_devkey *key);
+
+/* "8-4-4-4-12" UUID text (36 chars + NUL). */
+void pcache__uuid_format(const uint8_t uuid[PCACHE_UUID_SIZE], char out[37]);
+/* Parses a UUID with or without dashes; 0 or -EINVAL. */
+int pcache__uuid_parse(const char *text, uint8_t ret_uuid[PCACHE_UUID_SIZE]);
+
+/* The whole key as 64 hex digits (65 bytes with NUL), and back. */
+void pcache__devkey_format(const pcache_devkey *key, char out[65]);
+int pcache__devkey_parse(const char *text, pcache_devkey *ret_key);
+
+uint32_t pcache__le32(const uint8_t *p);
+void pcache__put_le32(uint8_t *p, uint32_t v);
+
+#endif

@@ -1,0 +1,61 @@
+#include "hash.h"
+
+#include <errno.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+void pcache__hash128(const void *data, size_t size, pcache_hash128 *ret_hash) {
+  XXH128_hash_t h = XXH3_128bits(data, size);
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, h);
+  memcpy(ret_hash->bytes, canon.digest, PCACHE_HASH_SIZE);
+}
+
+uint64_t pcache__checksum64(const void *data, size_t size) { return XXH3_64bits(data, size); }
+
+void pcache__hex(const void *data, size_t size, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  const uint8_t *p = data;
+  for (size_t i = 0; i < size; i++) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  out[2 * size] = '\0';
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+int pcache__unhex(const char *text, void *out, size_t size) {
+  uint8_t *p = out;
+  if (strlen(text) != 2 * size)
+    return -EINVAL;
+  for (size_t i = 0; i < size; i++) {
+    int hi = hex_value(text[2 * i]), lo = hex_value(text[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return -EINVAL;
+    p[i] = (uint8_t)(hi << 4 | lo);
+  }
+  return 0;
+}
+
+void pcache__hash_format(const pcache_hash128 *hash, char out[33]) {
+  pcache__hex(hash->bytes, PCACHE_HASH_SIZE, out);
+}
+
+int pcache__hash_parse(const char *text, pcache_hash128 *ret_hash) {
+  pcache_hash128 h;
+  int r = pcache__unhex(text, h.bytes, sizeof h.bytes);
+  if (r < 0)
+    return r;
+  *ret_hash = h;
+  return 0;
+}

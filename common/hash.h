@@ -1,0 +1,34 @@
+/* Hashing: XXH3-128 for identities (state hashes, SPIR-V, objects),
+ * XXH3-64 for blob checksums. One place decides the seed (0) and the byte
+ * order of the 16-byte form, so every part of pcache agrees on both. */
+#ifndef PCACHE_COMMON_HASH_H
+#define PCACHE_COMMON_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PCACHE_HASH_SIZE 16
+
+typedef struct pcache_hash128 {
+  uint8_t bytes[PCACHE_HASH_SIZE]; /* XXH128_canonical_t: big-endian high64, low64 */
+} pcache_hash128;
+
+void pcache__hash128(const void *data, size_t size, pcache_hash128 *ret_hash);
+uint64_t pcache__checksum64(const void *data, size_t size);
+
+static inline int pcache__hash_equal(const pcache_hash128 *a, const pcache_hash128 *b) {
+  return memcmp(a->bytes, b->bytes, PCACHE_HASH_SIZE) == 0;
+}
+
+/* 32 lowercase hex digits and a NUL into out (33 bytes). */
+void pcache__hash_format(const pcache_hash128 *hash, char out[33]);
+/* Parses 32 hex digits; returns 0 or -EINVAL. */
+int pcache__hash_parse(const char *text, pcache_hash128 *ret_hash);
+
+/* Hex of any byte string into out (2 * size + 1 bytes). */
+void pcache__hex(const void *data, size_t size, char *out);
+/* Parses exactly 2 * size hex digits into out; returns 0 or -EINVAL. */
+int pcache__unhex(const char *text, void *out, size_t size);
+
+#endif

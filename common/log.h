@@ -1,0 +1,30 @@
+/* Logging for programs only (pcached, pcachectl, examples, benches):
+ * libraries never print. Lines carry sd-daemon's "<N>" priority prefix so
+ * journald files them at the right level; on a terminal the prefix is
+ * replaced by a word. */
+#ifndef PCACHE_COMMON_LOG_H
+#define PCACHE_COMMON_LOG_H
+
+enum pcache_log_level {
+  PCACHE_LOG_ERR = 3,
+  PCACHE_LOG_WARNING = 4,
+  PCACHE_LOG_NOTICE = 5,
+  PCACHE_LOG_INFO = 6,
+  PCACHE_LOG_DEBUG = 7,
+};
+
+void pcache_log_set_level(int level);
+int pcache_log_get_level(void);
+/* "error", "warn", "info", "debug" -> level; -1 if unknown. */
+int pcache_log_parse_level(const char *name);
+void pcache_log_set_ident(const char *ident);
+
+void pcache_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) pcache_log(PCACHE_LOG_ERR, __VA_ARGS__)
+#define log_warn(...) pcache_log(PCACHE_LOG_WARNING, __VA_ARGS__)
+#define log_notice(...) pcache_log(PCACHE_LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) pcache_log(PCACHE_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) pcache_log(PCACHE_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,21 @@
+/* Sizes and durations as people write them on command lines, and back. */
+#ifndef PCACHE_COMMON_PARSE_H
+#define PCACHE_COMMON_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "1073741824", "64K", "512M", "1G", "2GiB", "1.5G" (binary units).
+ * Returns 0 or -EINVAL / -ERANGE. */
+int pcache__parse_size(const char *text, uint64_t *ret_bytes);
+
+/* "90", "90s", "15m", "12h", "30d", "2w" (plain number: seconds).
+ * Returns 0 or -EINVAL / -ERANGE. */
+int pcache__parse_duration(const char *text, uint64_t *ret_seconds);
+
+/* "0 B", "812 B", "20.0 KiB", "1.5 GiB" */
+void pcache__format_size(uint64_t bytes, char *out, size_t out_size);
+/* "45s", "12m", "3h 5m", "30d" */
+void pcache__format_duration(uint64_t seconds, char *out, size_t out_size);
+
+#endif

@@ -1,0 +1,110 @@
+#include "frame.h"
+
+#include <errno.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/devkey.h"
+
+int pcache__frame_length(const uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t max_frame,
+                         uint32_t *ret_length) {
+  uint32_t length = pcache__le32(header);
+  if (length == 0)
+    return PCACHE_EEMPTY_FRAME;
+  if (length > max_frame)
+    return PCACHE_EFRAME_TOO_LARGE;
+  *ret_length = length;
+  return 0;
+}
+
+void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t length) {
+  pcache__put_le32(header, length);
+}
+
+int pcache__request_decode(const uint8_t *data, size_t size, Pcachepb__Request **ret_request) {
+  Pcachepb__Request *req = pcachepb__request__unpack(&pcache__pb_allocator, size, data);
+  if (!req)
+    return PCACHE_EPROTO;
+  /* protobuf-c keeps fields of a newer schema as unknown fields and leaves
+   * the oneof unset: to this build that is a request kind it does not know. */
+  if (req->body_case == PCACHEPB__REQUEST__BODY__NOT_SET) {
+    pcachepb__request__free_unpacked(req, &pcache__pb_allocator);
+    return PCACHE_EUNKNOWN_REQUEST;
+  }
+  *ret_request = req;
+  return 0;
+}
+
+void pcache__request_free(Pcachepb__Request *request) {
+  if (request)
+    pcachepb__request__free_unpacked(request, &pcache__pb_allocator);
+}
+
+int pcache__response_decode(const uint8_t *data, size_t size, Pcachepb__Response **ret_response) {
+  Pcachepb__Response *resp = pcachepb__response__unpack(&pcache__pb_allocator, size, data);
+  if (!resp)
+    return PCACHE_EPROTO;
+  *ret_response = resp;
+  return 0;
+}
+
+void pcache__response_free(Pcachepb__Response *response) {
+  if (response)
+    pcachepb__response__free_unpacked(response, &pcache__pb_allocator);
+}
+
+static int encode(const ProtobufCMessage *msg, uint32_t max_frame, uint8_t **ret_buf,
+                  size_t *ret_size) {
+  size_t body = protobuf_c_message_get_packed_size(msg);
+  uint8_t *buf;
+  if (body > max_frame)
+    return PCACHE_EFRAME_TOO_LARGE;
+  buf = pcache__malloc(PCACHE_FRAME_HEADER_SIZE + body);
+  if (!buf)
+    return -ENOMEM;
+  pcache__frame_put_length(buf, (uint32_t)body);
+  protobuf_c_message_pack(msg, buf + PCACHE_FRAME_HEADER_SIZE);
+  *ret_buf = buf;
+  *ret_size = PCACHE_FRAME_HEADER_SIZE + body;
+  return 0;
+}
+
+int pcache__request_encode(const Pcachepb__Request *request, uint32_t max_frame,
+                           uint8_t **ret_buf, size_t *ret_size) {
+  return encode(&request->base, max_frame, ret_buf, ret_size);
+}
+
+int pcache__response_encode(const Pcachepb__Response *response, uint32_t max_frame,
+                            uint8_t **ret_buf, size_t *ret_size) {
+  return encode(&response->base, max_frame, ret_buf, ret_size);
+}
+
+const char *pcache__request_kind_name(const Pcachepb__Request *request) {
+  switch (request->body_case) {
+  case PCACHEPB__REQUEST__BODY_HELLO:
+    return "hello";
+  case PCACHEPB__REQUEST__BODY_GET:
+    return "get";
+  case PCACHEPB__REQUEST__BODY_PREFETCH:
+    return "prefetch";
+  case PCACHEPB__REQUEST__BODY_PUT:
+    return "put";
+  case PCACHEPB__REQUEST__BODY_REPORT:
+    return "report";
+  case PCACHEPB__REQUEST__BODY_LIST:
+    return "list";
+  case PCACHEPB__REQUEST__BODY_PURGE:
+    return "purge";
+  case PCACHEPB__REQUEST__BODY_STATS:
+    return "stats";
+  case PCACHEPB__REQUEST__BODY_VERIFY:
+    return "verify";
+  case PCACHEPB__REQUEST__BODY_EXPORT:
+    return "export";
+  case PCACHEPB__REQUEST__BODY_IMPORT:
+    return "import";
+  default:
+    return "unknown";
+  }
+}

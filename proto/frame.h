@@ -1,0 +1,54 @@
+/* Framing and message codecs shared by pcached, libpcache and pcachectl.
+ * A frame is a u32 little-endian length, then that many bytes of one packed
+ * Request or Response (proto/pcache.proto). docs/protocol.md has the rules. */
+#ifndef PCACHE_PROTO_FRAME_H
+#define PCACHE_PROTO_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcache.pb-c.h"
+
+#define PCACHE_FRAME_HEADER_SIZE 4
+/* Default largest frame either side accepts (pcached --max-frame). */
+#define PCACHE_DEFAULT_MAX_FRAME (64u << 20)
+/* Replies larger than this travel in a sealed memfd (Response.bulk). */
+#define PCACHE_BULK_THRESHOLD (64u << 10)
+/* Default most state hashes / Put items in one request. */
+#define PCACHE_DEFAULT_MAX_HASHES 4096u
+
+/*
+ * pcache__frame_length - the length a 4-byte frame header announces,
+ * checked before anything is allocated for the body.
+ * Returns 0, PCACHE_EEMPTY_FRAME (length 0) or PCACHE_EFRAME_TOO_LARGE.
+ */
+int pcache__frame_length(const uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t max_frame,
+                         uint32_t *ret_length);
+
+void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t length);
+
+/*
+ * pcache__request_decode / pcache__response_decode - unpack one frame body.
+ * A message with no body set, or of a kind this build does not know, is
+ * PCACHE_EUNKNOWN_REQUEST; bytes protobuf-c cannot parse are PCACHE_EPROTO.
+ * Free the result with pcache__request_free / pcache__response_free.
+ */
+int pcache__request_decode(const uint8_t *data, size_t size, Pcachepb__Request **ret_request);
+void pcache__request_free(Pcachepb__Request *request);
+int pcache__response_decode(const uint8_t *data, size_t size, Pcachepb__Response **ret_response);
+void pcache__response_free(Pcachepb__Response *response);
+
+/*
+ * pcache__request_encode / pcache__response_encode - pack a message with
+ * its frame header in front into one pcache__malloc'ed buffer.
+ * Returns 0, -ENOMEM or PCACHE_EFRAME_TOO_LARGE (over max_frame).
+ */
+int pcache__request_encode(const Pcachepb__Request *request, uint32_t max_frame,
+                           uint8_t **ret_buf, size_t *ret_size);
+int pcache__response_encode(const Pcachepb__Response *response, uint32_t max_frame,
+                            uint8_t **ret_buf, size_t *ret_size);
+
+/* The name of a request's kind for logs ("get", "put", ...). */
+const char *pcache__request_kind_name(const Pcachepb__Request *request);
+
+#endif

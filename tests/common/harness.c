@@ -1,0 +1,148 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#ifndef PCACHE_TEST_PCACHED
+#error "PCACHE_TEST_PCACHED must name the pcached binary"
+#endif
+
+const char *test_pcached_path(void) {
+  const char *env = getenv("PCACHE_TEST_PCACHED");
+  return env && *env ? env : PCACHE_TEST_PCACHED;
+}
+
+void test_env_init(test_env *env, const char *name) {
+  const char *tmp = getenv("TMPDIR");
+  memset(env, 0, sizeof *env);
+  snprintf(env->root, sizeof env->root, "%s/pcache-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+  if (!mkdtemp(env->root))
+    TEST_FAIL_("mkdtemp %s: %s", env->root, strerror(errno));
+  snprintf(env->runtime_dir, sizeof env->runtime_dir, "%s/run", env->root);
+  snprintf(env->data_dir, sizeof env->data_dir, "%s/data", env->root);
+  snprintf(env->socket_path, sizeof env->socket_path, "%s/pcache/socket", env->runtime_dir);
+  snprintf(env->log_path, sizeof env->log_path, "%s/pcached.log", env->root);
+  ASSERT_EQ(mkdir(env->runtime_dir, 0700), 0);
+  ASSERT_EQ(chmod(env->runtime_dir, 0700), 0);
+  setenv("XDG_RUNTIME_DIR", env->runtime_dir, 1);
+  setenv("PCACHE_SOCKET", env->socket_path, 1);
+  setenv("PCACHE_DATA_DIR", env->data_dir, 1);
+  unsetenv("PCACHE_DISABLE");
+}
+
+int test_raw_connect(const test_env *env) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  size_t len = strlen(env->socket_path);
+  if (len >= sizeof sun.sun_path) {
+    close(fd);
+    return -ENAMETOOLONG;
+  }
+  memcpy(sun.sun_path, env->socket_path, len + 1);
+  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
+  const char *argv[64];
+  int argc = 0;
+  pid_t pid;
+  argv[argc++] = test_pcached_path();
+  argv[argc++] = "--socket";
+  argv[argc++] = env->socket_path;
+  argv[argc++] = "--data-dir";
+  argv[argc++] = env->data_dir;
+  argv[argc++] = "--log-level";
+  argv[argc++] = "debug";
+  for (int i = 0; extra_args && extra_args[i] && argc < 62; i++)
+    argv[argc++] = extra_args[i];
+  argv[argc] = NULL;
+
+  pid = fork();
+  if (pid < 0)
+    TEST_FAIL_("fork: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = open(env->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  env->daemon_pid = pid;
+  for (int i = 0; i < 1000; i++) {
+    int status, fd = test_raw_connect(env);
+    if (fd >= 0) {
+      close(fd);
+      return pid;
+    }
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      env->daemon_pid = 0;
+      test_dump_daemon_log(env);
+      TEST_FAIL_("pcached exited during start-up (status 0x%x)", status);
+    }
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  test_dump_daemon_log(env);
+  TEST_FAIL_("pcached did not accept connections on %s within 10 s", env->socket_path);
+}
+
+int test_daemon_stop(test_env *env, int sig) {
+  int status = 0;
+  if (!env->daemon_pid)
+    return -1;
+  kill(env->daemon_pid, sig);
+  while (waitpid(env->daemon_pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  env->daemon_pid = 0;
+  return status;
+}
+
+void test_dump_daemon_log(const test_env *env) {
+  char buf[4096];
+  size_t n;
+  FILE *f = fopen(env->log_path, "r");
+  if (!f)
+    return;
+  fprintf(stderr, "---- %s ----\n", env->log_path);
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    fwrite(buf, 1, n, stderr);
+  fprintf(stderr, "---- end of daemon log ----\n");
+  fclose(f);
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void test_env_cleanup(test_env *env) {
+  if (env->daemon_pid)
+    test_daemon_stop(env, SIGKILL);
+  if (getenv("PCACHE_TEST_KEEP"))
+    return;
+  nftw(env->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}

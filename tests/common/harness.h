@@ -1,0 +1,44 @@
+/* A scratch world for integration tests: a private 0700 runtime dir, a data
+ * dir, and the real pcached started on a socket inside it. */
+#ifndef PCACHE_TESTS_HARNESS_H
+#define PCACHE_TESTS_HARNESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct test_env {
+  char root[256];        /* removed by test_env_cleanup */
+  char runtime_dir[300]; /* 0700, exported as XDG_RUNTIME_DIR */
+  char socket_path[320]; /* exported as PCACHE_SOCKET */
+  char data_dir[300];
+  pid_t daemon_pid;      /* 0 when not running */
+  char log_path[320];    /* the daemon's stderr */
+} test_env;
+
+/* Makes the directories and sets XDG_RUNTIME_DIR, PCACHE_SOCKET,
+ * PCACHE_DATA_DIR for this process (and children). Aborts on failure. */
+void test_env_init(test_env *env, const char *name);
+
+/* Starts pcached with --socket, --data-dir and --log-level debug, plus
+ * extra_args (NULL-terminated, may be NULL), and waits until the socket
+ * accepts connections (10 s at most; aborts otherwise). stderr goes to
+ * env->log_path. Returns the pid. */
+pid_t test_daemon_start(test_env *env, const char *const *extra_args);
+
+/* Sends sig (SIGTERM for a clean stop, SIGKILL for a crash) and reaps the
+ * daemon. Returns its wait status. */
+int test_daemon_stop(test_env *env, int sig);
+
+/* Stops a running daemon with SIGKILL and removes env->root. */
+void test_env_cleanup(test_env *env);
+
+/* Path of the pcached binary under test. */
+const char *test_pcached_path(void);
+
+/* Prints the daemon's log to stderr (for failure diagnosis). */
+void test_dump_daemon_log(const test_env *env);
+
+/* Connects a raw Unix socket to env's daemon; returns the fd or -errno. */
+int test_raw_connect(const test_env *env);
+
+#endif
