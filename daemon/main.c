@@ -1,2 +1,104 @@
-/* placeholder: the daemon is being written */
-int main(void) { return 0; }
+/* pcached: wiring only. Each concern lives in its own file (config,
+ * activation, server, connection, dispatch, store, writer, eviction, bulk). */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <pcache/pcache.h>
+
+#include "activation.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "config.h"
+#include "dispatch.h"
+#include "server.h"
+
+/* Map = twice the cap (LMDB never reuses pages freed in the transaction
+ * that frees them, and old pages stay live for readers) plus room for the
+ * largest blob and the indexes. */
+static uint64_t map_size_for(const pcd_config *c) {
+  if (c->map_size)
+    return c->map_size;
+  uint64_t largest = c->max_snapshot < c->max_frame ? c->max_snapshot : c->max_frame;
+  if (largest < c->max_blob)
+    largest = c->max_blob;
+  return 2 * c->max_size + 2 * largest + (32ull << 20);
+}
+
+int main(int argc, char **argv) {
+  pcd_config config;
+  pcd_server srv;
+  uv_loop_t loop;
+  char status[512];
+  int r;
+
+  r = pcd_config_parse(argc, argv, &config);
+  if (r != 0)
+    return r > 0 ? 0 : 2;
+  pcache_log_set_level(config.log_level);
+  pcache_log_set_ident(NULL);
+  /* A client that goes away mid-reply must not kill us. */
+  signal(SIGPIPE, SIG_IGN);
+  umask(0077);
+
+  memset(&srv, 0, sizeof srv);
+  srv.config = &config;
+  srv.listen_fd = -1;
+  r = pcache__data_dir(config.data_dir_arg, srv.data_dir, sizeof srv.data_dir);
+  if (r < 0) {
+    log_error("no data directory: pass --data-dir, or set PCACHE_DATA_DIR or HOME (%s)",
+              strerror(-r));
+    return 1;
+  }
+  if ((r = uv_loop_init(&loop)) < 0) {
+    log_error("uv_loop_init: %s", uv_strerror(r));
+    return 1;
+  }
+  srv.loop = &loop;
+
+  if ((r = pcd_server_listen(&srv)) < 0)
+    goto out_loop;
+  if ((r = pcd_store_open(srv.data_dir, map_size_for(&config), &srv.store)) < 0) {
+    log_error("cannot open the store in %s: %s", srv.data_dir, pcache_strerror(r));
+    goto out_listen;
+  }
+  r = pcd_writer_start(&loop, srv.store, &config, &srv.stats, pcd_dispatch_job_done, &srv,
+                       &srv.writer);
+  if (r < 0) {
+    log_error("cannot start the writer thread: %s", strerror(-r));
+    goto out_store;
+  }
+  if ((r = pcd_server_start(&srv)) < 0) {
+    log_error("cannot start serving: %s", uv_strerror(r));
+    pcd_writer_stop(srv.writer);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    goto out_store;
+  }
+  log_info("pcached %s listening on %s, store %s", PCACHE_VERSION_STRING, srv.socket_path,
+           srv.data_dir);
+  snprintf(status, sizeof status, "STATUS=serving %s", srv.socket_path);
+  pcd_notify("READY=1");
+  pcd_notify(status);
+
+  uv_run(&loop, UV_RUN_DEFAULT);
+
+  pcd_store_close(srv.store);
+  uv_loop_close(&loop);
+  free(srv.touches);
+  log_info("stopped");
+  return 0;
+
+out_store:
+  pcd_store_close(srv.store);
+out_listen:
+  if (srv.listen_fd >= 0)
+    close(srv.listen_fd);
+out_loop:
+  uv_loop_close(&loop);
+  return 1;
+}

@@ -104,6 +104,8 @@ const char *pcache__request_kind_name(const Pcachepb__Request *request) {
     return "export";
   case PCACHEPB__REQUEST__BODY_IMPORT:
     return "import";
+  case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
+    return "put_snapshot";
   default:
     return "unknown";
   }

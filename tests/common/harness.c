@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -65,7 +66,7 @@ int test_raw_connect(const test_env *env) {
 pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
   const char *argv[64];
   int argc = 0;
-  pid_t pid;
+  pid_t pid, parent;
   argv[argc++] = test_pcached_path();
   argv[argc++] = "--socket";
   argv[argc++] = env->socket_path;
@@ -77,10 +78,16 @@ pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
     argv[argc++] = extra_args[i];
   argv[argc] = NULL;
 
+  parent = getpid();
   pid = fork();
   if (pid < 0)
     TEST_FAIL_("fork: %s", strerror(errno));
   if (pid == 0) {
+    /* A test that aborts must not leave its daemon behind holding ctest's
+     * output pipe open (ctest would then wait for the timeout). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127);
     int fd = open(env->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {
       dup2(fd, STDERR_FILENO);

@@ -1,0 +1,21 @@
+/* A bump allocator for building one reply: every nested protobuf-c message
+ * and array of a Response lives in the arena and goes with one free. */
+#ifndef PCD_ARENA_H
+#define PCD_ARENA_H
+
+#include <stddef.h>
+
+typedef struct pcd_arena_chunk pcd_arena_chunk;
+typedef struct pcd_arena {
+  pcd_arena_chunk *head;
+  int failed; /* an allocation failed: the reply must become -ENOMEM */
+} pcd_arena;
+
+/* Zeroed memory, or NULL (and a->failed set). */
+void *pcd_arena_alloc(pcd_arena *a, size_t size);
+void *pcd_arena_memdup(pcd_arena *a, const void *data, size_t size);
+char *pcd_arena_strdup(pcd_arena *a, const char *s);
+char *pcd_arena_printf(pcd_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pcd_arena_free(pcd_arena *a);
+
+#endif

@@ -1,0 +1,34 @@
+/* Encoding replies: inline frames, or a sealed memfd for replies over
+ * PCACHE_BULK_THRESHOLD (docs/protocol.md "Bulk replies"). */
+#ifndef PCD_BULK_H
+#define PCD_BULK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/pcache.pb-c.h"
+
+/* One encoded reply: a frame (header included) and, for bulk replies, the
+ * memfd to pass with it (-1 otherwise). */
+typedef struct pcd_out {
+  uint8_t *frame;
+  size_t size;
+  int fd;
+} pcd_out;
+
+/*
+ * pcd_reply_encode - encodes resp. When its packed size exceeds the bulk
+ * threshold, blob bytes (Get/Prefetch) and the archive (Export) are moved
+ * into a memfd, resp is rewritten to point at them (so it is modified),
+ * the packed Response is appended, the memfd sealed and a frame carrying
+ * only Response.bulk is made. Blob pointers must stay valid during the
+ * call. Returns 0, -errno or PCACHE_EFRAME_TOO_LARGE.
+ */
+int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out);
+
+/* Encodes a bare error reply (never fails short of -ENOMEM). */
+int pcd_reply_error(int status, const char *message, pcd_out *ret_out);
+
+void pcd_out_release(pcd_out *out);
+
+#endif

@@ -1,0 +1,177 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "common/log.h"
+#include "common/parse.h"
+#include "proto/frame.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: pcached [OPTION]...\n"
+          "Keeps Vulkan pipeline-cache blobs for the user's apps (libpcache).\n\n"
+          "  --socket PATH          listen here (default $PCACHE_SOCKET, else\n"
+          "                         $XDG_RUNTIME_DIR/pcache/socket; ignored under\n"
+          "                         socket activation)\n"
+          "  --data-dir DIR         store (default $PCACHE_DATA_DIR, else\n"
+          "                         $XDG_CACHE_HOME/pcache, else ~/.cache/pcache)\n"
+          "  --max-size SIZE        blob + description bytes kept, LRU evicted (1G)\n"
+          "  --max-blob SIZE        largest blob accepted (64M)\n"
+          "  --max-snapshot SIZE    largest (device, app) snapshot accepted (256M;\n"
+          "                         a request frame must still fit --max-frame)\n"
+          "  --max-frame SIZE       largest request frame accepted (64M)\n"
+          "  --max-hashes N         most state hashes / items per request (%u)\n"
+          "  --max-connections N    concurrent clients (256)\n"
+          "  --max-pending SIZE     reply bytes queued for one client before the\n"
+          "                         daemon stops reading from it (4M)\n"
+          "  --frame-timeout SECS   close a client that stalls mid-frame (10s)\n"
+          "  --flush-interval MS    how often last-used times are written (5000)\n"
+          "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
+          "                         --max-blob); a small one tests a full map\n"
+          "  --idle-exit SECS       exit after this long without clients (0: never)\n"
+          "  --log-level LEVEL      error, warn, info or debug (info)\n"
+          "  --version              print the version and exit\n"
+          "  --help                 print this help and exit\n",
+          PCACHE_DEFAULT_MAX_HASHES);
+}
+
+static int parse_u64(const char *opt, const char *text, int duration, uint64_t min, uint64_t max,
+                     uint64_t *ret) {
+  uint64_t v;
+  int r = duration ? pcache__parse_duration(text, &v) : pcache__parse_size(text, &v);
+  if (r < 0 || v < min || v > max) {
+    fprintf(stderr, "pcached: invalid value for --%s: '%s'\n", opt, text);
+    return -EINVAL;
+  }
+  *ret = v;
+  return 0;
+}
+
+int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
+  enum {
+    OPT_SOCKET = 256, OPT_DATA_DIR, OPT_MAX_SIZE, OPT_MAX_BLOB, OPT_MAX_FRAME, OPT_MAX_HASHES,
+    OPT_MAX_CONN, OPT_MAX_PENDING, OPT_FRAME_TIMEOUT, OPT_FLUSH, OPT_IDLE_EXIT, OPT_LOG_LEVEL, OPT_MAP_SIZE,
+    OPT_MAX_SNAPSHOT, OPT_VERSION, OPT_HELP,
+  };
+  static const struct option options[] = {
+      {"socket", required_argument, NULL, OPT_SOCKET},
+      {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+      {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+      {"max-blob", required_argument, NULL, OPT_MAX_BLOB},
+      {"max-snapshot", required_argument, NULL, OPT_MAX_SNAPSHOT},
+      {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
+      {"max-hashes", required_argument, NULL, OPT_MAX_HASHES},
+      {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+      {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
+      {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
+      {"flush-interval", required_argument, NULL, OPT_FLUSH},
+      {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
+      {"map-size", required_argument, NULL, OPT_MAP_SIZE},
+      {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+      {"version", no_argument, NULL, OPT_VERSION},
+      {"help", no_argument, NULL, OPT_HELP},
+      {NULL, 0, NULL, 0},
+  };
+  pcd_config c = {
+      .max_size = 1ull << 30,
+      .max_blob = 64ull << 20,
+      .max_snapshot = 256ull << 20,
+      .max_frame = PCACHE_DEFAULT_MAX_FRAME,
+      .max_hashes = PCACHE_DEFAULT_MAX_HASHES,
+      .max_connections = 256,
+      .frame_timeout_s = 10,
+      .max_pending = 4ull << 20,
+      .flush_interval_ms = 5000,
+      .log_level = PCACHE_LOG_INFO,
+  };
+  uint64_t v;
+  int opt;
+
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    switch (opt) {
+    case OPT_SOCKET:
+      c.socket_arg = optarg;
+      break;
+    case OPT_DATA_DIR:
+      c.data_dir_arg = optarg;
+      break;
+    case OPT_MAX_SIZE:
+      if (parse_u64("max-size", optarg, 0, 4096, 1ull << 46, &c.max_size) < 0)
+        return -EINVAL;
+      break;
+    case OPT_MAX_BLOB:
+      if (parse_u64("max-blob", optarg, 0, 32, 1ull << 30, &c.max_blob) < 0)
+        return -EINVAL;
+      break;
+    case OPT_MAX_SNAPSHOT:
+      if (parse_u64("max-snapshot", optarg, 0, 32, 1ull << 32, &c.max_snapshot) < 0)
+        return -EINVAL;
+      break;
+    case OPT_MAX_FRAME:
+      if (parse_u64("max-frame", optarg, 0, 1024, UINT32_MAX, &v) < 0)
+        return -EINVAL;
+      c.max_frame = (uint32_t)v;
+      break;
+    case OPT_MAX_HASHES:
+      if (parse_u64("max-hashes", optarg, 0, 1, 1u << 20, &v) < 0)
+        return -EINVAL;
+      c.max_hashes = (uint32_t)v;
+      break;
+    case OPT_MAX_CONN:
+      if (parse_u64("max-connections", optarg, 0, 1, 65536, &v) < 0)
+        return -EINVAL;
+      c.max_connections = (uint32_t)v;
+      break;
+    case OPT_MAX_PENDING:
+      if (parse_u64("max-pending", optarg, 0, 4096, 1ull << 34, &c.max_pending) < 0)
+        return -EINVAL;
+      break;
+    case OPT_FRAME_TIMEOUT:
+      if (parse_u64("frame-timeout", optarg, 1, 1, 86400, &c.frame_timeout_s) < 0)
+        return -EINVAL;
+      break;
+    case OPT_FLUSH:
+      if (parse_u64("flush-interval", optarg, 0, 10, 3600000, &c.flush_interval_ms) < 0)
+        return -EINVAL;
+      break;
+    case OPT_IDLE_EXIT:
+      if (parse_u64("idle-exit", optarg, 1, 0, 1ull << 32, &c.idle_exit_s) < 0)
+        return -EINVAL;
+      break;
+    case OPT_MAP_SIZE:
+      if (parse_u64("map-size", optarg, 0, 1ull << 20, 1ull << 46, &c.map_size) < 0)
+        return -EINVAL;
+      break;
+    case OPT_LOG_LEVEL:
+      c.log_level = pcache_log_parse_level(optarg);
+      if (c.log_level < 0) {
+        fprintf(stderr, "pcached: unknown log level '%s' (error, warn, info, debug)\n", optarg);
+        return -EINVAL;
+      }
+      break;
+    case OPT_VERSION:
+      printf("pcached %s (protocol %u)\n", PCACHE_VERSION_STRING, PCACHE_PROTOCOL_VERSION);
+      return 1;
+    case OPT_HELP:
+      usage(stdout);
+      return 1;
+    default:
+      usage(stderr);
+      return -EINVAL;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "pcached: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return -EINVAL;
+  }
+  *ret_config = c;
+  return 0;
+}

@@ -1,0 +1,31 @@
+/* pcached's command line. */
+#ifndef PCD_CONFIG_H
+#define PCD_CONFIG_H
+
+#include <stdint.h>
+
+typedef struct pcd_config {
+  const char *socket_arg;       /* --socket, NULL: paths.h resolution */
+  const char *data_dir_arg;     /* --data-dir */
+  uint64_t max_size;            /* --max-size: blob + description bytes kept */
+  uint64_t max_blob;            /* --max-blob */
+  uint64_t max_snapshot;        /* --max-snapshot: one (device, app) snapshot */
+  uint64_t map_size;            /* --map-size, 0: derived from the caps (main.c) */
+  uint32_t max_frame;           /* --max-frame */
+  uint32_t max_hashes;          /* --max-hashes */
+  uint32_t max_connections;     /* --max-connections */
+  uint64_t idle_exit_s;         /* --idle-exit, 0: never */
+  uint64_t frame_timeout_s;     /* --frame-timeout: a frame must arrive within */
+  uint64_t max_pending;         /* --max-pending: reply bytes queued per client */
+  uint64_t flush_interval_ms;   /* --flush-interval: last-used/hit batches */
+  int log_level;
+} pcd_config;
+
+/*
+ * pcd_config_parse - fills config from argv. Returns 0 to run, 1 when the
+ * program should exit 0 (--help, --version printed), or -EINVAL after
+ * printing a usage error.
+ */
+int pcd_config_parse(int argc, char **argv, pcd_config *ret_config);
+
+#endif

@@ -1,0 +1,27 @@
+/* What every part of pcached shares: the configuration, the counters that
+ * Stats reports, and the pending last-used/hit batch. */
+#ifndef PCD_DAEMON_H
+#define PCD_DAEMON_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "store.h"
+
+typedef struct pcd_stats {
+  atomic_uint_fast64_t requests, gets, hits, misses, puts, put_rejected, evictions, commits,
+      checksum_failures, reports;
+} pcd_stats;
+
+/* A Get/Prefetch hit waiting to be written (every flush interval). */
+typedef struct pcd_touch {
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  uint64_t last_used_us;
+  uint64_t hits;
+} pcd_touch;
+
+uint64_t pcd_now_us(void);
+
+#endif

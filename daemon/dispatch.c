@@ -1,0 +1,778 @@
+#include "dispatch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "arena.h"
+#include "common/alloc.h"
+#include "common/log.h"
+#include "proto/frame.h"
+
+/* Most blob bytes one Prefetch reply carries (it goes in a memfd); more
+ * come in the next page (GetReply.more). */
+#define PREFETCH_MAX_BYTES (256ull << 20)
+
+static void send_resp(pcd_conn *c, Pcachepb__Response *resp) {
+  pcd_out out;
+  int r = pcd_reply_encode(resp, &out);
+  if (r < 0) {
+    log_error("dispatch: cannot encode a reply: %s", pcache_strerror(r));
+    if (pcd_reply_error(r, NULL, &out) < 0) {
+      pcd_conn_close(c);
+      return;
+    }
+  }
+  pcd_conn_send(c, &out);
+}
+
+static void send_error(pcd_conn *c, int status, const char *msg) {
+  pcd_out out;
+  if (pcd_reply_error(status, msg, &out) < 0) {
+    pcd_conn_close(c);
+    return;
+  }
+  pcd_conn_send(c, &out);
+}
+
+/* ------------------------------------------------------------------ hello */
+
+static void do_hello(pcd_conn *c, const Pcachepb__Hello *h) {
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__HelloReply reply = PCACHEPB__HELLO_REPLY__INIT;
+  char msg[256];
+  if (h->protocol_version != PCACHE_PROTOCOL_VERSION) {
+    snprintf(msg, sizeof msg,
+             "unsupported protocol version: client speaks %u, this daemon speaks %u",
+             h->protocol_version, PCACHE_PROTOCOL_VERSION);
+    log_warn("hello from pid %u: %s", h->pid, msg);
+    send_error(c, PCACHE_EVERSION, msg);
+    return;
+  }
+  if (strlen(h->app) > PCD_MAX_APP) {
+    snprintf(msg, sizeof msg, "app name longer than %d bytes", PCD_MAX_APP);
+    send_error(c, PCACHE_EBAD_SIZE, msg);
+    return;
+  }
+  snprintf(c->app, sizeof c->app, "%s", h->app);
+  c->hello_done = 1;
+  log_debug("hello: app '%s' pid %u client %s", c->app, h->pid, h->client_version);
+  reply.protocol_version = PCACHE_PROTOCOL_VERSION;
+  reply.daemon_version = (char *)PCACHE_VERSION_STRING;
+  reply.max_frame = c->srv->config->max_frame;
+  reply.max_hashes = c->srv->config->max_hashes;
+  reply.max_blob = c->srv->config->max_blob;
+  reply.max_snapshot = c->srv->config->max_snapshot;
+  resp.body_case = PCACHEPB__RESPONSE__BODY_HELLO;
+  resp.hello = &reply;
+  send_resp(c, &resp);
+}
+
+/* ------------------------------------------------------------ get/prefetch */
+
+typedef struct blob_set {
+  pcd_server *srv;
+  pcd_txn *txn;
+  pcd_arena *arena;
+  Pcachepb__GetReply *reply;
+  size_t cap;
+  uint64_t bytes, now;
+  pcd_touch *drops;
+  size_t n_drops;
+  int missing_blob; /* add_blob's last entry had no blob */
+} blob_set;
+
+static int add_drop(blob_set *s, const uint8_t *key) {
+  pcd_touch *d = pcache__realloc(s->drops, (s->n_drops + 1) * sizeof *d);
+  if (!d)
+    return -ENOMEM;
+  memset(&d[s->n_drops], 0, sizeof *d);
+  memcpy(d[s->n_drops].key, key, PCD_ENTRY_KEY_SIZE);
+  s->drops = d;
+  s->n_drops++;
+  return 0;
+}
+
+/* What a reply needs of an entry: a Prefetch keeps thousands of these
+ * while it sorts, so not the whole pcd_entry (its app name alone is 201
+ * bytes). */
+typedef struct blob_ref {
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  uint32_t kind;
+  uint64_t blob_size, checksum, last_used_us;
+} blob_ref;
+
+static void ref_of(const pcd_entry *e, blob_ref *ret) {
+  memcpy(ret->key, e->key, PCD_ENTRY_KEY_SIZE);
+  ret->kind = e->kind;
+  ret->blob_size = e->blob_size;
+  ret->checksum = e->checksum;
+  ret->last_used_us = e->last_used_us;
+}
+
+/* Adds the entry's blob to the reply after checking it against its
+ * checksum. Returns 1 added, 0 not there (or dropped), <0 error. */
+static int add_blob(blob_set *s, const blob_ref *e) {
+  Pcachepb__Blob *b;
+  const uint8_t *blob;
+  size_t size;
+  char hex[33];
+  int r = pcd_blob_get(s->txn, e->key, &blob, &size);
+  s->missing_blob = r == PCACHE_ENOT_FOUND;
+  if (r == PCACHE_ENOT_FOUND)
+    return 0;
+  if (r < 0)
+    return r;
+  if (size != e->blob_size || pcache__checksum64(blob, size) != e->checksum) {
+    pcache__hex(e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, hex);
+    log_error("store: entry %s failed its checksum; dropping it, never sent", hex);
+    atomic_fetch_add(&s->srv->stats.checksum_failures, 1);
+    s->reply->dropped++;
+    add_drop(s, e->key);
+    return 0;
+  }
+  if (s->reply->n_blobs == s->cap) {
+    Pcachepb__Blob **nb;
+    s->cap = s->cap ? s->cap * 2 : 16;
+    nb = pcd_arena_alloc(s->arena, s->cap * sizeof *nb);
+    if (!nb)
+      return -ENOMEM;
+    if (s->reply->n_blobs)
+      memcpy(nb, s->reply->blobs, s->reply->n_blobs * sizeof *nb);
+    s->reply->blobs = nb;
+  }
+  b = pcd_arena_alloc(s->arena, sizeof *b);
+  if (!b)
+    return -ENOMEM;
+  pcachepb__blob__init(b);
+  b->state_hash.len = PCACHE_HASH_SIZE;
+  b->state_hash.data = pcd_arena_memdup(s->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  /* Points into the read transaction's map: packed before it ends. */
+  b->blob.data = (uint8_t *)blob;
+  b->blob.len = size;
+  b->checksum = e->checksum;
+  b->kind = (Pcachepb__EntryKind)e->kind;
+  s->reply->blobs[s->reply->n_blobs++] = b;
+  s->bytes += size;
+  pcd_server_touch(s->srv, e->key, s->now);
+  return 1;
+}
+
+static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp) {
+  send_resp(c, resp);
+  pcd_txn_abort(s->txn);
+  if (s->n_drops && c->srv->writer) {
+    pcd_job *job = pcd_job_new(PCD_JOB_DROP);
+    if (job) {
+      job->touches = s->drops;
+      job->n_touches = s->n_drops;
+      s->drops = NULL;
+      pcd_writer_submit(c->srv->writer, job);
+    }
+  }
+  pcache__free(s->drops);
+}
+
+static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
+  pcd_server *srv = c->srv;
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
+  pcd_arena arena = {0};
+  blob_set s = {.srv = srv, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  int r;
+
+  atomic_fetch_add(&srv->stats.gets, 1);
+  if (g->device_key.len != PCACHE_DEVKEY_SIZE) {
+    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
+    return;
+  }
+  if (g->n_state_hashes > srv->config->max_hashes) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%zu state hashes, the limit is %u", g->n_state_hashes,
+             srv->config->max_hashes);
+    send_error(c, PCACHE_ETOO_MANY_HASHES, msg);
+    return;
+  }
+  for (size_t i = 0; i < g->n_state_hashes; i++) {
+    if (g->state_hashes[i].len != PCACHE_HASH_SIZE) {
+      send_error(c, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
+      return;
+    }
+  }
+  if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
+    send_error(c, r, NULL);
+    return;
+  }
+  reply.missing = pcd_arena_alloc(&arena, (g->n_state_hashes + 1) * sizeof *reply.missing);
+  for (size_t i = 0; reply.missing && i < g->n_state_hashes; i++) {
+    pcd_entry e;
+    uint8_t key[PCD_ENTRY_KEY_SIZE];
+    memcpy(key, g->device_key.data, PCACHE_DEVKEY_SIZE);
+    memcpy(key + PCACHE_DEVKEY_SIZE, g->state_hashes[i].data, PCACHE_HASH_SIZE);
+    r = pcd_entry_get(s.txn, key, &e);
+    if (r == 0) {
+      blob_ref ref;
+      ref_of(&e, &ref);
+      r = add_blob(&s, &ref);
+    }
+    if (r < 0 && r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE)
+      break;
+    if (r == 1) {
+      atomic_fetch_add(&srv->stats.hits, 1);
+    } else {
+      atomic_fetch_add(&srv->stats.misses, 1);
+      reply.missing[reply.n_missing++] = g->state_hashes[i];
+    }
+    r = 0;
+  }
+  if (r < 0 || arena.failed) {
+    resp.status = r < 0 ? r : -ENOMEM;
+  } else {
+    resp.body_case = PCACHEPB__RESPONSE__BODY_GET;
+    resp.get = &reply;
+  }
+  finish_blobs(c, &s, &resp);
+  pcd_arena_free(&arena);
+  /* Reply structures and the request's hashes: ~128 bytes a blob. */
+  pcd_server_trim(g->n_state_hashes * 128u);
+}
+
+typedef struct entry_vec {
+  blob_ref *v;
+  size_t n, cap;
+} entry_vec;
+
+static int by_hash(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
+
+/* The (device, app) snapshot as a Prefetch sees it: its hash list, sorted
+ * for lookups, and on the first page the blob and the covered hashes that
+ * still have entries. */
+typedef struct snap_view {
+  pcd_snapshot meta;
+  const uint8_t *blob;
+  uint8_t *sorted;  /* n_hashes × 16, sorted */
+  uint8_t *present; /* per sorted hash: its entry exists */
+  int have;
+} snap_view;
+
+static void snap_view_free(snap_view *v) {
+  pcache__free(v->sorted);
+  pcache__free(v->present);
+}
+
+/* Loads the snapshot; a missing, unreadable or (first page) corrupted one
+ * is as if there were none; a corrupted one is dropped. Returns 0 or
+ * -ENOMEM. */
+static int snap_view_load(blob_set *s, const uint8_t *devkey, const char *app, int first_page,
+                          snap_view *ret) {
+  const uint8_t *hashes;
+  size_t n;
+  memset(ret, 0, sizeof *ret);
+  if (pcd_snapshot_get(s->txn, devkey, app, &ret->meta, &hashes, &ret->blob) < 0)
+    return 0;
+  if (first_page && pcache__checksum64(ret->blob, ret->meta.blob_size) != ret->meta.checksum) {
+    pcd_job *job = pcd_job_new(PCD_JOB_SNAPSHOT_DROP);
+    log_error("store: the snapshot of app '%s' failed its checksum; dropping it, never sent",
+              app);
+    atomic_fetch_add(&s->srv->stats.checksum_failures, 1);
+    if (job && s->srv->writer) {
+      job->touches = pcache__calloc(1, sizeof *job->touches);
+      if (job->touches) {
+        job->n_touches = 1;
+        memcpy(job->touches[0].key, devkey, PCACHE_DEVKEY_SIZE);
+      }
+      snprintf(job->app, sizeof job->app, "%s", app);
+      pcd_writer_submit(s->srv->writer, job);
+    } else {
+      pcd_job_free(job);
+    }
+    return 0;
+  }
+  n = ret->meta.n_hashes;
+  ret->sorted = pcache__malloc(n ? n * PCACHE_HASH_SIZE : 1);
+  ret->present = pcache__calloc(n ? n : 1, 1);
+  if (!ret->sorted || !ret->present) {
+    snap_view_free(ret);
+    return -ENOMEM;
+  }
+  if (n) {
+    memcpy(ret->sorted, hashes, n * PCACHE_HASH_SIZE);
+    qsort(ret->sorted, n, PCACHE_HASH_SIZE, by_hash);
+  }
+  ret->have = 1;
+  return 0;
+}
+
+/* Index of hash in the snapshot's sorted list, or -1. */
+static long snap_find(const snap_view *v, const uint8_t *hash) {
+  size_t lo = 0, hi = v->have ? v->meta.n_hashes : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = memcmp(v->sorted + mid * PCACHE_HASH_SIZE, hash, PCACHE_HASH_SIZE);
+    if (c == 0)
+      return (long)mid;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return -1;
+}
+
+/* Drops the snapshot's entries from ev (they travel in the snapshot),
+ * marking them present; the snapshot's other hashes are looked up, since
+ * another app may have filed the entry (a Get by this app fetched it). */
+static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_vec *ev) {
+  size_t kept = 0;
+  if (!v->have)
+    return;
+  for (size_t i = 0; i < ev->n; i++) {
+    long at = snap_find(v, ev->v[i].key + PCACHE_DEVKEY_SIZE);
+    if (at < 0) {
+      ev->v[kept++] = ev->v[i];
+      continue;
+    }
+    v->present[at] = 1;
+  }
+  ev->n = kept;
+  for (size_t i = 0; i < v->meta.n_hashes; i++) {
+    uint8_t key[PCD_ENTRY_KEY_SIZE];
+    pcd_entry e;
+    if (v->present[i])
+      continue;
+    memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
+    memcpy(key + PCACHE_DEVKEY_SIZE, v->sorted + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
+    v->present[i] = pcd_entry_get(s->txn, key, &e) == 0;
+  }
+}
+
+/* The first page's snapshot fields; the covered entries count as hits
+ * and are touched, since the snapshot uses them. */
+static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
+  Pcachepb__GetReply *reply = s->reply;
+  Pcachepb__Blob *b;
+  size_t n = 0;
+  if (!v->have)
+    return;
+  b = pcd_arena_alloc(s->arena, sizeof *b);
+  reply->snapshot_hashes =
+      pcd_arena_alloc(s->arena, (v->meta.n_hashes + 1) * sizeof *reply->snapshot_hashes);
+  if (!b || !reply->snapshot_hashes)
+    return; /* arena.failed: the reply becomes -ENOMEM */
+  pcachepb__blob__init(b);
+  /* Points into the read transaction's map: packed before it ends. */
+  b->blob.data = (uint8_t *)v->blob;
+  b->blob.len = v->meta.blob_size;
+  b->checksum = v->meta.checksum;
+  reply->snapshot = b;
+  for (size_t i = 0; i < v->meta.n_hashes; i++) {
+    uint8_t key[PCD_ENTRY_KEY_SIZE];
+    if (!v->present[i])
+      continue;
+    reply->snapshot_hashes[n].data = v->sorted + i * PCACHE_HASH_SIZE;
+    reply->snapshot_hashes[n].len = PCACHE_HASH_SIZE;
+    n++;
+    memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
+    memcpy(key + PCACHE_DEVKEY_SIZE, v->sorted + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
+    pcd_server_touch(s->srv, key, s->now);
+    atomic_fetch_add(&s->srv->stats.hits, 1);
+  }
+  reply->n_snapshot_hashes = n;
+  s->bytes += v->meta.blob_size;
+}
+
+static int collect_entry(void *ctx, const pcd_entry *e) {
+  entry_vec *ev = ctx;
+  if (ev->n == ev->cap) {
+    size_t cap = ev->cap ? ev->cap * 2 : 64;
+    blob_ref *v = pcache__realloc(ev->v, cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    ev->v = v;
+    ev->cap = cap;
+  }
+  ref_of(e, &ev->v[ev->n++]);
+  return 0;
+}
+
+/* Most recently used first; ties (a Put stores its items with one time)
+ * by key, so that the order is the same for every page of a paged
+ * Prefetch. */
+static int by_recent(const void *a, const void *b) {
+  const blob_ref *x = a, *y = b;
+  if (x->last_used_us != y->last_used_us)
+    return x->last_used_us < y->last_used_us ? 1 : -1;
+  return memcmp(x->key, y->key, PCD_ENTRY_KEY_SIZE);
+}
+
+static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
+  pcd_server *srv = c->srv;
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
+  pcd_arena arena = {0};
+  blob_set s = {.srv = srv, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  entry_vec ev = {0};
+  snap_view snap = {0};
+  const char *app = p->app && *p->app ? p->app : c->app;
+  size_t limit = p->max_entries && p->max_entries < srv->config->max_hashes
+                     ? p->max_entries
+                     : srv->config->max_hashes;
+  int r;
+
+  atomic_fetch_add(&srv->stats.gets, 1);
+  if (p->device_key.len != PCACHE_DEVKEY_SIZE) {
+    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
+    return;
+  }
+  if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
+    send_error(c, r, NULL);
+    return;
+  }
+  r = pcd_app_foreach(s.txn, p->device_key.data, app, collect_entry, &ev);
+  /* Every page leaves the snapshot's entries out, so that offsets count
+   * the same list; only the first sends the snapshot itself. */
+  if (r == 0 && p->snapshot)
+    r = snap_view_load(&s, p->device_key.data, app, p->offset == 0, &snap);
+  if (r == 0) {
+    snap_filter(&s, p->device_key.data, &snap, &ev);
+    if (p->offset == 0)
+      snap_reply(&s, p->device_key.data, &snap);
+    if (ev.n)
+      qsort(ev.v, ev.n, sizeof *ev.v, by_recent);
+    /*
+     * Paging: offset counts entries of this order already handed out (sent
+     * or dropped). The entries a page sends are touched with one time newer
+     * than every other entry's, so once the touches are written they are
+     * still exactly the first ones of the order, and offset still skips
+     * them. Entries used or stored by others in between can shift the
+     * order; clients treat a page as a set of hashes.
+     */
+    for (size_t i = p->offset; i < ev.n; i++) {
+      if (reply.n_blobs + reply.dropped >= limit ||
+          (reply.n_blobs && s.bytes + ev.v[i].blob_size > PREFETCH_MAX_BYTES)) {
+        reply.more = 1;
+        break;
+      }
+      r = add_blob(&s, &ev.v[i]);
+      if (r < 0)
+        break;
+      if (r == 1)
+        atomic_fetch_add(&srv->stats.hits, 1);
+      else
+        reply.dropped += s.missing_blob; /* consumed: counted for the next offset */
+      r = 0;
+    }
+  }
+  if (r < 0 || arena.failed) {
+    resp.status = r < 0 ? r : -ENOMEM;
+  } else {
+    resp.body_case = PCACHEPB__RESPONSE__BODY_PREFETCH;
+    resp.prefetch = &reply;
+  }
+  log_debug("prefetch: app '%s': %zu blobs, snapshot of %zu hashes, %llu bytes", app,
+            reply.n_blobs, reply.n_snapshot_hashes, (unsigned long long)s.bytes);
+  finish_blobs(c, &s, &resp);
+  snap_view_free(&snap);
+  pcache__free(ev.v);
+  pcd_arena_free(&arena);
+  pcd_server_trim(ev.cap * sizeof *ev.v + reply.n_blobs * 128u);
+}
+
+/* ------------------------------------------------------------- list/stats */
+
+typedef struct list_ctx {
+  pcd_arena *arena;
+  Pcachepb__ListReply *reply;
+  size_t cap_dev, cap_ent, cap_snap;
+  const char *app;
+  Pcachepb__DeviceInfo **unpacked;
+  size_t n_unpacked;
+} list_ctx;
+
+static void *grow(pcd_arena *a, void *old, size_t n, size_t *cap, size_t elem) {
+  void *p;
+  if (n < *cap)
+    return old;
+  *cap = *cap ? *cap * 2 : 16;
+  p = pcd_arena_alloc(a, *cap * elem);
+  if (p && n)
+    memcpy(p, old, n * elem);
+  return p;
+}
+
+static int list_device(void *ctx, const pcd_device *d) {
+  list_ctx *l = ctx;
+  Pcachepb__DeviceRecord *rec = pcd_arena_alloc(l->arena, sizeof *rec);
+  Pcachepb__DeviceInfo **un;
+  void *p = grow(l->arena, l->reply->devices, l->reply->n_devices, &l->cap_dev,
+                 sizeof *l->reply->devices);
+  if (!rec || !p)
+    return -ENOMEM;
+  l->reply->devices = p;
+  pcachepb__device_record__init(rec);
+  rec->info = pcachepb__device_info__unpack(&pcache__pb_allocator, d->info_size, d->info);
+  if (rec->info) {
+    un = pcache__realloc(l->unpacked, (l->n_unpacked + 1) * sizeof *un);
+    if (!un) {
+      pcachepb__device_info__free_unpacked(rec->info, &pcache__pb_allocator);
+      return -ENOMEM;
+    }
+    un[l->n_unpacked++] = rec->info;
+    l->unpacked = un;
+  }
+  rec->entries = d->entries;
+  rec->bytes = d->bytes;
+  rec->first_seen = d->first_seen;
+  rec->last_seen = d->last_seen;
+  l->reply->devices[l->reply->n_devices++] = rec;
+  return 0;
+}
+
+static int list_entry(void *ctx, const pcd_entry *e) {
+  list_ctx *l = ctx;
+  Pcachepb__EntryRecord *rec;
+  void *p;
+  if (l->app && *l->app && strcmp(e->app, l->app) != 0)
+    return 0;
+  rec = pcd_arena_alloc(l->arena, sizeof *rec);
+  p = grow(l->arena, l->reply->entries, l->reply->n_entries, &l->cap_ent,
+           sizeof *l->reply->entries);
+  if (!rec || !p)
+    return -ENOMEM;
+  l->reply->entries = p;
+  pcachepb__entry_record__init(rec);
+  rec->device_key.data = pcd_arena_memdup(l->arena, e->key, PCACHE_DEVKEY_SIZE);
+  rec->device_key.len = PCACHE_DEVKEY_SIZE;
+  rec->state_hash.data = pcd_arena_memdup(l->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  rec->state_hash.len = PCACHE_HASH_SIZE;
+  rec->app = pcd_arena_strdup(l->arena, e->app);
+  rec->kind = (Pcachepb__EntryKind)e->kind;
+  rec->blob_size = e->blob_size;
+  rec->desc_size = e->desc_size;
+  rec->checksum = e->checksum;
+  rec->created = e->created_us / 1000000;
+  rec->last_used = e->last_used_us / 1000000;
+  rec->hits = e->hits;
+  rec->compile_ns = e->compile_ns;
+  l->reply->entries[l->reply->n_entries++] = rec;
+  return 0;
+}
+
+static int list_snapshot(void *ctx, const pcd_snapshot *s) {
+  list_ctx *l = ctx;
+  Pcachepb__SnapshotRecord *rec;
+  void *p;
+  if (l->app && *l->app && strcmp(s->app, l->app) != 0)
+    return 0;
+  rec = pcd_arena_alloc(l->arena, sizeof *rec);
+  p = grow(l->arena, l->reply->snapshots, l->reply->n_snapshots, &l->cap_snap,
+           sizeof *l->reply->snapshots);
+  if (!rec || !p)
+    return -ENOMEM;
+  l->reply->snapshots = p;
+  pcachepb__snapshot_record__init(rec);
+  rec->device_key.data = pcd_arena_memdup(l->arena, s->device_key, PCACHE_DEVKEY_SIZE);
+  rec->device_key.len = PCACHE_DEVKEY_SIZE;
+  rec->app = pcd_arena_strdup(l->arena, s->app);
+  rec->blob_size = s->blob_size;
+  rec->hashes = s->n_hashes;
+  rec->checksum = s->checksum;
+  rec->created = s->created_us / 1000000;
+  l->reply->snapshots[l->reply->n_snapshots++] = rec;
+  return 0;
+}
+
+static void do_list(pcd_conn *c, const Pcachepb__List *req) {
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__ListReply reply = PCACHEPB__LIST_REPLY__INIT;
+  pcd_arena arena = {0};
+  list_ctx l = {.arena = &arena, .reply = &reply, .app = req->app};
+  const uint8_t *dev = NULL;
+  pcd_txn *txn;
+  int r;
+  if (req->device_key.len) {
+    if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
+      send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
+      return;
+    }
+    dev = req->device_key.data;
+  }
+  if ((r = pcd_txn_begin(c->srv->store, 0, &txn)) < 0) {
+    send_error(c, r, NULL);
+    return;
+  }
+  if (dev) {
+    pcd_device d;
+    r = pcd_device_get(txn, dev, &d);
+    r = r == 0 ? list_device(&l, &d) : r == PCACHE_ENOT_FOUND ? 0 : r;
+  } else {
+    r = pcd_devices_foreach(txn, list_device, &l);
+  }
+  /* Entries come from `entries` alone: listing never touches blob pages. */
+  if (r == 0 && req->entries)
+    r = pcd_entries_foreach(txn, dev, list_entry, &l);
+  /* Snapshot metadata only (a small record each), never their data. */
+  if (r == 0)
+    r = pcd_snapshots_foreach(txn, dev, list_snapshot, &l);
+  pcd_txn_abort(txn);
+  if (r < 0 || arena.failed) {
+    resp.status = r < 0 ? r : -ENOMEM;
+  } else {
+    resp.body_case = PCACHEPB__RESPONSE__BODY_LIST;
+    resp.list = &reply;
+  }
+  send_resp(c, &resp);
+  for (size_t i = 0; i < l.n_unpacked; i++)
+    pcachepb__device_info__free_unpacked(l.unpacked[i], &pcache__pb_allocator);
+  pcache__free(l.unpacked);
+  pcd_arena_free(&arena);
+}
+
+static void do_stats(pcd_conn *c) {
+  pcd_server *srv = c->srv;
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
+  pcd_totals t = {0};
+  pcd_txn *txn;
+  int r = pcd_txn_begin(srv->store, 0, &txn);
+  if (r == 0) {
+    r = pcd_totals_get(txn, &t);
+    pcd_txn_abort(txn);
+  }
+  if (r < 0) {
+    send_error(c, r, NULL);
+    return;
+  }
+  s.daemon_version = (char *)PCACHE_VERSION_STRING;
+  s.protocol_version = PCACHE_PROTOCOL_VERSION;
+  s.data_dir = srv->data_dir;
+  s.socket_path = srv->socket_path;
+  s.entries = t.entries;
+  s.bytes_used = t.bytes;
+  s.max_size = srv->config->max_size;
+  s.map_size = t.map_size;
+  s.uptime_s = (pcd_now_us() - srv->start_us) / 1000000;
+  s.connections = srv->n_conns;
+  s.requests = atomic_load(&srv->stats.requests);
+  s.gets = atomic_load(&srv->stats.gets);
+  s.hits = atomic_load(&srv->stats.hits);
+  s.misses = atomic_load(&srv->stats.misses);
+  s.puts = atomic_load(&srv->stats.puts);
+  s.put_rejected = atomic_load(&srv->stats.put_rejected);
+  s.evictions = atomic_load(&srv->stats.evictions);
+  s.commits = atomic_load(&srv->stats.commits);
+  s.checksum_failures = atomic_load(&srv->stats.checksum_failures);
+  s.devices = t.devices;
+  s.modules = t.modules;
+  s.reports = atomic_load(&srv->stats.reports);
+  s.snapshots = t.snapshots;
+  s.snapshot_bytes = t.snapshot_bytes;
+  resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
+  resp.stats = &s;
+  send_resp(c, &resp);
+}
+
+/* ---------------------------------------------------------------- writes */
+
+static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
+  pcd_job *job = pcd_job_new(type);
+  if (!job || !c->srv->writer) {
+    pcd_job_free(job);
+    pcache__request_free(req);
+    send_error(c, c->srv->writer ? -ENOMEM : PCACHE_EUNAVAILABLE, NULL);
+    return;
+  }
+  job->req = req;
+  job->conn = c;
+  snprintf(job->app, sizeof job->app, "%s", c->app);
+  pcd_conn_ref(c);
+  c->busy = 1;
+  /* Hits recorded so far go in first, so eviction sees them. */
+  pcd_server_flush_touches(c->srv);
+  pcd_writer_submit(c->srv->writer, job);
+}
+
+/* About how many bytes a job moved through malloc (its request, LMDB's
+ * dirty pages, its reply): what decides a trim afterwards. */
+static uint64_t job_bytes(const pcd_job *job) {
+  uint64_t n = job->n_touches * 3u * 4096u + job->out.size;
+  if (job->type == PCD_JOB_SNAPSHOT && job->req && job->req->put_snapshot)
+    n += job->req->put_snapshot->blob.len + job->req->put_snapshot->n_state_hashes * 64u;
+  else if (job->type == PCD_JOB_PUT && job->req && job->req->put)
+    for (size_t i = 0; i < job->req->put->n_items; i++)
+      n += job->req->put->items[i]->blob.len + job->req->put->items[i]->desc.len;
+  else if (job->type != PCD_JOB_TOUCH && job->type != PCD_JOB_DROP && job->type != PCD_JOB_REPORT &&
+           job->type != PCD_JOB_SNAPSHOT_DROP)
+    n += PCD_TRIM_BYTES; /* Purge, Verify, Export, Import: whole-store walks */
+  return n;
+}
+
+void pcd_dispatch_job_done(void *ctx, pcd_job *job) {
+  pcd_conn *c = job->conn;
+  uint64_t bytes = job_bytes(job);
+  (void)ctx;
+  if (c) {
+    if (!c->closed) {
+      pcd_conn_send(c, &job->out);
+      pcd_conn_resume(c);
+    }
+    pcd_conn_unref(c);
+  }
+  pcd_job_free(job);
+  pcd_server_trim(bytes);
+}
+
+void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
+  log_debug("request: %s", pcache__request_kind_name(req));
+  if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
+    do_hello(c, req->hello);
+    goto out_free;
+  }
+  if (!c->hello_done) {
+    send_error(c, PCACHE_ENOT_READY, "send Hello first");
+    goto out_free;
+  }
+  switch (req->body_case) {
+  case PCACHEPB__REQUEST__BODY_GET:
+    do_get(c, req->get);
+    break;
+  case PCACHEPB__REQUEST__BODY_PREFETCH:
+    do_prefetch(c, req->prefetch);
+    break;
+  case PCACHEPB__REQUEST__BODY_LIST:
+    do_list(c, req->list);
+    break;
+  case PCACHEPB__REQUEST__BODY_STATS:
+    do_stats(c);
+    break;
+  case PCACHEPB__REQUEST__BODY_PUT:
+    to_writer(c, req, PCD_JOB_PUT);
+    return;
+  case PCACHEPB__REQUEST__BODY_REPORT:
+    to_writer(c, req, PCD_JOB_REPORT);
+    return;
+  case PCACHEPB__REQUEST__BODY_PURGE:
+    to_writer(c, req, PCD_JOB_PURGE);
+    return;
+  case PCACHEPB__REQUEST__BODY_VERIFY:
+    to_writer(c, req, PCD_JOB_VERIFY);
+    return;
+  case PCACHEPB__REQUEST__BODY_EXPORT:
+    to_writer(c, req, PCD_JOB_EXPORT);
+    return;
+  case PCACHEPB__REQUEST__BODY_IMPORT:
+    to_writer(c, req, PCD_JOB_IMPORT);
+    return;
+  case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
+    to_writer(c, req, PCD_JOB_SNAPSHOT);
+    return;
+  default:
+    send_error(c, PCACHE_EUNKNOWN_REQUEST, NULL);
+    break;
+  }
+out_free:
+  pcache__request_free(req);
+}

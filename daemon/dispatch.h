@@ -1,0 +1,15 @@
+/* Request -> store -> reply. Reads (Hello, Get, Prefetch, List, Stats) are
+ * answered on the loop with a short read transaction; writes and long
+ * walks (Put, Report, Purge, Verify, Export, Import) go to the writer. */
+#ifndef PCD_DISPATCH_H
+#define PCD_DISPATCH_H
+
+#include "connection.h"
+
+/* Handles one decoded request (takes ownership of req). */
+void pcd_dispatch(pcd_conn *conn, Pcachepb__Request *req);
+
+/* The writer's completion callback (ctx is the server). */
+void pcd_dispatch_job_done(void *ctx, pcd_job *job);
+
+#endif

@@ -1,0 +1,759 @@
+#include "ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/blob.h"
+#include "common/desc_check.h"
+#include "common/log.h"
+
+/* ------------------------------------------------------------ validation */
+
+static int find_item_module(const pcd_item *item, const pcache_hash128 *hash, const void **code,
+                            size_t *size, int *ret_status) {
+  for (size_t i = 0; i < item->n_modules; i++) {
+    const Pcachepb__Module *m = item->modules[i];
+    pcache_hash128 h;
+    if (m->hash.len != PCACHE_HASH_SIZE) {
+      *ret_status = PCACHE_EBAD_DESC;
+      return 0;
+    }
+    if (memcmp(m->hash.data, hash->bytes, PCACHE_HASH_SIZE) != 0)
+      continue;
+    pcache__hash128(m->code.data, m->code.len, &h);
+    if (!pcache__hash_equal(&h, hash)) {
+      *ret_status = PCACHE_ECHECKSUM;
+      return 0;
+    }
+    *code = m->code.data;
+    *size = m->code.len;
+    return 1;
+  }
+  if (item->find_module && item->find_module(item->find_ctx, hash, code, size) == 0)
+    return 1;
+  return 0;
+}
+
+int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
+                   uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message) {
+  pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
+  const void *codes[PCACHE_DESC_MAX_MODULES] = {0};
+  size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
+  char hex[33];
+  pcd_entry e;
+  int st = 0, r;
+  const char *why = NULL;
+
+  *ret_message = NULL;
+  if (item->state_hash_len != PCACHE_HASH_SIZE) {
+    st = PCACHE_EBAD_KEY;
+    why = "state hash is not 16 bytes";
+    goto out_refuse;
+  }
+  memcpy(sh.bytes, item->state_hash, PCACHE_HASH_SIZE);
+  if (item->blob_size > max_blob) {
+    st = PCACHE_EBLOB_TOO_LARGE;
+    goto out_refuse;
+  }
+  if ((st = pcache__blob_check_header(item->blob, item->blob_size, key)) < 0)
+    goto out_refuse;
+  if (item->desc_size == 0) {
+    st = PCACHE_EBAD_DESC;
+    why = "no pipeline description";
+    goto out_refuse;
+  }
+  st = pcache__desc_check(item->desc, item->desc_size, &sh, item->kind, mods, &n_mods);
+  if (st < 0)
+    goto out_refuse;
+  for (size_t i = 0; i < n_mods; i++) {
+    int found = find_item_module(item, &mods[i], &codes[i], &sizes[i], &st);
+    if (st < 0)
+      goto out_refuse;
+    if (found)
+      continue;
+    r = pcd_module_get(txn, &mods[i], NULL, NULL);
+    if (r == PCACHE_ENOT_FOUND) {
+      pcache__hash_format(&mods[i], hex);
+      st = PCACHE_EMISSING_MODULE;
+      *ret_message = pcd_arena_printf(arena, "%s: %s", pcache_strerror(st), hex);
+      goto out_refuse_msg;
+    }
+    if (r < 0)
+      return r;
+  }
+
+  for (size_t i = 0; i < n_mods; i++)
+    if ((r = pcd_module_ref(txn, &mods[i], codes[i], sizes[i])) < 0)
+      return r;
+  memset(&e, 0, sizeof e);
+  memcpy(e.key, key->bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(e.key + PCACHE_DEVKEY_SIZE, sh.bytes, PCACHE_HASH_SIZE);
+  e.kind = item->kind;
+  e.blob_size = item->blob_size;
+  e.desc_size = item->desc_size;
+  e.checksum = pcache__checksum64(item->blob, item->blob_size);
+  e.created_us = item->created_us;
+  e.last_used_us = item->last_used_us;
+  e.hits = item->hits;
+  e.compile_ns = item->compile_ns;
+  snprintf(e.app, sizeof e.app, "%s", item->app ? item->app : "");
+  r = pcd_entry_store(txn, &e, item->blob, item->desc);
+  if (r < 0)
+    return r;
+  *ret_status = 0;
+  return 0;
+
+out_refuse:
+  *ret_message = pcd_arena_strdup(arena, why ? why : pcache_strerror(st));
+out_refuse_msg:
+  *ret_status = st;
+  return 0;
+}
+
+/* -------------------------------------------------------------------- put */
+
+static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  const Pcachepb__Put *put = job->req->put;
+  Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  pcache_devkey key;
+  uint64_t now = pcd_now_us();
+  const char *app = put->app && *put->app ? put->app : job->app;
+  int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
+
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__put_reply__init(reply);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_PUT;
+  job->resp.put = reply;
+  if (put->n_items > cfg->max_hashes) {
+    job->resp.status = PCACHE_ETOO_MANY_HASHES;
+    job->resp.message = pcd_arena_printf(&job->arena, "%zu items, the limit is %u",
+                                         put->n_items, cfg->max_hashes);
+    job->rejected = put->n_items;
+    return 0;
+  }
+  if (strlen(app) > PCD_MAX_APP) {
+    job->resp.status = PCACHE_EBAD_SIZE;
+    job->resp.message = pcd_arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
+    job->rejected = put->n_items;
+    return 0;
+  }
+  reply->results = pcd_arena_alloc(&job->arena, (put->n_items + 1) * sizeof *reply->results);
+  if (!reply->results)
+    return -ENOMEM;
+  if (key_ok) {
+    pcd_device d;
+    memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
+    if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
+      return r;
+    new_device = r == PCACHE_ENOT_FOUND;
+    if ((r = pcd_device_touch(txn, put->device, now / 1000000)) < 0)
+      return r;
+  } else {
+    job->resp.status = PCACHE_EBAD_KEY;
+    job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
+  }
+  for (size_t i = 0; i < put->n_items; i++) {
+    const Pcachepb__PutItem *it = put->items[i];
+    Pcachepb__PutResult *res = pcd_arena_alloc(&job->arena, sizeof *res);
+    pcd_item item = {
+        .state_hash = it->state_hash.data,
+        .state_hash_len = it->state_hash.len,
+        .kind = (uint32_t)it->kind,
+        .blob = it->blob.data,
+        .blob_size = it->blob.len,
+        .desc = it->desc.data,
+        .desc_size = it->desc.len,
+        .modules = it->modules,
+        .n_modules = it->n_modules,
+        .app = app,
+        .compile_ns = it->compile_ns,
+        .created_us = now,
+        .last_used_us = now,
+    };
+    int st = PCACHE_EBAD_KEY;
+    char *msg = NULL;
+    if (!res)
+      return -ENOMEM;
+    pcachepb__put_result__init(res);
+    res->state_hash.data = it->state_hash.data;
+    res->state_hash.len = it->state_hash.len;
+    if (key_ok && (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
+      return r;
+    res->status = st;
+    if (st < 0) {
+      res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
+      job->rejected++;
+      log_debug("put: item %zu refused: %s", i, res->message);
+    } else {
+      reply->stored++;
+      job->stored++;
+    }
+    reply->results[reply->n_results++] = res;
+  }
+  /* The device record was made first so its counters include the items;
+   * when every item was refused, a new device leaves no trace either. */
+  if (new_device && !job->stored && (r = pcd_device_forget(txn, key.bytes)) < 0)
+    return r;
+  if (job->stored) {
+    uint64_t n = 0;
+    if ((r = pcd_evict(txn, cfg->max_size, &n, NULL)) < 0)
+      return r;
+    reply->evicted = (uint32_t)n;
+    job->evicted = n;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+static int snapshot_refuse(pcd_job *job, int status, const char *why) {
+  job->resp.status = status;
+  job->resp.message = pcd_arena_strdup(&job->arena, why ? why : pcache_strerror(status));
+  job->rejected = 1;
+  log_debug("put snapshot: refused: %s", job->resp.message);
+  return 0;
+}
+
+/* Validated as a Put's blob is (the header against the device key, the
+ * size against a limit of its own), plus the hash list. A refusal is a
+ * bare status; a stored snapshot gets a PutSnapshotReply. */
+static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  const Pcachepb__PutSnapshot *ps = job->req->put_snapshot;
+  const char *app = ps->app && *ps->app ? ps->app : job->app;
+  Pcachepb__PutSnapshotReply *reply;
+  pcache_devkey key;
+  pcd_snapshot snap;
+  uint8_t *hashes = NULL;
+  uint64_t n = 0;
+  int st, r;
+
+  if (!ps->device || ps->device->key.len != PCACHE_DEVKEY_SIZE)
+    return snapshot_refuse(job, PCACHE_EBAD_KEY, "device key is not 32 bytes");
+  if (strlen(app) > PCD_MAX_APP) {
+    job->resp.message = pcd_arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
+    return snapshot_refuse(job, PCACHE_EBAD_SIZE, job->resp.message);
+  }
+  if (ps->blob.len > cfg->max_snapshot) {
+    job->resp.message = pcd_arena_printf(&job->arena, "snapshot of %zu bytes, the limit is %llu",
+                                         ps->blob.len, (unsigned long long)cfg->max_snapshot);
+    return snapshot_refuse(job, PCACHE_EBLOB_TOO_LARGE, job->resp.message);
+  }
+  if (ps->n_state_hashes > PCD_MAX_SNAPSHOT_HASHES) {
+    job->resp.message = pcd_arena_printf(&job->arena, "%zu state hashes, the limit is %u",
+                                         ps->n_state_hashes, PCD_MAX_SNAPSHOT_HASHES);
+    return snapshot_refuse(job, PCACHE_ETOO_MANY_HASHES, job->resp.message);
+  }
+  for (size_t i = 0; i < ps->n_state_hashes; i++)
+    if (ps->state_hashes[i].len != PCACHE_HASH_SIZE)
+      return snapshot_refuse(job, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
+  memcpy(key.bytes, ps->device->key.data, PCACHE_DEVKEY_SIZE);
+  if ((st = pcache__blob_check_header(ps->blob.data, ps->blob.len, &key)) < 0)
+    return snapshot_refuse(job, st, NULL);
+
+  if (ps->n_state_hashes) {
+    hashes = pcache__malloc(ps->n_state_hashes * PCACHE_HASH_SIZE);
+    if (!hashes)
+      return -ENOMEM;
+    for (size_t i = 0; i < ps->n_state_hashes; i++)
+      memcpy(hashes + i * PCACHE_HASH_SIZE, ps->state_hashes[i].data, PCACHE_HASH_SIZE);
+  }
+  memset(&snap, 0, sizeof snap);
+  memcpy(snap.device_key, key.bytes, PCACHE_DEVKEY_SIZE);
+  snprintf(snap.app, sizeof snap.app, "%s", app);
+  snap.blob_size = ps->blob.len;
+  snap.n_hashes = ps->n_state_hashes;
+  snap.checksum = pcache__checksum64(ps->blob.data, ps->blob.len);
+  snap.created_us = pcd_now_us();
+  r = pcd_snapshot_store(txn, &snap, hashes, ps->blob.data);
+  pcache__free(hashes);
+  if (r < 0)
+    return r;
+  job->stored = 1;
+  if ((r = pcd_evict_keep(txn, cfg->max_size, key.bytes, snap.app, &n, NULL)) < 0)
+    return r;
+  job->evicted = n;
+  reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__put_snapshot_reply__init(reply);
+  reply->blob_size = snap.blob_size;
+  reply->hashes = snap.n_hashes;
+  reply->evicted = n;
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT;
+  job->resp.put_snapshot = reply;
+  log_debug("put snapshot: app '%s': %zu bytes, %zu hashes", snap.app, ps->blob.len,
+            ps->n_state_hashes);
+  return 0;
+}
+
+static int op_snapshot_drop(pcd_txn *txn, pcd_job *job) {
+  int r;
+  if (job->n_touches == 0)
+    return 0;
+  r = pcd_snapshot_delete(txn, job->touches[0].key, job->app, NULL);
+  return r == PCACHE_ENOT_FOUND ? 0 : r;
+}
+
+/* ---------------------------------------------------------------- report */
+
+static int op_report(pcd_txn *txn, pcd_job *job) {
+  const Pcachepb__Report *rep = job->req->report;
+  Pcachepb__PurgeReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  char hex[33];
+  int r;
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__purge_reply__init(reply);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPORT;
+  job->resp.report = reply;
+  if (rep->device_key.len != PCACHE_DEVKEY_SIZE) {
+    job->resp.status = PCACHE_EBAD_KEY;
+    job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
+    return 0;
+  }
+  memcpy(key, rep->device_key.data, PCACHE_DEVKEY_SIZE);
+  switch (rep->snapshot) {
+  case PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED:
+  case PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM:
+  case PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER: {
+    const char *app = rep->app && *rep->app ? rep->app : job->app;
+    uint64_t bytes = 0;
+    job->stored++;
+    r = pcd_snapshot_delete(txn, key, app, &bytes);
+    if (r < 0 && r != PCACHE_ENOT_FOUND)
+      return r;
+    if (r == 0) {
+      reply->snapshots++;
+      reply->bytes += bytes;
+      log_info("report: client refused the snapshot of app '%s' (reason %d); dropped it", app,
+               rep->snapshot);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  for (size_t i = 0; i < rep->n_items; i++) {
+    const Pcachepb__ReportItem *it = rep->items[i];
+    uint64_t bytes = 0;
+    job->stored++; /* counted as reports */
+    if (it->state_hash.len != PCACHE_HASH_SIZE)
+      continue;
+    memcpy(key + PCACHE_DEVKEY_SIZE, it->state_hash.data, PCACHE_HASH_SIZE);
+    pcache__hex(it->state_hash.data, PCACHE_HASH_SIZE, hex);
+    switch (it->reason) {
+    case PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED:
+    case PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM:
+    case PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER:
+      r = pcd_entry_delete(txn, key, &bytes);
+      if (r == PCACHE_ENOT_FOUND)
+        break;
+      if (r < 0)
+        return r;
+      reply->entries++;
+      reply->bytes += bytes;
+      log_info("report: client refused entry %s (reason %d); dropped it", hex, it->reason);
+      break;
+    default:
+      log_debug("report: entry %s loaded but the driver compiled anyway", hex);
+      break;
+    }
+  }
+  return 0;
+}
+
+/* ----------------------------------------------------------------- purge */
+
+typedef struct key_list {
+  uint8_t (*keys)[PCD_ENTRY_KEY_SIZE];
+  size_t n, cap;
+  int oom;
+} key_list;
+
+static int key_list_add(key_list *l, const uint8_t *key) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    void *p = pcache__realloc(l->keys, cap * sizeof *l->keys);
+    if (!p) {
+      l->oom = 1;
+      return -ENOMEM;
+    }
+    l->keys = p;
+    l->cap = cap;
+  }
+  memcpy(l->keys[l->n++], key, PCD_ENTRY_KEY_SIZE);
+  return 0;
+}
+
+/* Snapshots to remove: (device key, app) pairs. */
+typedef struct snap_list {
+  pcd_snapshot *v;
+  size_t n, cap;
+  const char *app; /* only this app's, when set */
+} snap_list;
+
+static int snap_visit(void *ctx, const pcd_snapshot *s) {
+  snap_list *l = ctx;
+  if (l->app && strcmp(s->app, l->app) != 0)
+    return 0;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    void *p = pcache__realloc(l->v, cap * sizeof *l->v);
+    if (!p)
+      return -ENOMEM;
+    l->v = p;
+    l->cap = cap;
+  }
+  l->v[l->n++] = *s;
+  return 0;
+}
+
+/* Removes the snapshots of device (NULL: every device) and app (NULL:
+ * every app). */
+static int purge_snapshots(pcd_txn *txn, const uint8_t *device, const char *app,
+                           uint64_t *ret_count, uint64_t *ret_bytes) {
+  snap_list l = {.app = app};
+  int r = pcd_snapshots_foreach(txn, device, snap_visit, &l);
+  for (size_t i = 0; r == 0 && i < l.n; i++) {
+    uint64_t bytes = 0;
+    r = pcd_snapshot_delete(txn, l.v[i].device_key, l.v[i].app, &bytes);
+    if (r == PCACHE_ENOT_FOUND) {
+      r = 0;
+      continue;
+    }
+    if (r == 0) {
+      (*ret_count)++;
+      *ret_bytes += bytes;
+    }
+  }
+  pcache__free(l.v);
+  return r;
+}
+
+struct purge_filter {
+  key_list list;
+  const Pcachepb__Purge *purge;
+  uint64_t cutoff_us;
+};
+
+static int purge_visit(void *ctx, const pcd_entry *e) {
+  struct purge_filter *f = ctx;
+  const Pcachepb__Purge *p = f->purge;
+  int match = 0;
+  switch (p->selector_case) {
+  case PCACHEPB__PURGE__SELECTOR_ALL:
+    match = p->all;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_DEVICE_KEY:
+    match = 1; /* the scan is limited to the device */
+    break;
+  case PCACHEPB__PURGE__SELECTOR_APP:
+    match = strcmp(e->app, p->app) == 0;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S:
+    match = e->last_used_us < f->cutoff_us;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_STATE_HASH:
+    match = memcmp(e->key + PCACHE_DEVKEY_SIZE, p->state_hash.data, PCACHE_HASH_SIZE) == 0;
+    break;
+  default:
+    break;
+  }
+  return match ? key_list_add(&f->list, e->key) : 0;
+}
+
+static int op_purge(pcd_txn *txn, pcd_job *job) {
+  const Pcachepb__Purge *p = job->req->purge;
+  Pcachepb__PurgeReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  struct purge_filter f = {.purge = p};
+  const uint8_t *dev = NULL;
+  uint64_t now = pcd_now_us();
+  int r;
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__purge_reply__init(reply);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_PURGE;
+  job->resp.purge = reply;
+  switch (p->selector_case) {
+  case PCACHEPB__PURGE__SELECTOR_DEVICE_KEY:
+    if (p->device_key.len != PCACHE_DEVKEY_SIZE)
+      goto out_bad_key;
+    dev = p->device_key.data;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_STATE_HASH:
+    if (p->state_hash.len != PCACHE_HASH_SIZE)
+      goto out_bad_key;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S:
+    f.cutoff_us = p->older_than_s * 1000000 > now ? 0 : now - p->older_than_s * 1000000;
+    break;
+  case PCACHEPB__PURGE__SELECTOR_ALL:
+  case PCACHEPB__PURGE__SELECTOR_APP:
+    break;
+  default:
+    job->resp.status = PCACHE_EPROTO;
+    job->resp.message = pcd_arena_strdup(&job->arena, "purge needs a selector");
+    return 0;
+  }
+  r = pcd_entries_foreach(txn, dev, purge_visit, &f);
+  if (r < 0 || f.list.oom)
+    goto out_free;
+  for (size_t i = 0; i < f.list.n; i++) {
+    uint64_t bytes = 0;
+    r = pcd_entry_delete(txn, f.list.keys[i], &bytes);
+    if (r == PCACHE_ENOT_FOUND)
+      continue;
+    if (r < 0)
+      goto out_free;
+    reply->entries++;
+    reply->bytes += bytes;
+  }
+  /* Snapshots go with a whole device or app; an entry or age purge leaves
+   * them: the hashes they cover whose entries are gone are no longer
+   * announced (Prefetch checks), and what is left of them still loads. */
+  r = 0;
+  if (p->selector_case == PCACHEPB__PURGE__SELECTOR_ALL && p->all)
+    r = purge_snapshots(txn, NULL, NULL, &reply->snapshots, &reply->bytes);
+  else if (p->selector_case == PCACHEPB__PURGE__SELECTOR_DEVICE_KEY)
+    r = purge_snapshots(txn, dev, NULL, &reply->snapshots, &reply->bytes);
+  else if (p->selector_case == PCACHEPB__PURGE__SELECTOR_APP)
+    r = purge_snapshots(txn, NULL, p->app, &reply->snapshots, &reply->bytes);
+  if (r < 0)
+    goto out_free;
+  log_info("purge: removed %llu entries, %llu snapshots, %llu bytes",
+           (unsigned long long)reply->entries, (unsigned long long)reply->snapshots,
+           (unsigned long long)reply->bytes);
+out_free:
+  pcache__free(f.list.keys);
+  return f.list.oom ? -ENOMEM : r;
+
+out_bad_key:
+  job->resp.status = PCACHE_EBAD_KEY;
+  job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(PCACHE_EBAD_KEY));
+  return 0;
+}
+
+/* ---------------------------------------------------------------- verify */
+
+static int collect_key(void *ctx, const pcd_entry *e) { return key_list_add(ctx, e->key); }
+
+/* The checks Get/Prefetch make before sending, plus the header and the
+ * description: 0 or the first failure. */
+static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
+  pcache_devkey dk;
+  pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
+  const uint8_t *blob, *desc;
+  size_t blob_size, desc_size, n = 0;
+  int r = pcd_blob_get(txn, e->key, &blob, &blob_size);
+  *ret_why = NULL;
+  if (r < 0) {
+    *ret_why = "blob missing";
+    return r == PCACHE_ENOT_FOUND ? PCACHE_ESTORE : r;
+  }
+  if (blob_size != e->blob_size || pcache__checksum64(blob, blob_size) != e->checksum)
+    return PCACHE_ECHECKSUM;
+  memcpy(dk.bytes, e->key, PCACHE_DEVKEY_SIZE);
+  if ((r = pcache__blob_check_header(blob, blob_size, &dk)) < 0)
+    return r;
+  memcpy(sh.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  r = pcd_desc_get(txn, e->key, &desc, &desc_size);
+  if (r < 0) {
+    *ret_why = "description missing";
+    return PCACHE_EBAD_DESC;
+  }
+  return pcache__desc_check(desc, desc_size, &sh, e->kind, mods, &n);
+}
+
+static int add_problem(pcd_job *job, Pcachepb__VerifyReply *reply, size_t *cap,
+                       Pcachepb__Problem **ret_problem) {
+  Pcachepb__Problem *pb;
+  if (reply->n_problems == *cap) {
+    Pcachepb__Problem **np;
+    *cap = *cap ? *cap * 2 : 16;
+    np = pcd_arena_alloc(&job->arena, *cap * sizeof *np);
+    if (!np)
+      return -ENOMEM;
+    if (reply->n_problems)
+      memcpy(np, reply->problems, reply->n_problems * sizeof *np);
+    reply->problems = np;
+  }
+  pb = pcd_arena_alloc(&job->arena, sizeof *pb);
+  if (!pb)
+    return -ENOMEM;
+  pcachepb__problem__init(pb);
+  reply->problems[reply->n_problems++] = pb;
+  *ret_problem = pb;
+  return 0;
+}
+
+/* Each snapshot: its record decodes, sizes agree, the blob matches its
+ * checksum and its header the device. A problem names the device key and
+ * no state hash; repair drops the snapshot. */
+static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *reply,
+                            size_t *cap) {
+  snap_list l = {0};
+  int r = pcd_snapshots_foreach(txn, NULL, snap_visit, &l);
+  for (size_t i = 0; r == 0 && i < l.n; i++) {
+    const pcd_snapshot *s = &l.v[i];
+    pcd_snapshot got;
+    const uint8_t *blob = NULL;
+    Pcachepb__Problem *pb;
+    pcache_devkey dk;
+    int st = pcd_snapshot_get(txn, s->device_key, s->app, &got, NULL, &blob);
+    memcpy(dk.bytes, s->device_key, PCACHE_DEVKEY_SIZE);
+    if (st == 0 && pcache__checksum64(blob, got.blob_size) != got.checksum)
+      st = PCACHE_ECHECKSUM;
+    if (st == 0)
+      st = pcache__blob_check_header(blob, got.blob_size, &dk);
+    if (st == 0 || st == PCACHE_ENOT_FOUND)
+      continue;
+    if ((r = add_problem(job, reply, cap, &pb)) < 0)
+      break;
+    pb->device_key.data = pcd_arena_memdup(&job->arena, s->device_key, PCACHE_DEVKEY_SIZE);
+    pb->device_key.len = PCACHE_DEVKEY_SIZE;
+    pb->status = st;
+    pb->message = pcd_arena_printf(&job->arena, "snapshot of app '%s': %s", s->app,
+                                   pcache_strerror(st));
+    log_warn("verify: %s", pb->message ? pb->message : "snapshot");
+    if (job->req->verify->repair) {
+      r = pcd_snapshot_delete(txn, s->device_key, s->app, NULL);
+      if (r == PCACHE_ENOT_FOUND)
+        r = 0;
+      if (r == 0)
+        reply->removed++;
+    }
+  }
+  pcache__free(l.v);
+  return r;
+}
+
+static int op_verify(pcd_txn *txn, pcd_job *job) {
+  Pcachepb__VerifyReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  key_list list = {0};
+  size_t cap = 0;
+  int r;
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__verify_reply__init(reply);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_VERIFY;
+  job->resp.verify = reply;
+  r = pcd_entries_foreach(txn, NULL, collect_key, &list);
+  if (r < 0 || list.oom)
+    goto out_free;
+  for (size_t i = 0; i < list.n; i++) {
+    pcd_entry e;
+    const char *why;
+    Pcachepb__Problem *pb;
+    int st = pcd_entry_get(txn, list.keys[i], &e);
+    if (st == PCACHE_ENOT_FOUND)
+      continue;
+    reply->checked++;
+    if (st == 0)
+      st = check_entry(txn, &e, &why);
+    else
+      why = "unreadable metadata";
+    if (st == 0)
+      continue;
+    if (st == -ENOMEM) {
+      r = st;
+      goto out_free;
+    }
+    if (reply->n_problems == cap) {
+      Pcachepb__Problem **np;
+      cap = cap ? cap * 2 : 16;
+      np = pcd_arena_alloc(&job->arena, cap * sizeof *np);
+      if (!np) {
+        r = -ENOMEM;
+        goto out_free;
+      }
+      if (reply->n_problems)
+        memcpy(np, reply->problems, reply->n_problems * sizeof *np);
+      reply->problems = np;
+    }
+    pb = pcd_arena_alloc(&job->arena, sizeof *pb);
+    if (!pb) {
+      r = -ENOMEM;
+      goto out_free;
+    }
+    pcachepb__problem__init(pb);
+    pb->device_key.data = pcd_arena_memdup(&job->arena, list.keys[i], PCACHE_DEVKEY_SIZE);
+    pb->device_key.len = PCACHE_DEVKEY_SIZE;
+    pb->state_hash.data =
+        pcd_arena_memdup(&job->arena, list.keys[i] + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+    pb->state_hash.len = PCACHE_HASH_SIZE;
+    pb->status = st;
+    pb->message = pcd_arena_strdup(&job->arena, why ? why : pcache_strerror(st));
+    reply->problems[reply->n_problems++] = pb;
+    {
+      char hex[33];
+      pcache__hex(list.keys[i] + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, hex);
+      log_warn("verify: entry %s: %s", hex, pb->message ? pb->message : "?");
+    }
+    if (job->req->verify->repair) {
+      r = pcd_entry_delete(txn, list.keys[i], NULL);
+      if (r < 0 && r != PCACHE_ENOT_FOUND)
+        goto out_free;
+      reply->removed++;
+    }
+  }
+  r = verify_snapshots(txn, job, reply, &cap);
+  if (r == 0)
+    r = job->arena.failed ? -ENOMEM : 0;
+out_free:
+  pcache__free(list.keys);
+  return list.oom ? -ENOMEM : r;
+}
+
+/* ------------------------------------------------------- touch and drop */
+
+static int op_touch(pcd_txn *txn, pcd_job *job) {
+  for (size_t i = 0; i < job->n_touches; i++) {
+    int r = pcd_entry_touch(txn, job->touches[i].key, job->touches[i].last_used_us,
+                            job->touches[i].hits);
+    if (r < 0)
+      return r;
+  }
+  return 0;
+}
+
+static int op_drop(pcd_txn *txn, pcd_job *job) {
+  for (size_t i = 0; i < job->n_touches; i++) {
+    int r = pcd_entry_delete(txn, job->touches[i].key, NULL);
+    if (r < 0 && r != PCACHE_ENOT_FOUND)
+      return r;
+  }
+  return 0;
+}
+
+int pcd_ops_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
+  switch (job->type) {
+  case PCD_JOB_PUT:
+    return op_put(txn, config, job);
+  case PCD_JOB_REPORT:
+    return op_report(txn, job);
+  case PCD_JOB_PURGE:
+    return op_purge(txn, job);
+  case PCD_JOB_VERIFY:
+    return op_verify(txn, job);
+  case PCD_JOB_EXPORT:
+    return pcd_ops_export(txn, job);
+  case PCD_JOB_IMPORT:
+    return pcd_ops_import(txn, config, job);
+  case PCD_JOB_TOUCH:
+    return op_touch(txn, job);
+  case PCD_JOB_DROP:
+    return op_drop(txn, job);
+  case PCD_JOB_SNAPSHOT:
+    return op_put_snapshot(txn, config, job);
+  case PCD_JOB_SNAPSHOT_DROP:
+    return op_snapshot_drop(txn, job);
+  }
+  return 0;
+}

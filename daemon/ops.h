@@ -1,0 +1,61 @@
+/* Write-side requests, run by the writer thread inside its transaction:
+ * Put, Report, Purge, Verify, Export, Import, and the internal touch/drop
+ * batches. Each fills job->resp (memory from job->arena). */
+#ifndef PCD_OPS_H
+#define PCD_OPS_H
+
+#include "writer.h"
+
+/* Returns 0 (the job's own failures are in its reply) or a code that
+ * spoils the whole transaction (PCACHE_EFULL, PCACHE_ESTORE, -ENOMEM): the
+ * writer then aborts and retries the batch. */
+int pcd_ops_run(pcd_txn *txn, const pcd_config *config, pcd_job *job);
+
+/* One pipeline to validate and store, from a PutItem or an archive entry:
+ * both go through the same checks (pcd_item_store). */
+typedef struct pcd_item {
+  const uint8_t *state_hash;
+  size_t state_hash_len;
+  uint32_t kind;
+  const uint8_t *blob;
+  size_t blob_size;
+  const uint8_t *desc;
+  size_t desc_size;
+  /* Module code that came with the item (Put) ... */
+  Pcachepb__Module **modules;
+  size_t n_modules;
+  /* ... or a lookup of code that came with it (Import); may be NULL. */
+  int (*find_module)(void *ctx, const pcache_hash128 *hash, const void **ret_code,
+                     size_t *ret_size);
+  void *find_ctx;
+  const char *app;
+  uint64_t compile_ns, created_us, last_used_us, hits;
+} pcd_item;
+
+/*
+ * pcd_item_store - validates item for the device and stores it. Writes the
+ * item's verdict (0 or a PCACHE_E* code, with a message from arena) to
+ * ret_status/ret_message; nothing is stored when it is not 0. Returns 0 or
+ * a transaction-spoiling code.
+ */
+int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
+                   uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message);
+
+/* Most state hashes one PutSnapshot may list. */
+#define PCD_MAX_SNAPSHOT_HASHES (1u << 20)
+
+/* Evicts until the store's entries and snapshots hold at most max_bytes:
+ * snapshots first, oldest first (they duplicate entry data and the next
+ * run rebuilds them), then least-recently-used entries. Returns 0 or a
+ * transaction-spoiling code. */
+int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t *ret_bytes);
+/* The same, never evicting the snapshot of (keep_key, keep_app): the one a
+ * PutSnapshot just stored. */
+int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
+                   const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes);
+
+/* Export and Import (ops_archive.c). */
+int pcd_ops_export(pcd_txn *txn, pcd_job *job);
+int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
+
+#endif

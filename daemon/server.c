@@ -1,0 +1,308 @@
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "activation.h"
+#include "common/alloc.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "connection.h"
+
+#define SWEEP_MS 500
+
+/* ------------------------------------------------------------------ listen */
+
+/* A socket file is stale when nobody accepts on it. */
+static int probe_socket(const struct sockaddr_un *sun) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+  if (fd < 0)
+    return -errno;
+  r = connect(fd, (const struct sockaddr *)sun, sizeof *sun) < 0 ? -errno : 0;
+  close(fd);
+  return r;
+}
+
+static int bind_path(pcd_server *srv) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  char dir[sizeof sun.sun_path];
+  struct stat st;
+  mode_t old_mask;
+  int fd, r;
+
+  r = pcache__socket_path(srv->config->socket_arg, srv->socket_path, sizeof srv->socket_path);
+  if (r < 0) {
+    log_error("no socket path: pass --socket, or set PCACHE_SOCKET or XDG_RUNTIME_DIR (%s)",
+              strerror(-r));
+    return r;
+  }
+  memcpy(sun.sun_path, srv->socket_path, strlen(srv->socket_path) + 1);
+  pcache__dirname(srv->socket_path, dir, sizeof dir);
+  /* Only a directory we create is forced to 0700: --socket may point into
+   * a shared directory we must not lock others out of. */
+  if (stat(dir, &st) < 0) {
+    if ((r = pcache__mkdir_p(dir, 0700)) < 0) {
+      log_error("cannot create %s: %s", dir, strerror(-r));
+      return r;
+    }
+  } else if (st.st_uid == geteuid() && (st.st_mode & 0077) && strcmp(dir, "/tmp") != 0) {
+    log_warn("%s is accessible to other users (mode %03o)", dir, st.st_mode & 0777);
+  }
+
+  if (lstat(srv->socket_path, &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      log_error("%s exists and is not a socket; refusing to replace it", srv->socket_path);
+      return -EEXIST;
+    }
+    r = probe_socket(&sun);
+    if (r == 0) {
+      log_error("another pcached is already listening on %s; exiting", srv->socket_path);
+      return -EADDRINUSE;
+    }
+    if (r != -ECONNREFUSED) {
+      log_error("cannot tell whether %s is in use: %s", srv->socket_path, strerror(-r));
+      return r;
+    }
+    log_info("replacing stale socket %s", srv->socket_path);
+    unlink(srv->socket_path);
+  }
+
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  old_mask = umask(0177);
+  r = bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ? -errno : 0;
+  umask(old_mask);
+  if (r == 0 && chmod(srv->socket_path, 0600) < 0)
+    r = -errno;
+  if (r == 0 && listen(fd, 128) < 0)
+    r = -errno;
+  if (r < 0) {
+    log_error("cannot listen on %s: %s", srv->socket_path, strerror(-r));
+    close(fd);
+    return r;
+  }
+  srv->listen_fd = fd;
+  return 0;
+}
+
+int pcd_server_listen(pcd_server *srv) {
+  int fd = pcd_activation_listen_fd();
+  if (fd < -1)
+    return fd;
+  if (fd >= 0) {
+    struct sockaddr_un sun;
+    socklen_t len = sizeof sun;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+      return -errno;
+    srv->listen_fd = fd;
+    srv->activated = 1;
+    if (getsockname(fd, (struct sockaddr *)&sun, &len) == 0 && sun.sun_family == AF_UNIX)
+      snprintf(srv->socket_path, sizeof srv->socket_path, "%s", sun.sun_path);
+    log_info("using the socket systemd passed (%s)", srv->socket_path);
+    return 0;
+  }
+  return bind_path(srv);
+}
+
+/* ------------------------------------------------------------------ accept */
+
+static void refuse(int fd, int status, const char *msg) {
+  pcd_out out;
+  if (pcd_reply_error(status, msg, &out) == 0) {
+    (void)!send(fd, out.frame, out.size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    pcd_out_release(&out);
+  }
+  close(fd);
+}
+
+static void on_idle(uv_timer_t *t) {
+  pcd_server *srv = t->data;
+  log_info("no clients for %llu s; exiting (--idle-exit)",
+           (unsigned long long)srv->config->idle_exit_s);
+  pcd_server_stop(srv);
+}
+
+static void arm_idle(pcd_server *srv) {
+  if (srv->config->idle_exit_s && !srv->n_conns && !srv->stopping)
+    uv_timer_start(&srv->idle_timer, on_idle, srv->config->idle_exit_s * 1000, 0);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events) {
+  pcd_server *srv = h->data;
+  (void)events;
+  if (status < 0)
+    return;
+  for (;;) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    pcd_conn *c;
+    int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        log_warn("accept: %s", strerror(errno));
+      return;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid()) {
+      log_warn("refused a client of uid %d (pid %d): only uid %d may use this daemon",
+               (int)cred.uid, (int)cred.pid, (int)geteuid());
+      refuse(fd, PCACHE_EPEER, "peer refused: another user");
+      continue;
+    }
+    if (srv->n_conns >= srv->config->max_connections) {
+      log_warn("refused a client: %llu connections open (--max-connections)",
+               (unsigned long long)srv->n_conns);
+      refuse(fd, PCACHE_ETOO_MANY_CONNECTIONS, "too many connections");
+      continue;
+    }
+    if (pcd_conn_open(srv, fd, &c) < 0) {
+      close(fd);
+      continue;
+    }
+    c->pid = (uint32_t)cred.pid;
+    c->next = srv->conns;
+    if (srv->conns)
+      srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    uv_timer_stop(&srv->idle_timer);
+    log_debug("client pid %d connected (%llu open)", (int)cred.pid,
+              (unsigned long long)srv->n_conns);
+  }
+}
+
+void pcd_server_conn_closed(pcd_server *srv, pcd_conn *conn) {
+  if (conn->prev)
+    conn->prev->next = conn->next;
+  else
+    srv->conns = conn->next;
+  if (conn->next)
+    conn->next->prev = conn->prev;
+  conn->prev = conn->next = NULL;
+  srv->n_conns--;
+  log_debug("client pid %u gone (%llu open)", conn->pid, (unsigned long long)srv->n_conns);
+  arm_idle(srv);
+}
+
+/* ----------------------------------------------------------------- touches */
+
+void pcd_server_touch(pcd_server *srv, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us) {
+  if (srv->n_touches == srv->cap_touches) {
+    size_t cap = srv->cap_touches ? srv->cap_touches * 2 : 256;
+    pcd_touch *t = pcache__realloc(srv->touches, cap * sizeof *t);
+    if (!t)
+      return; /* a lost hit only ages an entry a little sooner */
+    srv->touches = t;
+    srv->cap_touches = cap;
+  }
+  memcpy(srv->touches[srv->n_touches].key, key, PCD_ENTRY_KEY_SIZE);
+  srv->touches[srv->n_touches].last_used_us = now_us;
+  srv->touches[srv->n_touches].hits = 1;
+  srv->n_touches++;
+}
+
+void pcd_server_flush_touches(pcd_server *srv) {
+  pcd_job *job;
+  srv->last_flush_us = pcd_now_us();
+  if (!srv->n_touches || !srv->writer)
+    return;
+  job = pcd_job_new(PCD_JOB_TOUCH);
+  if (!job)
+    return;
+  job->touches = srv->touches;
+  job->n_touches = srv->n_touches;
+  srv->touches = NULL;
+  srv->n_touches = srv->cap_touches = 0;
+  pcd_writer_submit(srv->writer, job);
+}
+
+static void on_sweep(uv_timer_t *t) {
+  pcd_server *srv = t->data;
+  uint64_t now = pcd_now_us();
+  for (pcd_conn *c = srv->conns, *next; c; c = next) {
+    next = c->next;
+    pcd_conn_check_timeout(c, now);
+  }
+  if (now - srv->last_flush_us >= srv->config->flush_interval_ms * 1000)
+    pcd_server_flush_touches(srv);
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+static void on_signal(uv_signal_t *h, int signum) {
+  pcd_server *srv = h->data;
+  log_info("received %s; shutting down", strsignal(signum));
+  pcd_server_stop(srv);
+}
+
+void pcd_server_trim(uint64_t bytes) {
+  if (bytes >= PCD_TRIM_BYTES)
+    malloc_trim(0);
+}
+
+/* Fixed malloc thresholds: glibc otherwise raises its mmap threshold to the
+ * size of the largest block freed so far (up to 32 MiB), after which big
+ * temporary blocks (a Prefetch's sort vector, a large touch batch) come
+ * from the heap and stay there when freed. With a fixed threshold they are
+ * mapped and unmapped, and the heap's free top goes back past 1 MiB. */
+static void set_malloc_policy(void) {
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+}
+
+int pcd_server_start(pcd_server *srv) {
+  int r;
+  set_malloc_policy();
+  srv->start_us = srv->last_flush_us = pcd_now_us();
+  if ((r = uv_poll_init(srv->loop, &srv->listen_poll, srv->listen_fd)) < 0)
+    return r;
+  srv->listen_poll.data = srv;
+  uv_poll_start(&srv->listen_poll, UV_READABLE, on_listen);
+  uv_timer_init(srv->loop, &srv->sweep_timer);
+  srv->sweep_timer.data = srv;
+  uv_timer_start(&srv->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+  uv_timer_init(srv->loop, &srv->idle_timer);
+  srv->idle_timer.data = srv;
+  uv_signal_init(srv->loop, &srv->sigterm);
+  uv_signal_init(srv->loop, &srv->sigint);
+  srv->sigterm.data = srv->sigint.data = srv;
+  uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&srv->sigint, on_signal, SIGINT);
+  arm_idle(srv);
+  return 0;
+}
+
+void pcd_server_stop(pcd_server *srv) {
+  if (srv->stopping)
+    return;
+  srv->stopping = 1;
+  pcd_notify("STOPPING=1");
+  uv_close((uv_handle_t *)&srv->listen_poll, NULL);
+  close(srv->listen_fd);
+  if (!srv->activated)
+    unlink(srv->socket_path);
+  /* Every queued write commits before the store closes; replies to them are
+   * still sent if the socket takes them. */
+  pcd_server_flush_touches(srv);
+  pcd_writer_stop(srv->writer);
+  srv->writer = NULL;
+  while (srv->conns)
+    pcd_conn_close(srv->conns);
+  uv_close((uv_handle_t *)&srv->sweep_timer, NULL);
+  uv_close((uv_handle_t *)&srv->idle_timer, NULL);
+  uv_close((uv_handle_t *)&srv->sigterm, NULL);
+  uv_close((uv_handle_t *)&srv->sigint, NULL);
+}

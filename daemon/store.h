@@ -1,0 +1,146 @@
+/* The LMDB store (docs/storage.md). store.c is the only file that includes
+ * lmdb.h: everything else sees transactions as pcd_txn and records as the
+ * plain structs below. Read transactions may be used from any thread
+ * (MDB_NOTLS); write transactions belong to the writer thread. */
+#ifndef PCD_STORE_H
+#define PCD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/devkey.h"
+#include "common/hash.h"
+#include "proto/pcache.pb-c.h"
+
+/* Entry key: device key ‖ state hash. */
+#define PCD_ENTRY_KEY_SIZE (PCACHE_DEVKEY_SIZE + PCACHE_HASH_SIZE)
+/* Longest app name stored (LMDB keys are at most 511 bytes). */
+#define PCD_MAX_APP 200
+/* The on-disk format this build writes (info "format"). */
+#define PCD_STORE_FORMAT 1
+
+typedef struct pcd_store pcd_store;
+typedef struct pcd_txn pcd_txn;
+
+typedef struct pcd_entry {
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  uint32_t kind;
+  uint64_t blob_size, desc_size, checksum;
+  uint64_t created_us, last_used_us, hits, compile_ns;
+  char app[PCD_MAX_APP + 1];
+} pcd_entry;
+
+typedef struct pcd_device {
+  uint8_t key[PCACHE_DEVKEY_SIZE];
+  uint64_t first_seen, last_seen; /* unix seconds */
+  uint64_t entries, bytes;
+  const uint8_t *info;            /* packed DeviceInfo, valid during the txn */
+  size_t info_size;
+} pcd_device;
+
+typedef struct pcd_totals {
+  uint64_t entries, bytes, devices, modules, map_size;
+  uint64_t snapshots, snapshot_bytes; /* counted in the size cap with bytes */
+} pcd_totals;
+
+/* A (device, app) snapshot's metadata (docs/storage.md "Snapshots"). */
+typedef struct pcd_snapshot {
+  uint8_t device_key[PCACHE_DEVKEY_SIZE];
+  char app[PCD_MAX_APP + 1];
+  uint64_t blob_size, n_hashes, checksum, created_us;
+} pcd_snapshot;
+
+/*
+ * pcd_store_open - opens (creating if needed) the store in dir (made 0700).
+ * A store that LMDB cannot open, or whose format is unknown, is moved
+ * aside as data.mdb.corrupt-<unixtime> and a fresh one is made.
+ * map_size is the LMDB map size (bytes).
+ * Returns 0, -errno or PCACHE_ESTORE.
+ */
+int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
+void pcd_store_close(pcd_store *store);
+
+int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);
+/* Returns 0, PCACHE_EFULL (map full; the txn is gone) or PCACHE_ESTORE. */
+int pcd_txn_commit(pcd_txn *txn);
+void pcd_txn_abort(pcd_txn *txn);
+
+/* Reads. Pointers into the store are valid until the txn ends. Return 0,
+ * PCACHE_ENOT_FOUND or PCACHE_ESTORE. */
+int pcd_entry_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], pcd_entry *ret_entry);
+int pcd_blob_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_blob,
+                 size_t *ret_size);
+int pcd_desc_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_desc,
+                 size_t *ret_size);
+int pcd_module_get(pcd_txn *txn, const pcache_hash128 *hash, const uint8_t **ret_code,
+                   size_t *ret_size);
+int pcd_device_get(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE], pcd_device *ret_device);
+int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals);
+
+/* Iteration. A callback returning nonzero stops with that value; it must
+ * not write through the same txn unless stated. */
+typedef int (*pcd_entry_cb)(void *ctx, const pcd_entry *entry);
+/* Every entry, or those of one device (device_key may be NULL). */
+int pcd_entries_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_entry_cb cb, void *ctx);
+/* The entries filed under app on a device, through the apps index. */
+int pcd_app_foreach(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE], const char *app,
+                    pcd_entry_cb cb, void *ctx);
+typedef int (*pcd_device_cb)(void *ctx, const pcd_device *device);
+int pcd_devices_foreach(pcd_txn *txn, pcd_device_cb cb, void *ctx);
+typedef int (*pcd_module_cb)(void *ctx, const pcache_hash128 *hash, const uint8_t *code,
+                             size_t size);
+int pcd_modules_foreach(pcd_txn *txn, pcd_module_cb cb, void *ctx);
+/*
+ * pcd_snapshot_get - the snapshot of (device_key, app). ret_hashes (n_hashes
+ * × 16 bytes) and ret_blob may be NULL; they point into the store. Returns
+ * 0, PCACHE_ENOT_FOUND or PCACHE_ESTORE (a record that does not decode).
+ */
+int pcd_snapshot_get(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE], const char *app,
+                     pcd_snapshot *ret_snapshot, const uint8_t **ret_hashes,
+                     const uint8_t **ret_blob);
+typedef int (*pcd_snapshot_cb)(void *ctx, const pcd_snapshot *snapshot);
+/* Every snapshot's metadata, or those of one device (device_key may be
+ * NULL). Reads only the small metadata records. */
+int pcd_snapshots_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_snapshot_cb cb, void *ctx);
+/* The least recently stored snapshot other than (skip_key, skip_app)
+ * (skip_key may be NULL). PCACHE_ENOT_FOUND when none. */
+int pcd_snapshot_oldest(pcd_txn *txn, const uint8_t *skip_key, const char *skip_app,
+                        pcd_snapshot *ret_snapshot);
+
+/* The least recently used entry's key. PCACHE_ENOT_FOUND when empty. */
+int pcd_lru_oldest(pcd_txn *txn, uint8_t ret_key[PCD_ENTRY_KEY_SIZE]);
+
+/* Writes (write txn only). */
+/* Records or refreshes a device (first/last seen). */
+int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t now_s);
+/* Removes a device record that holds no entries (0 when there is none):
+ * a request whose every item was refused leaves nothing behind. */
+int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]);
+/* Adds one reference to a module, storing code when it is new (code may be
+ * NULL when the caller knows the module exists). */
+int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, size_t size);
+/*
+ * pcd_entry_store - inserts or replaces an entry. The caller validated it
+ * and took the module references its description needs; a replaced entry
+ * keeps its created time and hits and drops its own references.
+ * entry->blob_size/desc_size/checksum are taken from the buffers.
+ */
+int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, const void *desc);
+/* Deletes an entry and everything that hangs off it (blob, description,
+ * indexes, module references). ret_bytes: blob + desc bytes freed.
+ * PCACHE_ENOT_FOUND when absent. */
+int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t *ret_bytes);
+/* Stores (replacing) the snapshot of (snapshot->device_key, app);
+ * blob_size, n_hashes and checksum are taken as given (the caller
+ * computed the checksum). */
+int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *hashes,
+                       const void *blob);
+/* ret_bytes (may be NULL): blob + hash bytes freed. PCACHE_ENOT_FOUND when
+ * absent. */
+int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE],
+                        const char *app, uint64_t *ret_bytes);
+/* Sets last_used (if newer) and adds hits. Absent entries are ignored. */
+int pcd_entry_touch(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t last_used_us,
+                    uint64_t hits);
+
+#endif

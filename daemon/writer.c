@@ -1,0 +1,238 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "ops.h"
+#include "proto/frame.h"
+
+#define MAX_RETRIES 4
+
+struct pcd_writer {
+  uv_loop_t *loop;
+  uv_async_t async;
+  pcd_store *store;
+  const pcd_config *config;
+  pcd_stats *stats;
+  pcd_job_done_cb done;
+  void *ctx;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  pcd_job *queue, **queue_tail; /* waiting for the next commit */
+  pcd_job *finished, **finished_tail;
+  int stopping;
+};
+
+uint64_t pcd_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+pcd_job *pcd_job_new(pcd_job_type type) {
+  pcd_job *job = pcache__calloc(1, sizeof *job);
+  if (!job)
+    return NULL;
+  job->type = type;
+  job->out.fd = -1;
+  pcachepb__response__init(&job->resp);
+  return job;
+}
+
+void pcd_job_free(pcd_job *job) {
+  if (!job)
+    return;
+  pcache__request_free(job->req);
+  pcache__free(job->touches);
+  pcd_arena_free(&job->arena);
+  pcd_out_release(&job->out);
+  pcache__free(job);
+}
+
+static void reset_job(pcd_job *job) {
+  pcd_arena_free(&job->arena);
+  pcachepb__response__init(&job->resp);
+  job->stored = job->rejected = job->evicted = 0;
+}
+
+/* Runs one batch in one transaction. On a map-full error the batch is
+ * undone, room is made by evicting, and the batch runs again. */
+static int run_batch(pcd_writer *w, pcd_job *batch) {
+  int r = 0;
+  for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    pcd_txn *txn;
+    r = pcd_txn_begin(w->store, 1, &txn);
+    if (r < 0)
+      return r;
+    for (pcd_job *j = batch; j && r == 0; j = j->next) {
+      reset_job(j);
+      r = pcd_ops_run(txn, w->config, j);
+      if (r == 0 && j->arena.failed)
+        r = -ENOMEM;
+    }
+    if (r < 0) {
+      pcd_txn_abort(txn);
+    } else {
+      r = pcd_txn_commit(txn);
+      if (r == 0) {
+        atomic_fetch_add(&w->stats->commits, 1);
+        return 0;
+      }
+    }
+    if (r != PCACHE_EFULL)
+      return r;
+    /* The map is full: halve what the store holds, then try again. */
+    {
+      pcd_totals t;
+      uint64_t n = 0, freed = 0;
+      log_warn("store: map full; evicting before retrying the commit");
+      if ((r = pcd_txn_begin(w->store, 1, &txn)) < 0)
+        return r;
+      r = pcd_totals_get(txn, &t);
+      if (r == 0)
+        r = pcd_evict(txn, (t.bytes + t.snapshot_bytes) / 2, &n, &freed);
+      if (r == 0 && freed == 0) {
+        pcd_txn_abort(txn);
+        return PCACHE_EFULL;
+      }
+      r = r < 0 ? (pcd_txn_abort(txn), r) : pcd_txn_commit(txn);
+      if (r < 0)
+        return r;
+      atomic_fetch_add(&w->stats->evictions, n);
+    }
+  }
+  return r;
+}
+
+static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
+  for (pcd_job *j = batch; j; j = j->next) {
+    if (r < 0) {
+      log_error("writer: transaction failed: %s", pcache_strerror(r));
+      if (j->type == PCD_JOB_PUT)
+        atomic_fetch_add(&w->stats->put_rejected, j->req->put->n_items);
+    } else if (j->type == PCD_JOB_SNAPSHOT) {
+      atomic_fetch_add(&w->stats->evictions, j->evicted);
+    } else if (j->type == PCD_JOB_PUT) {
+      atomic_fetch_add(&w->stats->puts, j->stored);
+      atomic_fetch_add(&w->stats->put_rejected, j->rejected);
+      atomic_fetch_add(&w->stats->evictions, j->evicted);
+    } else if (j->type == PCD_JOB_REPORT) {
+      atomic_fetch_add(&w->stats->reports, j->stored);
+    }
+    if (!j->conn)
+      continue;
+    if (r < 0 || pcd_reply_encode(&j->resp, &j->out) < 0) {
+      pcd_out_release(&j->out);
+      pcd_reply_error(r < 0 ? r : -ENOMEM, NULL, &j->out);
+    }
+  }
+}
+
+static void *writer_main(void *arg) {
+  pcd_writer *w = arg;
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    pcd_job *batch, *last;
+    int r;
+    while (!w->queue && !w->stopping)
+      pthread_cond_wait(&w->cond, &w->lock);
+    if (!w->queue)
+      break;
+    batch = w->queue;
+    w->queue = NULL;
+    w->queue_tail = &w->queue;
+    pthread_mutex_unlock(&w->lock);
+
+    r = run_batch(w, batch);
+    finish_batch(w, batch, r);
+
+    pthread_mutex_lock(&w->lock);
+    for (last = batch; last->next; last = last->next)
+      ;
+    *w->finished_tail = batch;
+    w->finished_tail = &last->next;
+    uv_async_send(&w->async);
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+static void deliver(pcd_writer *w) {
+  pcd_job *list;
+  pthread_mutex_lock(&w->lock);
+  list = w->finished;
+  w->finished = NULL;
+  w->finished_tail = &w->finished;
+  pthread_mutex_unlock(&w->lock);
+  while (list) {
+    pcd_job *next = list->next;
+    list->next = NULL;
+    w->done(w->ctx, list);
+    list = next;
+  }
+}
+
+static void on_async(uv_async_t *h) { deliver(h->data); }
+
+int pcd_writer_start(uv_loop_t *loop, pcd_store *store, const pcd_config *config,
+                     pcd_stats *stats, pcd_job_done_cb done, void *ctx, pcd_writer **ret_writer) {
+  pcd_writer *w = pcache__calloc(1, sizeof *w);
+  int r;
+  if (!w)
+    return -ENOMEM;
+  w->loop = loop;
+  w->store = store;
+  w->config = config;
+  w->stats = stats;
+  w->done = done;
+  w->ctx = ctx;
+  w->queue_tail = &w->queue;
+  w->finished_tail = &w->finished;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->cond, NULL);
+  if ((r = uv_async_init(loop, &w->async, on_async)) < 0)
+    goto out_free;
+  w->async.data = w;
+  if ((r = -pthread_create(&w->thread, NULL, writer_main, w)) < 0) {
+    uv_close((uv_handle_t *)&w->async, NULL);
+    goto out_free;
+  }
+  *ret_writer = w;
+  return 0;
+
+out_free:
+  pcache__free(w);
+  return r;
+}
+
+void pcd_writer_submit(pcd_writer *writer, pcd_job *job) {
+  job->next = NULL;
+  pthread_mutex_lock(&writer->lock);
+  *writer->queue_tail = job;
+  writer->queue_tail = &job->next;
+  pthread_cond_signal(&writer->cond);
+  pthread_mutex_unlock(&writer->lock);
+}
+
+static void free_writer(uv_handle_t *h) { pcache__free(h->data); }
+
+void pcd_writer_stop(pcd_writer *writer) {
+  if (!writer)
+    return;
+  pthread_mutex_lock(&writer->lock);
+  writer->stopping = 1;
+  pthread_cond_signal(&writer->cond);
+  pthread_mutex_unlock(&writer->lock);
+  pthread_join(writer->thread, NULL);
+  deliver(writer);
+  pthread_mutex_destroy(&writer->lock);
+  pthread_cond_destroy(&writer->cond);
+  uv_close((uv_handle_t *)&writer->async, free_writer);
+}

@@ -1,0 +1,57 @@
+/* The writer thread: owns every write transaction. Jobs queued while a
+ * commit runs go into the next one together (group commit), so a Put is
+ * acknowledged only after the commit that holds it, and many concurrent
+ * Puts cost one fsync. Results come back to the loop through uv_async. */
+#ifndef PCD_WRITER_H
+#define PCD_WRITER_H
+
+#include <uv.h>
+
+#include "arena.h"
+#include "bulk.h"
+#include "daemon.h"
+
+typedef enum pcd_job_type {
+  PCD_JOB_PUT,
+  PCD_JOB_REPORT,
+  PCD_JOB_PURGE,
+  PCD_JOB_VERIFY,
+  PCD_JOB_EXPORT,
+  PCD_JOB_IMPORT,
+  PCD_JOB_SNAPSHOT, /* PutSnapshot */
+  PCD_JOB_SNAPSHOT_DROP, /* the snapshot of (touches[0].key's device, app)
+                          * failed its checksum: no reply */
+  PCD_JOB_TOUCH, /* touches: last-used/hit batch, no reply */
+  PCD_JOB_DROP,  /* touches[].key: entries that failed their checksum, no reply */
+} pcd_job_type;
+
+typedef struct pcd_job {
+  struct pcd_job *next;
+  pcd_job_type type;
+  Pcachepb__Request *req;      /* owned; freed with the job */
+  char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
+  void *conn;                  /* the loop's; NULL when no reply is wanted */
+  pcd_touch *touches;          /* owned (TOUCH, DROP) */
+  size_t n_touches;
+  /* Filled by the writer thread. */
+  pcd_arena arena;
+  Pcachepb__Response resp;
+  uint64_t stored, rejected, evicted;
+  pcd_out out;                 /* the encoded reply, when conn is set */
+} pcd_job;
+
+typedef struct pcd_writer pcd_writer;
+typedef void (*pcd_job_done_cb)(void *ctx, pcd_job *job);
+
+/* done runs on the loop thread for each finished job and owns it then
+ * (free with pcd_job_free). */
+int pcd_writer_start(uv_loop_t *loop, pcd_store *store, const pcd_config *config,
+                     pcd_stats *stats, pcd_job_done_cb done, void *ctx, pcd_writer **ret_writer);
+pcd_job *pcd_job_new(pcd_job_type type);
+void pcd_job_free(pcd_job *job);
+void pcd_writer_submit(pcd_writer *writer, pcd_job *job);
+/* Finishes every queued job, joins the thread, delivers the remaining
+ * results through done, and frees the writer. Loop thread only. */
+void pcd_writer_stop(pcd_writer *writer);
+
+#endif

@@ -1,0 +1,171 @@
+/* Export and Import: an exported device round-trips through purge and
+ * import (in a bulk reply when large), and Import refuses each bad entry
+ * with the same checks as Put. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/archive.h"
+#include "common/blob.h"
+#include "test.h"
+#include "wire.h"
+
+static wire_reply import_bytes(int fd, const uint8_t *data, size_t size) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Import im = PCACHEPB__IMPORT__INIT;
+  wire_reply rep;
+  im.archive.data = (uint8_t *)data;
+  im.archive.len = size;
+  req.body_case = PCACHEPB__REQUEST__BODY_IMPORT;
+  req.import = &im;
+  wire_call(fd, &req, &rep);
+  return rep;
+}
+
+int main(void) {
+  enum { N = 3 };
+  test_env env;
+  pcache_devkey a, b;
+  wire_item items[N], other;
+  wire_reply rep;
+  uint8_t *archive;
+  size_t archive_size;
+  int fd;
+
+  test_env_init(&env, "archive");
+  wire_guard(&env);
+  test_daemon_start(&env, NULL);
+  fd = wire_open(&env, "exporter");
+  wire_devkey(10, &a);
+  wire_devkey(11, &b);
+  for (int i = 0; i < N; i++)
+    wire_item_make(&items[i], &a, 1000 + (uint64_t)i, 30000);
+  wire_put(fd, &a, items, N, &rep);
+  ASSERT_EQ(rep.resp->put->stored, N);
+  wire_reply_free(&rep);
+  wire_item_make(&other, &b, 2000, 100);
+  wire_put(fd, &b, &other, 1, &rep);
+  ASSERT_EQ(rep.resp->put->stored, 1);
+  wire_reply_free(&rep);
+
+  /* Export device a: 90 KB, so the archive comes in the memfd. */
+  {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
+    const Pcachepb__ExportReply *er;
+    ex.device_key.data = a.bytes;
+    ex.device_key.len = 32;
+    req.body_case = PCACHEPB__REQUEST__BODY_EXPORT;
+    req.export = &ex;
+    wire_call(fd, &req, &rep);
+    ASSERT_EQ(rep.resp->status, 0);
+    er = rep.resp->export;
+    ASSERT_EQ(er->entries, N);
+    ASSERT_GE(rep.fd, 0);
+    ASSERT_EQ(er->archive.len, 0);
+    ASSERT_TRUE(er->archive_offset + er->archive_size <= rep.map_size);
+    archive_size = er->archive_size;
+    archive = malloc(archive_size);
+    memcpy(archive, rep.map + er->archive_offset, archive_size);
+    wire_reply_free(&rep);
+  }
+
+  /* Purge everything, import it back. */
+  {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__Purge p = PCACHEPB__PURGE__INIT;
+    p.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+    p.all = 1;
+    req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+    req.purge = &p;
+    wire_call(fd, &req, &rep);
+    ASSERT_EQ(rep.resp->purge->entries, N + 1);
+    wire_reply_free(&rep);
+  }
+  wire_stats(fd, &rep);
+  ASSERT_EQ(rep.resp->stats->modules, 0); /* unreferenced modules go too */
+  wire_reply_free(&rep);
+  rep = import_bytes(fd, archive, archive_size);
+  ASSERT_EQ(rep.resp->status, 0);
+  ASSERT_EQ(rep.resp->import->accepted, N);
+  ASSERT_EQ(rep.resp->import->refused, 0);
+  wire_reply_free(&rep);
+  {
+    pcache_hash128 hs[N];
+    for (int i = 0; i < N; i++)
+      hs[i] = items[i].hash;
+    wire_get(fd, &a, hs, N, &rep);
+    ASSERT_EQ(rep.resp->get->n_blobs, N);
+    wire_reply_free(&rep);
+  }
+  free(archive);
+
+  /* An archive with one good entry and two bad ones. */
+  {
+    pcache_archive_writer *w;
+    pcache_archive_entry e;
+    wire_item bad_uuid, no_module, good; /* bad_uuid: a header of device a */
+    pcache_devkey c;
+    uint8_t *data;
+    size_t size;
+    wire_devkey(12, &c);
+    wire_item_make(&good, &c, 3000, 64);
+    wire_item_make(&bad_uuid, &c, 3001, 64);
+    wire_item_make(&no_module, &c, 3002, 64);
+    pcache__blob_write_header(&a, bad_uuid.item.blob.data);
+    {
+      /* no_module names SPIR-V 5, which nobody has. */
+      pcache_hash128 m5;
+      size_t n;
+      wire_spirv(5, &n, &m5);
+      free(no_module.item.desc.data);
+      wire_desc(PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, 3002, &m5, &no_module.item.desc.data,
+                &no_module.item.desc.len, &no_module.hash);
+    }
+    ASSERT_OK(pcache__archive_writer_new(&w));
+    ASSERT_OK(pcache__archive_add_module(w, &good.module_hash, good.module.code.data,
+                                         good.module.code.len));
+    wire_item *list[3] = {&good, &bad_uuid, &no_module};
+    for (int i = 0; i < 3; i++) {
+      memset(&e, 0, sizeof e);
+      e.device_key = c;
+      e.state_hash = list[i]->hash;
+      e.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
+      e.app = "imported";
+      e.blob = list[i]->item.blob.data;
+      e.blob_size = list[i]->item.blob.len;
+      e.checksum = pcache__checksum64(e.blob, e.blob_size);
+      e.desc = list[i]->item.desc.data;
+      e.desc_size = list[i]->item.desc.len;
+      ASSERT_OK(pcache__archive_add_entry(w, &e));
+    }
+    ASSERT_OK(pcache__archive_finish(w, &data, &size));
+    pcache__archive_writer_free(w);
+    rep = import_bytes(fd, data, size);
+    ASSERT_EQ(rep.resp->status, 0);
+    ASSERT_EQ(rep.resp->import->accepted, 1);
+    ASSERT_EQ(rep.resp->import->refused, 2);
+    ASSERT_EQ(rep.resp->import->n_problems, 2);
+    ASSERT_ERR(rep.resp->import->problems[0]->status, PCACHE_EWRONG_DEVICE);
+    ASSERT_ERR(rep.resp->import->problems[1]->status, PCACHE_EMISSING_MODULE);
+    wire_reply_free(&rep);
+    /* A damaged archive is refused as a whole or record by record. */
+    data[size / 2] ^= 0xff;
+    rep = import_bytes(fd, data, size);
+    ASSERT_TRUE(rep.resp->status != 0 || rep.resp->import->refused > 0);
+    wire_reply_free(&rep);
+    pcache__free(data);
+    wire_item_free(&good);
+    wire_item_free(&bad_uuid);
+    wire_item_free(&no_module);
+  }
+  for (int i = 0; i < N; i++)
+    wire_item_free(&items[i]);
+  wire_item_free(&other);
+  close(fd);
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+  test_env_cleanup(&env);
+  return 0;
+}

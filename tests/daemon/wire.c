@@ -1,0 +1,309 @@
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/blob.h"
+#include "proto/frame.h"
+#include "test.h"
+
+int wire_send_raw(int fd, const void *data, size_t size) {
+  const uint8_t *p = data;
+  while (size) {
+    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    p += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int wire_send(int fd, const Pcachepb__Request *req) {
+  uint8_t *buf;
+  size_t size;
+  int r = pcache__request_encode(req, UINT32_MAX, &buf, &size);
+  if (r < 0)
+    return r;
+  r = wire_send_raw(fd, buf, size);
+  pcache__free(buf);
+  return r;
+}
+
+/* Reads exactly size bytes, collecting a passed fd if one comes. */
+static int read_full(int fd, void *data, size_t size, int *ret_fd) {
+  uint8_t *p = data;
+  while (size) {
+    union {
+      char buf[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {p, size};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                         .msg_controllen = sizeof ctl.buf};
+    ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (n == 0)
+      return -EPIPE;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
+        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
+    p += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int wire_recv(int fd, wire_reply *ret) {
+  uint8_t hdr[4], *body;
+  uint32_t len;
+  int r, passed = -1;
+  memset(ret, 0, sizeof *ret);
+  ret->fd = -1;
+  if ((r = read_full(fd, hdr, 4, &passed)) < 0)
+    return r;
+  len = pcache__le32(hdr);
+  body = malloc(len ? len : 1);
+  if ((r = read_full(fd, body, len, &passed)) < 0) {
+    free(body);
+    return r;
+  }
+  r = pcache__response_decode(body, len, &ret->resp);
+  free(body);
+  if (r < 0)
+    return r;
+  if (ret->resp->body_case == PCACHEPB__RESPONSE__BODY_BULK) {
+    Pcachepb__Bulk *b = ret->resp->bulk;
+    Pcachepb__Response *inner;
+    ASSERT_TRUE(passed >= 0);
+    ret->fd = passed;
+    ret->seals = fcntl(passed, F_GET_SEALS);
+    ret->map_size = b->size;
+    ret->map = mmap(NULL, b->size, PROT_READ, MAP_PRIVATE, passed, 0);
+    ASSERT_TRUE(ret->map != MAP_FAILED);
+    ASSERT_TRUE(b->response_offset + b->response_size <= b->size);
+    r = pcache__response_decode(ret->map + b->response_offset, b->response_size, &inner);
+    ASSERT_OK(r);
+    pcache__response_free(ret->resp);
+    ret->resp = inner;
+  } else if (passed >= 0) {
+    close(passed);
+  }
+  return 0;
+}
+
+void wire_reply_free(wire_reply *r) {
+  pcache__response_free(r->resp);
+  if (r->map)
+    munmap(r->map, r->map_size);
+  if (r->fd >= 0)
+    close(r->fd);
+  memset(r, 0, sizeof *r);
+  r->fd = -1;
+}
+
+void wire_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
+  ASSERT_OK(wire_send(fd, req));
+  ASSERT_OK(wire_recv(fd, ret));
+}
+
+int wire_open(const test_env *env, const char *app) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Hello h = PCACHEPB__HELLO__INIT;
+  wire_reply rep;
+  int fd = test_raw_connect(env);
+  ASSERT_GE(fd, 0);
+  h.protocol_version = PCACHE_PROTOCOL_VERSION;
+  h.app = (char *)app;
+  h.pid = (uint32_t)getpid();
+  h.client_version = (char *)"test";
+  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
+  req.hello = &h;
+  wire_call(fd, &req, &rep);
+  ASSERT_EQ(rep.resp->status, 0);
+  ASSERT_EQ(rep.resp->body_case, PCACHEPB__RESPONSE__BODY_HELLO);
+  ASSERT_EQ(rep.resp->hello->protocol_version, PCACHE_PROTOCOL_VERSION);
+  wire_reply_free(&rep);
+  return fd;
+}
+
+void wire_devkey(unsigned n, pcache_devkey *ret) {
+  uint8_t uuid[16] = "val-test-uuid-00";
+  uuid[14] = (uint8_t)('0' + n / 10 % 10);
+  uuid[15] = (uint8_t)('0' + n % 10);
+  pcache__devkey_make(uuid, 0x10005, 0x0000 + n, 1, 8, ret);
+}
+
+static uint8_t wire_spirv_code[8][16];
+
+static void wire_spirv_fill(void) {
+  for (unsigned i = 0; i < 8; i++) {
+    memcpy(wire_spirv_code[i], "\x03\x02\x23\x07\x00\x00\x01\x00spirv-0", 16);
+    wire_spirv_code[i][15] = (uint8_t)('0' + i);
+  }
+}
+
+const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache_hash128 *ret_hash) {
+  /* Eight fixed modules, filled once: tests call this from many threads. */
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, wire_spirv_fill);
+  pcache__hash128(wire_spirv_code[n % 8], 16, ret_hash);
+  *ret_size = 16;
+  return wire_spirv_code[n % 8];
+}
+
+void wire_desc(uint32_t kind, uint64_t salt, const pcache_hash128 *module, uint8_t **ret_desc,
+               size_t *ret_size, pcache_hash128 *ret_hash) {
+  Pcachepb__PipelineDesc d = PCACHEPB__PIPELINE_DESC__INIT;
+  Pcachepb__ShaderStageDesc st = PCACHEPB__SHADER_STAGE_DESC__INIT, *stp = &st;
+  Pcachepb__ShaderModuleDesc md = PCACHEPB__SHADER_MODULE_DESC__INIT;
+  size_t n;
+  uint8_t *buf;
+  md.spirv_hash.data = (uint8_t *)module->bytes;
+  md.spirv_hash.len = PCACHE_HASH_SIZE;
+  st.stage = kind == PCACHEPB__ENTRY_KIND__ENTRY_KIND_COMPUTE ? 0x20 : 0x1;
+  st.module = &md;
+  st.entry_point = (char *)"main";
+  d.format_version = 1;
+  d.kind = (Pcachepb__EntryKind)kind;
+  d.stages = &stp;
+  d.n_stages = 1;
+  d.subpass = (uint32_t)salt;
+  d.flags = (uint32_t)(salt >> 32);
+  n = pcachepb__pipeline_desc__get_packed_size(&d);
+  buf = malloc(n);
+  pcachepb__pipeline_desc__pack(&d, buf);
+  pcache__hash128(buf, n, ret_hash);
+  *ret_desc = buf;
+  *ret_size = n;
+}
+
+uint8_t *wire_blob(const pcache_devkey *key, size_t size, uint8_t pattern) {
+  uint8_t *b = malloc(size < 32 ? 32 : size);
+  pcache__blob_write_header(key, b);
+  for (size_t i = 32; i < size; i++)
+    b[i] = (uint8_t)(pattern + i * 7);
+  return b;
+}
+
+void wire_item_make(wire_item *it, const pcache_devkey *key, uint64_t salt, size_t blob_size) {
+  uint8_t *desc;
+  size_t desc_size;
+  size_t code_size;
+  const uint8_t *code = wire_spirv(0, &code_size, &it->module_hash);
+  pcachepb__put_item__init(&it->item);
+  pcachepb__module__init(&it->module);
+  it->module.hash.data = it->module_hash.bytes;
+  it->module.hash.len = PCACHE_HASH_SIZE;
+  it->module.code.data = (uint8_t *)code;
+  it->module.code.len = code_size;
+  it->modules[0] = &it->module;
+  it->item.modules = it->modules;
+  it->item.n_modules = 1;
+  wire_desc(PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, salt, &it->module_hash, &desc, &desc_size,
+            &it->hash);
+  it->item.state_hash.data = malloc(16);
+  memcpy(it->item.state_hash.data, it->hash.bytes, 16);
+  it->item.state_hash.len = 16;
+  it->item.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
+  it->item.blob.data = wire_blob(key, blob_size, (uint8_t)salt);
+  it->item.blob.len = blob_size;
+  it->item.desc.data = desc;
+  it->item.desc.len = desc_size;
+  it->item.compile_ns = 1000 + salt;
+}
+
+void wire_item_free(wire_item *it) {
+  free(it->item.state_hash.data);
+  free(it->item.blob.data);
+  free(it->item.desc.data);
+}
+
+void wire_put(int fd, const pcache_devkey *key, wire_item *items, size_t n, wire_reply *ret) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Put put = PCACHEPB__PUT__INIT;
+  Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
+  Pcachepb__PutItem **pi = calloc(n + 1, sizeof *pi);
+  for (size_t i = 0; i < n; i++)
+    pi[i] = &items[i].item;
+  dev.key.data = (uint8_t *)key->bytes;
+  dev.key.len = PCACHE_DEVKEY_SIZE;
+  dev.name = (char *)"test device";
+  put.device = &dev;
+  put.items = pi;
+  put.n_items = n;
+  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
+  req.put = &put;
+  wire_call(fd, &req, ret);
+  free(pi);
+}
+
+void wire_get(int fd, const pcache_devkey *key, const pcache_hash128 *hashes, size_t n,
+              wire_reply *ret) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  ProtobufCBinaryData *h = calloc(n + 1, sizeof *h);
+  for (size_t i = 0; i < n; i++) {
+    h[i].data = (uint8_t *)hashes[i].bytes;
+    h[i].len = PCACHE_HASH_SIZE;
+  }
+  get.device_key.data = (uint8_t *)key->bytes;
+  get.device_key.len = PCACHE_DEVKEY_SIZE;
+  get.state_hashes = h;
+  get.n_state_hashes = n;
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  wire_call(fd, &req, ret);
+  free(h);
+}
+
+void wire_stats(int fd, wire_reply *ret) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Stats s = PCACHEPB__STATS__INIT;
+  req.body_case = PCACHEPB__REQUEST__BODY_STATS;
+  req.stats = &s;
+  wire_call(fd, &req, ret);
+  ASSERT_EQ(ret->resp->status, 0);
+  ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_STATS);
+}
+
+const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size) {
+  if (b->blob.len || !r->map) {
+    *ret_size = b->blob.len;
+    return b->blob.data;
+  }
+  ASSERT_TRUE(b->blob_offset + b->blob_size <= r->map_size);
+  *ret_size = b->blob_size;
+  return r->map + b->blob_offset;
+}
+
+static test_env *guarded;
+
+static void on_abort(int sig) {
+  (void)sig;
+  if (guarded && guarded->daemon_pid > 0) {
+    kill(guarded->daemon_pid, SIGKILL);
+    test_dump_daemon_log(guarded);
+  }
+  signal(SIGABRT, SIG_DFL);
+}
+
+void wire_guard(test_env *env) {
+  guarded = env;
+  signal(SIGABRT, on_abort);
+}
