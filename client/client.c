@@ -1,2 +1,207 @@
-/* placeholder: the client library is being written */
-#include <pcache/pcache.h>
+/* The client: one connection to pcached per process, shared by every device
+ * context, behind one mutex (requests are short). The daemon is optional:
+ * any failure closes the connection and marks the client disconnected, and
+ * the next call that needs the daemon reconnects, at most once a second,
+ * so an absent daemon costs a failed connect() a second, not one a call. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/internal.h"
+#include "common/alloc.h"
+#include "common/paths.h"
+
+#define DEFAULT_TIMEOUT_MS 50u
+#define RECONNECT_INTERVAL_MS 1000u
+
+uint64_t pcache__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pcache__now_ms(void) { return pcache__now_ns() / 1000000u; }
+
+static uint32_t env_timeout_ms(void) {
+  const char *v = getenv("PCACHE_TIMEOUT_MS");
+  char *end;
+  unsigned long ms;
+  if (!v || !*v)
+    return DEFAULT_TIMEOUT_MS;
+  errno = 0;
+  ms = strtoul(v, &end, 10);
+  if (errno || *end || ms == 0 || ms > 600000)
+    return DEFAULT_TIMEOUT_MS;
+  return (uint32_t)ms;
+}
+
+static int env_disabled(void) {
+  const char *v = getenv("PCACHE_DISABLE");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* /proc/self/comm, without its newline; "app" if unreadable. */
+static char *program_name(void) {
+  char buf[64] = "";
+  FILE *f = fopen("/proc/self/comm", "re");
+  if (f) {
+    if (!fgets(buf, sizeof buf, f))
+      buf[0] = '\0';
+    fclose(f);
+  }
+  buf[strcspn(buf, "\n")] = '\0';
+  return pcache__strdup(buf[0] ? buf : "app");
+}
+
+static void drop_transport_locked(pcache_client *client) {
+  pcache__transport_close(client->transport);
+  client->transport = NULL;
+  client->last_attempt_ms = pcache__now_ms();
+  client->attempted = 1;
+  atomic_store(&client->connected, 0);
+}
+
+/* Under the lock. */
+static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
+  const Pcachepb__HelloReply *hello;
+  int r;
+  if (client->transport)
+    return 0;
+  if (client->attempted && pcache__now_ms() - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
+    return PCACHE_EUNAVAILABLE;
+  r = pcache__transport_open(client->socket_path, client->app_name, timeout_ms,
+                             &client->transport, NULL);
+  if (r < 0) {
+    client->transport = NULL;
+    drop_transport_locked(client);
+    return r;
+  }
+  hello = pcache__transport_hello(client->transport);
+  client->max_hashes = hello && hello->max_hashes ? hello->max_hashes : PCACHE_DEFAULT_MAX_HASHES;
+  client->max_blob = hello ? hello->max_blob : 0;
+  client->max_snapshot = hello ? hello->max_snapshot : 0;
+  client->max_frame = hello ? hello->max_frame : 0;
+  atomic_store(&client->connected, 1);
+  return 0;
+}
+
+int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
+                        uint32_t timeout_ms, pcache_reply *ret_reply) {
+  uint64_t start = pcache__now_ms(), spent;
+  struct timespec deadline;
+  int r;
+  if (!client || client->disabled || !client->socket_path)
+    return PCACHE_EDISABLED;
+  /* Another thread's request holds the connection: wait for it no longer
+   * than our own budget. (timedlock's realtime clock rather than
+   * pthread_mutex_clocklock: sanitizers do not know the latter.) */
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  r = pthread_mutex_timedlock(&client->lock, &deadline);
+  if (r != 0)
+    return r == ETIMEDOUT ? -ETIMEDOUT : -r;
+  spent = pcache__now_ms() - start;
+  if (spent >= timeout_ms) {
+    r = -ETIMEDOUT;
+    goto out_unlock;
+  }
+  timeout_ms -= (uint32_t)spent;
+  start = pcache__now_ms();
+  r = connect_locked(client, timeout_ms);
+  if (r < 0)
+    goto out_unlock;
+  spent = pcache__now_ms() - start;
+  if (spent >= timeout_ms) {
+    r = -ETIMEDOUT;
+    goto out_unlock; /* connected, just out of time: keep the connection */
+  }
+  r = pcache__transport_call(client->transport, request, timeout_ms - (uint32_t)spent,
+                             ret_reply);
+  if (r < 0)
+    drop_transport_locked(client); /* a late reply would desync the stream */
+  else
+    atomic_store(&client->connected, 1);
+out_unlock:
+  pthread_mutex_unlock(&client->lock);
+  return r;
+}
+
+uint32_t pcache__client_max_hashes(pcache_client *client) {
+  uint32_t n;
+  pthread_mutex_lock(&client->lock);
+  n = client->max_hashes ? client->max_hashes : PCACHE_DEFAULT_MAX_HASHES;
+  pthread_mutex_unlock(&client->lock);
+  return n;
+}
+
+PCACHE_API int pcache_client_open(const pcache_client_options *options,
+                                  pcache_client **ret_client) {
+  static const pcache_client_options defaults;
+  char path[108];
+  pcache_client *client;
+  const char *app;
+  if (!ret_client)
+    return -EINVAL;
+  if (!options)
+    options = &defaults;
+  client = pcache__calloc(1, sizeof *client);
+  if (!client)
+    return -ENOMEM;
+  atomic_init(&client->connected, 0);
+  client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
+  client->disabled = options->disable_daemon || env_disabled();
+  client->max_hashes = PCACHE_DEFAULT_MAX_HASHES;
+  app = options->app_name && *options->app_name                 ? options->app_name
+        : options->application_name && *options->application_name ? options->application_name
+                                                                  : NULL;
+  client->app_name = app ? pcache__strdup(app) : program_name();
+  if (!client->app_name)
+    goto out_free;
+  /* No path (no XDG_RUNTIME_DIR, too long) is like an absent daemon. */
+  if (!client->disabled && pcache__socket_path(options->socket_path, path, sizeof path) == 0) {
+    client->socket_path = pcache__strdup(path);
+    if (!client->socket_path)
+      goto out_free;
+  }
+  if (pthread_mutex_init(&client->lock, NULL) != 0)
+    goto out_free;
+  /* Connect now so pcache_client_connected means something at once; a
+   * failure only delays the next try. */
+  if (!client->disabled && client->socket_path) {
+    pthread_mutex_lock(&client->lock);
+    connect_locked(client, client->timeout_ms);
+    pthread_mutex_unlock(&client->lock);
+  }
+  *ret_client = client;
+  return 0;
+out_free:
+  pcache__free(client->socket_path);
+  pcache__free(client->app_name);
+  pcache__free(client);
+  return -ENOMEM;
+}
+
+PCACHE_API void pcache_client_close(pcache_client *client) {
+  if (!client)
+    return;
+  pcache__transport_close(client->transport);
+  pthread_mutex_destroy(&client->lock);
+  pcache__free(client->socket_path);
+  pcache__free(client->app_name);
+  pcache__free(client);
+}
+
+PCACHE_API int pcache_client_connected(const pcache_client *client) {
+  return client ? atomic_load(&((pcache_client *)client)->connected) : 0;
+}
+
+PCACHE_API const char *pcache_client_app_name(const pcache_client *client) {
+  return client ? client->app_name : NULL;
+}

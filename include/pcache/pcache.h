@@ -182,6 +182,11 @@ typedef struct pcache_device_info {
   /* Nonzero if the device was created with VK_EXT_pipeline_creation_feedback
    * enabled or is Vulkan 1.3: driver cache hits are then counted. */
   int creation_feedback;
+  /* Nonzero: do not seed the cache from the daemon at creation; each miss
+   * then asks the daemon for its own state hash (one round trip per miss).
+   * $PCACHE_NO_PREFETCH=1 does the same. Meant for measuring and for apps
+   * that build few of their pipelines per run. */
+  int no_prefetch;
 } pcache_device_info;
 
 /*
@@ -242,6 +247,9 @@ typedef struct pcache_stats {
   uint64_t rejected_blobs;     /* blobs refused before or by the driver */
   uint64_t pipelines_this_frame;
   uint64_t pipelines;          /* pipelines the context owns */
+  uint64_t snapshot_loaded;    /* state hashes the (device, app) snapshot
+                                  loaded at creation covered (0: none) */
+  uint64_t snapshots_uploaded; /* snapshots the daemon acknowledged */
 } pcache_stats;
 
 /* pcache_device_get_stats - a snapshot of the counters. Thread-safe. */

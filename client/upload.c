@@ -1,0 +1,433 @@
+/* Uploads run on a thread of their own per device, never on the caller's
+ * path: compiled pipelines are queued, batched into Put requests, and kept
+ * (bounded) while the daemon is away, with a growing pause between tries. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/internal.h"
+#include "common/alloc.h"
+
+#define QUEUE_MAX 4096u
+/* Small enough that a Put fits the client's timeout on a local socket. */
+#define BATCH_MAX_BYTES (1u << 20)
+#define BACKOFF_MIN_MS 50u
+#define BACKOFF_MAX_MS 2000u
+
+void pcache__upload_free(pcache_upload *item) {
+  if (!item)
+    return;
+  for (size_t i = 0; i < item->n_modules; i++)
+    pcache__module_unref(item->modules[i]);
+  pcache__free(item->blob);
+  pcache__free(item->desc);
+  pcache__free(item);
+}
+
+static void deadline_after(struct timespec *ts, uint64_t ms) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ts->tv_sec += (time_t)(ms / 1000);
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+/* Only the upload thread reads or writes the sent set. */
+static int module_sent(const pcache_device *d, const pcache_hash128 *hash) {
+  for (size_t i = 0; i < d->n_sent_modules; i++)
+    if (pcache__hash_equal(&d->sent_modules[i], hash))
+      return 1;
+  return 0;
+}
+
+static void module_mark_sent(pcache_device *d, const pcache_hash128 *hash) {
+  if (module_sent(d, hash))
+    return;
+  if (d->n_sent_modules == d->cap_sent_modules) {
+    size_t cap = d->cap_sent_modules ? d->cap_sent_modules * 2 : 32;
+    pcache_hash128 *m = pcache__realloc(d->sent_modules, cap * sizeof *m);
+    if (!m)
+      return; /* sent again next time: wasteful, not wrong */
+    d->sent_modules = m;
+    d->cap_sent_modules = cap;
+  }
+  d->sent_modules[d->n_sent_modules++] = *hash;
+}
+
+/* Sends one batch. Returns 0 when the daemon answered (per-item results
+ * applied), <0 when it should be retried later. Items the daemon refused
+ * for good are dropped; those whose modules it lacks come back in *retry. */
+static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_upload **retry,
+                      uint64_t *ret_acked) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Put put = PCACHEPB__PUT__INIT;
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  Pcachepb__PutItem *items = NULL, **item_ptrs = NULL;
+  Pcachepb__Module *modules = NULL, **module_ptrs = NULL;
+  pcache_reply reply = {0};
+  size_t n_modules_total = 0, i = 0;
+  int r = -ENOMEM;
+
+  items = pcache__calloc(n, sizeof *items);
+  item_ptrs = pcache__calloc(n, sizeof *item_ptrs);
+  modules = pcache__calloc(n * PCACHE_DESC_MAX_MODULES, sizeof *modules);
+  module_ptrs = pcache__calloc(n * PCACHE_DESC_MAX_MODULES, sizeof *module_ptrs);
+  if (!items || !item_ptrs || !modules || !module_ptrs)
+    goto out;
+
+  info.key.data = d->key.bytes;
+  info.key.len = PCACHE_DEVKEY_SIZE;
+  info.name = d->device_name;
+  info.driver_id = d->driver_id;
+  info.api_version = d->api_version;
+  info.driver_name = d->driver_name;
+  info.driver_info = d->driver_info;
+  put.device = &info;
+  put.app = d->client->app_name;
+
+  i = 0;
+  for (pcache_upload *u = batch; u && i < n; u = u->next, i++) {
+    Pcachepb__PutItem *it = &items[i];
+    pcachepb__put_item__init(it);
+    it->state_hash.data = u->state_hash.bytes;
+    it->state_hash.len = PCACHE_HASH_SIZE;
+    it->kind = (Pcachepb__EntryKind)u->kind;
+    it->blob.data = u->blob;
+    it->blob.len = u->blob_size;
+    it->desc.data = u->desc;
+    it->desc.len = u->desc_size;
+    it->compile_ns = u->compile_ns;
+    it->modules = &module_ptrs[n_modules_total];
+    for (size_t m = 0; m < u->n_modules; m++) {
+      pcache_module *mod = u->modules[m];
+      Pcachepb__Module *pm = &modules[n_modules_total];
+      /* Code the daemon already acknowledged stays home; otherwise every
+       * item carries what it names (the daemon stores each hash once). */
+      int with_code = u->force_code || !module_sent(d, &mod->hash);
+      if (!with_code)
+        continue;
+      pcachepb__module__init(pm);
+      pm->hash.data = mod->hash.bytes;
+      pm->hash.len = PCACHE_HASH_SIZE;
+      pm->code.data = mod->code;
+      pm->code.len = mod->size;
+      module_ptrs[n_modules_total++] = pm;
+      it->n_modules++;
+    }
+    item_ptrs[i] = it;
+  }
+  put.items = item_ptrs;
+  put.n_items = n;
+  request.body_case = PCACHEPB__REQUEST__BODY_PUT;
+  request.put = &put;
+
+  /* The client's timeout, like every call: pcache_device_destroy joins
+   * this thread and must not wait longer than that for a stuck daemon. */
+  r = pcache__client_call(d->client, &request, d->client->timeout_ms, &reply);
+  if (r < 0)
+    goto out;
+  if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PUT) {
+    r = 0; /* refused as a whole (limits, malformed): retrying would not help */
+    goto out_release;
+  }
+  i = 0;
+  for (pcache_upload *u = batch; u && i < n; u = u->next, i++) {
+    const Pcachepb__PutReply *pr = reply.response->put;
+    int status = i < pr->n_results ? pr->results[i]->status : 0;
+    if (status == 0) {
+      (*ret_acked)++;
+      for (size_t m = 0; m < u->n_modules; m++)
+        module_mark_sent(d, &u->modules[m]->hash);
+    } else if (status == PCACHE_EMISSING_MODULE && !u->force_code) {
+      /* It lost the code (purged, or a new store): send it all again. */
+      pcache_upload *copy = pcache__calloc(1, sizeof *copy);
+      if (copy) {
+        *copy = *u;
+        copy->force_code = 1;
+        copy->next = *retry;
+        *retry = copy;
+        /* The copy took the buffers and module references. */
+        u->blob = NULL;
+        u->desc = NULL;
+        u->n_modules = 0;
+      }
+    }
+  }
+  r = 0;
+out_release:
+  pcache__reply_release(&reply);
+out:
+  pcache__free(module_ptrs);
+  pcache__free(modules);
+  pcache__free(item_ptrs);
+  pcache__free(items);
+  return r;
+}
+
+/* Prefetch pages run with a longer timeout here than on the app's path:
+ * nobody waits on them, but pcache_device_destroy joins this thread, so it
+ * may wait up to that long for a page in flight. */
+#define PREFETCH_TIMEOUT_FACTOR 10u
+#define PREFETCH_TRIES 3
+/* A failed call leaves the client waiting this long before it reconnects
+ * (client.c); trying sooner would just be refused. */
+#define PREFETCH_RETRY_MS 1100u
+
+/* The prefetch pages device creation had no time for, before any upload
+ * (uploads are of pipelines these pages might have spared). With the
+ * lock held; drops it while a page is fetched and merged. */
+static void prefetch_rest(pcache_device *d) {
+  int tries = 0;
+  while (d->prefetch_pending && !d->upload_stop) {
+    uint32_t offset = d->prefetch_offset, next = offset;
+    uint64_t retry_at;
+    int more = 0, r;
+    pthread_mutex_unlock(&d->upload_lock);
+    r = pcache__device_prefetch_page(d, offset, d->client->timeout_ms * PREFETCH_TIMEOUT_FACTOR,
+                                     &next, &more, NULL);
+    pthread_mutex_lock(&d->upload_lock);
+    if (r == 0) {
+      tries = 0;
+      d->prefetch_offset = next;
+      d->prefetch_pending = more;
+      continue;
+    }
+    if (r == PCACHE_EDISABLED || ++tries >= PREFETCH_TRIES) {
+      d->prefetch_pending = 0; /* misses ask the daemon one by one instead */
+      break;
+    }
+    retry_at = pcache__now_ms() + PREFETCH_RETRY_MS;
+    while (!d->upload_stop && pcache__now_ms() < retry_at) {
+      struct timespec ts;
+      deadline_after(&ts, retry_at - pcache__now_ms());
+      pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
+    }
+  }
+}
+
+void pcache__upload_want_snapshot(pcache_device *d) {
+  int dirty;
+  if (!d->upload_thread_running)
+    return;
+  pthread_mutex_lock(&d->held_lock);
+  dirty = d->held_dirty;
+  pthread_mutex_unlock(&d->held_lock);
+  if (!dirty)
+    return;
+  pthread_mutex_lock(&d->upload_lock);
+  d->snapshot_wanted = 1;
+  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+}
+
+void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
+  pthread_mutex_lock(&d->upload_lock);
+  d->prefetch_offset = offset;
+  d->prefetch_pending = 1;
+  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+}
+
+static void *upload_main(void *arg) {
+  pcache_device *d = arg;
+  uint64_t backoff = 0, retry_at = 0;
+  pthread_mutex_lock(&d->upload_lock);
+  while (!d->upload_stop) {
+    pcache_upload *batch, *retry = NULL, *last;
+    size_t n = 0, bytes = 0, max_items;
+    uint64_t acked = 0;
+    int r;
+    if (d->prefetch_pending) {
+      prefetch_rest(d);
+      continue;
+    }
+    if (!d->queue_head && d->snapshot_wanted) {
+      /* After the pipelines: the daemon lists a snapshot's hashes only
+       * while their entries exist. */
+      d->snapshot_wanted = 0;
+      d->snapshot_in_flight = 1;
+      pthread_mutex_unlock(&d->upload_lock);
+      pcache__device_snapshot_upload(d);
+      pthread_mutex_lock(&d->upload_lock);
+      d->snapshot_in_flight = 0;
+      pthread_cond_broadcast(&d->flush_cond);
+      continue;
+    }
+    if (!d->queue_head) {
+      pthread_cond_wait(&d->upload_cond, &d->upload_lock);
+      continue;
+    }
+    if (d->retry_now) {
+      d->retry_now = 0; /* a flush is waiting: one try at once */
+    } else if (retry_at > pcache__now_ms()) {
+      struct timespec ts;
+      deadline_after(&ts, retry_at - pcache__now_ms());
+      pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
+      continue;
+    }
+    pthread_mutex_unlock(&d->upload_lock);
+    max_items = pcache__client_max_hashes(d->client);
+    pthread_mutex_lock(&d->upload_lock);
+    if (!d->queue_head)
+      continue;
+    /* Take a batch off the front: at most max_items, about 4 MiB. */
+    batch = d->queue_head;
+    last = NULL;
+    for (pcache_upload *u = batch; u && n < max_items; u = u->next) {
+      size_t item = u->blob_size + u->desc_size;
+      if (n > 0 && bytes + item > BATCH_MAX_BYTES)
+        break;
+      bytes += item;
+      last = u;
+      n++;
+    }
+    d->queue_head = last->next;
+    if (!d->queue_head)
+      d->queue_tail = NULL;
+    last->next = NULL;
+    d->queue_len -= n;
+    d->in_flight = n;
+    pthread_mutex_unlock(&d->upload_lock);
+
+    r = send_batch(d, batch, n, &retry, &acked);
+
+    pthread_mutex_lock(&d->upload_lock);
+    d->in_flight = 0;
+    if (r < 0) {
+      /* Daemon away or slow: the batch goes back in front, in order. */
+      last->next = d->queue_head;
+      d->queue_head = batch;
+      if (!d->queue_tail)
+        d->queue_tail = last;
+      d->queue_len += n;
+      backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
+      if (backoff > BACKOFF_MAX_MS)
+        backoff = BACKOFF_MAX_MS;
+      retry_at = pcache__now_ms() + backoff;
+      pthread_cond_broadcast(&d->flush_cond);
+      continue;
+    }
+    backoff = retry_at = 0;
+    atomic_fetch_add(&d->stats.uploaded, acked);
+    while (retry) {
+      pcache_upload *next = retry->next;
+      retry->next = d->queue_head;
+      d->queue_head = retry;
+      if (!d->queue_tail)
+        d->queue_tail = retry;
+      d->queue_len++;
+      retry = next;
+    }
+    pthread_mutex_unlock(&d->upload_lock);
+    while (batch) {
+      pcache_upload *next = batch->next;
+      pcache__upload_free(batch);
+      batch = next;
+    }
+    pthread_mutex_lock(&d->upload_lock);
+    pthread_cond_broadcast(&d->flush_cond);
+  }
+  pthread_mutex_unlock(&d->upload_lock);
+  return NULL;
+}
+
+int pcache__upload_start(pcache_device *d) {
+  pthread_condattr_t attr;
+  int r = -ENOMEM;
+  if (pthread_mutex_init(&d->upload_lock, NULL) != 0)
+    return -ENOMEM;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  if (pthread_cond_init(&d->upload_cond, &attr) != 0)
+    goto out_mutex;
+  if (pthread_cond_init(&d->flush_cond, &attr) != 0)
+    goto out_cond;
+  if (pthread_create(&d->upload_thread, NULL, upload_main, d) != 0)
+    goto out_flush_cond;
+  pthread_condattr_destroy(&attr);
+  d->upload_thread_running = 1;
+  return 0;
+out_flush_cond:
+  pthread_cond_destroy(&d->flush_cond);
+out_cond:
+  pthread_cond_destroy(&d->upload_cond);
+out_mutex:
+  pthread_condattr_destroy(&attr);
+  pthread_mutex_destroy(&d->upload_lock);
+  return r;
+}
+
+void pcache__upload_enqueue(pcache_device *d, pcache_upload *item) {
+  pcache_upload *dropped = NULL;
+  pthread_mutex_lock(&d->upload_lock);
+  if (d->queue_len >= QUEUE_MAX) {
+    /* Bounded while the daemon is away: the oldest go first. */
+    dropped = d->queue_head;
+    d->queue_head = dropped->next;
+    if (!d->queue_head)
+      d->queue_tail = NULL;
+    d->queue_len--;
+    d->upload_dropped++;
+  }
+  item->next = NULL;
+  if (d->queue_tail)
+    d->queue_tail->next = item;
+  else
+    d->queue_head = item;
+  d->queue_tail = item;
+  d->queue_len++;
+  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+  pcache__upload_free(dropped);
+}
+
+int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
+  struct timespec ts;
+  int r = 0;
+  deadline_after(&ts, timeout_ms);
+  pthread_mutex_lock(&d->upload_lock);
+  d->retry_now = 1;
+  pthread_cond_signal(&d->upload_cond);
+  while ((d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight) &&
+         r != ETIMEDOUT)
+    r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
+  r = d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ? -ETIMEDOUT
+                                                                                  : 0;
+  pthread_mutex_unlock(&d->upload_lock);
+  return r;
+}
+
+void pcache__upload_stop(pcache_device *d) {
+  pcache_upload *u;
+  if (!d->upload_thread_running)
+    return;
+  pthread_mutex_lock(&d->upload_lock);
+  d->upload_stop = 1;
+  pthread_cond_broadcast(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+  pthread_join(d->upload_thread, NULL);
+  d->upload_thread_running = 0;
+  u = d->queue_head;
+  while (u) {
+    pcache_upload *next = u->next;
+    pcache__upload_free(u);
+    u = next;
+  }
+  d->queue_head = d->queue_tail = NULL;
+  d->queue_len = 0;
+  pcache__free(d->sent_modules);
+  d->sent_modules = NULL;
+  pthread_cond_destroy(&d->flush_cond);
+  pthread_cond_destroy(&d->upload_cond);
+  pthread_mutex_destroy(&d->upload_lock);
+}
+
+uint64_t pcache__upload_queue_len(pcache_device *d) {
+  uint64_t n;
+  pthread_mutex_lock(&d->upload_lock);
+  n = d->queue_len + d->in_flight;
+  pthread_mutex_unlock(&d->upload_lock);
+  return n;
+}

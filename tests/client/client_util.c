@@ -1,0 +1,93 @@
+#include "client_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/transport.h"
+#include "test.h"
+
+pcache_client *util_client(uint32_t timeout_ms) {
+  pcache_client_options opts = {.app_name = "pcache-client-test", .timeout_ms = timeout_ms};
+  pcache_client *client;
+  ASSERT_OK(pcache_client_open(&opts, &client));
+  return client;
+}
+
+static void call(const Pcachepb__Request *request, pcache_reply *reply) {
+  pcache_transport *t;
+  ASSERT_OK(pcache__transport_open(getenv("PCACHE_SOCKET"), "pcache-client-test-check", 5000, &t,
+                                   NULL));
+  ASSERT_OK(pcache__transport_call(t, request, 5000, reply));
+  pcache__transport_close(t);
+  ASSERT_EQ(reply->response->status, 0);
+}
+
+static Pcachepb__Response *list_response(pcache_reply *reply) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__List list = PCACHEPB__LIST__INIT;
+  list.entries = 1;
+  request.body_case = PCACHEPB__REQUEST__BODY_LIST;
+  request.list = &list;
+  call(&request, reply);
+  ASSERT_EQ(reply->response->body_case, PCACHEPB__RESPONSE__BODY_LIST);
+  return reply->response;
+}
+
+size_t util_count_entries(void) {
+  pcache_reply reply = {0};
+  size_t n = list_response(&reply)->list->n_entries;
+  pcache__reply_release(&reply);
+  return n;
+}
+
+size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max) {
+  pcache_reply reply = {0};
+  const Pcachepb__ListReply *list = list_response(&reply)->list;
+  size_t n = 0;
+  for (size_t i = 0; i < list->n_entries && n < max; i++) {
+    ASSERT_EQ(list->entries[i]->state_hash.len, 16);
+    memcpy(ret_hashes[n++], list->entries[i]->state_hash.data, 16);
+  }
+  pcache__reply_release(&reply);
+  return n;
+}
+
+Pcachepb__Response *util_stats(void) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Stats stats = PCACHEPB__STATS__INIT;
+  pcache_reply reply = {0};
+  Pcachepb__Response *resp;
+  request.body_case = PCACHEPB__REQUEST__BODY_STATS;
+  request.stats = &stats;
+  call(&request, &reply);
+  ASSERT_EQ(reply.response->body_case, PCACHEPB__RESPONSE__BODY_STATS);
+  ASSERT_TRUE(reply.bulk == NULL);
+  resp = reply.response;
+  reply.response = NULL;
+  pcache__reply_release(&reply);
+  return resp;
+}
+
+void util_run_self(const char *argv0, const char *arg) {
+  int status;
+  pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    execl("/proc/self/exe", argv0, arg, (char *)NULL);
+    _exit(127);
+  }
+  while (waitpid(pid, &status, 0) < 0)
+    ASSERT_EQ(errno, EINTR);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    TEST_FAIL_("child '%s %s' failed (status 0x%x)", argv0, arg, status);
+}
+
+uint64_t util_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

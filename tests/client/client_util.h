@@ -1,0 +1,26 @@
+/* Helpers the client tests share: a client with a chosen timeout, what the
+ * daemon holds (through the real transport), and running this test binary
+ * again as a second process. */
+#ifndef PCACHE_TESTS_CLIENT_UTIL_H
+#define PCACHE_TESTS_CLIENT_UTIL_H
+
+#include <stdint.h>
+
+#include <pcache/pcache.h>
+
+#include "proto/frame.h"
+
+pcache_client *util_client(uint32_t timeout_ms);
+/* Entries the daemon at $PCACHE_SOCKET lists (all devices, all apps). */
+size_t util_count_entries(void);
+/* The daemon's Stats reply (freed by the caller with
+ * pcache__response_free(util_stats_response)). */
+Pcachepb__Response *util_stats(void);
+/* Each entry's state hash, for the first max entries; returns the count. */
+size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max);
+/* Runs argv0 with one argument and the current environment; asserts that
+ * it exits 0. */
+void util_run_self(const char *argv0, const char *arg);
+uint64_t util_now_ms(void);
+
+#endif

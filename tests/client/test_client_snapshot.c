@@ -1,0 +1,203 @@
+/* (device, app) snapshots through libpcache and lavapipe (whose cache data
+ * is a 32-byte header: still a valid snapshot). Cold run: pipelines and
+ * one snapshot are uploaded. Warm run, in a new process: the device cache
+ * is made from the snapshot, nothing is compiled, no per-pipeline blob or
+ * Get is needed, and no new snapshot is uploaded. A snapshot whose body is
+ * damaged in LMDB is dropped by the daemon (the run falls back to blobs
+ * and uploads a new one); one with another device's header and a valid
+ * checksum is refused by the client before the driver and reported. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lmdb.h>
+
+#include "client_util.h"
+#include "common/hash.h"
+#include "harness.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+
+static void build_all(pcache_device *device, const test_objects *o) {
+  VkPipeline p;
+  for (uint32_t i = 0; i < N_GRAPHICS; i++) {
+    test_graphics g;
+    test_graphics_info(&g, o, i);
+    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
+  }
+  for (uint32_t i = 0; i < N_COMPUTE; i++) {
+    test_compute c;
+    test_compute_info(&c, o, i);
+    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
+  }
+}
+
+/* One process's run: "cold", "warm", "fallback" (the daemon dropped a
+ * damaged snapshot) or "header" (the client refuses the snapshot). */
+static void run(const char *mode) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  pcache_stats st;
+
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (strcmp(mode, "warm") == 0) {
+    ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
+    ASSERT_EQ(st.prefetched, N_PIPELINES);
+  } else if (strcmp(mode, "fallback") == 0) {
+    ASSERT_EQ(st.snapshot_loaded, 0);
+    ASSERT_EQ(st.prefetched, N_PIPELINES); /* the blobs, one by one */
+    ASSERT_EQ(st.rejected_blobs, 0);
+  } else if (strcmp(mode, "header") == 0) {
+    ASSERT_EQ(st.snapshot_loaded, 0);
+    ASSERT_EQ(st.prefetched, 0); /* covered blobs are left to Gets */
+    ASSERT_EQ(st.rejected_blobs, 1);
+  } else {
+    ASSERT_EQ(st.snapshot_loaded, 0);
+    ASSERT_EQ(st.prefetched, 0);
+  }
+  test_objects_create(&o, device);
+  build_all(device, &o);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_EQ(st.misses, N_PIPELINES);
+  if (strcmp(mode, "cold") == 0) {
+    ASSERT_EQ(st.compiles, N_PIPELINES);
+    ASSERT_EQ(st.uploaded, N_PIPELINES);
+    ASSERT_EQ(st.snapshots_uploaded, 1);
+  } else {
+    ASSERT_EQ(st.compiles, 0);
+    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+    ASSERT_EQ(st.uploaded, 0);
+    /* Unchanged: nothing to upload; otherwise one new snapshot. */
+    ASSERT_EQ(st.snapshots_uploaded, (strcmp(mode, "warm") == 0 ? 0u : 1u));
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_checksum,
+                  uint64_t *ret_reports) {
+  Pcachepb__Response *r = util_stats();
+  *ret_gets = r->stats->gets;
+  *ret_snapshots = r->stats->snapshots;
+  *ret_checksum = r->stats->checksum_failures;
+  *ret_reports = r->stats->reports;
+  pcache__response_free(r);
+}
+
+static void put_le64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/* Edits the one snapshot in the stopped daemon's store
+ * (docs/storage.md): flips a byte of the blob's body, or (wrong_device)
+ * gives the blob another pipelineCacheUUID and fixes the checksum. */
+static void damage(const char *data_dir, int wrong_device) {
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi meta_db, data_db;
+  MDB_cursor *cur;
+  MDB_val k, v, dv;
+  uint8_t meta[48], *data;
+  uint64_t blob_size;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_maxdbs(env, 16), 0);
+  ASSERT_EQ(mdb_env_open(env, data_dir, 0, 0600), 0);
+  ASSERT_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, "snapshots", 0, &meta_db), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, "snapdata", 0, &data_db), 0);
+  ASSERT_EQ(mdb_cursor_open(txn, meta_db, &cur), 0);
+  ASSERT_EQ(mdb_cursor_get(cur, &k, &v, MDB_FIRST), 0);
+  mdb_cursor_close(cur);
+  ASSERT_EQ(v.mv_size, sizeof meta);
+  memcpy(meta, v.mv_data, sizeof meta);
+  blob_size = le64(meta + 8);
+  ASSERT_GE(blob_size, 32);
+  ASSERT_EQ(mdb_get(txn, data_db, &k, &dv), 0);
+  data = malloc(dv.mv_size);
+  memcpy(data, dv.mv_data, dv.mv_size);
+  if (wrong_device) {
+    uint8_t *blob = data + dv.mv_size - blob_size;
+    blob[16] ^= 0xff; /* VkPipelineCacheHeaderVersionOne.pipelineCacheUUID[0] */
+    put_le64(meta + 24, pcache__checksum64(blob, blob_size));
+    v = (MDB_val){sizeof meta, meta};
+    ASSERT_EQ(mdb_put(txn, meta_db, &k, &v, 0), 0);
+  } else {
+    data[dv.mv_size - 1] ^= 0x5a;
+  }
+  dv.mv_data = data;
+  ASSERT_EQ(mdb_put(txn, data_db, &k, &dv, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+  free(data);
+}
+
+int main(int argc, char **argv) {
+  test_env env;
+  uint64_t gets0, gets1, snaps, checksum, reports;
+  if (argc > 1) {
+    run(argv[1]); /* the parent's environment names its daemon */
+    return 0;
+  }
+  test_env_init(&env, "client-snapshot");
+  test_daemon_start(&env, NULL);
+  run("cold");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  stats(&gets0, &snaps, &checksum, &reports);
+  ASSERT_EQ(snaps, 1);
+
+  /* Warm: one Prefetch and no Get (every pipeline came in the snapshot). */
+  util_run_self(argv[0], "warm");
+  stats(&gets1, &snaps, &checksum, &reports);
+  ASSERT_EQ(gets1 - gets0, 1);
+  ASSERT_EQ(snaps, 1);
+  /* Unchanged, again: still no new snapshot (the child checks). */
+  util_run_self(argv[0], "warm");
+
+  /* A damaged body: the daemon never sends it and drops it; the run goes
+   * blob by blob and uploads a new snapshot, which the next run loads. */
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+  damage(env.data_dir, 0);
+  test_daemon_start(&env, NULL);
+  util_run_self(argv[0], "fallback");
+  stats(&gets0, &snaps, &checksum, &reports);
+  ASSERT_GE(checksum, 1);
+  ASSERT_EQ(snaps, 1);
+  util_run_self(argv[0], "warm");
+
+  /* Another device's header, checksum fixed: only the client can tell. It
+   * refuses it before the driver, reports it (the daemon drops it), Gets
+   * the covered pipelines one by one and uploads a good snapshot. */
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+  damage(env.data_dir, 1);
+  test_daemon_start(&env, NULL);
+  util_run_self(argv[0], "header");
+  stats(&gets1, &snaps, &checksum, &reports);
+  ASSERT_GE(reports, 1);
+  ASSERT_EQ(gets1, 1 + N_PIPELINES); /* the Prefetch, then a Get per pipeline */
+  ASSERT_EQ(snaps, 1);
+  util_run_self(argv[0], "warm");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  test_env_cleanup(&env);
+  return 0;
+}

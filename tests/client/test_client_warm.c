@@ -1,0 +1,105 @@
+/* Cold run: every pipeline is compiled and uploaded. Warm run, in a new
+ * process: the prefetch brings every blob back, so nothing is compiled.
+ * Warm run without prefetch (PCACHE_NO_PREFETCH=1): each miss fetches its
+ * own blob with one Get, and still nothing is compiled. */
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+
+#include "client_util.h"
+#include "harness.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+
+static void build_all(pcache_device *device, const test_objects *o, VkPipeline *ret) {
+  for (uint32_t i = 0; i < N_GRAPHICS; i++) {
+    test_graphics g;
+    test_graphics_info(&g, o, i);
+    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &ret[i]));
+    ASSERT_TRUE(ret[i] != VK_NULL_HANDLE);
+  }
+  for (uint32_t i = 0; i < N_COMPUTE; i++) {
+    test_compute c;
+    test_compute_info(&c, o, i);
+    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &ret[N_GRAPHICS + i]));
+    ASSERT_TRUE(ret[N_GRAPHICS + i] != VK_NULL_HANDLE);
+  }
+}
+
+/* One process's run; cold or warm decides what the counters must say. */
+static void run(int warm) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  VkPipeline first[N_PIPELINES], again[N_PIPELINES];
+  pcache_stats st;
+
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_TRUE(pcache_client_connected(client));
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  test_objects_create(&o, device);
+  build_all(device, &o, first);
+  for (int i = 0; i < N_PIPELINES; i++)
+    for (int j = 0; j < i; j++)
+      ASSERT_TRUE(first[i] != first[j]);
+  build_all(device, &o, again);
+  ASSERT_MEMEQ(first, again, sizeof first);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_EQ(st.misses, N_PIPELINES);
+  ASSERT_EQ(st.hits_create_info, N_PIPELINES);
+  ASSERT_EQ(st.pipelines, N_PIPELINES);
+  ASSERT_EQ(st.unhashable, 0);
+  ASSERT_EQ(st.rejected_blobs, 0);
+  ASSERT_EQ(st.upload_queue, 0);
+  if (!warm) {
+    ASSERT_EQ(st.compiles, N_PIPELINES);
+    ASSERT_EQ(st.daemon_hits, 0);
+    ASSERT_EQ(st.prefetched, 0);
+    ASSERT_EQ(st.uploaded, N_PIPELINES);
+  } else if (getenv("PCACHE_NO_PREFETCH")) {
+    ASSERT_EQ(st.prefetched, 0);
+    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+    ASSERT_EQ(st.compiles, 0);
+    ASSERT_EQ(st.uploaded, 0);
+  } else {
+    ASSERT_EQ(st.prefetched, N_PIPELINES);
+    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+    ASSERT_EQ(st.compiles, 0);
+    ASSERT_EQ(st.uploaded, 0);
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+int main(int argc, char **argv) {
+  test_env env;
+  if (argc > 1 && strcmp(argv[1], "warm") == 0) {
+    run(1); /* the parent's environment names its daemon */
+    return 0;
+  }
+  test_env_init(&env, "client-warm");
+  test_daemon_start(&env, NULL);
+  run(0);
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  util_run_self(argv[0], "warm");
+  setenv("PCACHE_NO_PREFETCH", "1", 1);
+  util_run_self(argv[0], "warm");
+  unsetenv("PCACHE_NO_PREFETCH");
+  /* A restarted daemon serves the same entries from disk. */
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+  test_daemon_start(&env, NULL);
+  util_run_self(argv[0], "warm");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  test_env_cleanup(&env);
+  return 0;
+}

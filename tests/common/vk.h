@@ -1,0 +1,77 @@
+/* Vulkan for tests: an instance and device on lavapipe (the CPU driver),
+ * objects made through libpcache's wrappers, and create infos for graphics
+ * and compute pipelines in numbered variants. Everything aborts on failure.
+ * Call test_env_init first: the loader needs XDG_RUNTIME_DIR. */
+#ifndef PCACHE_TESTS_VK_H
+#define PCACHE_TESTS_VK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include <pcache/pcache.h>
+
+typedef struct test_vk {
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  uint32_t queue_family;
+  int creation_feedback; /* VK_EXT_pipeline_creation_feedback or 1.3 */
+  VkPhysicalDeviceProperties props;
+} test_vk;
+
+void test_vk_init(test_vk *vk);
+void test_vk_fini(test_vk *vk);
+/* The pcache_device_info for vk (loader's vkGetInstanceProcAddr). */
+pcache_device_info test_vk_device_info(const test_vk *vk);
+
+/* The SPIR-V of a test shader ("tri.vert", "tri.frag", "fill.comp"). */
+const uint32_t *test_vk_shader_code(const char *name, size_t *ret_size);
+
+/* Objects the test pipelines use, made through pcache's wrappers so that
+ * pipelines naming them are hashable. */
+typedef struct test_objects {
+  pcache_device *device;
+  VkShaderModule vert, frag, comp;
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout layout;
+  VkRenderPass render_pass;
+} test_objects;
+
+void test_objects_create(test_objects *objects, pcache_device *device);
+void test_objects_destroy(test_objects *objects);
+
+/* A graphics create info and the structures it points at. Do not copy it
+ * (it points into itself). Variants: bit 0 topology (list/strip), bit 1
+ * blending, bits 2.. a specialization constant; every variant number gives
+ * a different state hash. */
+typedef struct test_graphics {
+  VkGraphicsPipelineCreateInfo info;
+  VkPipelineShaderStageCreateInfo stages[2];
+  VkSpecializationMapEntry spec_entry;
+  VkSpecializationInfo spec;
+  float spec_value;
+  VkPipelineVertexInputStateCreateInfo vertex_input;
+  VkPipelineInputAssemblyStateCreateInfo input_assembly;
+  VkPipelineViewportStateCreateInfo viewport;
+  VkPipelineRasterizationStateCreateInfo raster;
+  VkPipelineMultisampleStateCreateInfo multisample;
+  VkPipelineColorBlendAttachmentState blend_attachment;
+  VkPipelineColorBlendStateCreateInfo blend;
+  VkDynamicState dynamic_states[2];
+  VkPipelineDynamicStateCreateInfo dynamic;
+} test_graphics;
+
+void test_graphics_info(test_graphics *g, const test_objects *objects, uint32_t variant);
+
+/* A compute create info; the variant is its specialization constant. */
+typedef struct test_compute {
+  VkComputePipelineCreateInfo info;
+  VkSpecializationMapEntry spec_entry;
+  VkSpecializationInfo spec;
+  uint32_t spec_value;
+} test_compute;
+
+void test_compute_info(test_compute *c, const test_objects *objects, uint32_t variant);
+
+#endif

@@ -1,0 +1,173 @@
+/* Replay on lavapipe: each fixture is described, decoded back into create
+ * infos with its modules rebuilt from stored SPIR-V, and really built on a
+ * device; then everything is destroyed again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fixtures.h"
+#include "test.h"
+
+#define SKIP 77
+
+/* With the Khronos validation layer installed (Debian:
+ * vulkan-validationlayers) every decoded create info is also checked
+ * against the spec: any error fails the test. */
+static int validation_errors;
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+  (void)type;
+  (void)user;
+  if (severity & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                  VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)) {
+    fprintf(stderr, "validation: %s\n", data->pMessage);
+    validation_errors++;
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)
+      TEST_FAIL_("invalid Vulkan usage (above)");
+  }
+  return VK_FALSE;
+}
+
+static int have_validation(void) {
+  VkLayerProperties layers[64];
+  uint32_t n = 64;
+  if (vkEnumerateInstanceLayerProperties(&n, layers) < 0)
+    return 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(layers[i].layerName, "VK_LAYER_KHRONOS_validation") == 0)
+      return 1;
+  return 0;
+}
+
+int main(void) {
+  char dir[] = "/tmp/pcache-desc-replay-XXXXXX";
+  VkInstance instance;
+  VkPhysicalDevice phys[8];
+  uint32_t n_phys = 8;
+  VkPhysicalDeviceProperties props;
+  VkDevice device;
+  fx_world w;
+  int built = 0;
+
+  /* The loader wants a private runtime dir (test_env_init's rule). */
+  ASSERT_TRUE(mkdtemp(dir));
+  ASSERT_EQ(chmod(dir, 0700), 0);
+  setenv("XDG_RUNTIME_DIR", dir, 1);
+
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .pApplicationName = "test_desc_replay",
+                           .apiVersion = VK_API_VERSION_1_3};
+  const char *layer = "VK_LAYER_KHRONOS_validation";
+  const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  VkDebugUtilsMessengerCreateInfoEXT mci = {
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT,
+      .pfnUserCallback = on_message};
+  int validate = have_validation();
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                              .pNext = validate ? &mci : NULL,
+                              .pApplicationInfo = &app,
+                              .enabledLayerCount = validate ? 1 : 0,
+                              .ppEnabledLayerNames = &layer,
+                              .enabledExtensionCount = validate ? 1 : 0,
+                              .ppEnabledExtensionNames = &ext};
+  printf("validation layer: %s\n", validate ? "on" : "not installed");
+  if (vkCreateInstance(&ici, NULL, &instance) != VK_SUCCESS) {
+    fprintf(stderr, "no Vulkan instance: skipped\n");
+    rmdir(dir);
+    return SKIP;
+  }
+  /* The pNext copy only covers vkCreateInstance itself. */
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
+      (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(instance,
+                                                                "vkCreateDebugUtilsMessengerEXT");
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
+      (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+          instance, "vkDestroyDebugUtilsMessengerEXT");
+  if (validate) {
+    ASSERT_TRUE(create_messenger && destroy_messenger);
+    ASSERT_VK(create_messenger(instance, &mci, NULL, &messenger));
+  }
+  ASSERT_VK(vkEnumeratePhysicalDevices(instance, &n_phys, phys));
+  ASSERT_GT(n_phys, 0);
+  vkGetPhysicalDeviceProperties(phys[0], &props);
+  printf("device: %s (api %u.%u)\n", props.deviceName, VK_API_VERSION_MAJOR(props.apiVersion),
+         VK_API_VERSION_MINOR(props.apiVersion));
+  if (props.apiVersion < VK_API_VERSION_1_3) {
+    fprintf(stderr, "Vulkan 1.3 needed: skipped\n");
+    vkDestroyInstance(instance, NULL);
+    rmdir(dir);
+    return SKIP;
+  }
+
+  /* Everything the device offers, enabled (multiview, dynamic rendering,
+   * sample shading...). */
+  VkPhysicalDeviceVulkan13Features f13 = {.sType =
+                                              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &f13};
+  VkPhysicalDeviceVulkan11Features f11 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12};
+  VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                 .pNext = &f11};
+  vkGetPhysicalDeviceFeatures2(phys[0], &f);
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .queueFamilyIndex = 0,
+                                 .queueCount = 1,
+                                 .pQueuePriorities = &prio};
+  VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                            .pNext = &f,
+                            .queueCreateInfoCount = 1,
+                            .pQueueCreateInfos = &qci};
+  ASSERT_VK(vkCreateDevice(phys[0], &dci, NULL, &device));
+
+  fx_world_init(&w, 0x9000, 8);
+  for (int i = 0; i < FX_COUNT; i++) {
+    fx_pipeline *p;
+    pcache_desc_buf buf;
+    pcache_desc_keys keys;
+    pcache_desc_decoded *d;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    if (!fx_replayable(i))
+      continue;
+    p = fx_make(&w, i, 0);
+    pcache__desc_buf_init(&buf);
+    ASSERT_OK(fx_describe(p, &w, &buf, &keys));
+
+    /* Without code the objects cannot be made. */
+    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, NULL, NULL, &d));
+    ASSERT_ERR(pcache__desc_decoded_create_objects(d, device, NULL), PCACHE_EMISSING_MODULE);
+    pcache__desc_decoded_free(d);
+
+    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, fx_code, NULL, &d));
+    ASSERT_OK(pcache__desc_decoded_create_objects(d, device, NULL));
+    ASSERT_OK(pcache__desc_decoded_create_pipeline(d, device, VK_NULL_HANDLE, NULL, &pipeline));
+    ASSERT_TRUE(pipeline != VK_NULL_HANDLE);
+    vkDestroyPipeline(device, pipeline, NULL);
+    pcache__desc_decoded_destroy_objects(d, device, NULL);
+    ASSERT_TRUE(d->layout == VK_NULL_HANDLE && d->render_pass == VK_NULL_HANDLE);
+    pcache__desc_decoded_free(d);
+    pcache__desc_buf_release(&buf);
+    fx_free(p);
+    printf("%-22s built\n", fx_names[i]);
+    built++;
+  }
+  ASSERT_GE(built, 8);
+  ASSERT_EQ(validation_errors, 0);
+  fx_world_free(&w);
+  vkDestroyDevice(device, NULL);
+  if (messenger)
+    destroy_messenger(instance, messenger, NULL);
+  vkDestroyInstance(instance, NULL);
+  rmdir(dir);
+  return 0;
+}

@@ -1,0 +1,193 @@
+/* Fuzz target for the pipeline description decoder (client/desc_decode.c)
+ * and the daemon's description check: bytes from anywhere must never
+ * crash them or make them allocate without bound. What decodes is also
+ * described again, and describing is idempotent from there on.
+ *
+ * Built with libFuzzer when PCACHE_FUZZ is on; otherwise with
+ * PCACHE_FUZZ_REPLAY_MAIN, a main() that replays corpus files (or
+ * directories of them) through the same entry point: the fuzz-smoke test. */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <pcache/pcache.h>
+
+#include "client/desc.h"
+#include "common/desc_check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Any module hash gets this (valid-looking) code. */
+static const uint32_t fake_code[] = {0x07230203, 0x00010000, 0, 1, 0};
+
+static int code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code,
+                size_t *ret_size) {
+  (void)ctx;
+  (void)hash;
+  *ret_code = fake_code;
+  *ret_size = sizeof(fake_code);
+  return 0;
+}
+
+#define MAX_OBJECTS 512
+
+typedef struct table {
+  uint64_t handles[MAX_OBJECTS];
+  pcache_desc_object *objects[MAX_OBJECTS];
+  int n;
+} table;
+
+static const pcache_desc_object *find(void *ctx, uint64_t h) {
+  table *t = ctx;
+  return h && h <= (uint64_t)t->n ? t->objects[h - 1] : NULL;
+}
+static const pcache_desc_object *lk_module(void *c, VkShaderModule h) {
+  return find(c, (uint64_t)h);
+}
+static const pcache_desc_object *lk_set(void *c, VkDescriptorSetLayout h) {
+  return find(c, (uint64_t)h);
+}
+static const pcache_desc_object *lk_layout(void *c, VkPipelineLayout h) {
+  return find(c, (uint64_t)h);
+}
+static const pcache_desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
+static const pcache_desc_object *lk_sampler(void *c, VkSampler h) {
+  return find(c, (uint64_t)h);
+}
+
+/* Handles are 1-based indexes into the table; 0 when the object did not
+ * describe (the pipeline is then unhashable). */
+static uint64_t add(table *t, int r, pcache_desc_object *o) {
+  if (r < 0 || t->n == MAX_OBJECTS) {
+    if (r == 0)
+      pcache__desc_object_free(o);
+    return 0;
+  }
+  t->objects[t->n++] = o;
+  return (uint64_t)t->n;
+}
+
+/* Describes a decoded description; 0 and the bytes in buf, or an error. */
+static int redescribe(pcache_desc_decoded *d, table *t, pcache_desc_buf *buf) {
+  pcache_desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+  pcache_desc_object *o = NULL;
+  pcache_desc_keys keys;
+  int r;
+  for (uint32_t i = 0; i < d->n_samplers; i++) {
+    r = pcache__desc_sampler(&d->sampler_infos[i], &o);
+    d->samplers[i] = (VkSampler)add(t, r, o);
+  }
+  for (uint32_t i = 0; i < d->n_set_layouts; i++) {
+    r = pcache__desc_set_layout(&d->set_layout_infos[i], &lk, &o);
+    d->set_layouts[i] = (VkDescriptorSetLayout)add(t, r, o);
+  }
+  r = pcache__desc_pipeline_layout(&d->layout_info, &lk, &o);
+  d->layout = (VkPipelineLayout)add(t, r, o);
+  if (d->has_render_pass) {
+    r = pcache__desc_render_pass2(&d->render_pass_info, &o);
+    d->render_pass = (VkRenderPass)add(t, r, o);
+  }
+  for (uint32_t i = 0; i < d->n_modules; i++) {
+    r = pcache__desc_shader_module(&d->module_infos[i], &o);
+    d->modules[i] = (VkShaderModule)add(t, r, o);
+  }
+  pcache__desc_decoded_link(d);
+  pcache__desc_buf_init(buf);
+  if (d->kind == 2)
+    return pcache__desc_compute(&d->compute, &lk, buf, &keys);
+  return pcache__desc_graphics(&d->graphics, &lk, buf, &keys);
+}
+
+static void table_free(table *t) {
+  for (int i = 0; i < t->n; i++)
+    pcache__desc_object_free(t->objects[i]);
+  t->n = 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  pcache_hash128 h, modules[PCACHE_DESC_MAX_MODULES];
+  pcache_desc_decoded *d = NULL, *d2 = NULL;
+  pcache_desc_buf b1, b2;
+  size_t n_modules;
+  table t1 = {0}, t2 = {0};
+
+  pcache__hash128(data, size, &h);
+  (void)pcache__desc_check(data, size, &h, 0, modules, &n_modules);
+  if (pcache__desc_decode(data, size, code, NULL, &d) < 0)
+    return 0;
+  if (redescribe(d, &t1, &b1) == 0) {
+    /* The canonical bytes decode, and describe to themselves. */
+    if (pcache__desc_decode(b1.data, b1.size, code, NULL, &d2) != 0)
+      abort();
+    if (redescribe(d2, &t2, &b2) != 0 || b2.size != b1.size ||
+        memcmp(b1.data, b2.data, b1.size) != 0)
+      abort();
+    pcache__desc_buf_release(&b2);
+    pcache__desc_decoded_free(d2);
+  }
+  pcache__desc_buf_release(&b1);
+  table_free(&t1);
+  table_free(&t2);
+  pcache__desc_decoded_free(d);
+  return 0;
+}
+
+#ifdef PCACHE_FUZZ_REPLAY_MAIN
+static int run_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  uint8_t *buf;
+  long n;
+  if (!f)
+    return -1;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = malloc(n > 0 ? (size_t)n : 1);
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(buf);
+    return -1;
+  }
+  fclose(f);
+  LLVMFuzzerTestOneInput(buf, (size_t)n);
+  free(buf);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int files = 0;
+  for (int i = 1; i < argc; i++) {
+    struct stat st;
+    DIR *dir;
+    struct dirent *e;
+    if (stat(argv[i], &st) != 0) {
+      fprintf(stderr, "%s: cannot stat\n", argv[i]);
+      return 1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (run_file(argv[i]) < 0)
+        return 1;
+      files++;
+      continue;
+    }
+    dir = opendir(argv[i]);
+    if (!dir)
+      return 1;
+    while ((e = readdir(dir))) {
+      char path[4096];
+      if (e->d_name[0] == '.')
+        continue;
+      snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
+      if (run_file(path) < 0)
+        return 1;
+      files++;
+    }
+    closedir(dir);
+  }
+  printf("%d inputs replayed\n", files);
+  return files > 0 ? 0 : 1;
+}
+#endif
