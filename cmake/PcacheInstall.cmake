@@ -1,18 +1,38 @@
 # Install layout: headers under include/pcache/, libpcache with SOVERSION,
-# pcache.pc, a CMake package giving pcache::pcache, the programs in bin/ and
-# the systemd user units (systemd/CMakeLists.txt installs those).
+# pcache.pc, a CMake package giving pcache::pcache, the programs in bin/
+# (daemon/ and tools/ install those) and the systemd user units
+# (systemd/CMakeLists.txt installs those).
 include(CMakePackageConfigHelpers)
 
 install(FILES include/pcache/pcache.h ${PCACHE_GEN_DIR}/pcache/version.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pcache)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pcache COMPONENT devel)
+
+# In the build tree libpcache links Vulkan through pkg-config's imported
+# target; a consumer of the installed package has no such target, so the
+# exported interface names CMake's own Vulkan::Vulkan instead (the package
+# config finds it with find_dependency(Vulkan)).
+get_target_property(_pcache_iface pcache INTERFACE_LINK_LIBRARIES)
+if(_pcache_iface)
+  set(_pcache_iface_fixed)
+  foreach(_lib IN LISTS _pcache_iface)
+    if(_lib STREQUAL "PkgConfig::VULKAN")
+      list(APPEND _pcache_iface_fixed "$<BUILD_INTERFACE:PkgConfig::VULKAN>"
+           "$<INSTALL_INTERFACE:Vulkan::Vulkan>")
+    else()
+      list(APPEND _pcache_iface_fixed "${_lib}")
+    endif()
+  endforeach()
+  set_property(TARGET pcache PROPERTY INTERFACE_LINK_LIBRARIES "${_pcache_iface_fixed}")
+endif()
 
 install(TARGETS pcache EXPORT pcacheTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+                NAMELINK_COMPONENT devel
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(EXPORT pcacheTargets NAMESPACE pcache::
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcache)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcache COMPONENT devel)
 
 configure_package_config_file(cmake/pcacheConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/pcacheConfig.cmake
@@ -21,8 +41,24 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/pcacheConfigVersion
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/pcacheConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/pcacheConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcache)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcache COMPONENT devel)
 
+# pcache.pc finds its prefix from its own location (${pcfiledir}), so the
+# tree can be installed with `cmake --install --prefix` anywhere, or moved.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(PCACHE_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  set(PCACHE_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  file(RELATIVE_PATH _pcache_pc_up "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" _pcache_pc_up "${_pcache_pc_up}")
+  set(PCACHE_PC_PREFIX "\${pcfiledir}/${_pcache_pc_up}")
+  set(PCACHE_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(PCACHE_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(PCACHE_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 configure_file(cmake/pcache.pc.in ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)

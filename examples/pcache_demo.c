@@ -1,0 +1,709 @@
+/*
+ * pcache-demo - build N graphics pipelines through libpcache and say where
+ * each one came from.
+ *
+ * A headless Vulkan program (no window, no swapchain) on whatever device the
+ * loader gives first. Run it twice against one pcached: the first run
+ * compiles and uploads, the second finds the blobs in the daemon. It prints
+ * key=value lines (for scripts) and then a short human summary.
+ *
+ *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <vulkan/vulkan.h>
+
+#include <pcache/pcache.h>
+
+#include "demo_shaders.h"
+
+#define DEMO_NAME "pcache-demo"
+#define DEMO_MAX_PIPELINES 4096
+/* Tier-1 key: the demo has one global state (one render pass). */
+#define DEMO_GLOBAL_KEY UINT64_C(0x70636163686531)
+
+/* Programs log with sd-daemon "<N>" prefixes so journald reads the level. */
+#define log_err(...) demo_log(3, __VA_ARGS__)
+
+static void demo_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void demo_log(int level, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "<%d>" DEMO_NAME ": ", level);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+typedef struct demo_options {
+  uint32_t pipelines;
+  const char *app_name;
+  uint32_t device_index;
+  int no_daemon;
+} demo_options;
+
+typedef struct demo_vk {
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  VkPhysicalDeviceProperties props;
+  int creation_feedback;
+} demo_vk;
+
+/* What the app builds its pipelines from: made through pcache's wrappers so
+ * every pipeline can be described by content. */
+typedef struct demo_objects {
+  VkShaderModule vert, frag;
+  VkSampler sampler;
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout pipeline_layout;
+  VkRenderPass render_pass;
+} demo_objects;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
+          "[--no-daemon]\n"
+          "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
+          "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
+          "  --device INDEX   physical device to use (default 0, the loader's first)\n"
+          "  --no-daemon      never contact pcached (same as PCACHE_DISABLE=1)\n",
+          DEMO_MAX_PIPELINES);
+}
+
+static int parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *ret_value) {
+  char *end;
+  unsigned long v;
+  errno = 0;
+  v = strtoul(text, &end, 10);
+  if (errno || end == text || *end || v < min || v > max)
+    return -EINVAL;
+  *ret_value = (uint32_t)v;
+  return 0;
+}
+
+/* Returns 0, 1 for --help, or -EINVAL after printing usage. */
+static int parse_args(int argc, char **argv, demo_options *ret_opts) {
+  demo_options opts = {.pipelines = 64, .app_name = DEMO_NAME};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 1;
+    } else if (!strcmp(a, "--no-daemon")) {
+      opts.no_daemon = 1;
+    } else if (!strcmp(a, "--pipelines") && val) {
+      if (parse_u32(val, 1, DEMO_MAX_PIPELINES, &opts.pipelines) < 0)
+        goto out_usage;
+      i++;
+    } else if (!strcmp(a, "--device") && val) {
+      if (parse_u32(val, 0, 64, &opts.device_index) < 0)
+        goto out_usage;
+      i++;
+    } else if (!strcmp(a, "--app-name") && val && *val) {
+      opts.app_name = val;
+      i++;
+    } else {
+      goto out_usage;
+    }
+  }
+  *ret_opts = opts;
+  return 0;
+
+out_usage:
+  usage(stderr);
+  return -EINVAL;
+}
+
+static int has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (!strcmp(exts[i].extensionName, name))
+      return 1;
+  return 0;
+}
+
+static int vk_init(const demo_options *opts, demo_vk *ret_vk) {
+  demo_vk vk = {0};
+  uint32_t api = VK_API_VERSION_1_0, count = 0, queue_family = UINT32_MAX, n_ext = 0;
+  VkPhysicalDevice *devices = NULL;
+  VkQueueFamilyProperties *families = NULL;
+  VkExtensionProperties *exts = NULL;
+  const char *enabled[1];
+  uint32_t n_enabled = 0;
+  VkResult vr;
+  int r = -EIO;
+
+  /* Ask for 1.3 where the loader has it: creation feedback is core there. */
+  if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS)
+    api = VK_API_VERSION_1_0;
+  if (api > VK_API_VERSION_1_3)
+    api = VK_API_VERSION_1_3;
+
+  VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = opts->app_name,
+      .applicationVersion = 1,
+      .pEngineName = DEMO_NAME,
+      .apiVersion = api,
+  };
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                              .pApplicationInfo = &app};
+  vr = vkCreateInstance(&ici, NULL, &vk.instance);
+  if (vr != VK_SUCCESS) {
+    log_err("vkCreateInstance: VkResult %d (is a Vulkan driver installed? Debian: "
+            "mesa-vulkan-drivers)",
+            (int)vr);
+    return -EIO;
+  }
+
+  vr = vkEnumeratePhysicalDevices(vk.instance, &count, NULL);
+  if (vr != VK_SUCCESS || count == 0) {
+    log_err("no Vulkan physical device");
+    goto out_instance;
+  }
+  devices = calloc(count, sizeof *devices);
+  if (!devices) {
+    r = -ENOMEM;
+    goto out_instance;
+  }
+  vkEnumeratePhysicalDevices(vk.instance, &count, devices);
+  if (opts->device_index >= count) {
+    log_err("--device %" PRIu32 ": only %" PRIu32 " device(s)", opts->device_index, count);
+    r = -EINVAL;
+    goto out_free;
+  }
+  vk.physical_device = devices[opts->device_index];
+  vkGetPhysicalDeviceProperties(vk.physical_device, &vk.props);
+
+  vkGetPhysicalDeviceQueueFamilyProperties(vk.physical_device, &count, NULL);
+  families = calloc(count ? count : 1, sizeof *families);
+  if (!families) {
+    r = -ENOMEM;
+    goto out_free;
+  }
+  vkGetPhysicalDeviceQueueFamilyProperties(vk.physical_device, &count, families);
+  for (uint32_t i = 0; i < count && queue_family == UINT32_MAX; i++)
+    if (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)
+      queue_family = i;
+  if (queue_family == UINT32_MAX) {
+    log_err("%s has no graphics queue", vk.props.deviceName);
+    goto out_free;
+  }
+
+  vkEnumerateDeviceExtensionProperties(vk.physical_device, NULL, &n_ext, NULL);
+  exts = calloc(n_ext ? n_ext : 1, sizeof *exts);
+  if (!exts) {
+    r = -ENOMEM;
+    goto out_free;
+  }
+  vkEnumerateDeviceExtensionProperties(vk.physical_device, NULL, &n_ext, exts);
+  /* Creation feedback is how the demo learns that the driver's cache hit. */
+  if (has_extension(exts, n_ext, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME)) {
+    enabled[n_enabled++] = VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
+    vk.creation_feedback = 1;
+  }
+  if (api >= VK_API_VERSION_1_3 && vk.props.apiVersion >= VK_API_VERSION_1_3)
+    vk.creation_feedback = 1;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+      .queueFamilyIndex = queue_family,
+      .queueCount = 1,
+      .pQueuePriorities = &priority,
+  };
+  VkDeviceCreateInfo dci = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .queueCreateInfoCount = 1,
+      .pQueueCreateInfos = &qci,
+      .enabledExtensionCount = n_enabled,
+      .ppEnabledExtensionNames = n_enabled ? enabled : NULL,
+  };
+  vr = vkCreateDevice(vk.physical_device, &dci, NULL, &vk.device);
+  if (vr != VK_SUCCESS) {
+    log_err("vkCreateDevice: VkResult %d", (int)vr);
+    goto out_free;
+  }
+
+  free(exts);
+  free(families);
+  free(devices);
+  *ret_vk = vk;
+  return 0;
+
+out_free:
+  free(exts);
+  free(families);
+  free(devices);
+out_instance:
+  vkDestroyInstance(vk.instance, NULL);
+  return r;
+}
+
+static void vk_fini(demo_vk *vk) {
+  if (vk->device)
+    vkDestroyDevice(vk->device, NULL);
+  if (vk->instance)
+    vkDestroyInstance(vk->instance, NULL);
+}
+
+static VkFormat pick_depth_format(VkPhysicalDevice pd) {
+  static const VkFormat candidates[] = {VK_FORMAT_D32_SFLOAT, VK_FORMAT_X8_D24_UNORM_PACK32,
+                                        VK_FORMAT_D16_UNORM};
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(pd, candidates[i], &fp);
+    if (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT)
+      return candidates[i];
+  }
+  return VK_FORMAT_D16_UNORM; /* required by the spec */
+}
+
+static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_objects *ret_objs) {
+  demo_objects o = {0};
+  VkResult vr;
+
+  VkShaderModuleCreateInfo vsi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                  .codeSize = sizeof demo_shaders_mesh_vert,
+                                  .pCode = demo_shaders_mesh_vert};
+  VkShaderModuleCreateInfo fsi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                  .codeSize = sizeof demo_shaders_pbr_frag,
+                                  .pCode = demo_shaders_pbr_frag};
+  vr = pcache_create_shader_module(pdev, &vsi, NULL, &o.vert);
+  if (vr != VK_SUCCESS)
+    goto out;
+  vr = pcache_create_shader_module(pdev, &fsi, NULL, &o.frag);
+  if (vr != VK_SUCCESS)
+    goto out;
+
+  VkSamplerCreateInfo sci = {
+      .sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
+      .magFilter = VK_FILTER_LINEAR,
+      .minFilter = VK_FILTER_LINEAR,
+      .mipmapMode = VK_SAMPLER_MIPMAP_MODE_LINEAR,
+      .addressModeU = VK_SAMPLER_ADDRESS_MODE_REPEAT,
+      .addressModeV = VK_SAMPLER_ADDRESS_MODE_REPEAT,
+      .addressModeW = VK_SAMPLER_ADDRESS_MODE_REPEAT,
+      .maxLod = VK_LOD_CLAMP_NONE,
+  };
+  vr = pcache_create_sampler(pdev, &sci, NULL, &o.sampler);
+  if (vr != VK_SUCCESS)
+    goto out;
+
+  /* An immutable sampler is part of the layout, so of the pipeline state. */
+  VkDescriptorSetLayoutBinding bindings[] = {
+      {.binding = 0,
+       .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+       .descriptorCount = 1,
+       .stageFlags = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT},
+      {.binding = 1,
+       .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+       .descriptorCount = 1,
+       .stageFlags = VK_SHADER_STAGE_FRAGMENT_BIT,
+       .pImmutableSamplers = &o.sampler},
+  };
+  VkDescriptorSetLayoutCreateInfo dsl = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 2,
+      .pBindings = bindings,
+  };
+  vr = pcache_create_descriptor_set_layout(pdev, &dsl, NULL, &o.set_layout);
+  if (vr != VK_SUCCESS)
+    goto out;
+
+  VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_VERTEX_BIT, .size = 64};
+  VkPipelineLayoutCreateInfo pli = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &o.set_layout,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &push,
+  };
+  vr = pcache_create_pipeline_layout(pdev, &pli, NULL, &o.pipeline_layout);
+  if (vr != VK_SUCCESS)
+    goto out;
+
+  VkAttachmentDescription atts[] = {
+      {.format = VK_FORMAT_R8G8B8A8_UNORM,
+       .samples = VK_SAMPLE_COUNT_1_BIT,
+       .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+       .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+       .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+       .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+       .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+       .finalLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL},
+      {.format = pick_depth_format(vk->physical_device),
+       .samples = VK_SAMPLE_COUNT_1_BIT,
+       .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+       .storeOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+       .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+       .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+       .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+       .finalLayout = VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL},
+  };
+  VkAttachmentReference color_ref = {0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+  VkAttachmentReference depth_ref = {1, VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL};
+  VkSubpassDescription subpass = {
+      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+      .colorAttachmentCount = 1,
+      .pColorAttachments = &color_ref,
+      .pDepthStencilAttachment = &depth_ref,
+  };
+  VkRenderPassCreateInfo rpi = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+      .attachmentCount = 2,
+      .pAttachments = atts,
+      .subpassCount = 1,
+      .pSubpasses = &subpass,
+  };
+  vr = pcache_create_render_pass(pdev, &rpi, NULL, &o.render_pass);
+  if (vr != VK_SUCCESS)
+    goto out;
+
+  *ret_objs = o;
+  return VK_SUCCESS;
+
+out:
+  /* Each destroy accepts VK_NULL_HANDLE, as vkDestroy* does. */
+  pcache_destroy_render_pass(pdev, o.render_pass, NULL);
+  pcache_destroy_pipeline_layout(pdev, o.pipeline_layout, NULL);
+  pcache_destroy_descriptor_set_layout(pdev, o.set_layout, NULL);
+  pcache_destroy_sampler(pdev, o.sampler, NULL);
+  pcache_destroy_shader_module(pdev, o.frag, NULL);
+  pcache_destroy_shader_module(pdev, o.vert, NULL);
+  return vr;
+}
+
+static void objects_destroy(pcache_device *pdev, demo_objects *o) {
+  pcache_destroy_render_pass(pdev, o->render_pass, NULL);
+  pcache_destroy_pipeline_layout(pdev, o->pipeline_layout, NULL);
+  pcache_destroy_descriptor_set_layout(pdev, o->set_layout, NULL);
+  pcache_destroy_sampler(pdev, o->sampler, NULL);
+  pcache_destroy_shader_module(pdev, o->frag, NULL);
+  pcache_destroy_shader_module(pdev, o->vert, NULL);
+}
+
+/* Everything one VkGraphicsPipelineCreateInfo points at, so a variant can be
+ * filled in place and handed to pcache without dangling pointers. */
+typedef struct demo_variant {
+  VkPipelineShaderStageCreateInfo stages[2];
+  VkSpecializationMapEntry spec_entries[2];
+  uint32_t spec_data[2];
+  VkSpecializationInfo spec;
+  VkVertexInputBindingDescription vertex_binding;
+  VkVertexInputAttributeDescription vertex_attrs[3];
+  VkPipelineVertexInputStateCreateInfo vertex_input;
+  VkPipelineInputAssemblyStateCreateInfo input_assembly;
+  VkPipelineViewportStateCreateInfo viewport;
+  VkPipelineRasterizationStateCreateInfo raster;
+  VkPipelineMultisampleStateCreateInfo multisample;
+  VkPipelineDepthStencilStateCreateInfo depth;
+  VkPipelineColorBlendAttachmentState blend_att;
+  VkPipelineColorBlendStateCreateInfo blend;
+  VkDynamicState dynamic_states[2];
+  VkPipelineDynamicStateCreateInfo dynamic;
+  VkGraphicsPipelineCreateInfo info;
+} demo_variant;
+
+/*
+ * Variant i: bit 0 blending, bit 1 topology, bit 2 cull mode, bit 3 alpha
+ * test, and the rest the light count (a specialization constant), so every
+ * i up to DEMO_MAX_PIPELINES is a distinct pipeline.
+ */
+static void variant_fill(demo_variant *v, const demo_objects *o, uint32_t i) {
+  int blend_on = i & 1, strip = (i >> 1) & 1, cull_back = (i >> 2) & 1, alpha_test = (i >> 3) & 1;
+  uint32_t lights = 1 + (i >> 4);
+
+  memset(v, 0, sizeof *v);
+  v->spec_data[0] = lights;
+  v->spec_data[1] = (uint32_t)alpha_test;
+  v->spec_entries[0] = (VkSpecializationMapEntry){0, 0, sizeof(uint32_t)};
+  v->spec_entries[1] = (VkSpecializationMapEntry){1, sizeof(uint32_t), sizeof(uint32_t)};
+  v->spec = (VkSpecializationInfo){2, v->spec_entries, sizeof v->spec_data, v->spec_data};
+  v->stages[0] = (VkPipelineShaderStageCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+      .stage = VK_SHADER_STAGE_VERTEX_BIT,
+      .module = o->vert,
+      .pName = "main"};
+  v->stages[1] = (VkPipelineShaderStageCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+      .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
+      .module = o->frag,
+      .pName = "main",
+      .pSpecializationInfo = &v->spec};
+
+  v->vertex_binding = (VkVertexInputBindingDescription){0, 32, VK_VERTEX_INPUT_RATE_VERTEX};
+  v->vertex_attrs[0] = (VkVertexInputAttributeDescription){0, 0, VK_FORMAT_R32G32B32_SFLOAT, 0};
+  v->vertex_attrs[1] = (VkVertexInputAttributeDescription){1, 0, VK_FORMAT_R32G32B32_SFLOAT, 12};
+  v->vertex_attrs[2] = (VkVertexInputAttributeDescription){2, 0, VK_FORMAT_R32G32_SFLOAT, 24};
+  v->vertex_input = (VkPipelineVertexInputStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+      .vertexBindingDescriptionCount = 1,
+      .pVertexBindingDescriptions = &v->vertex_binding,
+      .vertexAttributeDescriptionCount = 3,
+      .pVertexAttributeDescriptions = v->vertex_attrs};
+  v->input_assembly = (VkPipelineInputAssemblyStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology =
+          strip ? VK_PRIMITIVE_TOPOLOGY_TRIANGLE_STRIP : VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST};
+  v->viewport = (VkPipelineViewportStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+      .viewportCount = 1,
+      .scissorCount = 1};
+  v->raster = (VkPipelineRasterizationStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = cull_back ? VK_CULL_MODE_BACK_BIT : VK_CULL_MODE_NONE,
+      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+      .lineWidth = 1.0f};
+  v->multisample = (VkPipelineMultisampleStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT};
+  v->depth = (VkPipelineDepthStencilStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO,
+      .depthTestEnable = VK_TRUE,
+      .depthWriteEnable = blend_on ? VK_FALSE : VK_TRUE,
+      .depthCompareOp = VK_COMPARE_OP_LESS_OR_EQUAL,
+      .maxDepthBounds = 1.0f};
+  v->blend_att = (VkPipelineColorBlendAttachmentState){
+      .blendEnable = blend_on ? VK_TRUE : VK_FALSE,
+      .srcColorBlendFactor = VK_BLEND_FACTOR_SRC_ALPHA,
+      .dstColorBlendFactor = VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA,
+      .colorBlendOp = VK_BLEND_OP_ADD,
+      .srcAlphaBlendFactor = VK_BLEND_FACTOR_ONE,
+      .dstAlphaBlendFactor = VK_BLEND_FACTOR_ZERO,
+      .alphaBlendOp = VK_BLEND_OP_ADD,
+      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT};
+  v->blend = (VkPipelineColorBlendStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &v->blend_att};
+  v->dynamic_states[0] = VK_DYNAMIC_STATE_VIEWPORT;
+  v->dynamic_states[1] = VK_DYNAMIC_STATE_SCISSOR;
+  v->dynamic = (VkPipelineDynamicStateCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+      .dynamicStateCount = 2,
+      .pDynamicStates = v->dynamic_states};
+  v->info = (VkGraphicsPipelineCreateInfo){.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+                                           .stageCount = 2,
+                                           .pStages = v->stages,
+                                           .pVertexInputState = &v->vertex_input,
+                                           .pInputAssemblyState = &v->input_assembly,
+                                           .pViewportState = &v->viewport,
+                                           .pRasterizationState = &v->raster,
+                                           .pMultisampleState = &v->multisample,
+                                           .pDepthStencilState = &v->depth,
+                                           .pColorBlendState = &v->blend,
+                                           .pDynamicState = &v->dynamic,
+                                           .layout = o->pipeline_layout,
+                                           .renderPass = o->render_pass,
+                                           .subpass = 0,
+                                           .basePipelineIndex = -1};
+}
+
+static int is_software_driver(const VkPhysicalDeviceProperties *props) {
+  return props->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+         strstr(props->deviceName, "llvmpipe") || strstr(props->deviceName, "lavapipe");
+}
+
+int main(int argc, char **argv) {
+  demo_options opts;
+  demo_vk vk = {0};
+  demo_objects objs = {0};
+  demo_variant *variant = NULL;
+  VkPipeline *pipelines = NULL;
+  pcache_client *client = NULL;
+  pcache_device *pdev = NULL;
+  pcache_tier *tier = NULL;
+  pcache_stats st;
+  uint32_t tier_mismatch = 0, tier_missing = 0;
+  size_t cache_bytes = 0;
+  double t0, create_ms, tier_ms;
+  int r, flush_r, exit_code = 1;
+  VkResult vr;
+
+  r = parse_args(argc, argv, &opts);
+  if (r != 0)
+    return r > 0 ? 0 : 2;
+
+  variant = malloc(sizeof *variant);
+  pipelines = calloc(opts.pipelines, sizeof *pipelines);
+  if (!variant || !pipelines) {
+    log_err("out of memory");
+    goto out_free;
+  }
+
+  if (vk_init(&opts, &vk) < 0)
+    goto out_free;
+
+  pcache_client_options copts = {
+      .app_name = opts.app_name,
+      .application_name = opts.app_name,
+      .disable_daemon = opts.no_daemon,
+  };
+  r = pcache_client_open(&copts, &client);
+  if (r < 0) {
+    log_err("pcache_client_open: %s", pcache_strerror(r));
+    goto out_vk;
+  }
+
+  pcache_device_info dinfo = {
+      .instance = vk.instance,
+      .physical_device = vk.physical_device,
+      .device = vk.device,
+      .creation_feedback = vk.creation_feedback,
+  };
+  r = pcache_device_create(client, &dinfo, &pdev);
+  if (r < 0) {
+    log_err("pcache_device_create: %s", pcache_strerror(r));
+    goto out_client;
+  }
+
+  vr = objects_create(pdev, &vk, &objs);
+  if (vr != VK_SUCCESS) {
+    log_err("creating shader modules and layouts: VkResult %d", (int)vr);
+    goto out_device;
+  }
+
+  /* Pass 1: the full create-info path, as an engine's loading screen does. */
+  t0 = now_ms();
+  for (uint32_t i = 0; i < opts.pipelines; i++) {
+    variant_fill(variant, &objs, i);
+    vr = pcache_get_graphics_pipeline(pdev, &variant->info, &pipelines[i]);
+    if (vr != VK_SUCCESS) {
+      log_err("pcache_get_graphics_pipeline(variant %" PRIu32 "): VkResult %d", i, (int)vr);
+      goto out_objects;
+    }
+  }
+  create_ms = now_ms() - t0;
+  pcache_device_end_frame(pdev);
+
+  /*
+   * Pass 2: a render loop keyed by the app's own integers. The first lookup
+   * of each draw key misses the tier and finds the pipeline by its state
+   * hash; after end_frame every lookup is one lock-free probe.
+   */
+  t0 = now_ms();
+  r = pcache_device_select_tier(pdev, DEMO_GLOBAL_KEY, &tier);
+  if (r < 0) {
+    log_err("pcache_device_select_tier: %s", pcache_strerror(r));
+    goto out_objects;
+  }
+  for (uint32_t i = 0; i < opts.pipelines; i++) {
+    VkPipeline p = VK_NULL_HANDLE;
+    variant_fill(variant, &objs, i);
+    vr = pcache_tier_get_graphics_pipeline(tier, i, &variant->info, &p);
+    if (vr != VK_SUCCESS) {
+      log_err("pcache_tier_get_graphics_pipeline(%" PRIu32 "): VkResult %d", i, (int)vr);
+      goto out_objects;
+    }
+    if (p != pipelines[i])
+      tier_mismatch++;
+  }
+  pcache_device_end_frame(pdev);
+  for (uint32_t i = 0; i < opts.pipelines; i++) {
+    VkPipeline p = pcache_tier_lookup(tier, i);
+    if (p == VK_NULL_HANDLE)
+      tier_missing++;
+    else if (p != pipelines[i])
+      tier_mismatch++;
+  }
+  tier_ms = now_ms() - t0;
+  pcache_device_end_frame(pdev);
+
+  /* Uploads run in the background; wait for them so the next run finds
+   * them (a real app would just exit, or keep running). One flush waits at
+   * most the client's timeout; a loaded machine can take longer to commit,
+   * so the demo tries for up to five seconds before it gives up. */
+  t0 = now_ms();
+  do
+    flush_r = pcache_device_flush(pdev);
+  while (flush_r == -ETIMEDOUT && now_ms() - t0 < 5000.0);
+
+  r = pcache_device_get_stats(pdev, &st);
+  if (r < 0) {
+    log_err("pcache_device_get_stats: %s", pcache_strerror(r));
+    goto out_objects;
+  }
+  if (vkGetPipelineCacheData(vk.device, pcache_device_pipeline_cache(pdev), &cache_bytes, NULL) !=
+      VK_SUCCESS)
+    cache_bytes = 0;
+
+  /* Machine-readable first (scripts/demo.sh reads these). */
+  printf("device=%s\n", vk.props.deviceName);
+  printf("device_type=%s\n", is_software_driver(&vk.props) ? "cpu" : "gpu");
+  printf("creation_feedback=%d\n", vk.creation_feedback);
+  printf("daemon_connected=%d\n", pcache_client_connected(client));
+  printf("pipelines=%" PRIu32 "\n", opts.pipelines);
+  printf("create_ms=%.3f\n", create_ms);
+  printf("ms_per_pipeline=%.3f\n", create_ms / opts.pipelines);
+  printf("tier_pass_ms=%.3f\n", tier_ms);
+  printf("daemon_hits=%" PRIu64 "\n", st.daemon_hits);
+  printf("driver_cache_hits=%" PRIu64 "\n", st.driver_cache_hits);
+  printf("compiles=%" PRIu64 "\n", st.compiles);
+  printf("misses=%" PRIu64 "\n", st.misses);
+  printf("hits_app_key=%" PRIu64 "\n", st.hits_app_key);
+  printf("hits_create_info=%" PRIu64 "\n", st.hits_create_info);
+  printf("tier_hits=%" PRIu64 "\n", st.hits_app_key + st.hits_create_info);
+  printf("prefetched=%" PRIu64 "\n", st.prefetched);
+  printf("rejected_blobs=%" PRIu64 "\n", st.rejected_blobs);
+  printf("unhashable=%" PRIu64 "\n", st.unhashable);
+  printf("uploaded=%" PRIu64 "\n", st.uploaded);
+  printf("upload_queue=%" PRIu64 "\n", st.upload_queue);
+  printf("flush=%s\n", flush_r == 0 ? "ok" : pcache_err_name(flush_r));
+  printf("cache_data_bytes=%zu\n", cache_bytes);
+  printf("tier_mismatches=%" PRIu32 "\n", tier_mismatch + tier_missing);
+
+  printf("\n%s: %" PRIu32 " pipelines on %s, %.3f ms per pipeline\n", DEMO_NAME, opts.pipelines,
+         vk.props.deviceName, create_ms / opts.pipelines);
+  printf("  daemon: %s, %" PRIu64 " blobs prefetched, %" PRIu64 " daemon hits, %" PRIu64
+         " uploaded\n",
+         pcache_client_connected(client) ? "connected" : "not connected", st.prefetched,
+         st.daemon_hits, st.uploaded);
+  printf("  driver: %" PRIu64 " built without a blob, %" PRIu64
+         " cache hits (creation feedback%s)\n",
+         st.compiles, st.driver_cache_hits, vk.creation_feedback ? "" : " unavailable");
+  printf("  tiers:  %" PRIu64 " hits by app key, %" PRIu64 " by create info\n", st.hits_app_key,
+         st.hits_create_info);
+  if (is_software_driver(&vk.props) && st.driver_cache_hits == 0)
+    printf("  note:   a CPU driver: its pipeline cache holds only a %zu-byte header, it\n"
+           "          compiles every time and never reports a cache hit. The flow is\n"
+           "          real; the speed-up needs a GPU driver.\n",
+           cache_bytes);
+
+  if (tier_mismatch || tier_missing) {
+    log_err("%" PRIu32 " tier lookups missing, %" PRIu32 " gave another pipeline", tier_missing,
+            tier_mismatch);
+    goto out_objects;
+  }
+  exit_code = 0;
+
+out_objects:
+  objects_destroy(pdev, &objs);
+out_device:
+  pcache_device_destroy(pdev);
+out_client:
+  pcache_client_close(client);
+out_vk:
+  vk_fini(&vk);
+out_free:
+  free(pipelines);
+  free(variant);
+  return exit_code;
+}

@@ -1,0 +1,133 @@
+#!/bin/bash
+# demo.sh - build pcache, start a private pcached, run the example app cold
+# and then warm, and show what the daemon holds. Leaves nothing running and
+# nothing in your home directory.
+#
+#   scripts/demo.sh [--pipelines N] [--no-deps]
+#
+# Environment: PCACHE_BUILD_DIR (default: build/ in the source tree),
+# PCACHE_JOBS (parallel build jobs, default: number of CPUs).
+set -euo pipefail
+
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${PCACHE_BUILD_DIR:-$src/build}
+jobs=${PCACHE_JOBS:-$(nproc)}
+pipelines=64
+deps=1
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --pipelines) pipelines=${2:?--pipelines needs a number}; shift 2 ;;
+    --no-deps) deps=0; shift ;;
+    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "demo.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\n== %s\n' "$*"; }
+
+if [ "$deps" = 1 ]; then
+  say "Debian packages"
+  "$src/scripts/setup-deps.sh"
+fi
+
+say "Building pcached, pcachectl and pcache-demo in $build"
+mkdir -p "$build"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCACHE_BUILD_TESTS=OFF \
+  -DPCACHE_BUILD_BENCH=OFF -DPCACHE_BUILD_EXAMPLES=ON >"$build/demo-build.log" 2>&1 &&
+  cmake --build "$build" -j "$jobs" --target pcached pcachectl pcache-demo \
+    >>"$build/demo-build.log" 2>&1 ||
+  { tail -n 60 "$build/demo-build.log" >&2; echo "demo.sh: build failed" >&2; exit 1; }
+pcached=$build/daemon/pcached
+pcachectl=$build/tools/pcachectl
+demo=$build/examples/pcache-demo
+
+# A private world: runtime dir (0700, as systemd makes it), socket, data dir,
+# and a cache home so neither Mesa nor pcache writes to ~/.cache.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-demo-XXXXXX")
+daemon_pid=
+cleanup() {
+  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
+    kill -TERM "$daemon_pid" 2>/dev/null || true
+    wait "$daemon_pid" 2>/dev/null || true
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+export XDG_RUNTIME_DIR=$scratch/run XDG_CACHE_HOME=$scratch/cache
+mkdir -m 0700 "$XDG_RUNTIME_DIR" "$XDG_CACHE_HOME"
+export PCACHE_SOCKET=$XDG_RUNTIME_DIR/pcache/socket PCACHE_DATA_DIR=$scratch/data
+unset PCACHE_DISABLE
+
+say "Starting a private pcached (socket $PCACHE_SOCKET)"
+"$pcached" --socket "$PCACHE_SOCKET" --data-dir "$PCACHE_DATA_DIR" 2>"$scratch/pcached.log" &
+daemon_pid=$!
+for _ in $(seq 100); do
+  [ -S "$PCACHE_SOCKET" ] && "$pcachectl" --socket "$PCACHE_SOCKET" status >/dev/null 2>&1 && break
+  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/pcached.log" >&2; echo "pcached exited" >&2; exit 1; }
+  sleep 0.1
+done
+"$pcachectl" --socket "$PCACHE_SOCKET" status >/dev/null ||
+  { cat "$scratch/pcached.log" >&2; echo "pcached is not answering" >&2; exit 1; }
+
+declare -A cold warm
+run_demo() { # run_demo NAME ARRAY
+  local -n kv=$2
+  local line
+  say "Run $1: $demo --pipelines $pipelines"
+  "$demo" --pipelines "$pipelines" >"$scratch/$1.out" ||
+    { cat "$scratch/$1.out"; echo "pcache-demo failed ($1 run)" >&2; exit 1; }
+  while IFS= read -r line; do
+    [[ $line =~ ^([a-z_]+)=(.*)$ ]] && kv[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+  done <"$scratch/$1.out"
+  # The demo's own human summary follows its key=value lines.
+  sed -n '/^$/,$p' "$scratch/$1.out" | sed '1d'
+}
+run_demo cold cold
+run_demo warm warm
+
+say "Cold vs warm on ${warm[device]}"
+row() { printf '  %-34s %12s %12s\n' "$1" "${cold[$2]:-?}" "${warm[$2]:-?}"; }
+printf '  %-34s %12s %12s\n' "" cold warm
+row "pipelines created" pipelines
+row "ms per pipeline" ms_per_pipeline
+row "blobs prefetched from pcached" prefetched
+row "daemon hits" daemon_hits
+row "driver cache hits (feedback)" driver_cache_hits
+row "built without a blob (compiles)" compiles
+row "tier hits by app key" hits_app_key
+row "tier hits by create info" hits_create_info
+row "uploaded to pcached" uploaded
+row "device cache data (bytes)" cache_data_bytes
+
+say "pcachectl list"
+"$pcachectl" --socket "$PCACHE_SOCKET" list
+
+status=0
+if [ "${warm[daemon_hits]:-0}" -lt "$pipelines" ]; then
+  echo "demo: the warm run found only ${warm[daemon_hits]:-0} of $pipelines pipelines in pcached;" \
+       "the daemon's log follows" >&2
+  cat "$scratch/pcached.log" >&2
+  status=1
+fi
+
+if [ "${warm[driver_cache_hits]:-0}" -eq 0 ]; then
+  say "About these numbers"
+  if [ "${warm[device_type]:-}" = cpu ] || [ "${warm[cache_data_bytes]:-0}" -le 32 ]; then
+    cat <<NOTE
+  ${warm[device]} is Mesa's CPU Vulkan driver (lavapipe). It compiles every
+  pipeline for real, but its VkPipelineCache data is a ${warm[cache_data_bytes]:-32}-byte header and
+  it never reports a cache hit, so the warm run is not faster here. What you
+  saw is the real flow: blobs uploaded by the cold run, fetched, verified and
+  merged by the warm run (daemon hits), pipelines found again through the
+  tiers. On a GPU driver the same warm run skips the compiles: on an NVIDIA
+  H100 that is 18-20 ms -> 0.08-0.11 ms per pipeline (see README.md).
+NOTE
+  else
+    echo "  The driver reported no cache hits although pcached served blobs:" \
+         "the driver did not accept them (see 'pcachectl verify')."
+  fi
+fi
+exit $status

@@ -1,0 +1,43 @@
+#!/bin/bash
+# setup-deps.sh - install the Debian packages pcache builds, tests and demos
+# with, only those missing. Both scripts/demo.sh and scripts/test.sh run it;
+# it is safe to run again. Debian 12 (bookworm) is the reference system.
+#
+#   scripts/setup-deps.sh [--check]   --check: list what is missing, install nothing
+set -euo pipefail
+
+PCACHE_DEBIAN_PACKAGES=(
+  build-essential cmake pkg-config
+  libuv1-dev liblmdb-dev lmdb-utils libprotobuf-c-dev protobuf-c-compiler libxxhash-dev
+  libsystemd-dev systemd
+  libvulkan-dev mesa-vulkan-drivers glslang-tools vulkan-tools
+  python3
+  clang libclang-rt-14-dev
+)
+
+missing=()
+for pkg in "${PCACHE_DEBIAN_PACKAGES[@]}"; do
+  # "install ok installed" is the only state in which the package is usable.
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all ${#PCACHE_DEBIAN_PACKAGES[@]} packages present"
+  exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+  echo "setup-deps: missing: ${missing[*]}"
+  exit 1
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup-deps: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  "${missing[@]}" </dev/null

@@ -1,0 +1,64 @@
+#!/bin/bash
+# install_test.sh BUILD_DIR CONSUMER_SRC CC [SANITIZE]
+# Installs BUILD_DIR into a scratch prefix, checks the layout, then builds
+# and runs the consumer against it twice: with pkg-config and with
+# find_package(pcache). SANITIZE is the build's -fsanitize= list, which a
+# program loading an instrumented libpcache must be built with too.
+set -euo pipefail
+
+build=$1 consumer=$2 cc=$3 sanitize=${4:-}
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-install-XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+prefix=$scratch/prefix
+san_flags=()
+[ -n "$sanitize" ] && san_flags=(-fsanitize="$sanitize" -fno-omit-frame-pointer)
+
+fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >"$scratch/install.log" 2>&1 ||
+  { cat "$scratch/install.log" >&2; fail "cmake --install"; }
+
+# The layout README.md promises.
+pc=$(find "$prefix" -name pcache.pc -path '*/pkgconfig/*' | head -n1)
+[ -n "$pc" ] || fail "no pcache.pc under $prefix"
+libdir=$(dirname "$(dirname "$pc")")
+for f in include/pcache/pcache.h include/pcache/version.h bin/pcached bin/pcachectl \
+         lib/systemd/user/pcached.socket lib/systemd/user/pcached.service; do
+  [ -e "$prefix/$f" ] || fail "$f is not installed"
+done
+for f in "$libdir/cmake/pcache/pcacheConfig.cmake" "$libdir/cmake/pcache/pcacheConfigVersion.cmake" \
+         "$libdir/cmake/pcache/pcacheTargets.cmake" "$libdir/libpcache.so"; do
+  [ -e "$f" ] || fail "$f is not installed"
+done
+soname=$(objdump -p "$libdir/libpcache.so" | awk '$1 == "SONAME" { print $2 }')
+[ "$soname" = "libpcache.so.0" ] || fail "SONAME is '$soname', expected libpcache.so.0"
+[ -e "$libdir/$soname" ] || fail "$soname is not installed"
+# Only what pcache.h declares is exported (-fvisibility=hidden, PCACHE_API).
+stray=$(nm -D --defined-only "$libdir/libpcache.so" | awk '$2 ~ /^[TDBVWRi]$/ { print $3 }' |
+        grep -v '^pcache_' | grep -v '^_\(init\|fini\|edata\|end\|_bss_start\)$' || true)
+[ -z "$stray" ] || fail "libpcache.so exports symbols outside pcache_*: $(echo $stray)"
+# Nothing internal is exported either (pcache__ is the internal prefix).
+if nm -D --defined-only "$libdir/libpcache.so" | awk '{ print $3 }' | grep -q '^pcache__'; then
+  fail "libpcache.so exports pcache__ internals"
+fi
+
+# 1. pkg-config
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+[ "$(pkg-config --modversion pcache)" = "$(sed -n 's/.*PCACHE_VERSION_STRING "\(.*\)"/\1/p' \
+  "$prefix/include/pcache/version.h")" ] || fail "pcache.pc version differs from version.h"
+# shellcheck disable=SC2046
+"$cc" -std=c11 -Wall -Werror "${san_flags[@]}" -o "$scratch/consumer-pc" "$consumer/consumer.c" \
+  $(pkg-config --cflags --libs pcache) -Wl,-rpath,"$(pkg-config --variable=libdir pcache)" ||
+  fail "building with pkg-config"
+out=$("$scratch/consumer-pc") || fail "consumer built with pkg-config failed"
+echo "pkg-config:   $out"
+
+# 2. find_package(pcache)
+cmake -S "$consumer" -B "$scratch/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${san_flags[*]}" >"$scratch/cmake.log" 2>&1 ||
+  { cat "$scratch/cmake.log" >&2; fail "configuring with find_package(pcache)"; }
+cmake --build "$scratch/consumer-build" >"$scratch/build.log" 2>&1 ||
+  { cat "$scratch/build.log" >&2; fail "building with find_package(pcache)"; }
+out=$("$scratch/consumer-build/consumer") || fail "consumer built with find_package failed"
+echo "find_package: $out"
+echo "install_test: ok ($prefix)"
