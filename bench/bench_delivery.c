@@ -1,0 +1,447 @@
+/* bench_delivery - how fast pcached hands blobs to clients.
+ *
+ *   Get:      one Get of one blob, p50/p99 latency, with 1 and 8 clients
+ *             (threads, each with its own connection).
+ *   Prefetch: every entry of the app in one request, end to end: the reply,
+ *             mapping the memfd, and checksumming every byte, as libpcache
+ *             does before a blob reaches the driver (GB/s). The daemon caps
+ *             one Prefetch (max_hashes), so also:
+ *   Get all:  every entry through Gets of max_hashes hashes each (GB/s).
+ *   Files:    the reference: the same blobs as one file per entry (how
+ *             driver disk caches store them), open/read/close each into
+ *             fresh memory and checksum it (GB/s). Both are warm.
+ *   RSS:      with --rss-pid, pcached's RssAnon after the prefetch.
+ *
+ * Results are key=value lines on stdout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_entry.h"
+#include "bench_util.h"
+
+typedef struct options {
+  const char *socket_path;
+  const char *app;
+  const char *files_dir;
+  const char *prefix;
+  uint64_t count;
+  size_t size;
+  int fill;
+  unsigned clients[8];
+  size_t n_clients;
+  uint64_t gets;
+  unsigned prefetch_reps;
+  long rss_pid;
+} options;
+
+static options opt = {
+    .app = "bench-delivery",
+    .prefix = "",
+    .count = 10000,
+    .size = 20480,
+    .gets = 20000,
+    .prefetch_reps = 3,
+};
+
+static pcache_devkey devkey;
+
+/* ------------------------------------------------------------------ fill */
+
+static void fill(void) {
+  enum { BATCH = 64 };
+  bench_put_item items[BATCH];
+  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t base = 0; base < opt.count; base += BATCH) {
+    size_t n = opt.count - base < BATCH ? (size_t)(opt.count - base) : BATCH;
+    int r;
+    for (size_t i = 0; i < n; i++)
+      bench_put_item_make(&items[i], &devkey, base + i, opt.size);
+    r = bench_put(t, &devkey, items, n, 30000);
+    for (size_t i = 0; i < n; i++)
+      free(items[i].blob);
+    if (r < 0)
+      bench_die("fill: Put of entries %llu..: %s", (unsigned long long)base, pcache_strerror(r));
+  }
+  bench_kv_f(opt.prefix, "fill_s", (double)(bench_now_ns() - t0) / 1e9);
+  bench_kv_u64(opt.prefix, "entries", opt.count);
+  bench_kv_u64(opt.prefix, "blob_bytes", opt.size);
+  pcache__transport_close(t);
+}
+
+/* ------------------------------------------------------------------- get */
+
+typedef struct get_worker {
+  pthread_t thread;
+  unsigned id;
+  uint64_t iters;
+  uint64_t *lat;
+  bench_barrier *barrier;
+  int error;
+} get_worker;
+
+static void *get_main(void *arg) {
+  get_worker *w = arg;
+  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  uint64_t x = 0x1234567 + w->id * 7919;
+  bench_barrier_wait(w->barrier);
+  for (uint64_t k = 0; k < w->iters; k++) {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__Get get = PCACHEPB__GET__INIT;
+    ProtobufCBinaryData hb;
+    pcache_hash128 h;
+    pcache_reply reply = {0};
+    uint64_t t0;
+    int r;
+
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    bench_entry_hash((x >> 33) % opt.count, &h);
+    hb = (ProtobufCBinaryData){PCACHE_HASH_SIZE, h.bytes};
+    get.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
+    get.n_state_hashes = 1;
+    get.state_hashes = &hb;
+    req.body_case = PCACHEPB__REQUEST__BODY_GET;
+    req.get = &get;
+    t0 = bench_now_ns();
+    r = pcache__transport_call(t, &req, 5000, &reply);
+    if (r == 0 && (reply.response->status != 0 ||
+                   reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET ||
+                   reply.response->get->n_blobs != 1))
+      r = reply.response->status ? reply.response->status : PCACHE_ENOT_FOUND;
+    pcache__reply_release(&reply);
+    w->lat[k] = bench_now_ns() - t0;
+    if (r < 0) {
+      w->error = r;
+      break;
+    }
+  }
+  pcache__transport_close(t);
+  return NULL;
+}
+
+static void bench_get(unsigned clients) {
+  get_worker *w = calloc(clients, sizeof *w);
+  uint64_t per = opt.gets / clients, total = per * clients;
+  uint64_t *all = malloc(total * sizeof *all);
+  bench_barrier *barrier = bench_barrier_new(clients + 1);
+  char prefix[64];
+  uint64_t t0, wall;
+
+  if (!w || !all)
+    bench_die("out of memory");
+  for (unsigned i = 0; i < clients; i++) {
+    w[i] = (get_worker){.id = i, .iters = per, .lat = all + i * per, .barrier = barrier};
+    if (pthread_create(&w[i].thread, NULL, get_main, &w[i]) != 0)
+      bench_die("pthread_create: %s", strerror(errno));
+  }
+  bench_barrier_wait(barrier);
+  t0 = bench_now_ns();
+  for (unsigned i = 0; i < clients; i++) {
+    pthread_join(w[i].thread, NULL);
+    if (w[i].error)
+      bench_die("get: %s", pcache_strerror(w[i].error));
+  }
+  wall = bench_now_ns() - t0;
+  snprintf(prefix, sizeof prefix, "%sget_c%u_", opt.prefix, clients);
+  bench_kv_u64(prefix, "requests", total);
+  bench_kv_f(prefix, "p50_us", (double)bench_percentile(all, total, 0.50) / 1e3);
+  bench_kv_f(prefix, "p99_us", (double)bench_percentile(all, total, 0.99) / 1e3);
+  bench_kv_f(prefix, "max_us", (double)all[total - 1] / 1e3);
+  bench_kv_f(prefix, "per_s", (double)total * 1e9 / (double)wall);
+  bench_barrier_free(barrier);
+  free(all);
+  free(w);
+}
+
+/* -------------------------------------------------------------- prefetch */
+
+static void bench_prefetch(void) {
+  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  double best = 0;
+  uint64_t got = 0, bytes = 0, best_ns = 0, best_call_ns = 0;
+
+  for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
+    pcache_reply reply = {0};
+    const Pcachepb__GetReply *gr;
+    uint64_t t0 = bench_now_ns(), ns, call_ns, bad = 0;
+    int r;
+
+    pf.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
+    req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
+    req.prefetch = &pf;
+    r = pcache__transport_call(t, &req, 60000, &reply);
+    call_ns = bench_now_ns() - t0;
+    if (r < 0)
+      bench_die("prefetch: %s", pcache_strerror(r));
+    if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PREFETCH)
+      bench_die("prefetch: daemon said %d (%s)", reply.response->status,
+                reply.response->message ? reply.response->message : "");
+    gr = reply.response->prefetch;
+    got = gr->n_blobs;
+    bytes = 0;
+    for (size_t i = 0; i < gr->n_blobs; i++) {
+      const Pcachepb__Blob *b = gr->blobs[i];
+      size_t size;
+      const uint8_t *p =
+          pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
+      /* The checksum reads every byte, as the client's check does. */
+      if (!p || pcache__checksum64(p, size) != b->checksum)
+        bad++;
+      bytes += size;
+    }
+    pcache__reply_release(&reply);
+    ns = bench_now_ns() - t0;
+    if (bad)
+      bench_die("prefetch: %llu blobs failed their checksum", (unsigned long long)bad);
+    /* The first round warms the daemon's page cache and is not counted. */
+    if (rep > 0 && (best == 0 || (double)bytes / (double)ns > best)) {
+      best = (double)bytes / (double)ns;
+      best_ns = ns;
+      best_call_ns = call_ns;
+    }
+  }
+  bench_kv_u64(opt.prefix, "prefetch_entries", got);
+  /* The request/reply part; the rest is the client reading every byte. */
+  bench_kv_f(opt.prefix, "prefetch_call_ms", (double)best_call_ns / 1e6);
+  bench_kv_u64(opt.prefix, "prefetch_bytes", bytes);
+  bench_kv_f(opt.prefix, "prefetch_ms", (double)best_ns / 1e6);
+  bench_kv_f(opt.prefix, "prefetch_gbps", best);
+  pcache__transport_close(t);
+}
+
+/* --------------------------------------------------------------- get all */
+
+/* Every entry through Gets of the daemon's largest batch (max_hashes, from
+ * its Hello): the way to read more entries than one Prefetch returns. */
+static void bench_get_all(void) {
+  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  const Pcachepb__HelloReply *hello = pcache__transport_hello(t);
+  uint32_t batch = hello && hello->max_hashes ? hello->max_hashes : 1024;
+  pcache_hash128 *hashes = malloc(opt.count * sizeof *hashes);
+  ProtobufCBinaryData *hb = malloc((size_t)batch * sizeof *hb);
+  double best = 0;
+  uint64_t best_ns = 0, got = 0, bytes = 0;
+
+  if (!hashes || !hb)
+    bench_die("out of memory");
+  for (uint64_t i = 0; i < opt.count; i++)
+    bench_entry_hash(i, &hashes[i]);
+  for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
+    uint64_t t0 = bench_now_ns(), ns;
+    got = 0;
+    bytes = 0;
+    for (uint64_t base = 0; base < opt.count; base += batch) {
+      Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+      Pcachepb__Get get = PCACHEPB__GET__INIT;
+      pcache_reply reply = {0};
+      size_t n = opt.count - base < batch ? (size_t)(opt.count - base) : batch;
+      const Pcachepb__GetReply *gr;
+      int r;
+      for (size_t i = 0; i < n; i++)
+        hb[i] = (ProtobufCBinaryData){PCACHE_HASH_SIZE, hashes[base + i].bytes};
+      get.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
+      get.n_state_hashes = n;
+      get.state_hashes = hb;
+      req.body_case = PCACHEPB__REQUEST__BODY_GET;
+      req.get = &get;
+      r = pcache__transport_call(t, &req, 60000, &reply);
+      if (r < 0)
+        bench_die("get all: %s", pcache_strerror(r));
+      if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET)
+        bench_die("get all: daemon said %d", reply.response->status);
+      gr = reply.response->get;
+      for (size_t i = 0; i < gr->n_blobs; i++) {
+        const Pcachepb__Blob *b = gr->blobs[i];
+        size_t size;
+        const uint8_t *p =
+            pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
+        if (!p || pcache__checksum64(p, size) != b->checksum)
+          bench_die("get all: a blob failed its checksum");
+        bytes += size;
+      }
+      got += gr->n_blobs;
+      pcache__reply_release(&reply);
+    }
+    ns = bench_now_ns() - t0;
+    if (rep > 0 && (best == 0 || (double)bytes / (double)ns > best)) {
+      best = (double)bytes / (double)ns;
+      best_ns = ns;
+    }
+  }
+  bench_kv_u64(opt.prefix, "getall_batch", batch);
+  bench_kv_u64(opt.prefix, "getall_entries", got);
+  bench_kv_f(opt.prefix, "getall_ms", (double)best_ns / 1e6);
+  bench_kv_f(opt.prefix, "getall_gbps", best);
+  free(hb);
+  free(hashes);
+  pcache__transport_close(t);
+}
+
+/* ---------------------------------------------------------------- files */
+
+static void file_path(char *out, size_t size, uint64_t index) {
+  pcache_hash128 h;
+  char hex[33];
+  bench_entry_hash(index, &h);
+  pcache__hash_format(&h, hex);
+  /* Mesa's layout: a two-digit directory, then the rest of the key. */
+  snprintf(out, size, "%s/%.2s/%s", opt.files_dir, hex, hex + 2);
+}
+
+static void bench_files(void) {
+  uint8_t *blob = malloc(opt.size);
+  char path[512];
+  double best = 0;
+  uint64_t best_ns = 0, bytes = 0;
+
+  if (!blob)
+    bench_die("out of memory");
+  if (mkdir(opt.files_dir, 0700) < 0 && errno != EEXIST)
+    bench_die("mkdir %s: %s", opt.files_dir, strerror(errno));
+  for (unsigned d = 0; d < 256; d++) {
+    snprintf(path, sizeof path, "%s/%02x", opt.files_dir, d);
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+      bench_die("mkdir %s: %s", path, strerror(errno));
+  }
+  for (uint64_t i = 0; i < opt.count; i++) {
+    int fd;
+    file_path(path, sizeof path, i);
+    bench_entry_blob(&devkey, i, blob, opt.size);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, blob, opt.size) != (ssize_t)opt.size)
+      bench_die("write %s: %s", path, strerror(errno));
+    close(fd);
+  }
+  free(blob);
+
+  for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
+    uint64_t t0 = bench_now_ns(), ns, sum = 0;
+    bytes = 0;
+    for (uint64_t i = 0; i < opt.count; i++) {
+      struct stat st;
+      uint8_t *buf;
+      int fd;
+      /* Path building is part of the driver's lookup too. */
+      file_path(path, sizeof path, i);
+      fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || fstat(fd, &st) < 0)
+        bench_die("open %s: %s", path, strerror(errno));
+      buf = malloc((size_t)st.st_size);
+      if (!buf || read(fd, buf, (size_t)st.st_size) != st.st_size)
+        bench_die("read %s: %s", path, strerror(errno));
+      close(fd);
+      sum += pcache__checksum64(buf, (size_t)st.st_size);
+      bytes += (uint64_t)st.st_size;
+      free(buf);
+    }
+    ns = bench_now_ns() - t0;
+    if (sum == 42)
+      fputc(' ', stderr); /* keep the checksums from being optimized out */
+    if (rep > 0 && (best == 0 || (double)bytes / (double)ns > best)) {
+      best = (double)bytes / (double)ns;
+      best_ns = ns;
+    }
+  }
+  bench_kv_u64(opt.prefix, "files_entries", opt.count);
+  bench_kv_f(opt.prefix, "files_ms", (double)best_ns / 1e6);
+  bench_kv_f(opt.prefix, "files_gbps", best);
+}
+
+/* ------------------------------------------------------------------ rss */
+
+static void print_rss(long pid, const char *suffix) {
+  char path[64], line[256], key[64];
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  f = fopen(path, "r");
+  if (!f)
+    bench_die("%s: %s", path, strerror(errno));
+  while (fgets(line, sizeof line, f)) {
+    static const struct {
+      const char *field, *key;
+    } keys[] = {{"RssAnon:", "rss_anon_kib"},
+                {"RssFile:", "rss_file_kib"},
+                {"RssShmem:", "rss_shmem_kib"},
+                {"VmHWM:", "vm_hwm_kib"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+      size_t n = strlen(keys[i].field);
+      if (strncmp(line, keys[i].field, n) == 0) {
+        snprintf(key, sizeof key, "%s%s", keys[i].key, suffix);
+        bench_kv_u64(NULL, key, strtoull(line + n, NULL, 10));
+      }
+    }
+  }
+  fclose(f);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_delivery [--socket PATH] [--count N] [--size BYTES] [--fill]\n"
+          "         [--clients 1,8] [--gets N] [--prefetch-reps N] [--files-dir DIR]\n"
+          "         [--rss-pid PID] [--prefix STR] [--app NAME]\n"
+          "  --clients 0 skips the Get test; --prefetch-reps 0 skips prefetch and files.\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"socket", required_argument, NULL, 's'},  {"count", required_argument, NULL, 'n'},
+      {"size", required_argument, NULL, 'b'},    {"fill", no_argument, NULL, 'f'},
+      {"clients", required_argument, NULL, 'c'}, {"gets", required_argument, NULL, 'g'},
+      {"prefetch-reps", required_argument, NULL, 'r'},
+      {"files-dir", required_argument, NULL, 'd'},
+      {"rss-pid", required_argument, NULL, 'p'}, {"prefix", required_argument, NULL, 'x'},
+      {"app", required_argument, NULL, 'a'},     {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *clients = "1,8";
+  int c;
+
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's': opt.socket_path = optarg; break;
+    case 'n': opt.count = strtoull(optarg, NULL, 10); break;
+    case 'b': opt.size = strtoull(optarg, NULL, 10); break;
+    case 'f': opt.fill = 1; break;
+    case 'c': clients = optarg; break;
+    case 'g': opt.gets = strtoull(optarg, NULL, 10); break;
+    case 'r': opt.prefetch_reps = (unsigned)atoi(optarg); break;
+    case 'd': opt.files_dir = optarg; break;
+    case 'p': opt.rss_pid = atol(optarg); break;
+    case 'x': opt.prefix = optarg; break;
+    case 'a': opt.app = optarg; break;
+    default: usage();
+    }
+  }
+  if (opt.count == 0 || opt.size < 64)
+    usage();
+  opt.socket_path = bench_socket_path(opt.socket_path);
+  opt.n_clients = bench_parse_list(clients, opt.clients, 8);
+  bench_entry_devkey(&devkey);
+
+  if (opt.fill)
+    fill();
+  for (size_t i = 0; i < opt.n_clients; i++)
+    if (opt.clients[i] > 0)
+      bench_get(opt.clients[i]);
+  if (opt.rss_pid > 0)
+    print_rss(opt.rss_pid, "_before");
+  if (opt.prefetch_reps > 0) {
+    bench_prefetch();
+    bench_get_all();
+    if (opt.files_dir)
+      bench_files();
+  }
+  /* After a Prefetch and a read of every entry: what the daemon kept. */
+  if (opt.rss_pid > 0)
+    print_rss(opt.rss_pid, "");
+  return 0;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# gpu-bundle.sh - build the benchmark set and the demo here (Release) and
+# gather everything a bare GPU machine needs to run them into one folder:
+# the binaries in the build-tree layout run-all.sh expects, the shared
+# libraries they load that such a machine lacks (libuv, LMDB, protobuf-c,
+# libsystemd and its own), and the Vulkan loader packages.
+#
+#   bench/gpu-bundle.sh [OUT_DIR]     (default: out/gpubench, git-ignored)
+#
+# Then, on the GPU machine, from a copy of the tree that carries OUT_DIR:
+#   bench/gpu-run.sh OUT_DIR
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$SRC/out/gpubench}
+BUILD=${PCACHE_GPU_BUILD_DIR:-$SRC/build-gpu}
+
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPCACHE_BUILD_TESTS=OFF \
+  -DPCACHE_BUILD_EXAMPLES=ON -DPCACHE_BUILD_BENCH=ON >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target pcached pcachectl pcache-demo bench_warm \
+  bench_delivery bench_ingest bench_tiers bench_desc bench_merge >/dev/null
+
+rm -rf "$OUT"
+mkdir -p "$OUT/daemon" "$OUT/bench" "$OUT/tools" "$OUT/examples" "$OUT/lib" "$OUT/debs"
+cp "$BUILD/daemon/pcached" "$OUT/daemon/"
+cp "$BUILD/tools/pcachectl" "$OUT/tools/"
+cp "$BUILD/examples/pcache-demo" "$OUT/examples/"
+cp "$BUILD"/bench/bench_{warm,delivery,ingest,tiers,desc,merge} "$OUT/bench/"
+strip "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/*
+
+# Every library ldd resolves outside glibc and the Vulkan loader (which
+# comes from the packages below, as the device README prescribes).
+ldd "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/* |
+  awk '/=> \// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libvulkan)\.so' |
+  while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
+
+# The Vulkan loader and GL dispatch packages, amd64, from Debian's archive.
+lists=$(mktemp -d)
+o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists -oAPT::Sandbox::User=root"
+mkdir -p "$lists/partial"
+apt-get $o update >/dev/null
+(cd "$OUT/debs" && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 \
+  libgles2 >/dev/null 2>&1)
+rm -rf "$lists"
+cp "$SRC/bench/gpu-run.sh" "$OUT/"
+du -sh "$OUT"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# gpu-run.sh - on a GPU machine with a driver but no Debian libraries, run
+# the demo (cold, then warm) and the whole benchmark set from a bundle that
+# bench/gpu-bundle.sh made.
+#
+#   bench/gpu-run.sh BUNDLE_DIR [run-all.sh options...]
+#
+# Env: OUT (folder for the log; default BUNDLE_DIR), VK_DRIVER_FILES (the
+# ICD manifest; default: the NVIDIA one where the device README puts it).
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+B=$(cd "$1" && pwd)
+shift
+LOGDIR=${OUT:-$B}
+
+# The loader, unpacked into / as the device README prescribes.
+for f in "$B"/debs/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then
+  # Headless: the manifest's libGLX_nvidia.so.0 refuses without a display;
+  # the same entry points are in libEGL_nvidia.so.0.
+  sed 's/libGLX_nvidia\.so\.0/libEGL_nvidia.so.0/' "$nv" >/tmp/nvidia_icd_egl.json
+  export VK_DRIVER_FILES=/tmp/nvidia_icd_egl.json
+fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+
+# The demo: a private daemon, the example app cold then warm.
+work=$(mktemp -d /tmp/pcache-gpu.XXXXXX)
+mkdir -m 0700 "$work/run"
+export XDG_RUNTIME_DIR=$work/run
+"$B/daemon/pcached" --socket "$work/sock" --data-dir "$work/data" --log-level warn &
+dpid=$!
+for _ in $(seq 100); do [ -S "$work/sock" ] && break; sleep 0.05; done
+for run in cold warm; do
+  echo "# demo $run (__GL_SHADER_DISK_CACHE=0)"
+  __GL_SHADER_DISK_CACHE=0 PCACHE_SOCKET=$work/sock "$B/examples/pcache-demo" --pipelines 64 |
+    tee -a "$LOGDIR/demo-gpu.log"
+done
+PCACHE_SOCKET=$work/sock "$B/tools/pcachectl" status | tee -a "$LOGDIR/demo-gpu.log"
+kill "$dpid"; wait "$dpid" || true
+rm -rf "$work"
+
+BENCH_WORK=/tmp/pcache-bw "$SRC/bench/run-all.sh" --build-dir "$B" --no-build \
+  --log "$LOGDIR/bench-gpu.log" "$@"

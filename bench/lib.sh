@@ -1,0 +1,77 @@
+# Shared by run-all.sh and run-warm.sh (sourced, not run).
+# Expects BUILD_DIR and WORK_DIR to be set.
+
+PCACHED=${PCACHED:-$BUILD_DIR/daemon/pcached}
+BENCH_BIN=${BENCH_BIN:-$BUILD_DIR/bench}
+DAEMON_PID=""
+DAEMON_SOCKET=""
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# start_daemon NAME [pcached args...]: a private pcached with a fresh data
+# dir under WORK_DIR and its socket in a short /tmp dir (sun_path is 108
+# bytes). Sets DAEMON_PID and DAEMON_SOCKET.
+start_daemon() {
+  local name=$1; shift
+  local data=$WORK_DIR/data-$name
+  local sockdir
+  rm -rf "$data"
+  mkdir -p "$data"
+  sockdir=$(mktemp -d /tmp/pcb.XXXXXX)
+  chmod 700 "$sockdir"
+  DAEMON_SOCKET=$sockdir/socket
+  "$PCACHED" --socket "$DAEMON_SOCKET" --data-dir "$data" --log-level warn "$@" \
+    2>>"$WORK_DIR/pcached-$name.log" &
+  DAEMON_PID=$!
+  for _ in $(seq 1 500); do
+    [ -S "$DAEMON_SOCKET" ] && return 0
+    kill -0 "$DAEMON_PID" 2>/dev/null || die "pcached ($name) exited; see $WORK_DIR/pcached-$name.log"
+    sleep 0.02
+  done
+  die "pcached ($name) did not create $DAEMON_SOCKET"
+}
+
+stop_daemon() {
+  if [ -n "$DAEMON_PID" ]; then
+    kill "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
+    rm -rf "$(dirname "$DAEMON_SOCKET")"
+  fi
+  DAEMON_PID=""
+  DAEMON_SOCKET=""
+}
+
+# kv FILE KEY: the value of KEY= in FILE (last one wins), empty if none.
+kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+
+# ratio A B: A / B with 4 significant digits, or "na".
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "na";
+                                   else printf "%.4g\n", a / b }'
+}
+
+# Driver cache environment, chosen from the driver the bench reports:
+# DRIVER_KIND (nvidia, mesa, other) must be set. cache_off / cache_on DIR
+# print the assignments for env(1).
+cache_off() {
+  case $DRIVER_KIND in
+    nvidia) echo "__GL_SHADER_DISK_CACHE=0" ;;
+    mesa) echo "MESA_SHADER_CACHE_DISABLE=true" ;;
+    *) echo "__GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true" ;;
+  esac
+}
+cache_on() {
+  case $DRIVER_KIND in
+    nvidia) echo "__GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=$1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1" ;;
+    mesa) echo "MESA_SHADER_CACHE_DISABLE=false MESA_SHADER_CACHE_DIR=$1" ;;
+    *) echo "__GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=$1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 MESA_SHADER_CACHE_DISABLE=false MESA_SHADER_CACHE_DIR=$1" ;;
+  esac
+}
+
+probe_driver() {
+  local out=$WORK_DIR/probe.txt
+  "$BENCH_BIN/bench_warm" --probe >"$out" || die "bench_warm --probe failed"
+  DRIVER_KIND=${DRIVER_KIND:-$(kv "$out" driver_kind)}
+  export DRIVER_KIND
+}
