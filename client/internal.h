@@ -178,6 +178,7 @@ struct pcache_device {
   int upload_stop, upload_thread_running;
   int retry_now; /* a flush wants the next try now, not after the backoff */
   pthread_t upload_thread;
+  int cancel_fd; /* eventfd: written at stop, ends the thread's call in flight */
   /* Prefetch pages the device creation had no time for: the upload thread
    * fetches them, from prefetch_offset, before any upload. */
   int prefetch_pending;

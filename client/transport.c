@@ -35,13 +35,20 @@ static int remaining_ms(uint64_t deadline) {
   return (int)(deadline - now > 0x7fffffff ? 0x7fffffff : deadline - now);
 }
 
+/* See pcache__transport_set_cancel_fd. */
+static __thread int cancel_fd = -1;
+
+void pcache__transport_set_cancel_fd(int fd) { cancel_fd = fd; }
+
 static int wait_fd(int fd, short events, uint64_t deadline) {
-  struct pollfd pfd = {.fd = fd, .events = events};
+  struct pollfd pfd[2] = {{.fd = fd, .events = events}, {.fd = cancel_fd, .events = POLLIN}};
   for (;;) {
     int left = remaining_ms(deadline);
     if (left == 0)
       return -ETIMEDOUT;
-    int n = poll(&pfd, 1, left);
+    int n = poll(pfd, cancel_fd >= 0 ? 2 : 1, left);
+    if (n > 0 && cancel_fd >= 0 && pfd[1].revents)
+      return -ECANCELED;
     if (n > 0)
       return 0; /* readiness or an error: the next I/O call says which */
     if (n == 0)

@@ -44,6 +44,15 @@ const Pcachepb__HelloReply *pcache__transport_hello(const pcache_transport *tran
 int pcache__transport_call(pcache_transport *transport, const Pcachepb__Request *request,
                            uint32_t timeout_ms, pcache_reply *ret_reply);
 
+/*
+ * pcache__transport_set_cancel_fd - from now on, every wait of the calling
+ * thread's transport I/O (connect, Hello, calls) also watches fd, an
+ * eventfd or pipe (-1: none), and gives up with -ECANCELED as soon as it is
+ * readable. This is how a background thread is stopped in the middle of a
+ * call without another thread touching its socket. Thread-local.
+ */
+void pcache__transport_set_cancel_fd(int fd);
+
 /* Frees the response and unmaps the bulk memfd. Accepts a zeroed reply. */
 void pcache__reply_release(pcache_reply *reply);
 

@@ -2,6 +2,8 @@
  * path: compiled pipelines are queued, batched into Put requests, and kept
  * (bounded) while the daemon is away, with a growing pause between tries. */
 #include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -233,6 +235,9 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
 static void *upload_main(void *arg) {
   pcache_device *d = arg;
   uint64_t backoff = 0, retry_at = 0;
+  /* Destroy must not wait out a long call (a background prefetch page has
+   * ten times the timeout): pcache__upload_stop cancels it. */
+  pcache__transport_set_cancel_fd(d->cancel_fd);
   pthread_mutex_lock(&d->upload_lock);
   while (!d->upload_stop) {
     pcache_upload *batch, *retry = NULL, *last;
@@ -336,8 +341,11 @@ static void *upload_main(void *arg) {
 int pcache__upload_start(pcache_device *d) {
   pthread_condattr_t attr;
   int r = -ENOMEM;
+  d->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (d->cancel_fd < 0)
+    return -errno;
   if (pthread_mutex_init(&d->upload_lock, NULL) != 0)
-    return -ENOMEM;
+    goto out_cancel_fd;
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   if (pthread_cond_init(&d->upload_cond, &attr) != 0)
@@ -356,6 +364,9 @@ out_cond:
 out_mutex:
   pthread_condattr_destroy(&attr);
   pthread_mutex_destroy(&d->upload_lock);
+out_cancel_fd:
+  close(d->cancel_fd);
+  d->cancel_fd = -1;
   return r;
 }
 
@@ -407,8 +418,13 @@ void pcache__upload_stop(pcache_device *d) {
   d->upload_stop = 1;
   pthread_cond_broadcast(&d->upload_cond);
   pthread_mutex_unlock(&d->upload_lock);
+  /* The flush before this already had the client's whole timeout: end
+   * whatever call the thread still has in flight rather than wait for it. */
+  (void)!write(d->cancel_fd, &(uint64_t){1}, sizeof(uint64_t));
   pthread_join(d->upload_thread, NULL);
   d->upload_thread_running = 0;
+  close(d->cancel_fd);
+  d->cancel_fd = -1;
   u = d->queue_head;
   while (u) {
     pcache_upload *next = u->next;

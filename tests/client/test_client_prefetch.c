@@ -3,7 +3,8 @@
  * (skipped when the daemon does not page yet). With the daemon stopped
  * while a device is created, the prefetch gives up in time, and the upload
  * thread fetches and merges the blobs once the daemon is back, so the
- * pipelines then come from the daemon, not the compiler. */
+ * pipelines then come from the daemon, not the compiler. Destroying a
+ * device while a background page is in flight returns within the timeout. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,21 @@ int main(void) {
   ASSERT_EQ(st.rejected_blobs, 0);
   test_objects_destroy(&o);
   pcache_device_destroy(device);
+
+  /* 3. Destroy while the upload thread is in a background page call (it
+   * has ten times the timeout): the call is cancelled, not waited out. The
+   * thread retries after the client's one-second reconnect pause, so at
+   * 1.3 s it is inside a call that could last until 2 s. */
+  kill(env.daemon_pid, SIGSTOP);
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  {
+    struct timespec ts = {1, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  t0 = util_now_ms();
+  pcache_device_destroy(device);
+  ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
+  kill(env.daemon_pid, SIGCONT);
 
   pcache_client_close(client);
   test_vk_fini(&vk);
