@@ -273,6 +273,29 @@ static int parse_device_arg(const char *text, device_arg *ret_arg) {
   return 0;
 }
 
+/* The --device/--app filters that list and export share. */
+typedef struct entry_filter {
+  device_arg dev;
+  int have_dev;
+  const char *app;
+} entry_filter;
+
+/* Takes opt if it is a filter option: 1 when taken, 0 when not a filter
+ * option, or a usage error's exit code (negated). */
+static int filter_option(const char *cmd, int opt, entry_filter *f) {
+  if (opt == 'd') {
+    if (parse_device_arg(optarg, &f->dev) < 0)
+      return -usage_error(cmd, "--device wants a UUID or a 64-hex device key, not '%s'", optarg);
+    f->have_dev = 1;
+    return 1;
+  }
+  if (opt == 'a') {
+    f->app = optarg;
+    return 1;
+  }
+  return 0;
+}
+
 static int device_matches(const device_arg *arg, const ProtobufCBinaryData *key) {
   if (key->len != PCACHE_DEVKEY_SIZE)
     return 0;
@@ -577,6 +600,7 @@ static int cmd_list(ctl *c, int argc, char **argv) {
   device_arg dev;
   int have_dev = 0, opt, r;
   const char *app = NULL;
+  entry_filter filter = {0};
   time_t now = time(NULL);
 
   while ((opt = getopt_long(argc, argv, CTL_COMMON_SHORT "d:a:", options, NULL)) != -1) {
@@ -585,15 +609,13 @@ static int cmd_list(ctl *c, int argc, char **argv) {
       return -r - 1;
     if (r)
       continue;
-    if (opt == 'd') {
-      if (parse_device_arg(optarg, &dev) < 0)
-        return usage_error("list", "--device wants a UUID or a 64-hex device key, not '%s'",
-                           optarg);
-      have_dev = 1;
-    } else if (opt == 'a') {
-      app = optarg;
-    }
+    r = filter_option("list", opt, &filter);
+    if (r < 0)
+      return -r;
   }
+  dev = filter.dev;
+  have_dev = filter.have_dev;
+  app = filter.app;
   if (optind < argc)
     return usage_error("list", "unexpected argument '%s'", argv[optind]);
 
@@ -1058,6 +1080,7 @@ static int cmd_export(ctl *c, int argc, char **argv) {
   device_arg dev;
   const char *app = NULL, *file;
   int have_dev = 0, opt, r, to_stdout;
+  entry_filter filter = {0};
 
   while ((opt = getopt_long(argc, argv, CTL_COMMON_SHORT "d:a:", options, NULL)) != -1) {
     r = common_option(c, cmd, opt);
@@ -1065,15 +1088,13 @@ static int cmd_export(ctl *c, int argc, char **argv) {
       return -r - 1;
     if (r)
       continue;
-    if (opt == 'd') {
-      if (parse_device_arg(optarg, &dev) < 0)
-        return usage_error("export", "--device wants a UUID or a 64-hex device key, not '%s'",
-                           optarg);
-      have_dev = 1;
-    } else if (opt == 'a') {
-      app = optarg;
-    }
+    r = filter_option("export", opt, &filter);
+    if (r < 0)
+      return -r;
   }
+  dev = filter.dev;
+  have_dev = filter.have_dev;
+  app = filter.app;
   if (argc - optind != 1)
     return usage_error("export", "export wants one FILE (or - for stdout)");
   file = argv[optind];
