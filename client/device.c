@@ -544,6 +544,17 @@ static void merge_loaded(pcache_device *device, const VkPipelineCache *caches, s
     device->DestroyPipelineCache(device->vk_device, caches[i], device->allocator);
 }
 
+void pcache__device_info_message(const pcache_device *d, Pcachepb__DeviceInfo *ret_info) {
+  pcachepb__device_info__init(ret_info);
+  ret_info->key.data = (uint8_t *)d->key.bytes;
+  ret_info->key.len = PCACHE_DEVKEY_SIZE;
+  ret_info->name = (char *)d->device_name;
+  ret_info->driver_id = d->driver_id;
+  ret_info->api_version = d->api_version;
+  ret_info->driver_name = (char *)d->driver_name;
+  ret_info->driver_info = (char *)d->driver_info;
+}
+
 int pcache__device_merge_blob(pcache_device *device, const uint8_t *blob, size_t size,
                               uint64_t checksum) {
   VkPipelineCache src;
@@ -750,13 +761,7 @@ out_unlock:
     hashes[i].data = list[i].bytes;
     hashes[i].len = PCACHE_HASH_SIZE;
   }
-  info.key.data = d->key.bytes;
-  info.key.len = PCACHE_DEVKEY_SIZE;
-  info.name = d->device_name;
-  info.driver_id = d->driver_id;
-  info.api_version = d->api_version;
-  info.driver_name = d->driver_name;
-  info.driver_info = d->driver_info;
+  pcache__device_info_message(d, &info);
   ps.device = &info;
   ps.app = d->client->app_name;
   ps.blob.data = data;

@@ -212,6 +212,8 @@ struct pcache_device {
 };
 
 /* device.c */
+/* The DeviceInfo that Put and PutSnapshot carry; points into d. */
+void pcache__device_info_message(const pcache_device *d, Pcachepb__DeviceInfo *ret_info);
 int pcache__device_own_pipeline(pcache_device *device, VkPipeline pipeline);
 int pcache__device_prefetched(const pcache_device *device, const pcache_hash128 *hash);
 pcache_module *pcache__device_module_for(pcache_device *device, VkShaderModule module);

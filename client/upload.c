@@ -79,13 +79,7 @@ static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_u
   if (!items || !item_ptrs || !modules || !module_ptrs)
     goto out;
 
-  info.key.data = d->key.bytes;
-  info.key.len = PCACHE_DEVKEY_SIZE;
-  info.name = d->device_name;
-  info.driver_id = d->driver_id;
-  info.api_version = d->api_version;
-  info.driver_name = d->driver_name;
-  info.driver_info = d->driver_info;
+  pcache__device_info_message(d, &info);
   put.device = &info;
   put.app = d->client->app_name;
 
