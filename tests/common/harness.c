@@ -9,12 +9,15 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
+#include "proto/frame.h"
 #include "test.h"
 
 #ifndef PCACHE_TEST_PCACHED
@@ -63,6 +66,53 @@ int test_raw_connect(const test_env *env) {
   return fd;
 }
 
+/* Reads exactly size bytes (the socket has a receive timeout). */
+static int read_full(int fd, uint8_t *buf, size_t size) {
+  while (size > 0) {
+    ssize_t n = read(fd, buf, size);
+    if (n <= 0)
+      return -1;
+    buf += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+/* Ready means serving: a Hello answered, not just a socket that accepts
+ * (pcached listens before its store is open). */
+static int hello_answered(const test_env *env) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
+  Pcachepb__Response *resp = NULL;
+  struct timeval tv = {1, 0};
+  uint8_t *frame = NULL, header[PCACHE_FRAME_HEADER_SIZE], *body = NULL;
+  size_t frame_size;
+  uint32_t len;
+  int ok = 0, fd = test_raw_connect(env);
+  if (fd < 0)
+    return 0;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  hello.protocol_version = PCACHE_PROTOCOL_VERSION;
+  hello.app = (char *)"test-harness";
+  hello.pid = (uint32_t)getpid();
+  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
+  req.hello = &hello;
+  if (pcache__request_encode(&req, PCACHE_DEFAULT_MAX_FRAME, &frame, &frame_size) < 0)
+    goto out;
+  if (write(fd, frame, frame_size) != (ssize_t)frame_size || read_full(fd, header, sizeof header))
+    goto out;
+  if (pcache__frame_length(header, PCACHE_DEFAULT_MAX_FRAME, &len) < 0 || !(body = malloc(len)))
+    goto out;
+  if (read_full(fd, body, len) == 0 && pcache__response_decode(body, len, &resp) == 0)
+    ok = resp->status == 0;
+out:
+  pcache__response_free(resp);
+  free(body);
+  pcache__free(frame);
+  close(fd);
+  return ok;
+}
+
 pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
   const char *argv[64];
   int argc = 0;
@@ -98,11 +148,9 @@ pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
   }
   env->daemon_pid = pid;
   for (int i = 0; i < 1000; i++) {
-    int status, fd = test_raw_connect(env);
-    if (fd >= 0) {
-      close(fd);
+    int status;
+    if (hello_answered(env))
       return pid;
-    }
     if (waitpid(pid, &status, WNOHANG) == pid) {
       env->daemon_pid = 0;
       test_dump_daemon_log(env);
