@@ -138,7 +138,7 @@ int main(void) {
    * comes in the background once it answers again. */
   client = util_client(TIMEOUT_MS);
   ASSERT_TRUE(pcache_client_connected(client));
-  kill(env.daemon_pid, SIGSTOP);
+  test_daemon_pause(&env);
   t0 = util_now_ms();
   ASSERT_OK(pcache_device_create(client, &info, &device));
   ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
@@ -165,7 +165,7 @@ int main(void) {
    * has ten times the timeout): the call is cancelled, not waited out. The
    * thread retries after the client's one-second reconnect pause, so at
    * 1.3 s it is inside a call that could last until 2 s. */
-  kill(env.daemon_pid, SIGSTOP);
+  test_daemon_pause(&env);
   ASSERT_OK(pcache_device_create(client, &info, &device));
   {
     struct timespec ts = {1, 300 * 1000000L};

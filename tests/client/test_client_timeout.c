@@ -31,7 +31,7 @@ int main(void) {
   ASSERT_OK(pcache_device_create(client, &info, &device));
   test_objects_create(&o, device);
 
-  kill(env.daemon_pid, SIGSTOP);
+  test_daemon_pause(&env);
   for (uint32_t i = 0; i < 3; i++) {
     test_graphics g;
     test_graphics_info(&g, &o, i);

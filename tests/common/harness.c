@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -171,6 +172,44 @@ int test_daemon_stop(test_env *env, int sig) {
     ;
   env->daemon_pid = 0;
   return status;
+}
+
+/* 1 when every thread of pid is in the stopped state ('T'). */
+static int all_threads_stopped(pid_t pid) {
+  char path[64], buf[512];
+  struct dirent *de;
+  DIR *dir;
+  int stopped = 1;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  if (!(dir = opendir(path)))
+    return 0;
+  while (stopped && (de = readdir(dir))) {
+    FILE *f;
+    char *paren;
+    if (de->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, de->d_name);
+    if (!(f = fopen(path, "r")))
+      continue; /* the thread just ended */
+    /* The state follows the parenthesised command name. */
+    if (!fgets(buf, sizeof buf, f) || !(paren = strrchr(buf, ')')) || paren[1] != ' ' ||
+        (paren[2] != 'T' && paren[2] != 't'))
+      stopped = 0;
+    fclose(f);
+  }
+  closedir(dir);
+  return stopped;
+}
+
+void test_daemon_pause(test_env *env) {
+  ASSERT_TRUE(env->daemon_pid > 0);
+  ASSERT_EQ(kill(env->daemon_pid, SIGSTOP), 0);
+  for (int i = 0; i < 5000; i++) {
+    if (all_threads_stopped(env->daemon_pid))
+      return;
+    nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+  }
+  TEST_FAIL_("pcached (pid %d) did not stop within 5 s", (int)env->daemon_pid);
 }
 
 void test_dump_daemon_log(const test_env *env) {

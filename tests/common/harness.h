@@ -29,6 +29,11 @@ pid_t test_daemon_start(test_env *env, const char *const *extra_args);
  * daemon. Returns its wait status. */
 int test_daemon_stop(test_env *env, int sig);
 
+/* Stops the daemon with SIGSTOP and returns only once every one of its
+ * threads is stopped (kill() returns before they are, and a worker thread
+ * on another core could still answer). Aborts after 5 s. */
+void test_daemon_pause(test_env *env);
+
 /* Stops a running daemon with SIGKILL and removes env->root. */
 void test_env_cleanup(test_env *env);
 
