@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pcache/pcache.h>
 
@@ -28,6 +29,9 @@ static void usage(FILE *out) {
           "  --max-frame SIZE       largest request frame accepted (64M)\n"
           "  --max-hashes N         most state hashes / items per request (%u)\n"
           "  --max-connections N    concurrent clients (256)\n"
+          "  --threads N            I/O threads serving clients (default: one per\n"
+          "                         core, at most 8); writes always go to one\n"
+          "                         writer thread\n"
           "  --max-pending SIZE     reply bytes queued for one client before the\n"
           "                         daemon stops reading from it (4M)\n"
           "  --frame-timeout SECS   close a client that stalls mid-frame (10s)\n"
@@ -57,7 +61,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
   enum {
     OPT_SOCKET = 256, OPT_DATA_DIR, OPT_MAX_SIZE, OPT_MAX_BLOB, OPT_MAX_FRAME, OPT_MAX_HASHES,
     OPT_MAX_CONN, OPT_MAX_PENDING, OPT_FRAME_TIMEOUT, OPT_FLUSH, OPT_IDLE_EXIT, OPT_LOG_LEVEL, OPT_MAP_SIZE,
-    OPT_MAX_SNAPSHOT, OPT_VERSION, OPT_HELP,
+    OPT_MAX_SNAPSHOT, OPT_THREADS, OPT_VERSION, OPT_HELP,
   };
   static const struct option options[] = {
       {"socket", required_argument, NULL, OPT_SOCKET},
@@ -68,6 +72,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
       {"max-hashes", required_argument, NULL, OPT_MAX_HASHES},
       {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+      {"threads", required_argument, NULL, OPT_THREADS},
       {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
       {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
       {"flush-interval", required_argument, NULL, OPT_FLUSH},
@@ -90,8 +95,13 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .flush_interval_ms = 5000,
       .log_level = PCACHE_LOG_INFO,
   };
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t v;
   int opt;
+
+  /* One loop per core keeps concurrent Gets from queueing behind each
+   * other; past 8 the single store and writer are the limit anyway. */
+  c.threads = cores < 1 ? 1 : cores > 8 ? 8 : (uint32_t)cores;
 
   optind = 1;
   while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -128,6 +138,11 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       if (parse_u64("max-connections", optarg, 0, 1, 65536, &v) < 0)
         return -EINVAL;
       c.max_connections = (uint32_t)v;
+      break;
+    case OPT_THREADS:
+      if (parse_u64("threads", optarg, 0, 1, PCD_MAX_THREADS, &v) < 0)
+        return -EINVAL;
+      c.threads = (uint32_t)v;
       break;
     case OPT_MAX_PENDING:
       if (parse_u64("max-pending", optarg, 0, 4096, 1ull << 34, &c.max_pending) < 0)

@@ -4,6 +4,9 @@
 
 #include <stdint.h>
 
+/* Most --threads: each is a loop, a thread and an LMDB reader slot. */
+#define PCD_MAX_THREADS 64
+
 typedef struct pcd_config {
   const char *socket_arg;       /* --socket, NULL: paths.h resolution */
   const char *data_dir_arg;     /* --data-dir */
@@ -14,6 +17,7 @@ typedef struct pcd_config {
   uint32_t max_frame;           /* --max-frame */
   uint32_t max_hashes;          /* --max-hashes */
   uint32_t max_connections;     /* --max-connections */
+  uint32_t threads;             /* --threads: I/O loops (workers.c) */
   uint64_t idle_exit_s;         /* --idle-exit, 0: never */
   uint64_t frame_timeout_s;     /* --frame-timeout: a frame must arrive within */
   uint64_t max_pending;         /* --max-pending: reply bytes queued per client */

@@ -1,6 +1,7 @@
 #include "connection.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,45 +48,53 @@ void pcd_conn_close(pcd_conn *conn) {
   if (conn->closed)
     return;
   conn->closed = 1;
-  pcd_server_conn_closed(conn->srv, conn);
+  pcd_worker_conn_closed(conn->worker, conn);
   uv_poll_stop(&conn->poll);
   uv_close((uv_handle_t *)&conn->poll, on_closed);
 }
 
+/* One sendmsg of out from off; the memfd goes with the first byte of its
+ * frame. Returns the bytes sent, 0 when the socket is full, or -errno. */
+static ssize_t send_out(pcd_conn *c, const pcd_out *out, size_t off) {
+  struct iovec iov = {out->frame + off, out->size - off};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  ssize_t n;
+  if (off == 0 && out->fd >= 0) {
+    struct cmsghdr *cm;
+    memset(&ctl, 0, sizeof ctl);
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &out->fd, sizeof(int));
+  }
+  do
+    n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+  c->last_io_us = pcd_now_us();
+  return n;
+}
+
 /* Sends what the socket takes now. Returns 0, or -errno when the peer is
- * gone. The memfd goes with the first byte of its frame. */
+ * gone. */
 static int flush(pcd_conn *c) {
   while (c->out_head) {
     pcd_outq *q = c->out_head;
-    struct iovec iov = {q->out.frame + q->off, q->out.size - q->off};
-    union {
-      char buf[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } ctl;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    ssize_t n;
-    if (q->off == 0 && q->out.fd >= 0) {
-      struct cmsghdr *cm;
-      memset(&ctl, 0, sizeof ctl);
-      msg.msg_control = ctl.buf;
-      msg.msg_controllen = sizeof ctl.buf;
-      cm = CMSG_FIRSTHDR(&msg);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(cm), &q->out.fd, sizeof(int));
-    }
-    n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return 0;
-      return -errno;
-    }
+    ssize_t n = send_out(c, &q->out, q->off);
+    if (n < 0)
+      return (int)n;
+    if (n == 0)
+      return 0;
     q->off += (size_t)n;
     c->pending -= (uint64_t)n;
-    c->last_io_us = pcd_now_us();
     if (q->off < q->out.size)
       continue;
     c->out_head = q->next;
@@ -99,9 +108,26 @@ static int flush(pcd_conn *c) {
 
 void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
   pcd_outq *q;
+  size_t off = 0;
   if (conn->closed) {
     pcd_out_release(out);
     return;
+  }
+  /* Nothing queued: one sendmsg straight from the reply, which a small
+   * reply on a reading client always fits; only the rest is queued. */
+  if (!conn->out_head) {
+    ssize_t n = send_out(conn, out, 0);
+    if (n < 0) {
+      pcd_out_release(out);
+      pcd_conn_close(conn);
+      return;
+    }
+    if ((size_t)n == out->size) {
+      pcd_out_release(out);
+      update_events(conn);
+      return;
+    }
+    off = (size_t)n;
   }
   q = pcache__calloc(1, sizeof *q);
   if (!q) {
@@ -110,9 +136,10 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
     return;
   }
   q->out = *out;
+  q->off = off;
   out->frame = NULL;
   out->fd = -1;
-  conn->pending += q->out.size;
+  conn->pending += q->out.size - off;
   if (conn->out_tail)
     conn->out_tail->next = q;
   else
@@ -136,13 +163,9 @@ static void fail(pcd_conn *c, int status, const char *msg) {
   pcd_conn_send(c, &out);
 }
 
-static void frame_done(pcd_conn *c) {
+static void frame_done(pcd_conn *c, const uint8_t *body, uint32_t len) {
   Pcachepb__Request *req = NULL;
-  int r = pcache__request_decode(c->body, c->body_len, &req);
-  pcache__free(c->body);
-  c->body = NULL;
-  c->hdr_got = c->body_got = 0;
-  c->body_len = 0;
+  int r = pcache__request_decode(body, len, &req);
   atomic_fetch_add(&c->srv->stats.requests, 1);
   if (r == PCACHE_EUNKNOWN_REQUEST) {
     /* A newer client: answer, and keep the connection. */
@@ -152,22 +175,78 @@ static void frame_done(pcd_conn *c) {
     return;
   }
   if (r < 0) {
-    log_warn("connection: undecodable frame (%u bytes); closing", c->body_len);
+    log_warn("connection: undecodable frame (%u bytes); closing", len);
     fail(c, PCACHE_EPROTO, "request does not parse");
     return;
   }
   pcd_dispatch(c, req);
 }
 
-/* Reads as much as is there, one frame at a time. */
+/* Handles the frame at the front of rbuf when it is all there, or moves
+ * a frame too large for rbuf into its own buffer. Returns 1 when it did
+ * something, 0 when more bytes are needed, -1 when the connection is done. */
+static int take_frame(pcd_conn *c) {
+  size_t have = c->rlen - c->roff;
+  const uint8_t *p = c->rbuf + c->roff;
+  uint32_t len;
+  int r;
+  if (have < PCACHE_FRAME_HEADER_SIZE)
+    return 0;
+  r = pcache__frame_length(p, c->srv->config->max_frame, &len);
+  if (r == PCACHE_EEMPTY_FRAME) {
+    log_warn("connection: zero-length frame; closing");
+    fail(c, r, "zero-length frame");
+    return -1;
+  }
+  if (r < 0) {
+    /* Never allocated, never answered: the stream cannot be resynced. */
+    log_warn("connection: frame of %u bytes announced, limit %u; closing", pcache__le32(p),
+             c->srv->config->max_frame);
+    pcd_conn_close(c);
+    return -1;
+  }
+  if (have - PCACHE_FRAME_HEADER_SIZE >= len) {
+    /* Decoding copies what it keeps, so rbuf is free again after. */
+    c->roff += PCACHE_FRAME_HEADER_SIZE + len;
+    if (c->roff == c->rlen)
+      c->roff = c->rlen = 0;
+    frame_done(c, p + PCACHE_FRAME_HEADER_SIZE, len);
+    return 1;
+  }
+  if (PCACHE_FRAME_HEADER_SIZE + (size_t)len <= sizeof c->rbuf)
+    return 0;
+  c->body = pcache__malloc(len);
+  if (!c->body) {
+    pcd_conn_close(c);
+    return -1;
+  }
+  c->body_len = len;
+  c->body_got = have - PCACHE_FRAME_HEADER_SIZE;
+  memcpy(c->body, p + PCACHE_FRAME_HEADER_SIZE, c->body_got);
+  c->roff = c->rlen = 0;
+  return 1;
+}
+
+/* Handles the frames already read, then reads as much as is there: a
+ * whole small request is one recv. */
 static void do_read(pcd_conn *c) {
   while (!c->closed && !c->busy && !c->close_after_flush &&
          c->pending < c->srv->config->max_pending) {
     ssize_t n;
-    if (c->hdr_got < sizeof c->hdr) {
-      n = recv(c->fd, c->hdr + c->hdr_got, sizeof c->hdr - c->hdr_got, MSG_DONTWAIT);
-    } else {
+    if (c->body) {
       n = recv(c->fd, c->body + c->body_got, c->body_len - c->body_got, MSG_DONTWAIT);
+    } else {
+      int r = take_frame(c);
+      if (r < 0)
+        return;
+      if (r > 0)
+        continue;
+      if (c->roff) {
+        memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
+        c->rlen -= c->roff;
+        c->roff = 0;
+      }
+      n = recv(c->fd, c->rbuf + c->rlen, sizeof c->rbuf - c->rlen, MSG_DONTWAIT);
     }
     if (n < 0) {
       if (errno == EINTR)
@@ -179,43 +258,25 @@ static void do_read(pcd_conn *c) {
       return;
     }
     if (n == 0) {
-      if (c->hdr_got || c->body_got)
+      if (c->body || c->rlen)
         log_info("connection: client closed mid-frame");
       pcd_conn_close(c);
       return;
     }
     c->last_io_us = pcd_now_us();
-    if (c->hdr_got < sizeof c->hdr) {
-      uint32_t len;
-      int r;
-      c->hdr_got += (size_t)n;
-      if (c->hdr_got < sizeof c->hdr)
-        continue;
-      r = pcache__frame_length(c->hdr, c->srv->config->max_frame, &len);
-      if (r == PCACHE_EEMPTY_FRAME) {
-        log_warn("connection: zero-length frame; closing");
-        fail(c, r, "zero-length frame");
-        return;
-      }
-      if (r < 0) {
-        /* Never allocated, never answered: the stream cannot be resynced. */
-        log_warn("connection: frame of %u bytes announced, limit %u; closing",
-                 pcache__le32(c->hdr), c->srv->config->max_frame);
-        pcd_conn_close(c);
-        return;
-      }
-      c->body = pcache__malloc(len);
-      if (!c->body) {
-        pcd_conn_close(c);
-        return;
-      }
-      c->body_len = len;
-      c->body_got = 0;
+    if (!c->body) {
+      c->rlen += (size_t)n;
       continue;
     }
     c->body_got += (size_t)n;
-    if (c->body_got == c->body_len)
-      frame_done(c);
+    if (c->body_got == c->body_len) {
+      uint8_t *body = c->body;
+      c->body = NULL;
+      frame_done(c, body, c->body_len);
+      c->body_len = 0;
+      c->body_got = 0;
+      pcache__free(body);
+    }
   }
 }
 
@@ -253,7 +314,8 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     if (flush(c) < 0)
       pcd_conn_close(c);
   }
-  if ((events & UV_READABLE) && !c->closed)
+  /* Frames read ahead wait in rbuf with nothing new on the socket. */
+  if (((events & UV_READABLE) || c->rlen > c->roff) && !c->closed)
     do_read(c);
   update_events(c);
   pcd_conn_unref(c);
@@ -263,6 +325,10 @@ void pcd_conn_resume(pcd_conn *conn) {
   conn->busy = 0;
   if (conn->closed)
     return;
+  if (conn->worker->stopping) {
+    pcd_conn_close(conn);
+    return;
+  }
   pcd_conn_ref(conn);
   do_read(conn);
   update_events(conn);
@@ -271,7 +337,7 @@ void pcd_conn_resume(pcd_conn *conn) {
 
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
-  int mid_frame = conn->hdr_got > 0;
+  int mid_frame = conn->body || conn->rlen > conn->roff;
   int stalled_write = conn->out_head != NULL;
   if (conn->closed || !(mid_frame || stalled_write) || now_us - conn->last_io_us < limit)
     return;
@@ -281,16 +347,19 @@ void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
   pcd_conn_close(conn);
 }
 
-int pcd_conn_open(pcd_server *srv, int fd, pcd_conn **ret_conn) {
-  pcd_conn *c = pcache__calloc(1, sizeof *c);
+int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn) {
+  pcd_conn *c = pcache__malloc(sizeof *c);
   int r;
   if (!c)
     return -ENOMEM;
-  c->srv = srv;
+  /* Not rbuf: 16 KiB of zeroes a connection for nothing. */
+  memset(c, 0, offsetof(pcd_conn, rbuf));
+  c->srv = w->srv;
+  c->worker = w;
   c->fd = fd;
   c->refs = 1;
   c->last_io_us = pcd_now_us();
-  r = uv_poll_init(srv->loop, &c->poll, fd);
+  r = uv_poll_init(w->loop, &c->poll, fd);
   if (r < 0) {
     pcache__free(c);
     return r;

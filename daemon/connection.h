@@ -12,8 +12,13 @@
 
 typedef struct pcd_outq pcd_outq;
 
+/* Bytes read ahead: a request frame that fits is read with one recv and
+ * decoded in place; a larger one gets its own buffer. */
+#define PCD_RBUF_SIZE 16384
+
 struct pcd_conn {
   pcd_server *srv;
+  pcd_worker *worker;   /* the thread that owns it: all it does runs there */
   pcd_conn *prev, *next;
   int fd;
   uv_poll_t poll;
@@ -25,21 +30,22 @@ struct pcd_conn {
   int hello_done;
   char app[PCD_MAX_APP + 1];
   uint32_t pid;
-  uint8_t hdr[4];
-  size_t hdr_got;
-  uint8_t *body;
+  uint8_t *body;        /* a frame too large for rbuf, being read */
   uint32_t body_len;
   size_t body_got;
+  size_t roff, rlen;    /* rbuf[roff, rlen): read, not yet handled */
   uint64_t last_io_us;
   pcd_outq *out_head, *out_tail;
   uint64_t pending;     /* reply bytes queued */
+  uint8_t rbuf[PCD_RBUF_SIZE];
 };
 
-/* Takes over an accepted, non-blocking fd. */
-int pcd_conn_open(pcd_server *srv, int fd, pcd_conn **ret_conn);
+/* Takes over an accepted, non-blocking fd, on w's loop (w's thread). */
+int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn);
 /* Queues an encoded reply (takes its frame and fd). */
 void pcd_conn_send(pcd_conn *conn, pcd_out *out);
-/* A request that went to the writer is answered: read the next one. */
+/* A request that went to the writer is answered: read the next one (or
+ * close, when the worker is stopping). */
 void pcd_conn_resume(pcd_conn *conn);
 void pcd_conn_close(pcd_conn *conn);
 void pcd_conn_ref(pcd_conn *conn);

@@ -75,6 +75,7 @@ static void do_hello(pcd_conn *c, const Pcachepb__Hello *h) {
 
 typedef struct blob_set {
   pcd_server *srv;
+  pcd_worker *w;
   pcd_txn *txn;
   pcd_arena *arena;
   Pcachepb__GetReply *reply;
@@ -157,7 +158,7 @@ static int add_blob(blob_set *s, const blob_ref *e) {
   b->kind = (Pcachepb__EntryKind)e->kind;
   s->reply->blobs[s->reply->n_blobs++] = b;
   s->bytes += size;
-  pcd_server_touch(s->srv, e->key, s->now);
+  pcd_worker_touch(s->w, e->key, s->now);
   return 1;
 }
 
@@ -181,7 +182,7 @@ static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   pcd_arena arena = {0};
-  blob_set s = {.srv = srv, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
@@ -377,7 +378,7 @@ static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
     n++;
     memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
     memcpy(key + PCACHE_DEVKEY_SIZE, v->sorted + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
-    pcd_server_touch(s->srv, key, s->now);
+    pcd_worker_touch(s->w, key, s->now);
     atomic_fetch_add(&s->srv->stats.hits, 1);
   }
   reply->n_snapshot_hashes = n;
@@ -413,7 +414,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   pcd_arena arena = {0};
-  blob_set s = {.srv = srv, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   entry_vec ev = {0};
   snap_view snap = {0};
   const char *app = p->app && *p->app ? p->app : c->app;
@@ -655,7 +656,7 @@ static void do_stats(pcd_conn *c) {
   s.max_size = srv->config->max_size;
   s.map_size = t.map_size;
   s.uptime_s = (pcd_now_us() - srv->start_us) / 1000000;
-  s.connections = srv->n_conns;
+  s.connections = atomic_load(&srv->n_conns);
   s.requests = atomic_load(&srv->stats.requests);
   s.gets = atomic_load(&srv->stats.gets);
   s.hits = atomic_load(&srv->stats.hits);
@@ -690,8 +691,10 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   snprintf(job->app, sizeof job->app, "%s", c->app);
   pcd_conn_ref(c);
   c->busy = 1;
-  /* Hits recorded so far go in first, so eviction sees them. */
-  pcd_server_flush_touches(c->srv);
+  c->worker->inflight++;
+  /* This thread's hits recorded so far go in first, so eviction sees
+   * them. */
+  pcd_worker_flush_touches(c->worker);
   pcd_writer_submit(c->srv->writer, job);
 }
 
@@ -710,10 +713,22 @@ static uint64_t job_bytes(const pcd_job *job) {
   return n;
 }
 
-void pcd_dispatch_job_done(void *ctx, pcd_job *job) {
+void pcd_dispatch_job_done(pcd_job *job) {
+  pcd_conn *c = job->conn;
+  uint64_t bytes;
+  if (c) {
+    /* conn->worker never changes, and the submit's lock ordered it. */
+    pcd_worker_post(c->worker, job);
+    return;
+  }
+  bytes = job_bytes(job);
+  pcd_job_free(job);
+  pcd_server_trim(bytes);
+}
+
+void pcd_dispatch_job_finish(pcd_job *job) {
   pcd_conn *c = job->conn;
   uint64_t bytes = job_bytes(job);
-  (void)ctx;
   if (c) {
     if (!c->closed) {
       pcd_conn_send(c, &job->out);

@@ -1,6 +1,7 @@
 /* Request -> store -> reply. Reads (Hello, Get, Prefetch, List, Stats) are
- * answered on the loop with a short read transaction; writes and long
- * walks (Put, Report, Purge, Verify, Export, Import) go to the writer. */
+ * answered on the connection's worker thread with a short read
+ * transaction; writes and long walks (Put, Report, Purge, Verify, Export,
+ * Import) go to the writer. */
 #ifndef PCD_DISPATCH_H
 #define PCD_DISPATCH_H
 
@@ -9,7 +10,10 @@
 /* Handles one decoded request (takes ownership of req). */
 void pcd_dispatch(pcd_conn *conn, Pcachepb__Request *req);
 
-/* The writer's completion callback (ctx is the server). */
-void pcd_dispatch_job_done(void *ctx, pcd_job *job);
+/* The writer's completion callback (writer thread): a job with a
+ * connection goes to that connection's worker, the others are freed. */
+void pcd_dispatch_job_done(pcd_job *job);
+/* On the connection's worker: sends the job's reply, reads on. */
+void pcd_dispatch_job_finish(pcd_job *job);
 
 #endif

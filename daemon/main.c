@@ -1,5 +1,6 @@
 /* pcached: wiring only. Each concern lives in its own file (config,
- * activation, server, connection, dispatch, store, writer, eviction, bulk). */
+ * activation, server, workers, connection, dispatch, store, writer,
+ * eviction, bulk). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -67,8 +68,7 @@ int main(int argc, char **argv) {
     log_error("cannot open the store in %s: %s", srv.data_dir, pcache_strerror(r));
     goto out_listen;
   }
-  r = pcd_writer_start(&loop, srv.store, &config, &srv.stats, pcd_dispatch_job_done, &srv,
-                       &srv.writer);
+  r = pcd_writer_start(srv.store, &config, &srv.stats, pcd_dispatch_job_done, &srv.writer);
   if (r < 0) {
     log_error("cannot start the writer thread: %s", strerror(-r));
     goto out_store;
@@ -76,7 +76,6 @@ int main(int argc, char **argv) {
   if ((r = pcd_server_start(&srv)) < 0) {
     log_error("cannot start serving: %s", uv_strerror(r));
     pcd_writer_stop(srv.writer);
-    uv_run(&loop, UV_RUN_NOWAIT);
     goto out_store;
   }
   log_info("pcached %s listening on %s, store %s", PCACHE_VERSION_STRING, srv.socket_path,
@@ -89,7 +88,6 @@ int main(int argc, char **argv) {
 
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
-  free(srv.touches);
   log_info("stopped");
   return 0;
 

@@ -19,8 +19,6 @@
 #include "common/paths.h"
 #include "connection.h"
 
-#define SWEEP_MS 500
-
 /* ------------------------------------------------------------------ listen */
 
 /* A socket file is stale when nobody accepts on it. */
@@ -129,15 +127,19 @@ static void refuse(int fd, int status, const char *msg) {
 
 static void on_idle(uv_timer_t *t) {
   pcd_server *srv = t->data;
+  if (atomic_load(&srv->n_conns))
+    return; /* a client came between the last close and now */
   log_info("no clients for %llu s; exiting (--idle-exit)",
            (unsigned long long)srv->config->idle_exit_s);
   pcd_server_stop(srv);
 }
 
 static void arm_idle(pcd_server *srv) {
-  if (srv->config->idle_exit_s && !srv->n_conns && !srv->stopping)
+  if (srv->config->idle_exit_s && !atomic_load(&srv->n_conns) && !srv->stopping)
     uv_timer_start(&srv->idle_timer, on_idle, srv->config->idle_exit_s * 1000, 0);
 }
+
+static void on_idle_async(uv_async_t *h) { arm_idle(h->data); }
 
 static void on_listen(uv_poll_t *h, int status, int events) {
   pcd_server *srv = h->data;
@@ -147,7 +149,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
   for (;;) {
     struct ucred cred;
     socklen_t len = sizeof cred;
-    pcd_conn *c;
+    uint64_t open;
     int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR)
@@ -162,82 +164,27 @@ static void on_listen(uv_poll_t *h, int status, int events) {
       refuse(fd, PCACHE_EPEER, "peer refused: another user");
       continue;
     }
-    if (srv->n_conns >= srv->config->max_connections) {
+    /* Only this thread adds, so the count can only be lower than read. */
+    open = atomic_load(&srv->n_conns);
+    if (open >= srv->config->max_connections) {
       log_warn("refused a client: %llu connections open (--max-connections)",
-               (unsigned long long)srv->n_conns);
+               (unsigned long long)open);
       refuse(fd, PCACHE_ETOO_MANY_CONNECTIONS, "too many connections");
       continue;
     }
-    if (pcd_conn_open(srv, fd, &c) < 0) {
-      close(fd);
-      continue;
-    }
-    c->pid = (uint32_t)cred.pid;
-    c->next = srv->conns;
-    if (srv->conns)
-      srv->conns->prev = c;
-    srv->conns = c;
-    srv->n_conns++;
+    atomic_fetch_add(&srv->n_conns, 1);
     uv_timer_stop(&srv->idle_timer);
     log_debug("client pid %d connected (%llu open)", (int)cred.pid,
-              (unsigned long long)srv->n_conns);
+              (unsigned long long)open + 1);
+    pcd_worker_hand(&srv->workers[srv->next_worker], fd, (uint32_t)cred.pid);
+    srv->next_worker = (srv->next_worker + 1) % srv->n_workers;
   }
 }
 
-void pcd_server_conn_closed(pcd_server *srv, pcd_conn *conn) {
-  if (conn->prev)
-    conn->prev->next = conn->next;
-  else
-    srv->conns = conn->next;
-  if (conn->next)
-    conn->next->prev = conn->prev;
-  conn->prev = conn->next = NULL;
-  srv->n_conns--;
-  log_debug("client pid %u gone (%llu open)", conn->pid, (unsigned long long)srv->n_conns);
-  arm_idle(srv);
-}
-
-/* ----------------------------------------------------------------- touches */
-
-void pcd_server_touch(pcd_server *srv, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us) {
-  if (srv->n_touches == srv->cap_touches) {
-    size_t cap = srv->cap_touches ? srv->cap_touches * 2 : 256;
-    pcd_touch *t = pcache__realloc(srv->touches, cap * sizeof *t);
-    if (!t)
-      return; /* a lost hit only ages an entry a little sooner */
-    srv->touches = t;
-    srv->cap_touches = cap;
-  }
-  memcpy(srv->touches[srv->n_touches].key, key, PCD_ENTRY_KEY_SIZE);
-  srv->touches[srv->n_touches].last_used_us = now_us;
-  srv->touches[srv->n_touches].hits = 1;
-  srv->n_touches++;
-}
-
-void pcd_server_flush_touches(pcd_server *srv) {
-  pcd_job *job;
-  srv->last_flush_us = pcd_now_us();
-  if (!srv->n_touches || !srv->writer)
-    return;
-  job = pcd_job_new(PCD_JOB_TOUCH);
-  if (!job)
-    return;
-  job->touches = srv->touches;
-  job->n_touches = srv->n_touches;
-  srv->touches = NULL;
-  srv->n_touches = srv->cap_touches = 0;
-  pcd_writer_submit(srv->writer, job);
-}
-
-static void on_sweep(uv_timer_t *t) {
-  pcd_server *srv = t->data;
-  uint64_t now = pcd_now_us();
-  for (pcd_conn *c = srv->conns, *next; c; c = next) {
-    next = c->next;
-    pcd_conn_check_timeout(c, now);
-  }
-  if (now - srv->last_flush_us >= srv->config->flush_interval_ms * 1000)
-    pcd_server_flush_touches(srv);
+void pcd_server_conn_closed(pcd_server *srv) {
+  uint64_t left = atomic_fetch_sub(&srv->n_conns, 1) - 1;
+  if (left == 0 && srv->idle_async_ready)
+    uv_async_send(&srv->idle_async);
 }
 
 /* -------------------------------------------------------------- lifecycle */
@@ -261,28 +208,61 @@ void pcd_server_trim(uint64_t bytes) {
 static void set_malloc_policy(void) {
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
   mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  /* glibc gives each busy thread an arena of its own (up to 8 per core),
+   * and each keeps what it once held: with eight workers that doubled the
+   * daemon's anonymous memory on a 16-core machine. Requests allocate
+   * little and briefly, so two shared arenas cost no measurable contention. */
+  mallopt(M_ARENA_MAX, 2);
+}
+
+/* Stops and frees the first n workers. */
+static void stop_workers(pcd_server *srv, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    pcd_worker_request_stop(&srv->workers[i]);
+  for (unsigned i = 0; i < n; i++)
+    pcd_worker_join(&srv->workers[i]);
+  pcache__free(srv->workers);
+  srv->workers = NULL;
+  srv->n_workers = 0;
 }
 
 int pcd_server_start(pcd_server *srv) {
+  unsigned n = srv->config->threads ? srv->config->threads : 1, started = 0;
   int r;
   set_malloc_policy();
-  srv->start_us = srv->last_flush_us = pcd_now_us();
+  srv->start_us = pcd_now_us();
+  srv->workers = pcache__calloc(n, sizeof *srv->workers);
+  if (!srv->workers)
+    return UV_ENOMEM;
+  for (; started < n; started++) {
+    if ((r = pcd_worker_init(&srv->workers[started], srv, NULL)) < 0)
+      goto out_workers;
+    /* A worker that fails to start has undone itself. */
+    if ((r = pcd_worker_start(&srv->workers[started])) < 0)
+      goto out_workers;
+  }
+  srv->n_workers = n;
   if ((r = uv_poll_init(srv->loop, &srv->listen_poll, srv->listen_fd)) < 0)
-    return r;
+    goto out_workers;
   srv->listen_poll.data = srv;
   uv_poll_start(&srv->listen_poll, UV_READABLE, on_listen);
-  uv_timer_init(srv->loop, &srv->sweep_timer);
-  srv->sweep_timer.data = srv;
-  uv_timer_start(&srv->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
   uv_timer_init(srv->loop, &srv->idle_timer);
   srv->idle_timer.data = srv;
+  uv_async_init(srv->loop, &srv->idle_async, on_idle_async);
+  srv->idle_async.data = srv;
+  srv->idle_async_ready = 1;
   uv_signal_init(srv->loop, &srv->sigterm);
   uv_signal_init(srv->loop, &srv->sigint);
   srv->sigterm.data = srv->sigint.data = srv;
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   arm_idle(srv);
+  log_info("serving on %u I/O thread%s", n, n == 1 ? "" : "s");
   return 0;
+
+out_workers:
+  stop_workers(srv, started);
+  return r;
 }
 
 void pcd_server_stop(pcd_server *srv) {
@@ -294,15 +274,16 @@ void pcd_server_stop(pcd_server *srv) {
   close(srv->listen_fd);
   if (!srv->activated)
     unlink(srv->socket_path);
-  /* Every queued write commits before the store closes; replies to them are
-   * still sent if the socket takes them. */
-  pcd_server_flush_touches(srv);
+  /* Each worker answers what it has at the writer, hands over its hits
+   * and closes its connections; only then may the writer stop, since
+   * nothing else submits to it. Queued commits finish before the store
+   * closes. */
+  stop_workers(srv, srv->n_workers);
   pcd_writer_stop(srv->writer);
   srv->writer = NULL;
-  while (srv->conns)
-    pcd_conn_close(srv->conns);
-  uv_close((uv_handle_t *)&srv->sweep_timer, NULL);
+  srv->idle_async_ready = 0;
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
+  uv_close((uv_handle_t *)&srv->idle_async, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
 }

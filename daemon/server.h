@@ -1,5 +1,5 @@
-/* The listening socket, the set of connections and the loop-side state
- * every request handler needs. */
+/* The listening socket, the accepting loop, the I/O workers it hands
+ * connections to, and what every request handler shares. */
 #ifndef PCD_SERVER_H
 #define PCD_SERVER_H
 
@@ -8,12 +8,13 @@
 #include <uv.h>
 
 #include "daemon.h"
+#include "workers.h"
 #include "writer.h"
 
 typedef struct pcd_conn pcd_conn;
 
 typedef struct pcd_server {
-  uv_loop_t *loop;
+  uv_loop_t *loop;            /* accepting loop: listen, signals, idle exit */
   const pcd_config *config;
   pcd_store *store;
   pcd_writer *writer;
@@ -23,14 +24,14 @@ typedef struct pcd_server {
   int listen_fd;
   int activated;              /* the fd came from systemd: never unlink */
   uv_poll_t listen_poll;
-  uv_timer_t sweep_timer;     /* frame timeouts and touch flushes */
   uv_timer_t idle_timer;      /* --idle-exit */
+  uv_async_t idle_async;      /* a worker closed the last connection */
+  int idle_async_ready;
   uv_signal_t sigterm, sigint;
-  pcd_conn *conns;
-  uint64_t n_conns;
-  uint64_t start_us, last_flush_us;
-  pcd_touch *touches;         /* hits not yet written */
-  size_t n_touches, cap_touches;
+  pcd_worker *workers;        /* config->threads I/O loops */
+  unsigned n_workers, next_worker;
+  atomic_uint_fast64_t n_conns; /* across workers: --max-connections */
+  uint64_t start_us;
   int stopping;
 } pcd_server;
 
@@ -42,17 +43,14 @@ typedef struct pcd_server {
  */
 int pcd_server_listen(pcd_server *srv);
 
-/* Starts accepting, the timers and the signal handlers. */
+/* Starts the workers, accepting, the idle timer and the signal handlers. */
 int pcd_server_start(pcd_server *srv);
 
-/* Graceful stop: no new clients, queued commits finish, the last-used
- * batch is written, every handle is closed so uv_run returns. */
+/* Graceful stop: no new clients; each worker answers what it has at the
+ * writer, writes its last-used batch and closes its connections; the
+ * workers are joined, queued commits finish, and every handle is closed
+ * so uv_run returns. Blocks while the workers finish. */
 void pcd_server_stop(pcd_server *srv);
-
-/* Records a hit for the next flush. */
-void pcd_server_touch(pcd_server *srv, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us);
-/* Hands the pending touches to the writer (no-op when none). */
-void pcd_server_flush_touches(pcd_server *srv);
 
 /*
  * pcd_server_trim - after a request that moved at least PCD_TRIM_BYTES
@@ -63,7 +61,7 @@ void pcd_server_flush_touches(pcd_server *srv);
 #define PCD_TRIM_BYTES (4u << 20)
 void pcd_server_trim(uint64_t bytes);
 
-/* Called by connection.c. */
-void pcd_server_conn_closed(pcd_server *srv, pcd_conn *conn);
+/* Any thread: a connection counted at accept is gone. */
+void pcd_server_conn_closed(pcd_server *srv);
 
 #endif

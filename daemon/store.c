@@ -41,13 +41,16 @@
 #define SNAP_VERSION 1
 #define SNAP_SIZE 48
 #define SNAP_KEY_MAX (PCACHE_DEVKEY_SIZE + PCD_MAX_APP)
+#define PCD_SPARE_TXNS 16
 
 struct pcd_store {
   MDB_env *env;
-  /* One reset read transaction kept for the next read: renewing it skips
+  /* Reset read transactions kept for the next read: renewing one skips
    * the reader-table lock and the allocations of a fresh one, on every
-   * Get. */
-  _Atomic(pcd_txn *) spare;
+   * Get. One slot per reading thread (spare_slot), so that the I/O
+   * threads do not take each other's; MDB_NOTLS lets any thread renew
+   * any of them, so a shared slot is only slower, never wrong. */
+  _Atomic(pcd_txn *) spare[PCD_SPARE_TXNS];
   MDB_dbi info, devices, entries, blobs, descs, modules, lru, apps, snapshots, snapdata;
   uint64_t map_size;
   char dir[4096];
@@ -210,13 +213,14 @@ out_free:
 }
 
 void pcd_store_close(pcd_store *store) {
-  pcd_txn *spare;
   if (!store)
     return;
-  spare = atomic_exchange(&store->spare, NULL);
-  if (spare) {
-    mdb_txn_abort(spare->txn);
-    pcache__free(spare);
+  for (int i = 0; i < PCD_SPARE_TXNS; i++) {
+    pcd_txn *spare = atomic_exchange(&store->spare[i], NULL);
+    if (spare) {
+      mdb_txn_abort(spare->txn);
+      pcache__free(spare);
+    }
   }
   if (store->env)
     mdb_env_close(store->env);
@@ -225,8 +229,20 @@ void pcd_store_close(pcd_store *store) {
 
 /* ------------------------------------------------------------ transactions */
 
+/* This thread's spare slot, handed out on first use. */
+static unsigned spare_slot(void) {
+  static atomic_uint next;
+  static _Thread_local unsigned slot;
+  static _Thread_local int have;
+  if (!have) {
+    slot = atomic_fetch_add(&next, 1) % PCD_SPARE_TXNS;
+    have = 1;
+  }
+  return slot;
+}
+
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn) {
-  pcd_txn *t = write ? NULL : atomic_exchange(&store->spare, NULL);
+  pcd_txn *t = write ? NULL : atomic_exchange(&store->spare[spare_slot()], NULL);
   int rc;
   if (t) {
     rc = mdb_txn_renew(t->txn);
@@ -281,7 +297,7 @@ void pcd_txn_abort(pcd_txn *txn) {
     /* Reset drops the snapshot (old pages can be reused by writers) and
      * keeps the reader slot for the renew. */
     mdb_txn_reset(txn->txn);
-    if (atomic_compare_exchange_strong(&txn->store->spare, &none, txn))
+    if (atomic_compare_exchange_strong(&txn->store->spare[spare_slot()], &none, txn))
       return;
   }
   mdb_txn_abort(txn->txn);

@@ -15,18 +15,14 @@
 #define MAX_RETRIES 4
 
 struct pcd_writer {
-  uv_loop_t *loop;
-  uv_async_t async;
   pcd_store *store;
   const pcd_config *config;
   pcd_stats *stats;
   pcd_job_done_cb done;
-  void *ctx;
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   pcd_job *queue, **queue_tail; /* waiting for the next commit */
-  pcd_job *finished, **finished_tail;
   int stopping;
 };
 
@@ -139,7 +135,7 @@ static void *writer_main(void *arg) {
   pcd_writer *w = arg;
   pthread_mutex_lock(&w->lock);
   for (;;) {
-    pcd_job *batch, *last;
+    pcd_job *batch, *next;
     int r;
     while (!w->queue && !w->stopping)
       pthread_cond_wait(&w->cond, &w->lock);
@@ -152,64 +148,42 @@ static void *writer_main(void *arg) {
 
     r = run_batch(w, batch);
     finish_batch(w, batch, r);
+    /* Straight to the connection's own I/O thread: no hop through a
+     * central loop between the commit and the reply. */
+    while (batch) {
+      next = batch->next;
+      batch->next = NULL;
+      w->done(batch);
+      batch = next;
+    }
 
     pthread_mutex_lock(&w->lock);
-    for (last = batch; last->next; last = last->next)
-      ;
-    *w->finished_tail = batch;
-    w->finished_tail = &last->next;
-    uv_async_send(&w->async);
   }
   pthread_mutex_unlock(&w->lock);
   return NULL;
 }
 
-static void deliver(pcd_writer *w) {
-  pcd_job *list;
-  pthread_mutex_lock(&w->lock);
-  list = w->finished;
-  w->finished = NULL;
-  w->finished_tail = &w->finished;
-  pthread_mutex_unlock(&w->lock);
-  while (list) {
-    pcd_job *next = list->next;
-    list->next = NULL;
-    w->done(w->ctx, list);
-    list = next;
-  }
-}
-
-static void on_async(uv_async_t *h) { deliver(h->data); }
-
-int pcd_writer_start(uv_loop_t *loop, pcd_store *store, const pcd_config *config,
-                     pcd_stats *stats, pcd_job_done_cb done, void *ctx, pcd_writer **ret_writer) {
+int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stats,
+                     pcd_job_done_cb done, pcd_writer **ret_writer) {
   pcd_writer *w = pcache__calloc(1, sizeof *w);
   int r;
   if (!w)
     return -ENOMEM;
-  w->loop = loop;
   w->store = store;
   w->config = config;
   w->stats = stats;
   w->done = done;
-  w->ctx = ctx;
   w->queue_tail = &w->queue;
-  w->finished_tail = &w->finished;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->cond, NULL);
-  if ((r = uv_async_init(loop, &w->async, on_async)) < 0)
-    goto out_free;
-  w->async.data = w;
   if ((r = -pthread_create(&w->thread, NULL, writer_main, w)) < 0) {
-    uv_close((uv_handle_t *)&w->async, NULL);
-    goto out_free;
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
+    pcache__free(w);
+    return r;
   }
   *ret_writer = w;
   return 0;
-
-out_free:
-  pcache__free(w);
-  return r;
 }
 
 void pcd_writer_submit(pcd_writer *writer, pcd_job *job) {
@@ -221,8 +195,6 @@ void pcd_writer_submit(pcd_writer *writer, pcd_job *job) {
   pthread_mutex_unlock(&writer->lock);
 }
 
-static void free_writer(uv_handle_t *h) { pcache__free(h->data); }
-
 void pcd_writer_stop(pcd_writer *writer) {
   if (!writer)
     return;
@@ -231,8 +203,7 @@ void pcd_writer_stop(pcd_writer *writer) {
   pthread_cond_signal(&writer->cond);
   pthread_mutex_unlock(&writer->lock);
   pthread_join(writer->thread, NULL);
-  deliver(writer);
   pthread_mutex_destroy(&writer->lock);
   pthread_cond_destroy(&writer->cond);
-  uv_close((uv_handle_t *)&writer->async, free_writer);
+  pcache__free(writer);
 }

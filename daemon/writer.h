@@ -1,7 +1,8 @@
 /* The writer thread: owns every write transaction. Jobs queued while a
  * commit runs go into the next one together (group commit), so a Put is
  * acknowledged only after the commit that holds it, and many concurrent
- * Puts cost one fsync. Results come back to the loop through uv_async. */
+ * Puts cost one fsync. Results go back through a callback that wakes the
+ * I/O thread of the job's connection. */
 #ifndef PCD_WRITER_H
 #define PCD_WRITER_H
 
@@ -30,7 +31,7 @@ typedef struct pcd_job {
   pcd_job_type type;
   Pcachepb__Request *req;      /* owned; freed with the job */
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
-  void *conn;                  /* the loop's; NULL when no reply is wanted */
+  void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;
   /* Filled by the writer thread. */
@@ -41,17 +42,19 @@ typedef struct pcd_job {
 } pcd_job;
 
 typedef struct pcd_writer pcd_writer;
-typedef void (*pcd_job_done_cb)(void *ctx, pcd_job *job);
+/* Called on the writer thread for each finished job, which it then owns
+ * (free with pcd_job_free): it hands a reply back to the I/O thread that
+ * owns the job's connection (workers.h). */
+typedef void (*pcd_job_done_cb)(pcd_job *job);
 
-/* done runs on the loop thread for each finished job and owns it then
- * (free with pcd_job_free). */
-int pcd_writer_start(uv_loop_t *loop, pcd_store *store, const pcd_config *config,
-                     pcd_stats *stats, pcd_job_done_cb done, void *ctx, pcd_writer **ret_writer);
+int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stats,
+                     pcd_job_done_cb done, pcd_writer **ret_writer);
 pcd_job *pcd_job_new(pcd_job_type type);
 void pcd_job_free(pcd_job *job);
+/* Any thread. */
 void pcd_writer_submit(pcd_writer *writer, pcd_job *job);
-/* Finishes every queued job, joins the thread, delivers the remaining
- * results through done, and frees the writer. Loop thread only. */
+/* Finishes every queued job (its result goes through done), joins the
+ * thread and frees the writer. Nothing may be submitted after it starts. */
 void pcd_writer_stop(pcd_writer *writer);
 
 #endif

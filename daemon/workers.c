@@ -1,0 +1,257 @@
+#include "workers.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "connection.h"
+#include "dispatch.h"
+#include "server.h"
+
+#define SWEEP_MS 500
+
+/* An accepted connection on its way from the accepting loop. */
+struct pcd_handoff {
+  pcd_handoff *next;
+  int fd;
+  uint32_t pid;
+};
+
+/* ----------------------------------------------------------------- touches */
+
+void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us) {
+  if (w->n_touches == w->cap_touches) {
+    size_t cap = w->cap_touches ? w->cap_touches * 2 : 256;
+    pcd_touch *t = pcache__realloc(w->touches, cap * sizeof *t);
+    if (!t)
+      return; /* a lost hit only ages an entry a little sooner */
+    w->touches = t;
+    w->cap_touches = cap;
+  }
+  memcpy(w->touches[w->n_touches].key, key, PCD_ENTRY_KEY_SIZE);
+  w->touches[w->n_touches].last_used_us = now_us;
+  w->touches[w->n_touches].hits = 1;
+  w->n_touches++;
+}
+
+void pcd_worker_flush_touches(pcd_worker *w) {
+  pcd_job *job;
+  w->last_flush_us = pcd_now_us();
+  if (!w->n_touches || !w->srv->writer)
+    return;
+  job = pcd_job_new(PCD_JOB_TOUCH);
+  if (!job)
+    return;
+  job->touches = w->touches;
+  job->n_touches = w->n_touches;
+  w->touches = NULL;
+  w->n_touches = w->cap_touches = 0;
+  pcd_writer_submit(w->srv->writer, job);
+}
+
+/* ------------------------------------------------------------- connections */
+
+void pcd_worker_add_conn(pcd_worker *w, pcd_conn *conn) {
+  conn->next = w->conns;
+  if (w->conns)
+    w->conns->prev = conn;
+  w->conns = conn;
+  w->n_conns++;
+}
+
+void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn) {
+  if (conn->prev)
+    conn->prev->next = conn->next;
+  else
+    w->conns = conn->next;
+  if (conn->next)
+    conn->next->prev = conn->prev;
+  conn->prev = conn->next = NULL;
+  w->n_conns--;
+  pcd_server_conn_closed(w->srv);
+  log_debug("client pid %u gone (%llu open)", conn->pid,
+            (unsigned long long)atomic_load(&w->srv->n_conns));
+}
+
+static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
+  pcd_conn *c;
+  if (w->stopping || pcd_conn_open(w, fd, &c) < 0) {
+    close(fd);
+    pcd_server_conn_closed(w->srv);
+    return;
+  }
+  c->pid = pid;
+  pcd_worker_add_conn(w, c);
+}
+
+/* ------------------------------------------------------------------ wakeup */
+
+static void on_sweep(uv_timer_t *t) {
+  pcd_worker *w = t->data;
+  uint64_t now = pcd_now_us();
+  for (pcd_conn *c = w->conns, *next; c; c = next) {
+    next = c->next;
+    pcd_conn_check_timeout(c, now);
+  }
+  if (now - w->last_flush_us >= w->srv->config->flush_interval_ms * 1000)
+    pcd_worker_flush_touches(w);
+}
+
+/* No new requests: hits go to the writer, idle connections close, busy
+ * ones close once their write job is answered (pcd_conn_resume). */
+static void begin_stop(pcd_worker *w) {
+  w->stopping = 1;
+  pcd_worker_flush_touches(w);
+  for (pcd_conn *c = w->conns, *next; c; c = next) {
+    next = c->next;
+    if (!c->busy)
+      pcd_conn_close(c);
+  }
+}
+
+/* Once nothing is open or at the writer, closing the last handles ends
+ * the loop. */
+static void maybe_finish(pcd_worker *w) {
+  if (!w->stopping || w->conns || w->inflight || uv_is_closing((uv_handle_t *)&w->wake))
+    return;
+  uv_close((uv_handle_t *)&w->wake, NULL);
+  uv_close((uv_handle_t *)&w->sweep_timer, NULL);
+}
+
+static void on_wake(uv_async_t *h) {
+  pcd_worker *w = h->data;
+  pcd_handoff *in;
+  pcd_job *done;
+  int stop;
+  pthread_mutex_lock(&w->lock);
+  in = w->incoming;
+  w->incoming = NULL;
+  w->incoming_tail = &w->incoming;
+  done = w->done_head;
+  w->done_head = NULL;
+  w->done_tail = &w->done_head;
+  stop = w->stop_requested;
+  pthread_mutex_unlock(&w->lock);
+
+  while (in) {
+    pcd_handoff *next = in->next;
+    take_fd(w, in->fd, in->pid);
+    pcache__free(in);
+    in = next;
+  }
+  while (done) {
+    pcd_job *next = done->next;
+    done->next = NULL;
+    w->inflight--;
+    pcd_dispatch_job_finish(done);
+    done = next;
+  }
+  if (stop && !w->stopping)
+    begin_stop(w);
+  maybe_finish(w);
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
+  int r;
+  memset(w, 0, sizeof *w);
+  w->srv = srv;
+  w->incoming_tail = &w->incoming;
+  w->done_tail = &w->done_head;
+  w->last_flush_us = pcd_now_us();
+  if (!loop) {
+    if ((r = uv_loop_init(&w->own_loop)) < 0)
+      return r;
+    loop = &w->own_loop;
+  }
+  w->loop = loop;
+  if ((r = uv_async_init(loop, &w->wake, on_wake)) < 0) {
+    if (loop == &w->own_loop)
+      uv_loop_close(loop);
+    return r;
+  }
+  w->wake.data = w;
+  uv_timer_init(loop, &w->sweep_timer);
+  w->sweep_timer.data = w;
+  pthread_mutex_init(&w->lock, NULL);
+  return 0;
+}
+
+static void *worker_main(void *arg) {
+  pcd_worker *w = arg;
+  uv_run(w->loop, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+int pcd_worker_start(pcd_worker *w) {
+  int r;
+  uv_timer_start(&w->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+  r = -pthread_create(&w->thread, NULL, worker_main, w);
+  if (r < 0) {
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close((uv_handle_t *)&w->sweep_timer, NULL);
+    uv_run(w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(w->loop);
+    pthread_mutex_destroy(&w->lock);
+    return r;
+  }
+  w->has_thread = 1;
+  return 0;
+}
+
+void pcd_worker_hand(pcd_worker *w, int fd, uint32_t pid) {
+  pcd_handoff *h = pcache__calloc(1, sizeof *h);
+  if (!h) {
+    close(fd);
+    pcd_server_conn_closed(w->srv);
+    return;
+  }
+  h->fd = fd;
+  h->pid = pid;
+  pthread_mutex_lock(&w->lock);
+  *w->incoming_tail = h;
+  w->incoming_tail = &h->next;
+  pthread_mutex_unlock(&w->lock);
+  uv_async_send(&w->wake);
+}
+
+void pcd_worker_post(pcd_worker *w, pcd_job *job) {
+  job->next = NULL;
+  pthread_mutex_lock(&w->lock);
+  *w->done_tail = job;
+  w->done_tail = &job->next;
+  pthread_mutex_unlock(&w->lock);
+  uv_async_send(&w->wake);
+}
+
+void pcd_worker_request_stop(pcd_worker *w) {
+  pthread_mutex_lock(&w->lock);
+  w->stop_requested = 1;
+  pthread_mutex_unlock(&w->lock);
+  uv_async_send(&w->wake);
+}
+
+void pcd_worker_join(pcd_worker *w) {
+  if (w->has_thread) {
+    pthread_join(w->thread, NULL);
+    w->has_thread = 0;
+  }
+  if (w->loop == &w->own_loop)
+    uv_loop_close(w->loop);
+  /* Handed over after the loop ended (never, once accepting stopped). */
+  while (w->incoming) {
+    pcd_handoff *next = w->incoming->next;
+    close(w->incoming->fd);
+    pcd_server_conn_closed(w->srv);
+    pcache__free(w->incoming);
+    w->incoming = next;
+  }
+  pcache__free(w->touches);
+  w->touches = NULL;
+  pthread_mutex_destroy(&w->lock);
+}

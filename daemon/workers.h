@@ -1,0 +1,68 @@
+/* The I/O threads: each worker is a libuv loop on its own thread that owns
+ * the connections the accepting loop hands it. Everything a connection
+ * does runs on its worker's thread: framing, reads (Get, Prefetch, List,
+ * Stats, each with its own read transaction), replies, and the reply of a
+ * write job, which the writer thread posts back to the worker
+ * (docs/decisions.md #9). */
+#ifndef PCD_WORKERS_H
+#define PCD_WORKERS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon.h"
+#include "writer.h"
+
+typedef struct pcd_server pcd_server;
+typedef struct pcd_conn pcd_conn;
+typedef struct pcd_handoff pcd_handoff;
+
+typedef struct pcd_worker {
+  pcd_server *srv;
+  uv_loop_t own_loop;
+  uv_loop_t *loop;
+  pthread_t thread;
+  int has_thread;
+  uv_async_t wake;            /* new fds, finished jobs, stop */
+  uv_timer_t sweep_timer;     /* frame timeouts and touch flushes */
+  int sweep_started;
+  /* Filled by other threads, under lock. */
+  pthread_mutex_t lock;
+  pcd_handoff *incoming, **incoming_tail;
+  pcd_job *done_head, **done_tail;
+  int stop_requested;
+  /* This thread's alone. */
+  int stopping;
+  pcd_conn *conns;
+  uint64_t n_conns;
+  uint64_t inflight;          /* jobs at the writer that will come back */
+  uint64_t last_flush_us;
+  pcd_touch *touches;         /* hits not yet written */
+  size_t n_touches, cap_touches;
+} pcd_worker;
+
+/* Sets a worker up on loop, or on a loop of its own when loop is NULL.
+ * The fuzzers drive one on their loop without a thread. */
+int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop);
+/* Starts its sweep timer and its thread (own loop only). */
+int pcd_worker_start(pcd_worker *w);
+/* Any thread: the worker takes over fd, a connection of peer pid. */
+void pcd_worker_hand(pcd_worker *w, int fd, uint32_t pid);
+/* Writer thread: a job of one of this worker's connections is done. */
+void pcd_worker_post(pcd_worker *w, pcd_job *job);
+/* Any thread: finish what is in flight (replies to write jobs), close
+ * every connection, end the loop. */
+void pcd_worker_request_stop(pcd_worker *w);
+/* Waits for the thread, then frees what the worker holds. */
+void pcd_worker_join(pcd_worker *w);
+
+/* The worker's thread only. */
+void pcd_worker_add_conn(pcd_worker *w, pcd_conn *conn);
+void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn);
+/* Records a hit for the next flush. */
+void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us);
+/* Hands the pending touches to the writer (no-op when none). */
+void pcd_worker_flush_touches(pcd_worker *w);
+
+#endif
