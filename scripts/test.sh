@@ -1,11 +1,12 @@
 #!/bin/bash
 # test.sh - build pcache with -Werror and run the whole test suite, then the
-# same suite in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# same suite in an AddressSanitizer + UndefinedBehaviorSanitizer build, then
+# the client and daemon tests in a ThreadSanitizer build.
 #
-#   scripts/test.sh [--no-sanitize] [--tsan] [--fuzz-smoke] [--no-deps]
+#   scripts/test.sh [--no-sanitize] [--no-tsan] [--fuzz-smoke] [--no-deps]
 #
 #   --no-sanitize  skip the ASan+UBSan build
-#   --tsan         also a ThreadSanitizer build of the client and daemon tests
+#   --no-tsan      skip the ThreadSanitizer build of the client and daemon tests
 #   --fuzz-smoke   also a clang libFuzzer build; each fuzz target runs briefly
 #   --no-deps      do not check or install Debian packages
 #
@@ -17,12 +18,13 @@ set -euo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=${PCACHE_JOBS:-2}
-sanitize=1 tsan=0 fuzz=0 deps=1
+sanitize=1 tsan=1 fuzz=0 deps=1
 
 while [ $# -gt 0 ]; do
   case $1 in
     --no-sanitize) sanitize=0 ;;
-    --tsan) tsan=1 ;;
+    --no-tsan) tsan=0 ;;
+    --tsan) tsan=1 ;; # the default; kept so older command lines still work
     --fuzz-smoke) fuzz=1 ;;
     --no-deps) deps=0 ;;
     -h|--help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
