@@ -5,7 +5,8 @@
 #
 #   bench/gpu-run.sh BUNDLE_DIR [run-all.sh options...]
 #
-# Env: OUT (folder for the log; default BUNDLE_DIR), VK_DRIVER_FILES (the
+# Env: OUT (folder for the log; default BUNDLE_DIR), WARM_REPEATS (run the
+# warm-start set this many times, default 1), VK_DRIVER_FILES (the
 # ICD manifest; default: the NVIDIA one where the device README puts it).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,3 +45,11 @@ rm -rf "$work"
 
 BENCH_WORK=/tmp/pcache-bw "$SRC/bench/run-all.sh" --build-dir "$B" --no-build \
   --log "$LOGDIR/bench-gpu.log" "$@"
+
+# Warm starts are single fresh processes and small sizes are noisy:
+# WARM_REPEATS=K runs the warm-start set K-1 more times for a median.
+for k in $(seq 2 "${WARM_REPEATS:-1}"); do
+  echo "# warm start, repeat $k"
+  "$SRC/bench/run-warm.sh" --build-dir "$B" --sizes "256 2048" --work-dir "/tmp/pcache-bw-warm$k" |
+    tee "$LOGDIR/warm-repeat-$k.log"
+done
