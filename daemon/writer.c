@@ -107,6 +107,55 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
   return r;
 }
 
+/* Hit batches can name every entry of a large store. LMDB keeps the dirty
+ * pages of a transaction for reuse after it commits, so one transaction
+ * for 50,000 hits would leave the daemon holding megabytes it never needs
+ * again: they commit in chunks instead. They have no reply and nothing
+ * waits on them, so the extra commits cost no one latency. */
+#define PCD_TOUCHES_PER_TXN 2048
+
+static int run_touches(pcd_writer *w, pcd_job *job) {
+  pcd_touch *all = job->touches;
+  size_t n = job->n_touches;
+  int r = 0;
+  for (size_t i = 0; i < n && r == 0; i += PCD_TOUCHES_PER_TXN) {
+    job->touches = all + i;
+    job->n_touches = n - i < PCD_TOUCHES_PER_TXN ? n - i : PCD_TOUCHES_PER_TXN;
+    r = run_batch(w, job);
+  }
+  job->touches = all;
+  job->n_touches = n;
+  return r;
+}
+
+/* Takes the large hit batches out of batch (keeping their order) and
+ * writes them first, chunk by chunk, as they were queued ahead of the rest. */
+static pcd_job *write_large_touches(pcd_writer *w, pcd_job *batch) {
+  pcd_job *rest = NULL, **rest_tail = &rest, *big = NULL, **big_tail = &big;
+  while (batch) {
+    pcd_job *j = batch;
+    batch = j->next;
+    j->next = NULL;
+    if (j->type == PCD_JOB_TOUCH && j->n_touches > PCD_TOUCHES_PER_TXN) {
+      *big_tail = j;
+      big_tail = &j->next;
+    } else {
+      *rest_tail = j;
+      rest_tail = &j->next;
+    }
+  }
+  while (big) {
+    pcd_job *j = big;
+    int r;
+    big = j->next;
+    j->next = NULL;
+    if ((r = run_touches(w, j)) < 0)
+      log_error("writer: writing hits failed: %s", pcache_strerror(r));
+    w->done(j);
+  }
+  return rest;
+}
+
 static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
   for (pcd_job *j = batch; j; j = j->next) {
     if (r < 0) {
@@ -146,6 +195,11 @@ static void *writer_main(void *arg) {
     w->queue_tail = &w->queue;
     pthread_mutex_unlock(&w->lock);
 
+    batch = write_large_touches(w, batch);
+    if (!batch) {
+      pthread_mutex_lock(&w->lock);
+      continue;
+    }
     r = run_batch(w, batch);
     finish_batch(w, batch, r);
     /* Straight to the connection's own I/O thread: no hop through a
