@@ -14,8 +14,14 @@ B=$(cd "$1" && pwd)
 shift
 LOGDIR=${OUT:-$B}
 
-# The loader, unpacked into / as the device README prescribes.
-for f in "$B"/debs/*.deb; do dpkg -x "$f" /; done
+# The loader, unpacked into / as the device README prescribes (only the
+# loader and GL dispatch packages: anything else stays out of /).
+for f in "$B"/debs/*.deb; do
+  case $(basename "$f") in
+    libvulkan1_* | libegl1_* | libglvnd0_* | libopengl0_* | libgl1_* | libglx0_* | libgles2_*)
+      dpkg -x "$f" / ;;
+  esac
+done
 ldconfig
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
