@@ -4,6 +4,7 @@
  * trust: every record states its type and length and carries a checksum
  * over both and its payload, so one damaged record costs only itself. The
  * payloads are protobuf, so fields can grow without a new archive version. */
+#include "common/bytes.h"
 #include "archive.h"
 
 #include <errno.h>
@@ -35,18 +36,6 @@ struct pcache_archive_writer {
   uint64_t records, devices, modules, entries;
   int failed; /* an earlier add ran out of memory: the archive is unusable */
 };
-
-static void put_le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
 
 /* The checksum covers type and length too, so a flipped type byte cannot
  * turn an entry into something else unnoticed. */
@@ -101,7 +90,7 @@ static int writer_add(pcache_archive_writer *writer, uint32_t type,
   pcache__put_le32(header, type);
   pcache__put_le32(header + 4, (uint32_t)size);
   protobuf_c_message_pack(message, payload);
-  put_le64(header + 8, record_checksum(header, payload, size));
+  pcache__put_le64(header + 8, record_checksum(header, payload, size));
   writer->size += ARCHIVE_RECORD_HEADER_SIZE + size;
   writer->records++;
   return 0;
@@ -297,7 +286,7 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
     payload = header + ARCHIVE_RECORD_HEADER_SIZE;
     off += ARCHIVE_RECORD_HEADER_SIZE + (size_t)length;
 
-    if (record_checksum(header, payload, length) != le64(header + 8)) {
+    if (record_checksum(header, payload, length) != pcache__le64(header + 8)) {
       r = bad(visitor, ctx, index, PCACHE_ECHECKSUM);
       if (r)
         return r;

@@ -5,17 +5,6 @@
 
 #include "hash.h"
 
-uint32_t pcache__le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-void pcache__put_le32(uint8_t *p, uint32_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-  p[2] = (uint8_t)(v >> 16);
-  p[3] = (uint8_t)(v >> 24);
-}
-
 void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_id,
                          uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
                          pcache_devkey *ret_key) {

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "common/bytes.h"
+
 #define PCACHE_DEVKEY_SIZE 32
 #define PCACHE_UUID_SIZE 16
 
@@ -39,7 +41,5 @@ int pcache__uuid_parse(const char *text, uint8_t ret_uuid[PCACHE_UUID_SIZE]);
 void pcache__devkey_format(const pcache_devkey *key, char out[65]);
 int pcache__devkey_parse(const char *text, pcache_devkey *ret_key);
 
-uint32_t pcache__le32(const uint8_t *p);
-void pcache__put_le32(uint8_t *p, uint32_t v);
 
 #endif

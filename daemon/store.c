@@ -12,6 +12,7 @@
  * info also holds "snap_bytes" u64 (hash list + blob bytes of snapshots).
  * Integers are little-endian except the lru prefix, which is big-endian so
  * LMDB's byte order is time order. */
+#include "common/bytes.h"
 #include "store.h"
 
 #include <errno.h>
@@ -63,18 +64,6 @@ struct pcd_txn {
   int write;
 };
 
-static void put_le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 static void put_be64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++)
     p[i] = (uint8_t)(v >> (56 - 8 * i));
@@ -123,7 +112,7 @@ static int open_dbis(pcd_store *s, int *ret_fresh) {
     MDB_val fv = {4, fmt}, cv = {8, created}, ck = {7, "created"}, bk = {5, "bytes"},
             bv = {8, zero};
     pcache__put_le32(fmt, PCD_STORE_FORMAT);
-    put_le64(created, (uint64_t)time(NULL));
+    pcache__put_le64(created, (uint64_t)time(NULL));
     if ((rc = mdb_put(txn, s->info, &k, &fv, 0)) || (rc = mdb_put(txn, s->info, &ck, &cv, 0)) ||
         (rc = mdb_put(txn, s->info, &bk, &bv, 0)))
       goto out_abort;
@@ -316,13 +305,13 @@ static int decode_meta(const uint8_t key[PCD_ENTRY_KEY_SIZE], const MDB_val *v, 
     return PCACHE_ESTORE;
   memcpy(e->key, key, PCD_ENTRY_KEY_SIZE);
   e->kind = p[1];
-  e->blob_size = le64(p + 8);
-  e->desc_size = le64(p + 16);
-  e->checksum = le64(p + 24);
-  e->created_us = le64(p + 32);
-  e->last_used_us = le64(p + 40);
-  e->hits = le64(p + 48);
-  e->compile_ns = le64(p + 56);
+  e->blob_size = pcache__le64(p + 8);
+  e->desc_size = pcache__le64(p + 16);
+  e->checksum = pcache__le64(p + 24);
+  e->created_us = pcache__le64(p + 32);
+  e->last_used_us = pcache__le64(p + 40);
+  e->hits = pcache__le64(p + 48);
+  e->compile_ns = pcache__le64(p + 56);
   memcpy(e->app, p + META_SIZE, app_len);
   e->app[app_len] = '\0';
   return 0;
@@ -335,13 +324,13 @@ static size_t encode_meta(const pcd_entry *e, uint8_t out[META_SIZE + PCD_MAX_AP
   out[1] = (uint8_t)e->kind;
   out[2] = (uint8_t)app_len;
   out[3] = (uint8_t)(app_len >> 8);
-  put_le64(out + 8, e->blob_size);
-  put_le64(out + 16, e->desc_size);
-  put_le64(out + 24, e->checksum);
-  put_le64(out + 32, e->created_us);
-  put_le64(out + 40, e->last_used_us);
-  put_le64(out + 48, e->hits);
-  put_le64(out + 56, e->compile_ns);
+  pcache__put_le64(out + 8, e->blob_size);
+  pcache__put_le64(out + 16, e->desc_size);
+  pcache__put_le64(out + 24, e->checksum);
+  pcache__put_le64(out + 32, e->created_us);
+  pcache__put_le64(out + 40, e->last_used_us);
+  pcache__put_le64(out + 48, e->hits);
+  pcache__put_le64(out + 56, e->compile_ns);
   memcpy(out + META_SIZE, e->app, app_len);
   return META_SIZE + app_len;
 }
@@ -351,10 +340,10 @@ static int decode_device(const uint8_t *key, const MDB_val *v, pcd_device *d) {
   if (v->mv_size < DEVICE_SIZE || p[0] != DEVICE_VERSION)
     return PCACHE_ESTORE;
   memcpy(d->key, key, PCACHE_DEVKEY_SIZE);
-  d->first_seen = le64(p + 8);
-  d->last_seen = le64(p + 16);
-  d->entries = le64(p + 24);
-  d->bytes = le64(p + 32);
+  d->first_seen = pcache__le64(p + 8);
+  d->last_seen = pcache__le64(p + 16);
+  d->entries = pcache__le64(p + 24);
+  d->bytes = pcache__le64(p + 32);
   d->info = p + DEVICE_SIZE;
   d->info_size = v->mv_size - DEVICE_SIZE;
   return 0;
@@ -445,7 +434,7 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals) {
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
   if (r == 0 && v.mv_size == 8)
-    t.bytes = le64(v.mv_data);
+    t.bytes = pcache__le64(v.mv_data);
   t.entries = db_count(txn, txn->store->entries);
   t.devices = db_count(txn, txn->store->devices);
   t.modules = db_count(txn, txn->store->modules);
@@ -454,7 +443,7 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals) {
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
   if (r == 0 && v.mv_size == 8)
-    t.snapshot_bytes = le64(v.mv_data);
+    t.snapshot_bytes = pcache__le64(v.mv_data);
   t.map_size = txn->store->map_size;
   *ret_totals = t;
   return 0;
@@ -596,19 +585,22 @@ static int del(pcd_txn *t, MDB_dbi dbi, const void *key, size_t key_size, const 
   return r == PCACHE_ENOT_FOUND ? 0 : r;
 }
 
-static int add_bytes(pcd_txn *t, int64_t delta) {
+/* Adds delta to a u64 counter in `info` (never below 0). */
+static int add_counter(pcd_txn *t, const char *name, int64_t delta) {
   MDB_val v;
   uint8_t buf[8];
   uint64_t cur = 0;
-  int r = get(t, t->store->info, "bytes", 5, &v, "get bytes");
+  int r = get(t, t->store->info, name, strlen(name), &v, name);
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
   if (r == 0 && v.mv_size == 8)
-    cur = le64(v.mv_data);
+    cur = pcache__le64(v.mv_data);
   cur = delta < 0 && (uint64_t)-delta > cur ? 0 : cur + (uint64_t)delta;
-  put_le64(buf, cur);
-  return put(t, t->store->info, "bytes", 5, buf, 8, "put bytes");
+  pcache__put_le64(buf, cur);
+  return put(t, t->store->info, name, strlen(name), buf, 8, name);
 }
+
+static int add_bytes(pcd_txn *t, int64_t delta) { return add_counter(t, "bytes", delta); }
 
 static int device_add(pcd_txn *t, const uint8_t *devkey, int64_t entries, int64_t bytes) {
   MDB_val v;
@@ -625,12 +617,12 @@ static int device_add(pcd_txn *t, const uint8_t *devkey, int64_t entries, int64_
   if (!buf)
     return -ENOMEM;
   memcpy(buf, v.mv_data, v.mv_size);
-  e = le64(buf + 24);
-  b = le64(buf + 32);
+  e = pcache__le64(buf + 24);
+  b = pcache__le64(buf + 32);
   e = entries < 0 && (uint64_t)-entries > e ? 0 : e + (uint64_t)entries;
   b = bytes < 0 && (uint64_t)-bytes > b ? 0 : b + (uint64_t)bytes;
-  put_le64(buf + 24, e);
-  put_le64(buf + 32, b);
+  pcache__put_le64(buf + 24, e);
+  pcache__put_le64(buf + 32, b);
   r = put(t, t->store->devices, devkey, PCACHE_DEVKEY_SIZE, buf, v.mv_size, "put device");
   pcache__free(buf);
   return r;
@@ -649,19 +641,19 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t no
     return r;
   if (r == 0 && v.mv_size >= DEVICE_SIZE) {
     const uint8_t *p = v.mv_data;
-    first = le64(p + 8);
-    entries = le64(p + 24);
-    bytes = le64(p + 32);
+    first = pcache__le64(p + 8);
+    entries = pcache__le64(p + 24);
+    bytes = pcache__le64(p + 32);
   }
   buf = pcache__malloc(DEVICE_SIZE + n);
   if (!buf)
     return -ENOMEM;
   memset(buf, 0, DEVICE_SIZE);
   buf[0] = DEVICE_VERSION;
-  put_le64(buf + 8, first);
-  put_le64(buf + 16, now_s);
-  put_le64(buf + 24, entries);
-  put_le64(buf + 32, bytes);
+  pcache__put_le64(buf + 8, first);
+  pcache__put_le64(buf + 16, now_s);
+  pcache__put_le64(buf + 24, entries);
+  pcache__put_le64(buf + 32, bytes);
   pcachepb__device_info__pack(info, buf + DEVICE_SIZE);
   r = put(txn, txn->store->devices, info->key.data, PCACHE_DEVKEY_SIZE, buf, DEVICE_SIZE + n,
           "put device");
@@ -674,7 +666,7 @@ int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]) {
   int r = get(txn, txn->store->devices, key, PCACHE_DEVKEY_SIZE, &v, "get device");
   if (r < 0)
     return r == PCACHE_ENOT_FOUND ? 0 : r;
-  if (v.mv_size >= DEVICE_SIZE && le64((const uint8_t *)v.mv_data + 24) != 0)
+  if (v.mv_size >= DEVICE_SIZE && pcache__le64((const uint8_t *)v.mv_data + 24) != 0)
     return 0;
   return del(txn, txn->store->devices, key, PCACHE_DEVKEY_SIZE, "delete device");
 }
@@ -856,10 +848,10 @@ static int decode_snap(const MDB_val *k, const MDB_val *v, pcd_snapshot *s) {
   memcpy(s->device_key, k->mv_data, PCACHE_DEVKEY_SIZE);
   memcpy(s->app, (const uint8_t *)k->mv_data + PCACHE_DEVKEY_SIZE, app_len);
   s->app[app_len] = '\0';
-  s->blob_size = le64(p + 8);
-  s->n_hashes = le64(p + 16);
-  s->checksum = le64(p + 24);
-  s->created_us = le64(p + 32);
+  s->blob_size = pcache__le64(p + 8);
+  s->n_hashes = pcache__le64(p + 16);
+  s->checksum = pcache__le64(p + 24);
+  s->created_us = pcache__le64(p + 32);
   return 0;
 }
 
@@ -944,17 +936,7 @@ int pcd_snapshot_oldest(pcd_txn *txn, const uint8_t *skip_key, const char *skip_
 }
 
 static int add_snap_bytes(pcd_txn *t, int64_t delta) {
-  MDB_val v;
-  uint8_t buf[8];
-  uint64_t cur = 0;
-  int r = get(t, t->store->info, "snap_bytes", 10, &v, "get snap_bytes");
-  if (r < 0 && r != PCACHE_ENOT_FOUND)
-    return r;
-  if (r == 0 && v.mv_size == 8)
-    cur = le64(v.mv_data);
-  cur = delta < 0 && (uint64_t)-delta > cur ? 0 : cur + (uint64_t)delta;
-  put_le64(buf, cur);
-  return put(t, t->store->info, "snap_bytes", 10, buf, 8, "put snap_bytes");
+  return add_counter(t, "snap_bytes", delta);
 }
 
 int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *hashes,
@@ -969,10 +951,10 @@ int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *h
     return r;
   memset(meta, 0, sizeof meta);
   meta[0] = SNAP_VERSION;
-  put_le64(meta + 8, snapshot->blob_size);
-  put_le64(meta + 16, snapshot->n_hashes);
-  put_le64(meta + 24, snapshot->checksum);
-  put_le64(meta + 32, snapshot->created_us);
+  pcache__put_le64(meta + 8, snapshot->blob_size);
+  pcache__put_le64(meta + 16, snapshot->n_hashes);
+  pcache__put_le64(meta + 24, snapshot->checksum);
+  pcache__put_le64(meta + 32, snapshot->created_us);
   /* MDB_RESERVE: the hash list and the blob are copied once, straight
    * into the page, with no buffer to join them. */
   r = map_err(txn, mdb_put(txn->txn, txn->store->snapdata, &k, &v, MDB_RESERVE), "put snapdata");

@@ -11,6 +11,7 @@
 
 #include <lmdb.h>
 
+#include "common/bytes.h"
 #include "client/internal.h"
 #include "client_util.h"
 #include "common/blob.h"
@@ -27,11 +28,6 @@ static pcache_hash128 graphics_hash(pcache_device *device, const test_objects *o
   ASSERT_OK(pcache__desc_graphics(&g.info, &device->lookup, &buf, &keys));
   pcache__desc_buf_release(&buf);
   return keys.state_hash;
-}
-
-static void put_le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* Replaces the blob of (key, hash); fix_meta: make the entry's checksum
@@ -61,7 +57,7 @@ static void edit_store(const char *data_dir, const pcache_devkey *key,
     ASSERT_EQ(mdb_get(txn, entries, &kv, &v), 0);
     ASSERT_TRUE(v.mv_size <= sizeof meta && v.mv_size >= 32);
     memcpy(meta, v.mv_data, v.mv_size);
-    put_le64(meta + 24, pcache__checksum64(blob, size));
+    pcache__put_le64(meta + 24, pcache__checksum64(blob, size));
     v.mv_data = meta;
     ASSERT_EQ(mdb_put(txn, entries, &kv, &v, 0), 0);
   }

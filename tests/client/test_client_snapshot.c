@@ -12,6 +12,7 @@
 
 #include <lmdb.h>
 
+#include "common/bytes.h"
 #include "client_util.h"
 #include "common/hash.h"
 #include "harness.h"
@@ -97,18 +98,6 @@ static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_che
   pcache__response_free(r);
 }
 
-static void put_le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 /* Edits the one snapshot in the stopped daemon's store
  * (docs/storage.md): flips a byte of the blob's body, or (wrong_device)
  * gives the blob another pipelineCacheUUID and fixes the checksum. */
@@ -131,7 +120,7 @@ static void damage(const char *data_dir, int wrong_device) {
   mdb_cursor_close(cur);
   ASSERT_EQ(v.mv_size, sizeof meta);
   memcpy(meta, v.mv_data, sizeof meta);
-  blob_size = le64(meta + 8);
+  blob_size = pcache__le64(meta + 8);
   ASSERT_GE(blob_size, 32);
   ASSERT_EQ(mdb_get(txn, data_db, &k, &dv), 0);
   data = malloc(dv.mv_size);
@@ -139,7 +128,7 @@ static void damage(const char *data_dir, int wrong_device) {
   if (wrong_device) {
     uint8_t *blob = data + dv.mv_size - blob_size;
     blob[16] ^= 0xff; /* VkPipelineCacheHeaderVersionOne.pipelineCacheUUID[0] */
-    put_le64(meta + 24, pcache__checksum64(blob, blob_size));
+    pcache__put_le64(meta + 24, pcache__checksum64(blob, blob_size));
     v = (MDB_val){sizeof meta, meta};
     ASSERT_EQ(mdb_put(txn, meta_db, &k, &v, 0), 0);
   } else {
