@@ -62,3 +62,8 @@ endif()
 configure_file(cmake/pcache.pc.in ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)
+
+# The documentation the units' Documentation= lines and the man page point
+# at: README.md and docs/*.md under share/doc/pcache.
+file(GLOB PCACHE_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES README.md ${PCACHE_DOC_FILES} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)

@@ -23,9 +23,14 @@ pc=$(find "$prefix" -name pcache.pc -path '*/pkgconfig/*' | head -n1)
 [ -n "$pc" ] || fail "no pcache.pc under $prefix"
 libdir=$(dirname "$(dirname "$pc")")
 for f in include/pcache/pcache.h include/pcache/version.h bin/pcached bin/pcachectl \
-         lib/systemd/user/pcached.socket lib/systemd/user/pcached.service; do
+         lib/systemd/user/pcached.socket lib/systemd/user/pcached.service \
+         share/doc/pcache/README.md share/doc/pcache/operations.md; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
+# The units' Documentation= names the operations guide where it installs
+# (under the configured prefix, which --prefix above does not change).
+grep -q "^Documentation=file:///.*/share/doc/pcache/operations.md$" \
+  "$prefix/lib/systemd/user/pcached.socket" || fail "pcached.socket names no installed documentation"
 for f in "$libdir/cmake/pcache/pcacheConfig.cmake" "$libdir/cmake/pcache/pcacheConfigVersion.cmake" \
          "$libdir/cmake/pcache/pcacheTargets.cmake" "$libdir/libpcache.so"; do
   [ -e "$f" ] || fail "$f is not installed"
