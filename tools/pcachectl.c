@@ -296,6 +296,29 @@ static int filter_option(const char *cmd, int opt, entry_filter *f) {
   return 0;
 }
 
+/* The option loop of list and export: the common options and the filters.
+ * Returns -1 when the options were good, else the exit code. */
+static int parse_filter_command(ctl *c, const char *name, int argc, char **argv,
+                                entry_filter *ret_filter) {
+  static const struct option options[] = {CTL_COMMON_OPTIONS,
+                                          {"device", required_argument, NULL, 'd'},
+                                          {"app", required_argument, NULL, 'a'},
+                                          {0}};
+  const ctl_command *cmd = find_command(name);
+  int opt, r;
+  while ((opt = getopt_long(argc, argv, CTL_COMMON_SHORT "d:a:", options, NULL)) != -1) {
+    r = common_option(c, cmd, opt);
+    if (r < 0)
+      return -r - 1;
+    if (r)
+      continue;
+    r = filter_option(name, opt, ret_filter);
+    if (r < 0)
+      return -r;
+  }
+  return -1;
+}
+
 static int device_matches(const device_arg *arg, const ProtobufCBinaryData *key) {
   if (key->len != PCACHE_DEVKEY_SIZE)
     return 0;
@@ -585,11 +608,6 @@ static void print_device_row(const Pcachepb__DeviceRecord *d) {
 }
 
 static int cmd_list(ctl *c, int argc, char **argv) {
-  static const struct option options[] = {CTL_COMMON_OPTIONS,
-                                          {"device", required_argument, NULL, 'd'},
-                                          {"app", required_argument, NULL, 'a'},
-                                          {0}};
-  const ctl_command *cmd = find_command("list");
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__List list = PCACHEPB__LIST__INIT;
   pcache_reply reply = {0};
@@ -598,21 +616,13 @@ static int cmd_list(ctl *c, int argc, char **argv) {
   const Pcachepb__DeviceRecord **devices = NULL;
   size_t n_entries = 0, n_devices = 0;
   device_arg dev;
-  int have_dev = 0, opt, r;
+  int have_dev = 0, r;
   const char *app = NULL;
   entry_filter filter = {0};
   time_t now = time(NULL);
 
-  while ((opt = getopt_long(argc, argv, CTL_COMMON_SHORT "d:a:", options, NULL)) != -1) {
-    r = common_option(c, cmd, opt);
-    if (r < 0)
-      return -r - 1;
-    if (r)
-      continue;
-    r = filter_option("list", opt, &filter);
-    if (r < 0)
-      return -r;
-  }
+  if ((r = parse_filter_command(c, "list", argc, argv, &filter)) >= 0)
+    return r;
   dev = filter.dev;
   have_dev = filter.have_dev;
   app = filter.app;
@@ -1065,11 +1075,6 @@ static int export_one(ctl *c, const pcache_devkey *key, const char *app,
 }
 
 static int cmd_export(ctl *c, int argc, char **argv) {
-  static const struct option options[] = {CTL_COMMON_OPTIONS,
-                                          {"device", required_argument, NULL, 'd'},
-                                          {"app", required_argument, NULL, 'a'},
-                                          {0}};
-  const ctl_command *cmd = find_command("export");
   pcache_reply reply = {0};
   pcache_archive_writer *merge = NULL;
   pcache_devkey *keys = NULL;
@@ -1079,19 +1084,11 @@ static int cmd_export(ctl *c, int argc, char **argv) {
   uint64_t entries = 0;
   device_arg dev;
   const char *app = NULL, *file;
-  int have_dev = 0, opt, r, to_stdout;
+  int have_dev = 0, r, to_stdout;
   entry_filter filter = {0};
 
-  while ((opt = getopt_long(argc, argv, CTL_COMMON_SHORT "d:a:", options, NULL)) != -1) {
-    r = common_option(c, cmd, opt);
-    if (r < 0)
-      return -r - 1;
-    if (r)
-      continue;
-    r = filter_option("export", opt, &filter);
-    if (r < 0)
-      return -r;
-  }
+  if ((r = parse_filter_command(c, "export", argc, argv, &filter)) >= 0)
+    return r;
   dev = filter.dev;
   have_dev = filter.have_dev;
   app = filter.app;
