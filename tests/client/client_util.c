@@ -91,3 +91,24 @@ uint64_t util_now_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_graphics,
+                    uint32_t n_compute, VkPipeline *ret) {
+  VkPipeline p;
+  for (uint32_t i = 0; i < n_graphics; i++) {
+    test_graphics g;
+    test_graphics_info(&g, o, i);
+    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
+    ASSERT_TRUE(p != VK_NULL_HANDLE);
+    if (ret)
+      ret[i] = p;
+  }
+  for (uint32_t i = 0; i < n_compute; i++) {
+    test_compute c;
+    test_compute_info(&c, o, i);
+    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
+    ASSERT_TRUE(p != VK_NULL_HANDLE);
+    if (ret)
+      ret[n_graphics + i] = p;
+  }
+}

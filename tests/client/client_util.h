@@ -1,6 +1,6 @@
 /* Helpers the client tests share: a client with a chosen timeout, what the
- * daemon holds (through the real transport), and running this test binary
- * again as a second process. */
+ * daemon holds (through the real transport), running this test binary
+ * again as a second process, and building the test pipeline set. */
 #ifndef PCACHE_TESTS_CLIENT_UTIL_H
 #define PCACHE_TESTS_CLIENT_UTIL_H
 
@@ -9,6 +9,7 @@
 #include <pcache/pcache.h>
 
 #include "proto/frame.h"
+#include "vk.h"
 
 pcache_client *util_client(uint32_t timeout_ms);
 /* Entries the daemon at $PCACHE_SOCKET lists (all devices, all apps). */
@@ -22,5 +23,11 @@ size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max);
  * it exits 0. */
 void util_run_self(const char *argv0, const char *arg);
 uint64_t util_now_ms(void);
+/* Gets graphics pipelines 0..n_graphics-1, then compute pipelines
+ * 0..n_compute-1 of the test set through device, asserting each succeeds
+ * with a handle; their handles go to ret (n_graphics + n_compute) unless
+ * it is NULL. */
+void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_graphics,
+                    uint32_t n_compute, VkPipeline *ret);
 
 #endif

@@ -23,20 +23,6 @@
 #define TIMEOUT_MS 100
 #define SLACK_MS 250
 
-static void build_all(pcache_device *device, const test_objects *o) {
-  VkPipeline p;
-  for (uint32_t i = 0; i < N_GRAPHICS; i++) {
-    test_graphics g;
-    test_graphics_info(&g, o, i);
-    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
-  }
-  for (uint32_t i = 0; i < N_COMPUTE; i++) {
-    test_compute c;
-    test_compute_info(&c, o, i);
-    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
-  }
-}
-
 /* Whether the daemon pages: a second page (offset 3) of a 3-per-reply
  * prefetch holds other entries, and the first says more follow. */
 static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
@@ -110,7 +96,7 @@ int main(void) {
   /* Cold: compile and upload everything. */
   ASSERT_OK(pcache_device_create(client, &info, &device));
   test_objects_create(&o, device);
-  build_all(device, &o);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
   ASSERT_OK(pcache_device_flush(device));
   ASSERT_OK(pcache_device_get_stats(device, &st));
   ASSERT_EQ(st.uploaded, N_PIPELINES);
@@ -123,7 +109,7 @@ int main(void) {
     ASSERT_OK(pcache_device_get_stats(device, &st));
     ASSERT_EQ(st.prefetched, N_PIPELINES);
     test_objects_create(&o, device);
-    build_all(device, &o);
+    util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
     ASSERT_OK(pcache_device_get_stats(device, &st));
     ASSERT_EQ(st.compiles, 0);
     ASSERT_EQ(st.daemon_hits, N_PIPELINES);
@@ -153,7 +139,7 @@ int main(void) {
   }
   ASSERT_EQ(st.prefetched, N_PIPELINES);
   test_objects_create(&o, device);
-  build_all(device, &o);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
   ASSERT_OK(pcache_device_get_stats(device, &st));
   ASSERT_EQ(st.compiles, 0);
   ASSERT_EQ(st.daemon_hits, N_PIPELINES);

@@ -23,20 +23,6 @@
 #define N_COMPUTE 2
 #define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
 
-static void build_all(pcache_device *device, const test_objects *o) {
-  VkPipeline p;
-  for (uint32_t i = 0; i < N_GRAPHICS; i++) {
-    test_graphics g;
-    test_graphics_info(&g, o, i);
-    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
-  }
-  for (uint32_t i = 0; i < N_COMPUTE; i++) {
-    test_compute c;
-    test_compute_info(&c, o, i);
-    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
-  }
-}
-
 /* One process's run: "cold", "warm", "fallback" (the daemon dropped a
  * damaged snapshot) or "header" (the client refuses the snapshot). */
 static void run(const char *mode) {
@@ -67,7 +53,7 @@ static void run(const char *mode) {
     ASSERT_EQ(st.prefetched, 0);
   }
   test_objects_create(&o, device);
-  build_all(device, &o);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
   ASSERT_OK(pcache_device_flush(device));
   ASSERT_OK(pcache_device_get_stats(device, &st));
   ASSERT_EQ(st.misses, N_PIPELINES);

@@ -15,21 +15,6 @@
 #define N_COMPUTE 2
 #define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
 
-static void build_all(pcache_device *device, const test_objects *o, VkPipeline *ret) {
-  for (uint32_t i = 0; i < N_GRAPHICS; i++) {
-    test_graphics g;
-    test_graphics_info(&g, o, i);
-    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &ret[i]));
-    ASSERT_TRUE(ret[i] != VK_NULL_HANDLE);
-  }
-  for (uint32_t i = 0; i < N_COMPUTE; i++) {
-    test_compute c;
-    test_compute_info(&c, o, i);
-    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &ret[N_GRAPHICS + i]));
-    ASSERT_TRUE(ret[N_GRAPHICS + i] != VK_NULL_HANDLE);
-  }
-}
-
 /* One process's run; cold or warm decides what the counters must say. */
 static void run(int warm) {
   test_vk vk;
@@ -45,11 +30,11 @@ static void run(int warm) {
   ASSERT_TRUE(pcache_client_connected(client));
   ASSERT_OK(pcache_device_create(client, &info, &device));
   test_objects_create(&o, device);
-  build_all(device, &o, first);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, first);
   for (int i = 0; i < N_PIPELINES; i++)
     for (int j = 0; j < i; j++)
       ASSERT_TRUE(first[i] != first[j]);
-  build_all(device, &o, again);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, again);
   ASSERT_MEMEQ(first, again, sizeof first);
   ASSERT_OK(pcache_device_flush(device));
   ASSERT_OK(pcache_device_get_stats(device, &st));
