@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/desc.h"
+#include "replay/desc_decode.h"
 
 enum { FX_MODULE, FX_SET_LAYOUT, FX_PIPELINE_LAYOUT, FX_RENDER_PASS, FX_SAMPLER };
 

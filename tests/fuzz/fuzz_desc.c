@@ -1,4 +1,4 @@
-/* Fuzz target for the pipeline description decoder (client/desc_decode.c)
+/* Fuzz target for the pipeline description decoder (replay/desc_decode.c)
  * and the daemon's description check: bytes from anywhere must never
  * crash them or make them allocate without bound. What decodes is also
  * described again, and describing is idempotent from there on.
@@ -15,7 +15,7 @@
 
 #include <pcache/pcache.h>
 
-#include "client/desc.h"
+#include "replay/desc_decode.h"
 #include "common/desc_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -7,7 +7,7 @@
  *
  * The bytes may come from anywhere (an import, a fuzzer): every index and
  * count that Vulkan would follow is checked before it is used. */
-#include "desc.h"
+#include "replay/desc_decode.h"
 
 #include <errno.h>
 #include <string.h>

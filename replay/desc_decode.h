@@ -1,0 +1,75 @@
+/* Pipeline descriptions decoded back into Vulkan objects (desc_decode.c):
+ * for tests, fuzzers and the replayer, never inside libpcache.so, which
+ * only ever describes. */
+#ifndef PCACHE_REPLAY_DESC_DECODE_H
+#define PCACHE_REPLAY_DESC_DECODE_H
+
+#include "client/desc.h"
+
+/* A stored description turned back into Vulkan create infos, so an entry
+ * can be rebuilt against another driver (replay). The decoder makes the
+ * create infos of every object the pipeline needs; the handles start as
+ * VK_NULL_HANDLE and are made by pcache__desc_decoded_create_objects (or
+ * filled in by the caller, then pcache__desc_decoded_link). */
+
+/* Gives the SPIR-V code whose XXH3-128 is hash: *ret_code must stay valid
+ * until the decoded description is freed. Returns 0 or a negative code
+ * (PCACHE_EMISSING_MODULE when it has none). */
+typedef int (*pcache_desc_code_fn)(void *ctx, const pcache_hash128 *hash,
+                                   const uint32_t **ret_code, size_t *ret_size);
+
+typedef struct pcache_desc_decoded {
+  uint32_t kind; /* 1 graphics, 2 compute (Pcachepb__EntryKind) */
+  /* In creation order: samplers, set layouts, pipeline layout, render pass,
+   * modules. Arrays have n_* entries; immutable sampler and set layout
+   * pointers in the infos point into samplers[] and set_layouts[]. */
+  uint32_t n_samplers;
+  VkSamplerCreateInfo *sampler_infos;
+  VkSampler *samplers;
+  uint32_t n_set_layouts;
+  VkDescriptorSetLayoutCreateInfo *set_layout_infos;
+  VkDescriptorSetLayout *set_layouts;
+  VkPipelineLayoutCreateInfo layout_info;
+  VkPipelineLayout layout;
+  int has_render_pass;
+  VkRenderPassCreateInfo2 render_pass_info;
+  VkRenderPass render_pass;
+  uint32_t n_modules; /* one per stage, in stage order */
+  pcache_hash128 *module_hashes;
+  VkShaderModuleCreateInfo *module_infos; /* codeSize 0 when code was NULL */
+  VkShaderModule *modules;
+  VkGraphicsPipelineCreateInfo graphics; /* kind 1 */
+  VkComputePipelineCreateInfo compute;   /* kind 2 */
+  struct pcache__desc_arena *arena;
+} pcache_desc_decoded;
+
+/*
+ * pcache__desc_decode - parse desc (a packed PipelineDesc of this format
+ * version) into create infos. code may be NULL (the module infos then have
+ * no code: enough to describe, not to create). Returns 0, -ENOMEM,
+ * PCACHE_EBAD_DESC, or what code returned. Allocation is bounded by 16 KiB
+ * plus a small multiple of size. Thread-safe. Free with
+ * pcache__desc_decoded_free.
+ */
+int pcache__desc_decode(const uint8_t *desc, size_t size, pcache_desc_code_fn code,
+                        void *code_ctx, pcache_desc_decoded **ret_decoded);
+/* Copies the object handles into the pipeline create info (stage modules,
+ * layout, render pass). */
+void pcache__desc_decoded_link(pcache_desc_decoded *decoded);
+/* Creates every object on device, then links. Returns 0,
+ * PCACHE_EMISSING_MODULE (decoded without code), -ENOMEM or -EIO (the
+ * driver refused an object; what was made is destroyed again). */
+int pcache__desc_decoded_create_objects(pcache_desc_decoded *decoded, VkDevice device,
+                                        const VkAllocationCallbacks *alloc);
+/* Creates the pipeline itself (after create_objects). Returns 0, -ENOMEM
+ * or -EIO (the driver refused it). */
+int pcache__desc_decoded_create_pipeline(const pcache_desc_decoded *decoded, VkDevice device,
+                                         VkPipelineCache cache,
+                                         const VkAllocationCallbacks *alloc,
+                                         VkPipeline *ret_pipeline);
+/* Destroys the objects create_objects made (not the pipeline). */
+void pcache__desc_decoded_destroy_objects(pcache_desc_decoded *decoded, VkDevice device,
+                                          const VkAllocationCallbacks *alloc);
+void pcache__desc_decoded_free(pcache_desc_decoded *decoded);
+
+#endif
