@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/internal.h"
+#include "client/client.h"
 #include "common/alloc.h"
 #include "common/paths.h"
 
@@ -71,8 +71,8 @@ static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
     return 0;
   if (client->attempted && pcache__now_ms() - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
     return PCACHE_EUNAVAILABLE;
-  r = pcache__transport_open(client->socket_path, client->app_name, timeout_ms,
-                             &client->transport, NULL);
+  r = pcache__transport_open(client->socket_path, client->app_name, timeout_ms, &client->transport,
+                             NULL);
   if (r < 0) {
     client->transport = NULL;
     drop_transport_locked(client);
@@ -122,14 +122,26 @@ int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
     r = -ETIMEDOUT;
     goto out_unlock; /* connected, just out of time: keep the connection */
   }
-  r = pcache__transport_call(client->transport, request, timeout_ms - (uint32_t)spent,
-                             ret_reply);
+  r = pcache__transport_call(client->transport, request, timeout_ms - (uint32_t)spent, ret_reply);
   if (r < 0)
     drop_transport_locked(client); /* a late reply would desync the stream */
   else
     atomic_store(&client->connected, 1);
 out_unlock:
   pthread_mutex_unlock(&client->lock);
+  return r;
+}
+
+int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
+                       Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
+                       pcache_reply *ret_reply) {
+  int r = pcache__client_call(client, request, timeout_ms, ret_reply);
+  if (r != 0)
+    return r;
+  if (ret_reply->response->status != 0 || ret_reply->response->body_case != expect) {
+    r = ret_reply->response->status < 0 ? ret_reply->response->status : PCACHE_EPROTO;
+    pcache__reply_release(ret_reply);
+  }
   return r;
 }
 
@@ -158,7 +170,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *options,
   client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
   client->disabled = options->disable_daemon || env_disabled();
   client->max_hashes = PCACHE_DEFAULT_MAX_HASHES;
-  app = options->app_name && *options->app_name                 ? options->app_name
+  app = options->app_name && *options->app_name                   ? options->app_name
         : options->application_name && *options->application_name ? options->application_name
                                                                   : NULL;
   client->app_name = app ? pcache__strdup(app) : program_name();

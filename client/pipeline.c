@@ -4,7 +4,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/internal.h"
+#include "client/blobs.h"
+#include "client/pipeline.h"
+#include "client/prefetch.h"
+#include "client/snapshot.h"
+#include "client/upload.h"
 #include "common/alloc.h"
 
 typedef struct pipeline_request {
@@ -12,6 +16,42 @@ typedef struct pipeline_request {
   const VkGraphicsPipelineCreateInfo *graphics;
   const VkComputePipelineCreateInfo *compute;
 } pipeline_request;
+
+static void add_tier(pcache_device *device, pcache_tier *tier) {
+  pthread_mutex_lock(&device->tiers_lock);
+  if (device->n_tiers == device->cap_tiers) {
+    size_t cap = device->cap_tiers ? device->cap_tiers * 2 : 16;
+    pcache_tier **t = pcache__realloc(device->tiers, cap * sizeof *t);
+    if (!t)
+      goto out_unlock; /* this tier just never gets published: lookups lock */
+    device->tiers = t;
+    device->cap_tiers = cap;
+  }
+  device->tiers[device->n_tiers++] = tier;
+out_unlock:
+  pthread_mutex_unlock(&device->tiers_lock);
+}
+
+static int own_pipeline(pcache_device *device, VkPipeline pipeline) {
+  int r = 0;
+  pthread_mutex_lock(&device->owned_lock);
+  if (device->n_owned == device->cap_owned) {
+    size_t cap = device->cap_owned ? device->cap_owned * 2 : 64;
+    VkPipeline *p = pcache__realloc(device->owned, cap * sizeof *p);
+    if (!p) {
+      r = -ENOMEM;
+      goto out_unlock;
+    }
+    device->owned = p;
+    device->cap_owned = cap;
+  }
+  device->owned[device->n_owned++] = pipeline;
+  atomic_fetch_add(&device->stats.pipelines, 1);
+  atomic_fetch_add(&device->stats.pipelines_this_frame, 1);
+out_unlock:
+  pthread_mutex_unlock(&device->owned_lock);
+  return r;
+}
 
 static pcache_tier *tier_new(pcache_device *device) {
   pcache_tier *tier = pcache__calloc(1, sizeof *tier);
@@ -22,14 +62,14 @@ static pcache_tier *tier_new(pcache_device *device) {
     pcache__free(tier);
     return NULL;
   }
-  pcache__device_add_tier(device, tier);
+  add_tier(device, tier);
   return tier;
 }
 
 static uint64_t make_tier(void *ctx) { return (uint64_t)(uintptr_t)tier_new(ctx); }
 
 /* Tier values are pipelines the device's owned list destroys. */
-void pcache__pipeline_free_tier(uint64_t value, void *ctx) {
+static void free_tier(uint64_t value, void *ctx) {
   pcache_tier *tier = (pcache_tier *)(uintptr_t)value;
   (void)ctx;
   pcache__table_fini(&tier->table, NULL, NULL);
@@ -80,8 +120,7 @@ static VkResult create_pipeline(pcache_device *d, const pipeline_request *req,
   if (theirs && d->creation_feedback)
     result = theirs->pPipelineCreationFeedback;
   if (vr == VK_SUCCESS && result && (result->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
-      (result->flags &
-       VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+      (result->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
     atomic_fetch_add(&d->stats.driver_cache_hits, 1);
   if (vr == VK_SUCCESS && *ret_pipeline == VK_NULL_HANDLE)
     vr = VK_ERROR_UNKNOWN;
@@ -98,7 +137,7 @@ static VkResult create_with_device_cache(pcache_device *d, const pipeline_reques
 }
 
 static VkResult own(pcache_device *d, VkPipeline pipeline) {
-  if (pcache__device_own_pipeline(d, pipeline) < 0) {
+  if (own_pipeline(d, pipeline) < 0) {
     d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
     return VK_ERROR_OUT_OF_HOST_MEMORY;
   }
@@ -119,32 +158,30 @@ static int fetch_from_daemon(pcache_device *d, const pcache_hash128 *state_hash)
   get.n_state_hashes = 1;
   request.body_case = PCACHEPB__REQUEST__BODY_GET;
   request.get = &get;
-  if (pcache__client_call(d->client, &request, d->client->timeout_ms, &reply) != 0)
+  if (pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET, d->client->timeout_ms,
+                         &reply) != 0)
     return 0;
-  if (reply.response->status == 0 && reply.response->body_case == PCACHEPB__RESPONSE__BODY_GET) {
-    const Pcachepb__GetReply *got = reply.response->get;
-    for (size_t i = 0; i < got->n_blobs && !merged; i++) {
-      const Pcachepb__Blob *b = got->blobs[i];
-      const uint8_t *bytes;
-      size_t size;
-      int reason;
-      if (b->state_hash.len != PCACHE_HASH_SIZE ||
-          memcmp(b->state_hash.data, state_hash->bytes, PCACHE_HASH_SIZE) != 0)
-        continue;
-      bytes = pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-      reason = pcache__device_merge_blob(d, bytes, size, b->checksum);
-      if (reason == 0) {
-        merged = 1;
-        pcache__device_held(d, state_hash->bytes, 1);
-        break;
-      }
-      atomic_fetch_add(&d->stats.rejected_blobs, 1);
-      Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
-      const Pcachepb__ReportItem *items[1] = {&item};
-      item.state_hash = hash;
-      item.reason = (Pcachepb__ReportReason)reason;
-      pcache__device_report(d, items, 1);
+  const Pcachepb__GetReply *got = reply.response->get;
+  for (size_t i = 0; i < got->n_blobs && !merged; i++) {
+    const Pcachepb__Blob *b = got->blobs[i];
+    const uint8_t *bytes;
+    size_t size;
+    Pcachepb__ReportReason reason = 0;
+    if (b->state_hash.len != PCACHE_HASH_SIZE ||
+        memcmp(b->state_hash.data, state_hash->bytes, PCACHE_HASH_SIZE) != 0)
+      continue;
+    bytes = pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
+    if (pcache__blob_merge(d, bytes, size, b->checksum, &reason) == 0) {
+      merged = 1;
+      pcache__snapshot_hold(d, state_hash->bytes, 1);
+      break;
     }
+    atomic_fetch_add(&d->stats.rejected_blobs, 1);
+    Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
+    const Pcachepb__ReportItem *items[1] = {&item};
+    item.state_hash = hash;
+    item.reason = reason;
+    pcache__blob_report(d, items, 1);
   }
   pcache__reply_release(&reply);
   return merged;
@@ -174,12 +211,12 @@ static pcache_upload *upload_new(pcache_device *d, const pipeline_request *req,
   if (req->graphics) {
     for (uint32_t i = 0; i < req->graphics->stageCount && u->n_modules < PCACHE_DESC_MAX_MODULES;
          i++) {
-      pcache_module *m = pcache__device_module_for(d, req->graphics->pStages[i].module);
+      pcache_module *m = pcache__objmap_module(d->objects, req->graphics->pStages[i].module);
       if (m)
         u->modules[u->n_modules++] = m;
     }
   } else {
-    pcache_module *m = pcache__device_module_for(d, req->compute->stage.module);
+    pcache_module *m = pcache__objmap_module(d->objects, req->compute->stage.module);
     if (m)
       u->modules[u->n_modules++] = m;
   }
@@ -189,9 +226,8 @@ static pcache_upload *upload_new(pcache_device *d, const pipeline_request *req,
 /* A miss nobody could serve: compile with a fresh cache of its own, so its
  * data is this pipeline's alone (the daemon keys blobs per pipeline), then
  * merge that into the device cache and queue the upload. */
-static VkResult compile(pcache_device *d, const pipeline_request *req,
-                        const pcache_desc_keys *keys, const pcache_desc_buf *desc,
-                        VkPipeline *ret_pipeline) {
+static VkResult compile(pcache_device *d, const pipeline_request *req, const pcache_desc_keys *keys,
+                        const pcache_desc_buf *desc, VkPipeline *ret_pipeline) {
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VkPipelineCache fresh;
   VkPipeline pipeline;
@@ -218,7 +254,7 @@ static VkResult compile(pcache_device *d, const pipeline_request *req,
     merged = d->MergePipelineCaches(d->vk_device, d->cache, 1, &fresh);
     pthread_rwlock_unlock(&d->cache_lock);
     if (merged == VK_SUCCESS)
-      pcache__device_held(d, keys->state_hash.bytes, 1);
+      pcache__snapshot_hold(d, keys->state_hash.bytes, 1);
     if (d->client) {
       pcache_upload *u = upload_new(d, req, keys, desc, data, size, compile_ns);
       if (u)
@@ -242,8 +278,8 @@ static VkResult build_hashed(pcache_device *d, const pipeline_request *req,
   int have_blob = 0;
   atomic_fetch_add(&d->stats.misses, 1);
   if (d->client)
-    have_blob = pcache__device_prefetched(d, &keys->state_hash) ||
-                fetch_from_daemon(d, &keys->state_hash);
+    have_blob =
+        pcache__prefetch_known(d, &keys->state_hash) || fetch_from_daemon(d, &keys->state_hash);
   if (have_blob) {
     atomic_fetch_add(&d->stats.daemon_hits, 1);
     vr = create_with_device_cache(d, req, &pipeline);
@@ -291,10 +327,10 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   int r;
 
   pcache__desc_buf_init(&buf);
-  token = pcache__device_describe_begin(d);
+  token = pcache__objmap_read_begin(d->objects);
   r = req->graphics ? pcache__desc_graphics(req->graphics, &d->lookup, &buf, &keys)
                     : pcache__desc_compute(req->compute, &d->lookup, &buf, &keys);
-  pcache__device_describe_end(token);
+  pcache__objmap_read_end(token);
   if (r == PCACHE_EUNHASHABLE) {
     vr = build_unhashable(d, req, ret_pipeline);
     goto out;
@@ -427,4 +463,26 @@ PCACHE_API VkResult pcache_tier_get_compute_pipeline(pcache_tier *tier, uint64_t
   if (!tier || !info || !ret_pipeline)
     return VK_ERROR_INITIALIZATION_FAILED;
   return tier_get(tier, draw_key, &req, ret_pipeline);
+}
+
+void pcache__pipeline_end_frame(pcache_device *device) {
+  pcache__table_publish(&device->hash_tiers);
+  pcache__table_publish(&device->app_tiers);
+  pthread_mutex_lock(&device->tiers_lock);
+  for (size_t i = 0; i < device->n_tiers; i++)
+    pcache__table_publish(&device->tiers[i]->table);
+  pthread_mutex_unlock(&device->tiers_lock);
+  atomic_store(&device->stats.pipelines_this_frame, 0);
+}
+
+void pcache__pipeline_release_all(pcache_device *device) {
+  pcache__table_fini(&device->hash_tiers, free_tier, device);
+  pcache__table_fini(&device->app_tiers, free_tier, device);
+  for (size_t i = 0; i < device->n_owned; i++)
+    device->DestroyPipeline(device->vk_device, device->owned[i], device->allocator);
+  pcache__free(device->owned);
+  pcache__free(device->tiers);
+  device->owned = NULL;
+  device->tiers = NULL;
+  device->n_owned = device->n_tiers = 0;
 }

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/internal.h"
+#include "client/prefetch.h"
+#include "client/snapshot.h"
+#include "client/upload.h"
 #include "common/alloc.h"
 
 #define QUEUE_MAX 4096u
@@ -181,8 +183,8 @@ static void prefetch_rest(pcache_device *d) {
     uint64_t retry_at;
     int more = 0, r;
     pthread_mutex_unlock(&d->upload_lock);
-    r = pcache__device_prefetch_page(d, offset, d->client->timeout_ms * PREFETCH_TIMEOUT_FACTOR,
-                                     &next, &more, NULL);
+    r = pcache__prefetch_page(d, offset, d->client->timeout_ms * PREFETCH_TIMEOUT_FACTOR, &next,
+                              &more, NULL);
     pthread_mutex_lock(&d->upload_lock);
     if (r == 0) {
       tries = 0;
@@ -248,7 +250,7 @@ static void *upload_main(void *arg) {
       d->snapshot_wanted = 0;
       d->snapshot_in_flight = 1;
       pthread_mutex_unlock(&d->upload_lock);
-      pcache__device_snapshot_upload(d);
+      pcache__snapshot_upload(d);
       pthread_mutex_lock(&d->upload_lock);
       d->snapshot_in_flight = 0;
       pthread_cond_broadcast(&d->flush_cond);
@@ -398,8 +400,7 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   while ((d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight) &&
          r != ETIMEDOUT)
     r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
-  r = d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ? -ETIMEDOUT
-                                                                                  : 0;
+  r = d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ? -ETIMEDOUT : 0;
   pthread_mutex_unlock(&d->upload_lock);
   return r;
 }

@@ -12,12 +12,19 @@
 #include <lmdb.h>
 
 #include "common/bytes.h"
-#include "client/internal.h"
+#include "client/blobs.h"
 #include "client_util.h"
 #include "common/blob.h"
 #include "harness.h"
 #include "test.h"
 #include "vk.h"
+
+/* 0 when the blob was merged, else the reason the client refused it. */
+static int merge_reason(pcache_device *device, const uint8_t *blob, size_t size,
+                        uint64_t checksum) {
+  Pcachepb__ReportReason reason = 0;
+  return pcache__blob_merge(device, blob, size, checksum, &reason) == 0 ? 0 : (int)reason;
+}
 
 static pcache_hash128 graphics_hash(pcache_device *device, const test_objects *o, uint32_t v) {
   test_graphics g;
@@ -32,9 +39,8 @@ static pcache_hash128 graphics_hash(pcache_device *device, const test_objects *o
 
 /* Replaces the blob of (key, hash); fix_meta: make the entry's checksum
  * match the new bytes, so only a header check can catch it. */
-static void edit_store(const char *data_dir, const pcache_devkey *key,
-                       const pcache_hash128 *hash, const uint8_t *blob, size_t size,
-                       int fix_meta) {
+static void edit_store(const char *data_dir, const pcache_devkey *key, const pcache_hash128 *hash,
+                       const uint8_t *blob, size_t size, int fix_meta) {
   MDB_env *env;
   MDB_txn *txn;
   MDB_dbi entries, blobs;
@@ -109,17 +115,16 @@ int main(void) {
 
   /* The client's checks, driven directly: nothing bad reaches the driver. */
   pcache__blob_write_header(&key, blob);
-  ASSERT_EQ(pcache__device_merge_blob(device, blob, sizeof blob, pcache__checksum64(blob, 32)), 0);
-  ASSERT_EQ(pcache__device_merge_blob(device, blob, sizeof blob, 12345),
+  ASSERT_EQ(merge_reason(device, blob, sizeof blob, pcache__checksum64(blob, 32)), 0);
+  ASSERT_EQ(merge_reason(device, blob, sizeof blob, 12345),
             PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
-  ASSERT_EQ(pcache__device_merge_blob(device, NULL, 0, 0),
-            PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
+  ASSERT_EQ(merge_reason(device, NULL, 0, 0), PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
   memcpy(uuid, pcache__devkey_uuid(&key), sizeof uuid);
   uuid[0] ^= 0xff;
   pcache__devkey_make(uuid, pcache__devkey_vendor(&key), pcache__devkey_device(&key),
                       pcache__devkey_driver_version(&key), pcache__devkey_abi(&key), &other);
   pcache__blob_write_header(&other, blob);
-  ASSERT_EQ(pcache__device_merge_blob(device, blob, sizeof blob, pcache__checksum64(blob, 32)),
+  ASSERT_EQ(merge_reason(device, blob, sizeof blob, pcache__checksum64(blob, 32)),
             PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER);
   test_objects_destroy(&o);
   pcache_device_destroy(device);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/internal.h"
+#include "client/device.h"
 #include "client_util.h"
 #include "common/blob.h"
 #include "harness.h"

@@ -1,0 +1,173 @@
+/* The device context's data (struct pcache_device) and the small helpers
+ * every file of the client core shares. Types only: each file's functions
+ * are declared in that file's own header (objmap.h, blobs.h, snapshot.h,
+ * prefetch.h, upload.h, pipeline.h), so no header ties two files together. */
+#ifndef PCACHE_CLIENT_DEVICE_H
+#define PCACHE_CLIENT_DEVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "client/client.h"
+#include "client/desc.h"
+#include "client/objmap.h"
+#include "client/table.h"
+#include "common/desc_check.h"
+#include "common/devkey.h"
+#include "common/hash.h"
+
+typedef struct pcache_upload {
+  struct pcache_upload *next;
+  pcache_hash128 state_hash;
+  uint32_t kind; /* Pcachepb__EntryKind */
+  uint8_t *blob;
+  size_t blob_size;
+  uint8_t *desc;
+  size_t desc_size;
+  uint64_t compile_ns;
+  size_t n_modules;
+  pcache_module *modules[PCACHE_DESC_MAX_MODULES];
+  int force_code; /* the daemon said it lacks a module: send all code */
+} pcache_upload;
+
+struct pcache_tier {
+  struct pcache_device *device;
+  pcache_table table; /* app draw key or state hash -> VkPipeline */
+};
+
+struct pcache_device {
+  pcache_client *client;
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice vk_device;
+  VkAllocationCallbacks allocator_copy;
+  const VkAllocationCallbacks *allocator;
+  int creation_feedback;
+
+  PFN_vkCreatePipelineCache CreatePipelineCache;
+  PFN_vkDestroyPipelineCache DestroyPipelineCache;
+  PFN_vkGetPipelineCacheData GetPipelineCacheData;
+  PFN_vkMergePipelineCaches MergePipelineCaches;
+  PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
+  PFN_vkCreateComputePipelines CreateComputePipelines;
+  PFN_vkDestroyPipeline DestroyPipeline;
+  PFN_vkCreateShaderModule CreateShaderModule;
+  PFN_vkDestroyShaderModule DestroyShaderModule;
+  PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
+  PFN_vkDestroyDescriptorSetLayout DestroyDescriptorSetLayout;
+  PFN_vkCreatePipelineLayout CreatePipelineLayout;
+  PFN_vkDestroyPipelineLayout DestroyPipelineLayout;
+  PFN_vkCreateRenderPass CreateRenderPass;
+  PFN_vkCreateRenderPass2 CreateRenderPass2;
+  PFN_vkDestroyRenderPass DestroyRenderPass;
+  PFN_vkCreateSampler CreateSampler;
+  PFN_vkDestroySampler DestroySampler;
+
+  pcache_devkey key;
+  char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+  char driver_name[VK_MAX_DRIVER_NAME_SIZE];
+  char driver_info[VK_MAX_DRIVER_INFO_SIZE];
+  uint32_t driver_id, api_version;
+
+  /* The merged device cache. Creating pipelines with it takes the read
+   * side; vkMergePipelineCaches (dstCache externally synchronized) the
+   * write side. */
+  VkPipelineCache cache;
+  pthread_rwlock_t cache_lock;
+
+  /* State hashes the prefetch merged (value 1): a miss on one of them does
+   * not ask the daemon again. Grows while the upload thread fetches later
+   * prefetch pages; readers probe its published part without a lock. */
+  pcache_table prefetched;
+
+  pcache_objmap *objects;
+  pcache_desc_lookup lookup;
+
+  pcache_table hash_tiers;    /* tier1_key -> pcache_tier * (by state hash) */
+  pcache_table app_tiers;     /* app global key -> pcache_tier * (by draw key) */
+  pthread_mutex_t tiers_lock; /* guards the list of tiers, for end_frame */
+  pcache_tier **tiers;
+  size_t n_tiers, cap_tiers;
+
+  pthread_mutex_t owned_lock; /* every pipeline the context made */
+  VkPipeline *owned;
+  size_t n_owned, cap_owned;
+
+  /* Upload queue and thread (only when a client may reach a daemon). */
+  pthread_mutex_t upload_lock;
+  pthread_cond_t upload_cond; /* work arrived, or stop */
+  pthread_cond_t flush_cond;  /* queue drained */
+  pcache_upload *queue_head, *queue_tail;
+  size_t queue_len, in_flight;
+  uint64_t upload_dropped;
+  int upload_stop, upload_thread_running;
+  int retry_now; /* a flush wants the next try now, not after the backoff */
+  pthread_t upload_thread;
+  int cancel_fd; /* eventfd: written at stop, ends the thread's call in flight */
+  /* Prefetch pages the device creation had no time for: the upload thread
+   * fetches them, from prefetch_offset, before any upload. */
+  int prefetch_pending;
+  uint32_t prefetch_offset;
+  int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
+  int snapshot_in_flight;
+  pcache_hash128 *sent_modules; /* module hashes the daemon acknowledged */
+  size_t n_sent_modules, cap_sent_modules;
+
+  /* What the device cache holds, for the (device, app) snapshot: the
+   * state hashes merged into it (the loaded snapshot's, prefetched and
+   * fetched blobs, compiles), and whether any came after the snapshot
+   * loaded at creation (dirty: worth uploading a new one). Appended after
+   * the merge that brought the hash in, so a copy of the list taken under
+   * the cache lock's read side names only what the cache data holds. */
+  pthread_mutex_t held_lock;
+  pcache_hash128 *held;
+  size_t n_held, cap_held;
+  int held_dirty;
+  int creating;    /* inside pcache_device_create: the cache may be replaced */
+  int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
+
+  pcache_shard *shards; /* PCACHE__SHARDS, 128-byte aligned in shards_mem */
+  void *shards_mem;
+
+  struct {
+    atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, compiles, unhashable, uploaded,
+        prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
+        snapshots_uploaded;
+  } stats;
+};
+
+/* The DeviceInfo that Put and PutSnapshot carry; points into d. */
+static inline void pcache__device_info_message(const pcache_device *d,
+                                               Pcachepb__DeviceInfo *ret_info) {
+  pcachepb__device_info__init(ret_info);
+  ret_info->key.data = (uint8_t *)d->key.bytes;
+  ret_info->key.len = PCACHE_DEVKEY_SIZE;
+  ret_info->name = (char *)d->device_name;
+  ret_info->driver_id = d->driver_id;
+  ret_info->api_version = d->api_version;
+  ret_info->driver_name = (char *)d->driver_name;
+  ret_info->driver_info = (char *)d->driver_info;
+}
+
+/* A state hash as the two keys of a pcache_table. */
+static inline void pcache__hash_keys(const uint8_t *bytes, uint64_t *ret_k0, uint64_t *ret_k1) {
+  memcpy(ret_k0, bytes, 8);
+  memcpy(ret_k1, bytes + 8, 8);
+}
+
+static inline uint64_t pcache__pipeline_to_u64(VkPipeline p) {
+  uint64_t v = 0;
+  memcpy(&v, &p, sizeof p);
+  return v;
+}
+static inline VkPipeline pcache__pipeline_from_u64(uint64_t v) {
+  VkPipeline p;
+  memcpy(&p, &v, sizeof p);
+  return p;
+}
+
+#endif

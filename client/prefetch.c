@@ -1,0 +1,164 @@
+/* Prefetch: the blobs pcached holds for (device, app), asked for page by
+ * page, checked, merged into the device cache with one merge per page, and
+ * remembered in the prefetched set so a miss on one of them never asks the
+ * daemon again. Device creation fetches what its time budget allows; the
+ * upload thread fetches the rest. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "client/blobs.h"
+#include "client/prefetch.h"
+#include "client/snapshot.h"
+#include "common/alloc.h"
+
+int pcache__prefetch_known(const pcache_device *device, const pcache_hash128 *hash) {
+  uint64_t k0, k1;
+  pcache__hash_keys(hash->bytes, &k0, &k1);
+  return pcache__table_find(&device->prefetched, k0, k1) != 0;
+}
+
+static int prefetch_disabled(const pcache_device_info *info) {
+  const char *env = getenv("PCACHE_NO_PREFETCH");
+  return info->no_prefetch || (env && env[0] == '1');
+}
+
+/* What one page's blobs became. */
+typedef struct page_work {
+  VkPipelineCache *caches;
+  size_t *blob_of; /* caches[i] came from blobs[blob_of[i]] */
+  uint8_t *ok;
+  Pcachepb__ReportItem *items;
+  Pcachepb__ReportItem **item_ptrs;
+  size_t n_caches, n_items;
+} page_work;
+
+static void page_report(page_work *w, const ProtobufCBinaryData *hash,
+                        Pcachepb__ReportReason reason) {
+  pcachepb__report_item__init(&w->items[w->n_items]);
+  w->items[w->n_items].state_hash = *hash;
+  w->items[w->n_items].reason = reason;
+  w->item_ptrs[w->n_items] = &w->items[w->n_items];
+  w->n_items++;
+}
+
+int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeout_ms,
+                          uint32_t *ret_next, int *ret_more, uint64_t *ret_call_ns) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
+  pcache_reply reply = {0};
+  page_work w = {0};
+  const Pcachepb__GetReply *got;
+  uint64_t start = pcache__now_ns();
+  size_t n, n_known = 0;
+  int r;
+
+  pre.device_key.data = device->key.bytes;
+  pre.device_key.len = PCACHE_DEVKEY_SIZE;
+  pre.app = device->client->app_name;
+  pre.offset = offset;
+  pre.snapshot = !device->no_snapshot;
+  request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
+  request.prefetch = &pre;
+  r = pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_PREFETCH, timeout_ms,
+                         &reply);
+  if (ret_call_ns)
+    *ret_call_ns = pcache__now_ns() - start;
+  if (r != 0)
+    return r;
+  got = reply.response->prefetch;
+  if (offset == 0 && got->snapshot && atomic_load(&device->stats.snapshot_loaded) == 0)
+    pcache__snapshot_load(device, &reply, got);
+  n = got->n_blobs;
+  *ret_next = offset + (uint32_t)n + got->dropped;
+  *ret_more = got->more && n + got->dropped > 0; /* an empty page cannot go on */
+  if (n == 0)
+    goto out;
+  r = -ENOMEM;
+  w.caches = pcache__calloc(n, sizeof *w.caches);
+  w.blob_of = pcache__calloc(n, sizeof *w.blob_of);
+  w.ok = pcache__calloc(n, sizeof *w.ok);
+  w.items = pcache__calloc(n, sizeof *w.items);
+  w.item_ptrs = pcache__calloc(n, sizeof *w.item_ptrs);
+  if (!w.caches || !w.blob_of || !w.ok || !w.items || !w.item_ptrs)
+    goto out;
+  r = 0;
+  for (size_t i = 0; i < n; i++) {
+    const Pcachepb__Blob *b = got->blobs[i];
+    const uint8_t *bytes;
+    size_t size;
+    Pcachepb__ReportReason reason = 0;
+    uint64_t k0, k1;
+    if (b->state_hash.len != PCACHE_HASH_SIZE)
+      continue;
+    /* Already merged (pages are sets of hashes; the order can shift
+     * between them). */
+    pcache__hash_keys(b->state_hash.data, &k0, &k1);
+    if (pcache__table_find(&device->prefetched, k0, k1)) {
+      n_known++;
+      continue;
+    }
+    bytes = pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
+    if (pcache__blob_load(device, bytes, size, b->checksum, &w.caches[w.n_caches], &reason) < 0) {
+      page_report(&w, &b->state_hash, reason);
+      continue;
+    }
+    w.blob_of[w.n_caches++] = i;
+  }
+  /* A page with nothing new means a daemon that does not move on with the
+   * offset: stop rather than ask for the same page forever. */
+  if (n_known == n && got->dropped == 0)
+    *ret_more = 0;
+  pcache__blob_merge_loaded(device, w.caches, w.n_caches, w.ok);
+  for (size_t c = 0; c < w.n_caches; c++) {
+    const Pcachepb__Blob *b = got->blobs[w.blob_of[c]];
+    uint64_t k0, k1;
+    if (!w.ok[c]) {
+      page_report(&w, &b->state_hash, PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED);
+      continue;
+    }
+    pcache__hash_keys(b->state_hash.data, &k0, &k1);
+    /* Out of memory: a miss on it then asks the daemon again. */
+    pcache__table_insert(&device->prefetched, k0, k1, 1);
+    atomic_fetch_add(&device->stats.prefetched, 1);
+    /* Not in the daemon's snapshot (or there is none): a new one is due. */
+    pcache__snapshot_hold(device, b->state_hash.data, 1);
+  }
+  /* Only the upload thread and device creation publish, one at a time. */
+  pcache__table_publish(&device->prefetched);
+  atomic_fetch_add(&device->stats.rejected_blobs, w.n_items);
+  /* The report points into the reply: send it before releasing it. */
+  pcache__blob_report(device, (const Pcachepb__ReportItem *const *)w.item_ptrs, w.n_items);
+out:
+  pcache__free(w.item_ptrs);
+  pcache__free(w.items);
+  pcache__free(w.ok);
+  pcache__free(w.blob_of);
+  pcache__free(w.caches);
+  pcache__reply_release(&reply);
+  return r;
+}
+
+int pcache__prefetch_at_create(pcache_device *device, const pcache_device_info *info,
+                               uint32_t *ret_offset) {
+  uint64_t budget_ns = (uint64_t)device->client->timeout_ms * 1000000u;
+  uint32_t offset = 0;
+  if (prefetch_disabled(info))
+    return 0;
+  for (;;) {
+    uint64_t call_ns = 0;
+    uint32_t next = offset;
+    int more = 0, r;
+    if (budget_ns < 1000000u)
+      break;
+    r = pcache__prefetch_page(device, offset, (uint32_t)(budget_ns / 1000000u), &next, &more,
+                              &call_ns);
+    if (r == -ETIMEDOUT)
+      break; /* the daemon is slow, not absent: try again in the background */
+    if (r < 0 || !more)
+      return 0;
+    offset = next;
+    budget_ns = call_ns < budget_ns ? budget_ns - call_ns : 0;
+  }
+  *ret_offset = offset;
+  return 1;
+}

@@ -1,0 +1,199 @@
+/* The (device, app) snapshot: the list of state hashes the device cache
+ * holds, loading the snapshot the first prefetch page brings, and
+ * uploading a new one when the cache gained anything since
+ * (docs/client.md, "Snapshots"). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "client/blobs.h"
+#include "client/snapshot.h"
+#include "common/alloc.h"
+
+void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
+  pthread_mutex_lock(&device->held_lock);
+  if (device->n_held == device->cap_held) {
+    size_t cap = device->cap_held ? device->cap_held * 2 : 64;
+    pcache_hash128 *h = pcache__realloc(device->held, cap * sizeof *h);
+    if (!h) {
+      /* Left out of the next snapshot: a warm run compiles or fetches it
+       * again, which marks the context dirty again. */
+      device->held_dirty |= dirty;
+      goto out_unlock;
+    }
+    device->held = h;
+    device->cap_held = cap;
+  }
+  memcpy(device->held[device->n_held++].bytes, hash, PCACHE_HASH_SIZE);
+  device->held_dirty |= dirty;
+out_unlock:
+  pthread_mutex_unlock(&device->held_lock);
+}
+
+static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
+
+static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
+  pcache_reply reply = {0};
+  report.device_key.data = device->key.bytes;
+  report.device_key.len = PCACHE_DEVKEY_SIZE;
+  report.snapshot = reason;
+  report.app = device->client->app_name;
+  request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
+  request.report = &report;
+  /* Best effort, as for blobs: an unreported snapshot is refused again. */
+  if (pcache__client_call(device->client, &request, device->client->timeout_ms, &reply) == 0)
+    pcache__reply_release(&reply);
+}
+
+void pcache__snapshot_load(pcache_device *device, const pcache_reply *reply,
+                           const Pcachepb__GetReply *got) {
+  const Pcachepb__Blob *b = got->snapshot;
+  const uint8_t *bytes;
+  VkPipelineCache cache, old = VK_NULL_HANDLE;
+  size_t size, n = 0;
+  uint8_t ok = 1;
+  Pcachepb__ReportReason reason = 0;
+  bytes = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
+  if (pcache__blob_load(device, bytes, size, b->checksum, &cache, &reason) == 0) {
+    if (device->creating) {
+      pthread_rwlock_wrlock(&device->cache_lock);
+      old = device->cache;
+      device->cache = cache;
+      pthread_rwlock_unlock(&device->cache_lock);
+      device->DestroyPipelineCache(device->vk_device, old, device->allocator);
+    } else {
+      pcache__blob_merge_loaded(device, &cache, 1, &ok);
+    }
+    if (!ok)
+      reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
+  }
+  if (reason) {
+    atomic_fetch_add(&device->stats.rejected_blobs, 1);
+    report_snapshot(device, reason);
+    return;
+  }
+  for (size_t i = 0; i < got->n_snapshot_hashes; i++) {
+    const ProtobufCBinaryData *h = &got->snapshot_hashes[i];
+    uint64_t k0, k1;
+    if (h->len != PCACHE_HASH_SIZE)
+      continue;
+    pcache__hash_keys(h->data, &k0, &k1);
+    if (pcache__table_find(&device->prefetched, k0, k1))
+      continue;
+    pcache__table_insert(&device->prefetched, k0, k1, 1);
+    pcache__snapshot_hold(device, h->data, 0);
+    n++;
+  }
+  /* Only the upload thread and device creation publish, one at a time. */
+  pcache__table_publish(&device->prefetched);
+  atomic_fetch_add(&device->stats.prefetched, n);
+  atomic_store(&device->stats.snapshot_loaded, n);
+}
+
+/* Room in a request frame for everything but the blob and the hashes. */
+#define SNAPSHOT_FRAME_SLACK 4096u
+
+int pcache__snapshot_upload(pcache_device *d) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__PutSnapshot ps = PCACHEPB__PUT_SNAPSHOT__INIT;
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  ProtobufCBinaryData *hashes = NULL;
+  pcache_hash128 *list = NULL;
+  pcache_reply reply = {0};
+  uint8_t *data = NULL;
+  size_t n = 0, size = 0, u = 0;
+  VkResult vr = VK_SUCCESS;
+  int r = 0;
+
+  pthread_mutex_lock(&d->held_lock);
+  r = d->held_dirty && !d->no_snapshot;
+  pthread_mutex_unlock(&d->held_lock);
+  if (!r)
+    return 0; /* the daemon's snapshot already holds all of it */
+  if (atomic_load(&d->client->connected) && d->client->max_snapshot == 0)
+    return 0; /* a daemon without snapshots */
+  /* The read side: no merge runs while the data is read, and every hash
+   * listed was merged before it was listed. */
+  pthread_rwlock_rdlock(&d->cache_lock);
+  pthread_mutex_lock(&d->held_lock);
+  list = d->n_held ? pcache__malloc(d->n_held * sizeof *list) : NULL;
+  if (list || !d->n_held) {
+    n = d->n_held;
+    if (n)
+      memcpy(list, d->held, n * sizeof *list);
+    d->held_dirty = 0;
+  }
+  pthread_mutex_unlock(&d->held_lock);
+  r = -ENOMEM;
+  if (!list && n)
+    goto out_unlock;
+  /* Pipelines built meanwhile can grow the data between the two calls. */
+  for (int tries = 0; tries < 4; tries++) {
+    uint8_t *p;
+    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, NULL);
+    if (vr != VK_SUCCESS || size == 0)
+      break;
+    p = pcache__realloc(data, size);
+    if (!p)
+      break;
+    data = p;
+    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, data);
+    if (vr != VK_INCOMPLETE)
+      break;
+  }
+  r = vr == VK_SUCCESS && data ? 0 : -EIO;
+out_unlock:
+  pthread_rwlock_unlock(&d->cache_lock);
+  if (r < 0)
+    goto out_dirty;
+
+  /* Unique hashes (a pipeline built again after a purge is listed twice). */
+  if (n)
+    qsort(list, n, sizeof *list, hash_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || !pcache__hash_equal(&list[u - 1], &list[i]))
+      list[u++] = list[i];
+  r = 0;
+  if ((d->client->max_snapshot && size > d->client->max_snapshot) ||
+      (d->client->max_frame &&
+       size + u * (PCACHE_HASH_SIZE + 2) + SNAPSHOT_FRAME_SLACK > d->client->max_frame))
+    goto out; /* too big for this daemon: warm starts go blob by blob */
+  hashes = pcache__calloc(u ? u : 1, sizeof *hashes);
+  if (!hashes) {
+    r = -ENOMEM;
+    goto out_dirty;
+  }
+  for (size_t i = 0; i < u; i++) {
+    hashes[i].data = list[i].bytes;
+    hashes[i].len = PCACHE_HASH_SIZE;
+  }
+  pcache__device_info_message(d, &info);
+  ps.device = &info;
+  ps.app = d->client->app_name;
+  ps.blob.data = data;
+  ps.blob.len = size;
+  ps.state_hashes = hashes;
+  ps.n_state_hashes = u;
+  request.body_case = PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT;
+  request.put_snapshot = &ps;
+  r = pcache__client_call(d->client, &request, d->client->timeout_ms, &reply);
+  if (r < 0)
+    goto out_dirty;
+  /* Refused (limits, an old daemon): trying again would not help. */
+  if (reply.response->status == 0 &&
+      reply.response->body_case == PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT)
+    atomic_fetch_add(&d->stats.snapshots_uploaded, 1);
+  pcache__reply_release(&reply);
+  goto out;
+
+out_dirty:
+  pthread_mutex_lock(&d->held_lock);
+  d->held_dirty = 1; /* the next flush or destroy tries again */
+  pthread_mutex_unlock(&d->held_lock);
+out:
+  pcache__free(hashes);
+  pcache__free(data);
+  pcache__free(list);
+  return r;
+}

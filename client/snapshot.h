@@ -1,0 +1,29 @@
+/* The (device, app) snapshot (snapshot.c). */
+#ifndef PCACHE_CLIENT_SNAPSHOT_H
+#define PCACHE_CLIENT_SNAPSHOT_H
+
+#include "client/device.h"
+
+/* Records that the device cache now holds hash's pipeline (after the
+ * merge); dirty: it came after the loaded snapshot, so a new snapshot is
+ * worth uploading. */
+void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty);
+
+/*
+ * pcache__snapshot_load - loads the snapshot of the first prefetch page. At
+ * creation the (still empty) device cache is replaced by one made straight
+ * from it: one vkCreatePipelineCache, as an app loading its own cache file
+ * does. Later (the first page came late, on the upload thread, and the app
+ * may hold the cache handle) it is merged in. Its hashes join the
+ * prefetched set so misses on them never ask the daemon. A snapshot that
+ * fails the checks or that the driver refuses is reported, and its hashes
+ * are left to the usual per-miss Gets.
+ */
+void pcache__snapshot_load(pcache_device *device, const pcache_reply *reply,
+                           const Pcachepb__GetReply *got);
+
+/* Upload thread: one PutSnapshot of the device cache when anything was
+ * added since the loaded snapshot. 0, or <0 to try again later. */
+int pcache__snapshot_upload(pcache_device *device);
+
+#endif

@@ -1,0 +1,23 @@
+/* The upload thread (upload.c): one per device context that may reach a
+ * daemon. It sends compiled pipelines (Put), fetches the prefetch pages
+ * device creation had no time for, and uploads snapshots. */
+#ifndef PCACHE_CLIENT_UPLOAD_H
+#define PCACHE_CLIENT_UPLOAD_H
+
+#include "client/device.h"
+
+int pcache__upload_start(pcache_device *device);
+/* Takes ownership of item (freed on failure too). */
+void pcache__upload_enqueue(pcache_device *device, pcache_upload *item);
+/* Waits up to timeout_ms for the queue to drain. 0 or -ETIMEDOUT. */
+int pcache__upload_flush(pcache_device *device, uint32_t timeout_ms);
+void pcache__upload_stop(pcache_device *device);
+void pcache__upload_free(pcache_upload *item);
+uint64_t pcache__upload_queue_len(pcache_device *device);
+/* Hands the prefetch pages from offset on to the upload thread. */
+void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
+/* Asks the upload thread for a snapshot upload when the device cache
+ * changed since the loaded snapshot (after the queued pipelines). */
+void pcache__upload_want_snapshot(pcache_device *device);
+
+#endif
