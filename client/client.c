@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/abi.h"
 #include "client/client.h"
 #include "common/alloc.h"
 #include "common/paths.h"
@@ -153,16 +154,16 @@ uint32_t pcache__client_max_hashes(pcache_client *client) {
   return n;
 }
 
-PCACHE_API int pcache_client_open(const pcache_client_options *options,
+PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
                                   pcache_client **ret_client) {
-  static const pcache_client_options defaults;
+  pcache_client_options opts;
+  const pcache_client_options *options = &opts;
   char path[108];
   pcache_client *client;
   const char *app;
-  if (!ret_client)
+  if (!ret_client || pcache__struct_in(&opts, sizeof opts, caller_options,
+                                       PCACHE__V1_SIZE(pcache_client_options, disable_daemon)) < 0)
     return -EINVAL;
-  if (!options)
-    options = &defaults;
   client = pcache__calloc(1, sizeof *client);
   if (!client)
     return -ENOMEM;

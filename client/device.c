@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/abi.h"
 #include "client/device.h"
 #include "client/pipeline.h"
 #include "client/prefetch.h"
@@ -76,15 +77,20 @@ static void identify(pcache_device *d, PFN_vkGetInstanceProcAddr gipa) {
   }
 }
 
-PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_info *info,
+PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_info *caller_info,
                                     pcache_device **ret_device) {
+  pcache_device_info info_copy;
+  const pcache_device_info *info = &info_copy;
   VkPipelineCacheCreateInfo cache_ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   PFN_vkGetInstanceProcAddr gipa;
   pcache_device *d;
   pthread_rwlockattr_t rwattr;
   int r = -ENOMEM;
 
-  if (!info || !info->instance || !info->physical_device || !info->device || !ret_device)
+  if (!caller_info || pcache__struct_in(&info_copy, sizeof info_copy, caller_info,
+                                        PCACHE__V1_SIZE(pcache_device_info, no_prefetch)) < 0)
+    return -EINVAL;
+  if (!info->instance || !info->physical_device || !info->device || !ret_device)
     return -EINVAL;
   gipa = info->get_instance_proc_addr ? info->get_instance_proc_addr : vkGetInstanceProcAddr;
   d = pcache__calloc(1, sizeof *d);
@@ -228,9 +234,11 @@ PCACHE_API void pcache_device_end_frame(pcache_device *device) {
   pcache__pipeline_end_frame(device);
 }
 
-PCACHE_API int pcache_device_get_stats(const pcache_device *device, pcache_stats *ret_stats) {
+PCACHE_API int pcache_device_get_stats_sized(const pcache_device *device,
+                                             pcache_stats *caller_stats, size_t stats_size) {
   pcache_device *d = (pcache_device *)device;
-  if (!device || !ret_stats)
+  pcache_stats stats, *ret_stats = &stats;
+  if (!device || !caller_stats || stats_size < PCACHE__V1_SIZE(pcache_stats, snapshots_uploaded))
     return -EINVAL;
   ret_stats->hits_app_key = 0;
   ret_stats->hits_create_info = 0;
@@ -253,5 +261,14 @@ PCACHE_API int pcache_device_get_stats(const pcache_device *device, pcache_stats
   ret_stats->pipelines = atomic_load(&d->stats.pipelines);
   ret_stats->snapshot_loaded = atomic_load(&d->stats.snapshot_loaded);
   ret_stats->snapshots_uploaded = atomic_load(&d->stats.snapshots_uploaded);
+  /* The fields the caller compiled; newer ones stay the library's. */
+  memcpy(caller_stats, &stats, stats_size < sizeof stats ? stats_size : sizeof stats);
   return 0;
+}
+
+/* The exported symbol for callers without the header (dlsym): the first
+ * version's fields. The parentheses keep the header's macro out. */
+PCACHE_API int(pcache_device_get_stats)(const pcache_device *device, pcache_stats *ret_stats) {
+  return pcache_device_get_stats_sized(device, ret_stats,
+                                       PCACHE__V1_SIZE(pcache_stats, snapshots_uploaded));
 }

@@ -124,8 +124,21 @@ PCACHE_API int pcache_replace_allocator(pcache_malloc_func malloc_func,
 
 typedef struct pcache_client pcache_client;
 
+/*
+ * Growable structs. Every struct the app passes in starts with
+ * struct_size: set it to sizeof the struct as the app compiled it
+ * (PCACHE_STRUCT_INIT does). The library reads and writes only the fields
+ * that fit in that size and treats the rest as zero, so an app built
+ * against an older header keeps working with a newer library. 0 means the
+ * first version of the struct (every field this header documents as
+ * "since 0.1"), so zero-initialized structs keep working too. Structs the
+ * library fills are sized by the call instead (pcache_device_get_stats).
+ */
+#define PCACHE_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
+
 typedef struct pcache_client_options {
-  /* Socket of pcached. NULL: $PCACHE_SOCKET, else
+  size_t struct_size; /* sizeof(pcache_client_options), or 0: see above */
+  /* Since 0.1. Socket of pcached. NULL: $PCACHE_SOCKET, else
    * $XDG_RUNTIME_DIR/pcache/socket. */
   const char *socket_path;
   /* Name entries are filed under (what Prefetch asks for). NULL: the
@@ -171,6 +184,8 @@ PCACHE_API const char *pcache_client_app_name(const pcache_client *client);
 typedef struct pcache_device pcache_device;
 
 typedef struct pcache_device_info {
+  size_t struct_size; /* sizeof(pcache_device_info), or 0 (since 0.1) */
+  /* Since 0.1: every field below. */
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice device;
@@ -233,7 +248,9 @@ PCACHE_API int pcache_device_flush(pcache_device *device);
  */
 PCACHE_API void pcache_device_end_frame(pcache_device *device);
 
+/* Counters. New fields are only ever appended (pcache_device_get_stats). */
 typedef struct pcache_stats {
+  /* Since 0.1: every field below. */
   uint64_t hits_app_key;       /* tier hits by the app's integer keys */
   uint64_t hits_create_info;   /* tier hits by full create info (hashed) */
   uint64_t misses;             /* in-process misses (pipelines created) */
@@ -252,9 +269,21 @@ typedef struct pcache_stats {
   uint64_t snapshots_uploaded; /* snapshots the daemon acknowledged */
 } pcache_stats;
 
-/* pcache_device_get_stats - a snapshot of the counters. Thread-safe. */
+/*
+ * pcache_device_get_stats - a snapshot of the counters. A macro: it passes
+ * sizeof *ret_stats as the app compiled it, and the library fills only the
+ * fields that fit, so an app built against an older header keeps working
+ * with a newer library. Returns 0, or -EINVAL when device or ret_stats is
+ * NULL or stats_size is smaller than the first version's struct.
+ * Thread-safe. (The exported function of the same name, for callers
+ * without the header, fills the first version's fields.)
+ */
+PCACHE_API int pcache_device_get_stats_sized(const pcache_device *device,
+                                             pcache_stats *ret_stats, size_t stats_size);
 PCACHE_API int pcache_device_get_stats(const pcache_device *device,
                                        pcache_stats *ret_stats);
+#define pcache_device_get_stats(device, ret_stats)                                                 \
+  pcache_device_get_stats_sized((device), (ret_stats), sizeof *(ret_stats))
 
 /* ------------------------------------------------------- object wrappers */
 

@@ -1,0 +1,402 @@
+/*
+ * libpcache — a Vulkan pipeline cache shared through a per-user daemon.
+ *
+ * An app opens one pcache_client per process and one pcache_device per
+ * VkDevice. The device context owns a VkPipelineCache seeded from the
+ * daemon (pcached), builds pipelines through a tiered in-process cache, and
+ * uploads what it had to compile in the background. The daemon is optional:
+ * when it is absent, slow or disabled, every call still works locally.
+ *
+ * Conventions
+ *  - Functions returning int give 0 on success or a negative code: -errno
+ *    for system errors, PCACHE_E* (below) for pcache's own. A cache miss is
+ *    not an error, and neither is an absent daemon.
+ *  - Functions that create Vulkan objects return VkResult, exactly like the
+ *    vkCreate* call they stand in for, so they drop into an engine as is.
+ *  - Outputs come last, are named ret_*, and are left untouched on failure.
+ *  - Every destroy/close function accepts NULL.
+ *  - Thread-safety is stated per function. "Externally synchronized" has
+ *    Vulkan's meaning: the caller must not use the object from two threads
+ *    at once.
+ */
+/* FROZEN: the public header as libpcache 0.1 first shipped growable structs.
+ * tests/abi builds a consumer against it and runs it with the current
+ * library. Never edit it; a later frozen version goes beside it. */
+#ifndef PCACHE_PCACHE_H
+#define PCACHE_PCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include <pcache/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PCACHE_STATIC)
+#define PCACHE_API
+#elif defined(__GNUC__)
+#define PCACHE_API __attribute__((visibility("default")))
+#else
+#define PCACHE_API
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * pcache's own error codes, below -10000 so they never collide with -errno.
+ * XX(name, value, message). The list is append-only: values are on the wire.
+ */
+#define PCACHE_ERRNO_MAP(XX)                                                    \
+  XX(PROTO, -10001, "malformed message")                                        \
+  XX(VERSION, -10002, "unsupported protocol version")                           \
+  XX(FRAME_TOO_LARGE, -10003, "frame larger than the limit")                    \
+  XX(EMPTY_FRAME, -10004, "zero-length frame")                                  \
+  XX(UNKNOWN_REQUEST, -10005, "unknown request kind")                           \
+  XX(TOO_MANY_HASHES, -10006, "too many state hashes in one request")           \
+  XX(BAD_KEY, -10007, "device key or state hash of the wrong length")           \
+  XX(BLOB_TOO_LARGE, -10008, "blob larger than the daemon's limit")             \
+  XX(BLOB_SHORT, -10009, "blob shorter than a pipeline cache header")           \
+  XX(HEADER_SIZE, -10010, "pipeline cache header size out of range")           \
+  XX(HEADER_VERSION, -10011, "pipeline cache header version is not 1")          \
+  XX(WRONG_VENDOR, -10012, "blob made for another vendor")                      \
+  XX(WRONG_DEVICE, -10013, "blob made for another device")                      \
+  XX(WRONG_UUID, -10014, "blob made for another pipelineCacheUUID")             \
+  XX(CHECKSUM, -10015, "checksum mismatch")                                     \
+  XX(BAD_DESC, -10016, "malformed pipeline description")                        \
+  XX(HASH_MISMATCH, -10017, "state hash does not match the description")        \
+  XX(PEER, -10018, "peer refused: another user")                                \
+  XX(UNAVAILABLE, -10019, "daemon unavailable")                                 \
+  XX(DISABLED, -10020, "daemon disabled (PCACHE_DISABLE)")                      \
+  XX(UNHASHABLE, -10021, "pipeline has state the library cannot describe")     \
+  XX(FULL, -10022, "store full and nothing left to evict")                      \
+  XX(STORE, -10023, "store error")                                              \
+  XX(ARCHIVE, -10024, "malformed archive")                                      \
+  XX(ARCHIVE_VERSION, -10025, "unsupported archive version")                    \
+  XX(NOT_FOUND, -10026, "not found")                                            \
+  XX(TOO_MANY_CONNECTIONS, -10027, "too many connections")                      \
+  XX(MISSING_MODULE, -10028, "description names SPIR-V the daemon lacks")       \
+  XX(DB_VERSION, -10029, "store has an unknown format version")                 \
+  XX(BAD_SIZE, -10030, "size out of range")                                     \
+  XX(NOT_READY, -10031, "hello not sent yet")
+
+typedef enum pcache_errno {
+#define PCACHE__ERR_ENUM(name, value, msg) PCACHE_E##name = value,
+  PCACHE_ERRNO_MAP(PCACHE__ERR_ENUM)
+#undef PCACHE__ERR_ENUM
+  PCACHE_ERRNO_LAST_ = -10032
+} pcache_errno;
+
+/*
+ * pcache_strerror - a message for a code from any pcache function.
+ * Handles 0, -errno and PCACHE_E*. Returns a static string (never NULL).
+ * Thread-safe.
+ */
+PCACHE_API const char *pcache_strerror(int err);
+
+/*
+ * pcache_err_name - the symbolic name of a code ("PCACHE_ECHECKSUM",
+ * "ENOENT", "OK", "UNKNOWN"). Static string. Thread-safe.
+ */
+PCACHE_API const char *pcache_err_name(int err);
+
+/* pcache_version_string - the library's version, e.g. "0.1.0". */
+PCACHE_API const char *pcache_version_string(void);
+
+/* ------------------------------------------------------------- allocation */
+
+typedef void *(*pcache_malloc_func)(size_t size);
+typedef void *(*pcache_realloc_func)(void *ptr, size_t size);
+typedef void *(*pcache_calloc_func)(size_t count, size_t size);
+typedef void (*pcache_free_func)(void *ptr);
+
+/*
+ * pcache_replace_allocator - route the library's own memory through these
+ * functions (Vulkan objects use the VkAllocationCallbacks given per call).
+ * Must be called before any other pcache function; all four are required.
+ * Returns 0 or -EINVAL. Not thread-safe.
+ */
+PCACHE_API int pcache_replace_allocator(pcache_malloc_func malloc_func,
+                                        pcache_realloc_func realloc_func,
+                                        pcache_calloc_func calloc_func,
+                                        pcache_free_func free_func);
+
+/* ----------------------------------------------------------------- client */
+
+typedef struct pcache_client pcache_client;
+
+/*
+ * Growable structs. Every struct the app passes in starts with
+ * struct_size: set it to sizeof the struct as the app compiled it
+ * (PCACHE_STRUCT_INIT does). The library reads and writes only the fields
+ * that fit in that size and treats the rest as zero, so an app built
+ * against an older header keeps working with a newer library. 0 means the
+ * first version of the struct (every field this header documents as
+ * "since 0.1"), so zero-initialized structs keep working too. Structs the
+ * library fills are sized by the call instead (pcache_device_get_stats).
+ */
+#define PCACHE_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
+
+typedef struct pcache_client_options {
+  size_t struct_size; /* sizeof(pcache_client_options), or 0: see above */
+  /* Since 0.1. Socket of pcached. NULL: $PCACHE_SOCKET, else
+   * $XDG_RUNTIME_DIR/pcache/socket. */
+  const char *socket_path;
+  /* Name entries are filed under (what Prefetch asks for). NULL: the
+   * VkApplicationInfo.pApplicationName the app passes as application_name,
+   * else the program name (/proc/self/comm). */
+  const char *app_name;
+  const char *application_name;
+  /* Longest any call waits on the daemon, in ms. 0: $PCACHE_TIMEOUT_MS,
+   * else 50. */
+  uint32_t timeout_ms;
+  /* Nonzero: never contact the daemon. $PCACHE_DISABLE=1 does the same. */
+  int disable_daemon;
+} pcache_client_options;
+
+/*
+ * pcache_client_open - create a client. Never fails because the daemon is
+ * absent, slow or refuses: the client then works locally and retries the
+ * connection later by itself (at most once a second, from a call that
+ * needs it). options may be NULL for all defaults; the strings are copied.
+ * Returns 0, -ENOMEM or -EINVAL. Thread-safe.
+ */
+PCACHE_API int pcache_client_open(const pcache_client_options *options,
+                                  pcache_client **ret_client);
+
+/*
+ * pcache_client_close - close the connection and free the client. Every
+ * pcache_device made with it must be destroyed first. Accepts NULL.
+ */
+PCACHE_API void pcache_client_close(pcache_client *client);
+
+/*
+ * pcache_client_connected - 1 when the last exchange with the daemon
+ * succeeded, 0 otherwise (absent, disabled, timed out). Does not connect.
+ * Thread-safe.
+ */
+PCACHE_API int pcache_client_connected(const pcache_client *client);
+
+/* pcache_client_app_name - the app name in use. Valid until close. */
+PCACHE_API const char *pcache_client_app_name(const pcache_client *client);
+
+/* ----------------------------------------------------------------- device */
+
+typedef struct pcache_device pcache_device;
+
+typedef struct pcache_device_info {
+  size_t struct_size; /* sizeof(pcache_device_info), or 0 (since 0.1) */
+  /* Since 0.1: every field below. */
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  /* NULL: the loader's vkGetInstanceProcAddr. Device functions are then
+   * fetched with vkGetDeviceProcAddr. */
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+  /* Used for the device cache and every pipeline the context creates. */
+  const VkAllocationCallbacks *allocator;
+  /* Nonzero if the device was created with VK_EXT_pipeline_creation_feedback
+   * enabled or is Vulkan 1.3: driver cache hits are then counted. */
+  int creation_feedback;
+  /* Nonzero: do not seed the cache from the daemon at creation; each miss
+   * then asks the daemon for its own state hash (one round trip per miss).
+   * $PCACHE_NO_PREFETCH=1 does the same. Meant for measuring and for apps
+   * that build few of their pipelines per run. */
+  int no_prefetch;
+} pcache_device_info;
+
+/*
+ * pcache_device_create - the context for one VkDevice. Creates its
+ * VkPipelineCache and seeds it with the daemon's Prefetch for (device, app):
+ * each blob is checked (checksum, then header against this device) before
+ * the driver sees it, loaded into its own cache and merged separately, so a
+ * bad blob loses only itself and is reported. client may be NULL (local
+ * only). Never fails because of the daemon.
+ * Returns 0, -ENOMEM, -EINVAL, or a VkResult failure mapped to -EIO.
+ * Thread-safe with respect to other devices.
+ */
+PCACHE_API int pcache_device_create(pcache_client *client,
+                                    const pcache_device_info *info,
+                                    pcache_device **ret_device);
+
+/*
+ * pcache_device_destroy - destroy every pipeline the context owns and its
+ * VkPipelineCache, waiting up to the client's timeout for queued uploads.
+ * Objects made with the wrappers below are the app's and stay alive.
+ * Accepts NULL. Externally synchronized.
+ */
+PCACHE_API void pcache_device_destroy(pcache_device *device);
+
+/*
+ * pcache_device_pipeline_cache - the device's merged VkPipelineCache, for
+ * pipelines the app builds itself. Owned by the context. Thread-safe.
+ */
+PCACHE_API VkPipelineCache pcache_device_pipeline_cache(const pcache_device *device);
+
+/*
+ * pcache_device_flush - wait until queued uploads have been acknowledged
+ * by the daemon, or the client's timeout passes. Returns 0 when the queue
+ * is empty, -ETIMEDOUT otherwise, 0 with nothing to do when local only.
+ * Thread-safe.
+ */
+PCACHE_API int pcache_device_flush(pcache_device *device);
+
+/*
+ * pcache_device_end_frame - publish pipelines created since the last call
+ * so later hits on them take no lock, and reset the per-frame counter.
+ * Call once a frame from one thread (externally synchronized with itself;
+ * other threads may keep creating and looking up pipelines).
+ */
+PCACHE_API void pcache_device_end_frame(pcache_device *device);
+
+/* Counters. New fields are only ever appended (pcache_device_get_stats). */
+typedef struct pcache_stats {
+  /* Since 0.1: every field below. */
+  uint64_t hits_app_key;       /* tier hits by the app's integer keys */
+  uint64_t hits_create_info;   /* tier hits by full create info (hashed) */
+  uint64_t misses;             /* in-process misses (pipelines created) */
+  uint64_t daemon_hits;        /* misses whose blob the daemon had */
+  uint64_t driver_cache_hits;  /* creation feedback said the cache hit */
+  uint64_t compiles;           /* pipelines the driver had to compile */
+  uint64_t unhashable;         /* built without a state hash */
+  uint64_t upload_queue;       /* pipelines waiting to be uploaded */
+  uint64_t uploaded;           /* pipelines the daemon acknowledged */
+  uint64_t prefetched;         /* blobs merged at creation */
+  uint64_t rejected_blobs;     /* blobs refused before or by the driver */
+  uint64_t pipelines_this_frame;
+  uint64_t pipelines;          /* pipelines the context owns */
+  uint64_t snapshot_loaded;    /* state hashes the (device, app) snapshot
+                                  loaded at creation covered (0: none) */
+  uint64_t snapshots_uploaded; /* snapshots the daemon acknowledged */
+} pcache_stats;
+
+/*
+ * pcache_device_get_stats - a snapshot of the counters. A macro: it passes
+ * sizeof *ret_stats as the app compiled it, and the library fills only the
+ * fields that fit, so an app built against an older header keeps working
+ * with a newer library. Returns 0, or -EINVAL when device or ret_stats is
+ * NULL or stats_size is smaller than the first version's struct.
+ * Thread-safe. (The exported function of the same name, for callers
+ * without the header, fills the first version's fields.)
+ */
+PCACHE_API int pcache_device_get_stats_sized(const pcache_device *device,
+                                             pcache_stats *ret_stats, size_t stats_size);
+PCACHE_API int pcache_device_get_stats(const pcache_device *device,
+                                       pcache_stats *ret_stats);
+#define pcache_device_get_stats(device, ret_stats)                                                 \
+  pcache_device_get_stats_sized((device), (ret_stats), sizeof *(ret_stats))
+
+/* ------------------------------------------------------- object wrappers */
+
+/*
+ * Each wrapper creates the Vulkan object exactly as vkCreate* would and
+ * remembers its content hash, so pipelines that point at it can be
+ * described by content, never by handle. The object belongs to the app:
+ * destroy it with the matching pcache_destroy_* (which forgets the hash).
+ * Objects not made through a wrapper make pipelines that use them
+ * unhashable (still built, never uploaded). Thread-safe.
+ */
+PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,
+                                                const VkShaderModuleCreateInfo *info,
+                                                const VkAllocationCallbacks *allocator,
+                                                VkShaderModule *ret_module);
+PCACHE_API void pcache_destroy_shader_module(pcache_device *device, VkShaderModule module,
+                                             const VkAllocationCallbacks *allocator);
+
+PCACHE_API VkResult pcache_create_descriptor_set_layout(
+    pcache_device *device, const VkDescriptorSetLayoutCreateInfo *info,
+    const VkAllocationCallbacks *allocator, VkDescriptorSetLayout *ret_layout);
+PCACHE_API void pcache_destroy_descriptor_set_layout(pcache_device *device,
+                                                     VkDescriptorSetLayout layout,
+                                                     const VkAllocationCallbacks *allocator);
+
+PCACHE_API VkResult pcache_create_pipeline_layout(pcache_device *device,
+                                                  const VkPipelineLayoutCreateInfo *info,
+                                                  const VkAllocationCallbacks *allocator,
+                                                  VkPipelineLayout *ret_layout);
+PCACHE_API void pcache_destroy_pipeline_layout(pcache_device *device, VkPipelineLayout layout,
+                                               const VkAllocationCallbacks *allocator);
+
+PCACHE_API VkResult pcache_create_render_pass(pcache_device *device,
+                                              const VkRenderPassCreateInfo *info,
+                                              const VkAllocationCallbacks *allocator,
+                                              VkRenderPass *ret_render_pass);
+PCACHE_API VkResult pcache_create_render_pass2(pcache_device *device,
+                                               const VkRenderPassCreateInfo2 *info,
+                                               const VkAllocationCallbacks *allocator,
+                                               VkRenderPass *ret_render_pass);
+PCACHE_API void pcache_destroy_render_pass(pcache_device *device, VkRenderPass render_pass,
+                                           const VkAllocationCallbacks *allocator);
+
+PCACHE_API VkResult pcache_create_sampler(pcache_device *device,
+                                          const VkSamplerCreateInfo *info,
+                                          const VkAllocationCallbacks *allocator,
+                                          VkSampler *ret_sampler);
+PCACHE_API void pcache_destroy_sampler(pcache_device *device, VkSampler sampler,
+                                       const VkAllocationCallbacks *allocator);
+
+/* -------------------------------------------------------------- pipelines */
+
+/*
+ * pcache_get_graphics_pipeline / pcache_get_compute_pipeline - the pipeline
+ * for this create info: from the in-process tiers when it was built before
+ * (a hit takes no lock), else fetched from the daemon if it has the blob,
+ * else compiled and queued for upload. info->basePipelineHandle and
+ * info->flags' derivative bits are honoured but not hashed. The pipeline is
+ * owned by the context: do not destroy it. Concurrent calls with the same
+ * state compile once; the others wait for that one.
+ * Returns what vkCreate*Pipelines would. Thread-safe.
+ */
+PCACHE_API VkResult pcache_get_graphics_pipeline(pcache_device *device,
+                                                 const VkGraphicsPipelineCreateInfo *info,
+                                                 VkPipeline *ret_pipeline);
+PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
+                                                const VkComputePipelineCreateInfo *info,
+                                                VkPipeline *ret_pipeline);
+
+/*
+ * The app-key path. Tier 1 is the rarely changing global state (attachment
+ * formats, samples, view mask, stencil mode) under a key the app chooses;
+ * it selects a tier-2 table of per-draw state under the app's draw keys.
+ * Select the tier once per pass, then look up per draw: a hit is one
+ * lock-free probe, no hashing.
+ *
+ * The app promises that equal (global_key, draw_key) pairs mean equal
+ * pipeline state; pcache cannot check that on the hit path.
+ */
+typedef struct pcache_tier pcache_tier;
+
+/*
+ * pcache_device_select_tier - the tier-2 table for global_key, created on
+ * first use. Owned by the context, valid until it is destroyed.
+ * Returns 0 or -ENOMEM. Thread-safe.
+ */
+PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_key,
+                                         pcache_tier **ret_tier);
+
+/*
+ * pcache_tier_lookup - the pipeline under draw_key, or VK_NULL_HANDLE when
+ * the tier has none yet. Never blocks, never hashes. Thread-safe.
+ */
+PCACHE_API VkPipeline pcache_tier_lookup(pcache_tier *tier, uint64_t draw_key);
+
+/*
+ * pcache_tier_get_graphics_pipeline / _compute_ - pcache_tier_lookup, and on
+ * a miss the full create-info path (which may find the pipeline under its
+ * state hash, fetch it from the daemon, or compile it), recorded under
+ * draw_key for the next lookup. Thread-safe.
+ */
+PCACHE_API VkResult pcache_tier_get_graphics_pipeline(pcache_tier *tier, uint64_t draw_key,
+                                                      const VkGraphicsPipelineCreateInfo *info,
+                                                      VkPipeline *ret_pipeline);
+PCACHE_API VkResult pcache_tier_get_compute_pipeline(pcache_tier *tier, uint64_t draw_key,
+                                                     const VkComputePipelineCreateInfo *info,
+                                                     VkPipeline *ret_pipeline);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCACHE_PCACHE_H */
