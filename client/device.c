@@ -205,7 +205,7 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   pcache__pipeline_release_all(device);
   device->DestroyPipelineCache(device->vk_device, device->cache, device->allocator);
   pcache__table_fini(&device->prefetched, NULL, NULL);
-  pcache__free(device->held);
+  pcache_vec_free(&device->held);
   pthread_mutex_destroy(&device->held_lock);
   pcache__objmap_free(device->objects);
   pcache__free(device->shards_mem);

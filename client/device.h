@@ -19,6 +19,7 @@
 #include "common/desc_check.h"
 #include "common/devkey.h"
 #include "common/hash.h"
+#include "common/vec.h"
 
 typedef struct pcache_upload {
   struct pcache_upload *next;
@@ -90,12 +91,10 @@ struct pcache_device {
   pcache_table hash_tiers;    /* tier1_key -> pcache_tier * (by state hash) */
   pcache_table app_tiers;     /* app global key -> pcache_tier * (by draw key) */
   pthread_mutex_t tiers_lock; /* guards the list of tiers, for end_frame */
-  pcache_tier **tiers;
-  size_t n_tiers, cap_tiers;
+  PCACHE_VEC(pcache_tier *) tiers;
 
   pthread_mutex_t owned_lock; /* every pipeline the context made */
-  VkPipeline *owned;
-  size_t n_owned, cap_owned;
+  PCACHE_VEC(VkPipeline) owned;
 
   /* Upload queue and thread (only when a client may reach a daemon). */
   pthread_mutex_t upload_lock;
@@ -114,8 +113,7 @@ struct pcache_device {
   uint32_t prefetch_offset;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
-  pcache_hash128 *sent_modules; /* module hashes the daemon acknowledged */
-  size_t n_sent_modules, cap_sent_modules;
+  PCACHE_VEC(pcache_hash128) sent_modules; /* module hashes the daemon acknowledged */
 
   /* What the device cache holds, for the (device, app) snapshot: the
    * state hashes merged into it (the loaded snapshot's, prefetched and
@@ -124,8 +122,7 @@ struct pcache_device {
    * the merge that brought the hash in, so a copy of the list taken under
    * the cache lock's read side names only what the cache data holds. */
   pthread_mutex_t held_lock;
-  pcache_hash128 *held;
-  size_t n_held, cap_held;
+  PCACHE_VEC(pcache_hash128) held;
   int held_dirty;
   int creating;    /* inside pcache_device_create: the cache may be replaced */
   int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */

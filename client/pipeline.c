@@ -19,36 +19,19 @@ typedef struct pipeline_request {
 
 static void add_tier(pcache_device *device, pcache_tier *tier) {
   pthread_mutex_lock(&device->tiers_lock);
-  if (device->n_tiers == device->cap_tiers) {
-    size_t cap = device->cap_tiers ? device->cap_tiers * 2 : 16;
-    pcache_tier **t = pcache__realloc(device->tiers, cap * sizeof *t);
-    if (!t)
-      goto out_unlock; /* this tier just never gets published: lookups lock */
-    device->tiers = t;
-    device->cap_tiers = cap;
-  }
-  device->tiers[device->n_tiers++] = tier;
-out_unlock:
+  /* Out of memory: this tier just never gets published, lookups lock. */
+  (void)pcache_vec_push(&device->tiers, tier);
   pthread_mutex_unlock(&device->tiers_lock);
 }
 
 static int own_pipeline(pcache_device *device, VkPipeline pipeline) {
-  int r = 0;
+  int r;
   pthread_mutex_lock(&device->owned_lock);
-  if (device->n_owned == device->cap_owned) {
-    size_t cap = device->cap_owned ? device->cap_owned * 2 : 64;
-    VkPipeline *p = pcache__realloc(device->owned, cap * sizeof *p);
-    if (!p) {
-      r = -ENOMEM;
-      goto out_unlock;
-    }
-    device->owned = p;
-    device->cap_owned = cap;
+  r = pcache_vec_push(&device->owned, pipeline);
+  if (r == 0) {
+    atomic_fetch_add(&device->stats.pipelines, 1);
+    atomic_fetch_add(&device->stats.pipelines_this_frame, 1);
   }
-  device->owned[device->n_owned++] = pipeline;
-  atomic_fetch_add(&device->stats.pipelines, 1);
-  atomic_fetch_add(&device->stats.pipelines_this_frame, 1);
-out_unlock:
   pthread_mutex_unlock(&device->owned_lock);
   return r;
 }
@@ -469,8 +452,8 @@ void pcache__pipeline_end_frame(pcache_device *device) {
   pcache__table_publish(&device->hash_tiers);
   pcache__table_publish(&device->app_tiers);
   pthread_mutex_lock(&device->tiers_lock);
-  for (size_t i = 0; i < device->n_tiers; i++)
-    pcache__table_publish(&device->tiers[i]->table);
+  for (size_t i = 0; i < device->tiers.n; i++)
+    pcache__table_publish(&device->tiers.items[i]->table);
   pthread_mutex_unlock(&device->tiers_lock);
   atomic_store(&device->stats.pipelines_this_frame, 0);
 }
@@ -478,11 +461,8 @@ void pcache__pipeline_end_frame(pcache_device *device) {
 void pcache__pipeline_release_all(pcache_device *device) {
   pcache__table_fini(&device->hash_tiers, free_tier, device);
   pcache__table_fini(&device->app_tiers, free_tier, device);
-  for (size_t i = 0; i < device->n_owned; i++)
-    device->DestroyPipeline(device->vk_device, device->owned[i], device->allocator);
-  pcache__free(device->owned);
-  pcache__free(device->tiers);
-  device->owned = NULL;
-  device->tiers = NULL;
-  device->n_owned = device->n_tiers = 0;
+  for (size_t i = 0; i < device->owned.n; i++)
+    device->DestroyPipeline(device->vk_device, device->owned.items[i], device->allocator);
+  pcache_vec_free(&device->owned);
+  pcache_vec_free(&device->tiers);
 }

@@ -10,22 +10,13 @@
 #include "common/alloc.h"
 
 void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
+  pcache_hash128 h;
+  memcpy(h.bytes, hash, PCACHE_HASH_SIZE);
   pthread_mutex_lock(&device->held_lock);
-  if (device->n_held == device->cap_held) {
-    size_t cap = device->cap_held ? device->cap_held * 2 : 64;
-    pcache_hash128 *h = pcache__realloc(device->held, cap * sizeof *h);
-    if (!h) {
-      /* Left out of the next snapshot: a warm run compiles or fetches it
-       * again, which marks the context dirty again. */
-      device->held_dirty |= dirty;
-      goto out_unlock;
-    }
-    device->held = h;
-    device->cap_held = cap;
-  }
-  memcpy(device->held[device->n_held++].bytes, hash, PCACHE_HASH_SIZE);
+  /* Out of memory: left out of the next snapshot; a warm run compiles or
+   * fetches it again, which marks the context dirty again. */
+  (void)pcache_vec_push(&device->held, h);
   device->held_dirty |= dirty;
-out_unlock:
   pthread_mutex_unlock(&device->held_lock);
 }
 
@@ -117,11 +108,11 @@ int pcache__snapshot_upload(pcache_device *d) {
    * listed was merged before it was listed. */
   pthread_rwlock_rdlock(&d->cache_lock);
   pthread_mutex_lock(&d->held_lock);
-  list = d->n_held ? pcache__malloc(d->n_held * sizeof *list) : NULL;
-  if (list || !d->n_held) {
-    n = d->n_held;
+  list = d->held.n ? pcache__malloc(d->held.n * sizeof *list) : NULL;
+  if (list || !d->held.n) {
+    n = d->held.n;
     if (n)
-      memcpy(list, d->held, n * sizeof *list);
+      memcpy(list, d->held.items, n * sizeof *list);
     d->held_dirty = 0;
   }
   pthread_mutex_unlock(&d->held_lock);

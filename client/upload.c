@@ -40,8 +40,8 @@ static void deadline_after(struct timespec *ts, uint64_t ms) {
 
 /* Only the upload thread reads or writes the sent set. */
 static int module_sent(const pcache_device *d, const pcache_hash128 *hash) {
-  for (size_t i = 0; i < d->n_sent_modules; i++)
-    if (pcache__hash_equal(&d->sent_modules[i], hash))
+  for (size_t i = 0; i < d->sent_modules.n; i++)
+    if (pcache__hash_equal(&d->sent_modules.items[i], hash))
       return 1;
   return 0;
 }
@@ -49,15 +49,8 @@ static int module_sent(const pcache_device *d, const pcache_hash128 *hash) {
 static void module_mark_sent(pcache_device *d, const pcache_hash128 *hash) {
   if (module_sent(d, hash))
     return;
-  if (d->n_sent_modules == d->cap_sent_modules) {
-    size_t cap = d->cap_sent_modules ? d->cap_sent_modules * 2 : 32;
-    pcache_hash128 *m = pcache__realloc(d->sent_modules, cap * sizeof *m);
-    if (!m)
-      return; /* sent again next time: wasteful, not wrong */
-    d->sent_modules = m;
-    d->cap_sent_modules = cap;
-  }
-  d->sent_modules[d->n_sent_modules++] = *hash;
+  /* Out of memory: sent again next time, wasteful, not wrong. */
+  (void)pcache_vec_push(&d->sent_modules, *hash);
 }
 
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
@@ -273,7 +266,7 @@ static void *upload_main(void *arg) {
     pthread_mutex_lock(&d->upload_lock);
     if (!d->queue_head)
       continue;
-    /* Take a batch off the front: at most max_items, about 4 MiB. */
+    /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES. */
     batch = d->queue_head;
     last = NULL;
     for (pcache_upload *u = batch; u && n < max_items; u = u->next) {
@@ -428,8 +421,7 @@ void pcache__upload_stop(pcache_device *d) {
   }
   d->queue_head = d->queue_tail = NULL;
   d->queue_len = 0;
-  pcache__free(d->sent_modules);
-  d->sent_modules = NULL;
+  pcache_vec_free(&d->sent_modules);
   pthread_cond_destroy(&d->flush_cond);
   pthread_cond_destroy(&d->upload_cond);
   pthread_mutex_destroy(&d->upload_lock);
