@@ -3,7 +3,7 @@
 // point lights, parallax-occlusion normal mapping and 5x5 PCF shadows, with
 // the light count, normal mapping and shadowing chosen by specialization
 // constants (as engines build their permutations). Sized like a production
-// uber-shader, so a cold compile costs what DESIGN.md measured on a real
+// uber-shader, so a cold compile costs what the README's table measured on a real
 // driver rather than a toy's fraction of it.
 layout(constant_id = 0) const int LIGHT_COUNT = 4;
 layout(constant_id = 1) const bool NORMAL_MAP = false;

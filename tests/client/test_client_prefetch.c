@@ -33,7 +33,7 @@ static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
   uint8_t key[32];
   int more;
   (void)info;
-  /* The device key as libpcache makes it (DESIGN.md). */
+  /* The device key as libpcache makes it (common/devkey.h). */
   memcpy(key, vk->props.pipelineCacheUUID, 16);
   for (int i = 0; i < 4; i++) {
     uint32_t v[4] = {vk->props.vendorID, vk->props.deviceID, vk->props.driverVersion,

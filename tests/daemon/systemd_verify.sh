@@ -23,7 +23,7 @@ if printf '%s' "$out" | grep -q "$unit_dir"; then
   echo "systemd-analyze reported problems in the units"
   exit 1
 fi
-# The promises the units make (DESIGN.md, docs/operations.md).
+# The promises the units make (docs/operations.md).
 grep -q '^ListenStream=%t/pcache/socket$' "$unit_dir/pcached.socket" &&
 grep -q '^SocketMode=0600$' "$unit_dir/pcached.socket" &&
 grep -q '^DirectoryMode=0700$' "$unit_dir/pcached.socket" &&
