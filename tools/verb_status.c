@@ -1,0 +1,106 @@
+/* pcachectl status: the daemon's version, size, uptime and counters. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcache/version.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "tools/ctl.h"
+
+static int cmd_status(ctl *c, int argc, char **argv) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Stats stats_req = PCACHEPB__STATS__INIT;
+  pcache_reply reply = {0};
+  const Pcachepb__StatsReply *s;
+  int r;
+
+  if ((r = ctl_parse(c, &ctl_verb_status, argc, argv, NULL, NULL)) <= 0)
+    return -r;
+  if (optind < argc)
+    return ctl_usage_error("status", "unexpected argument '%s'", argv[optind]);
+
+  request.body_case = PCACHEPB__REQUEST__BODY_STATS;
+  request.stats = &stats_req;
+  r = ctl_call(c, &request, PCACHEPB__RESPONSE__BODY_STATS, &reply);
+  if (r != EXIT_OK)
+    return r;
+  s = reply.response->stats;
+
+  if (c->json) {
+    ctl_json j;
+    ctl_json_init(&j, stdout);
+    ctl_json_object_begin(&j);
+    ctl_json_kv_string(&j, "daemon_version", s->daemon_version);
+    ctl_json_kv_uint(&j, "protocol_version", s->protocol_version);
+    ctl_json_kv_string(&j, "client_version", PCACHE_VERSION_STRING);
+    ctl_json_kv_string(&j, "data_dir", s->data_dir);
+    ctl_json_kv_string(&j, "socket_path",
+                       s->socket_path && *s->socket_path ? s->socket_path : c->socket_path);
+    ctl_json_kv_uint(&j, "entries", s->entries);
+    ctl_json_kv_uint(&j, "devices", s->devices);
+    ctl_json_kv_uint(&j, "modules", s->modules);
+    ctl_json_kv_uint(&j, "bytes_used", s->bytes_used);
+    ctl_json_kv_uint(&j, "max_size", s->max_size);
+    ctl_json_kv_uint(&j, "map_size", s->map_size);
+    ctl_json_kv_uint(&j, "uptime_s", s->uptime_s);
+    ctl_json_kv_uint(&j, "connections", s->connections);
+    ctl_json_kv_uint(&j, "requests", s->requests);
+    ctl_json_kv_uint(&j, "gets", s->gets);
+    ctl_json_kv_uint(&j, "hits", s->hits);
+    ctl_json_kv_uint(&j, "misses", s->misses);
+    ctl_json_kv_uint(&j, "puts", s->puts);
+    ctl_json_kv_uint(&j, "put_rejected", s->put_rejected);
+    ctl_json_kv_uint(&j, "evictions", s->evictions);
+    ctl_json_kv_uint(&j, "commits", s->commits);
+    ctl_json_kv_uint(&j, "checksum_failures", s->checksum_failures);
+    ctl_json_kv_uint(&j, "reports", s->reports);
+    ctl_json_kv_uint(&j, "snapshots", s->snapshots);
+    ctl_json_kv_uint(&j, "snapshot_bytes", s->snapshot_bytes);
+    ctl_json_object_end(&j);
+    ctl_json_finish(&j);
+  } else {
+    char used[32], cap[32], map[32], up[32];
+    uint64_t lookups = s->hits + s->misses;
+    ctl_fmt_size(s->bytes_used, used, sizeof used);
+    ctl_fmt_size(s->max_size, cap, sizeof cap);
+    ctl_fmt_size(s->map_size, map, sizeof map);
+    pcache__format_duration(s->uptime_s, up, sizeof up);
+    printf("%-12s pcached %s, protocol %" PRIu32 " (pcachectl %s)\n", "daemon:", s->daemon_version,
+           s->protocol_version, PCACHE_VERSION_STRING);
+    printf("%-12s %s\n",
+           "socket:", s->socket_path && *s->socket_path ? s->socket_path : c->socket_path);
+    printf("%-12s %s\n", "data dir:", s->data_dir);
+    printf("%-12s %s\n", "uptime:", up);
+    printf("%-12s %" PRIu64 " (%" PRIu64 " devices, %" PRIu64 " SPIR-V modules)\n",
+           "entries:", s->entries, s->devices, s->modules);
+    printf("%-12s %s of %s (%.1f%%), map %s\n", "size:", used, cap,
+           s->max_size ? 100.0 * (double)s->bytes_used / (double)s->max_size : 0.0, map);
+    printf("%-12s %" PRIu64 " (%" PRIu64 " connections open)\n", "requests:", s->requests,
+           s->connections);
+    printf("%-12s %" PRIu64 " hits, %" PRIu64 " misses (%.1f%% hit rate), %" PRIu64 " gets\n",
+           "lookups:", s->hits, s->misses,
+           lookups ? 100.0 * (double)s->hits / (double)lookups : 0.0, s->gets);
+    printf("%-12s %" PRIu64 " stored, %" PRIu64 " rejected, %" PRIu64 " commits\n",
+           "puts:", s->puts, s->put_rejected, s->commits);
+    printf("%-12s %" PRIu64 " evictions, %" PRIu64 " checksum failures, %" PRIu64 " reports\n",
+           "dropped:", s->evictions, s->checksum_failures, s->reports);
+    ctl_fmt_size(s->snapshot_bytes, used, sizeof used);
+    printf("%-12s %" PRIu64 " (%s, counted in the size cap)\n", "snapshots:", s->snapshots, used);
+  }
+  pcache__reply_release(&reply);
+  return EXIT_OK;
+}
+
+const ctl_command ctl_verb_status = {
+    .name = "status",
+    .run = cmd_status,
+    .synopsis = "status",
+    .help = "Show the daemon's version, data directory, size, uptime and counters.\n",
+    .options = NULL,
+    .short_options = NULL,
+};
