@@ -79,7 +79,7 @@ static ssize_t send_out(pcd_conn *c, const pcd_out *out, size_t off) {
   while (n < 0 && errno == EINTR);
   if (n < 0)
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-  c->last_io_us = pcd_now_us();
+  c->last_io_us = pcache__mono_us();
   return n;
 }
 
@@ -263,7 +263,7 @@ static void do_read(pcd_conn *c) {
       pcd_conn_close(c);
       return;
     }
-    c->last_io_us = pcd_now_us();
+    c->last_io_us = pcache__mono_us();
     if (!c->body) {
       c->rlen += (size_t)n;
       continue;
@@ -336,6 +336,14 @@ void pcd_conn_resume(pcd_conn *conn) {
 }
 
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
+  uint64_t hello_limit = conn->srv->config->hello_timeout_s * 1000000u;
+  if (!conn->closed && !conn->hello_done && !conn->busy &&
+      now_us - conn->opened_us >= hello_limit) {
+    log_warn("connection: client pid %u sent no Hello in %llu s; closing (--hello-timeout)",
+             conn->pid, (unsigned long long)conn->srv->config->hello_timeout_s);
+    pcd_conn_close(conn);
+    return;
+  }
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
   int mid_frame = conn->body || conn->rlen > conn->roff;
   int stalled_write = conn->out_head != NULL;
@@ -358,7 +366,7 @@ int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn) {
   c->worker = w;
   c->fd = fd;
   c->refs = 1;
-  c->last_io_us = pcd_now_us();
+  c->opened_us = c->last_io_us = pcache__mono_us();
   r = uv_poll_init(w->loop, &c->poll, fd);
   if (r < 0) {
     pcache__free(c);

@@ -34,7 +34,8 @@ struct pcd_conn {
   uint32_t body_len;
   size_t body_got;
   size_t roff, rlen;    /* rbuf[roff, rlen): read, not yet handled */
-  uint64_t last_io_us;
+  uint64_t opened_us;   /* pcache__mono_us() at accept */
+  uint64_t last_io_us;  /* pcache__mono_us() of the last progress */
   pcd_outq *out_head, *out_tail;
   uint64_t pending;     /* reply bytes queued */
   uint8_t rbuf[PCD_RBUF_SIZE];
@@ -50,7 +51,9 @@ void pcd_conn_resume(pcd_conn *conn);
 void pcd_conn_close(pcd_conn *conn);
 void pcd_conn_ref(pcd_conn *conn);
 void pcd_conn_unref(pcd_conn *conn);
-/* Closes a connection that stalls mid-frame. */
+/* Closes a connection that stalls mid-frame or on a queued reply, or that
+ * has not completed Hello within --hello-timeout (it would hold a
+ * --max-connections slot for nothing). now_us is pcache__mono_us(). */
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us);
 
 #endif

@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "proto/frame.h"
+#include "validate.h"
 
 /* Most blob bytes one Prefetch reply carries (it goes in a memfd); more
  * come in the next page (GetReply.more). */
@@ -50,11 +51,6 @@ static void do_hello(pcd_conn *c, const Pcachepb__Hello *h) {
              h->protocol_version, PCACHE_PROTOCOL_VERSION);
     log_warn("hello from pid %u: %s", h->pid, msg);
     send_error(c, PCACHE_EVERSION, msg);
-    return;
-  }
-  if (strlen(h->app) > PCD_MAX_APP) {
-    snprintf(msg, sizeof msg, "app name longer than %d bytes", PCD_MAX_APP);
-    send_error(c, PCACHE_EBAD_SIZE, msg);
     return;
   }
   snprintf(c->app, sizeof c->app, "%s", h->app);
@@ -186,23 +182,6 @@ static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
-  if (g->device_key.len != PCACHE_DEVKEY_SIZE) {
-    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-    return;
-  }
-  if (g->n_state_hashes > srv->config->max_hashes) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "%zu state hashes, the limit is %u", g->n_state_hashes,
-             srv->config->max_hashes);
-    send_error(c, PCACHE_ETOO_MANY_HASHES, msg);
-    return;
-  }
-  for (size_t i = 0; i < g->n_state_hashes; i++) {
-    if (g->state_hashes[i].len != PCACHE_HASH_SIZE) {
-      send_error(c, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
-      return;
-    }
-  }
   if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
     send_error(c, r, NULL);
     return;
@@ -324,9 +303,11 @@ static long snap_find(const snap_view *v, const uint8_t *hash) {
 }
 
 /* Drops the snapshot's entries from ev (they travel in the snapshot),
- * marking them present; the snapshot's other hashes are looked up, since
- * another app may have filed the entry (a Get by this app fetched it). */
-static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_vec *ev) {
+ * marking them present; on the first page, which reports them, the
+ * snapshot's other hashes are looked up, since another app may have filed
+ * the entry (a Get by this app fetched it). */
+static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_vec *ev,
+                        int first_page) {
   size_t kept = 0;
   if (!v->have)
     return;
@@ -339,7 +320,7 @@ static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_
     v->present[at] = 1;
   }
   ev->n = kept;
-  for (size_t i = 0; i < v->meta.n_hashes; i++) {
+  for (size_t i = 0; first_page && i < v->meta.n_hashes; i++) {
     uint8_t key[PCD_ENTRY_KEY_SIZE];
     pcd_entry e;
     if (v->present[i])
@@ -424,10 +405,6 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
-  if (p->device_key.len != PCACHE_DEVKEY_SIZE) {
-    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-    return;
-  }
   if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
     send_error(c, r, NULL);
     return;
@@ -438,7 +415,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   if (r == 0 && p->snapshot)
     r = snap_view_load(&s, p->device_key.data, app, p->offset == 0, &snap);
   if (r == 0) {
-    snap_filter(&s, p->device_key.data, &snap, &ev);
+    snap_filter(&s, p->device_key.data, &snap, &ev, p->offset == 0);
     if (p->offset == 0)
       snap_reply(&s, p->device_key.data, &snap);
     if (ev.n)
@@ -594,13 +571,8 @@ static void do_list(pcd_conn *c, const Pcachepb__List *req) {
   const uint8_t *dev = NULL;
   pcd_txn *txn;
   int r;
-  if (req->device_key.len) {
-    if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
-      send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-      return;
-    }
+  if (req->device_key.len)
     dev = req->device_key.data;
-  }
   if ((r = pcd_txn_begin(c->srv->store, 0, &txn)) < 0) {
     send_error(c, r, NULL);
     return;
@@ -655,7 +627,7 @@ static void do_stats(pcd_conn *c) {
   s.bytes_used = t.bytes;
   s.max_size = srv->config->max_size;
   s.map_size = t.map_size;
-  s.uptime_s = (pcd_now_us() - srv->start_us) / 1000000;
+  s.uptime_s = (pcache__mono_us() - srv->start_us) / 1000000;
   s.connections = atomic_load(&srv->n_conns);
   s.requests = atomic_load(&srv->stats.requests);
   s.gets = atomic_load(&srv->stats.gets);
@@ -741,13 +713,20 @@ void pcd_dispatch_job_finish(pcd_job *job) {
 }
 
 void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
+  char msg[128];
+  int r;
   log_debug("request: %s", pcache__request_kind_name(req));
-  if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
-    do_hello(c, req->hello);
+  if (req->body_case != PCACHEPB__REQUEST__BODY_HELLO && !c->hello_done) {
+    send_error(c, PCACHE_ENOT_READY, "send Hello first");
     goto out_free;
   }
-  if (!c->hello_done) {
-    send_error(c, PCACHE_ENOT_READY, "send Hello first");
+  if ((r = pcd_request_validate(req, c->srv->config, msg, sizeof msg)) < 0) {
+    log_debug("request: %s refused: %s", pcache__request_kind_name(req), msg);
+    send_error(c, r, msg);
+    goto out_free;
+  }
+  if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
+    do_hello(c, req->hello);
     goto out_free;
   }
   switch (req->body_case) {

@@ -40,7 +40,7 @@ void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint
 
 void pcd_worker_flush_touches(pcd_worker *w) {
   pcd_job *job;
-  w->last_flush_us = pcd_now_us();
+  w->last_flush_us = pcache__mono_us();
   if (!w->n_touches || !w->srv->writer)
     return;
   job = pcd_job_new(PCD_JOB_TOUCH);
@@ -92,7 +92,7 @@ static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
 
 static void on_sweep(uv_timer_t *t) {
   pcd_worker *w = t->data;
-  uint64_t now = pcd_now_us();
+  uint64_t now = pcache__mono_us();
   for (pcd_conn *c = w->conns, *next; c; c = next) {
     next = c->next;
     pcd_conn_check_timeout(c, now);
@@ -163,7 +163,7 @@ int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
   w->srv = srv;
   w->incoming_tail = &w->incoming;
   w->done_tail = &w->done_head;
-  w->last_flush_us = pcd_now_us();
+  w->last_flush_us = pcache__mono_us();
   if (!loop) {
     if ((r = uv_loop_init(&w->own_loop)) < 0)
       return r;
