@@ -13,8 +13,9 @@
 #include "proto/frame.h"
 #include "validate.h"
 
-/* Most blob bytes one Prefetch reply carries (it goes in a memfd); more
- * come in the next page (GetReply.more). */
+/* Most blob bytes one Get or Prefetch reply carries, whatever the
+ * client's budget (it goes in a memfd); more come in the next page
+ * (GetReply.more). */
 #define PREFETCH_MAX_BYTES (256ull << 20)
 
 static void send_resp(pcd_conn *c, Pcachepb__Response *resp) {
@@ -173,12 +174,59 @@ static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp) {
   pcache__free(s->drops);
 }
 
+/* Most blob bytes one Get or Prefetch reply carries beyond its first
+ * item: what is left of the client's --max-pending budget, and never more
+ * than PREFETCH_MAX_BYTES. The first blob (with the first page's
+ * snapshot) always goes, so any entry can be fetched. */
+static uint64_t reply_bound(const pcd_conn *c) {
+  uint64_t b = pcd_conn_reply_budget(c);
+  return b < PREFETCH_MAX_BYTES ? b : PREFETCH_MAX_BYTES;
+}
+
+/* Whether blob_size more bytes would take the reply past bound. */
+static int reply_full(const blob_set *s, uint64_t bound, uint64_t blob_size) {
+  return s->reply->n_blobs && s->bytes + blob_size > bound;
+}
+
+typedef struct hash_at {
+  const uint8_t *hash;
+  size_t at;
+} hash_at;
+
+static int by_hash_then_at(const void *a, const void *b) {
+  const hash_at *x = a, *y = b;
+  int c = memcmp(x->hash, y->hash, PCACHE_HASH_SIZE);
+  return c ? c : x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Marks in ret_dup (n bytes) every hash that an earlier one repeats, so
+ * that a hash named many times is looked up, sent and counted once.
+ * Returns 0 or -ENOMEM. */
+static int mark_repeats(const ProtobufCBinaryData *hashes, size_t n, uint8_t *ret_dup) {
+  hash_at *v;
+  if (n < 2)
+    return 0;
+  v = pcache__malloc(n * sizeof *v);
+  if (!v)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (hash_at){hashes[i].data, i};
+  qsort(v, n, sizeof *v, by_hash_then_at);
+  for (size_t i = 1; i < n; i++)
+    if (memcmp(v[i].hash, v[i - 1].hash, PCACHE_HASH_SIZE) == 0)
+      ret_dup[v[i].at] = 1;
+  pcache__free(v);
+  return 0;
+}
+
 static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   pcd_arena arena = {0};
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  uint64_t bound = reply_bound(c);
+  uint8_t *dup;
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
@@ -187,12 +235,24 @@ static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
     return;
   }
   reply.missing = pcd_arena_alloc(&arena, (g->n_state_hashes + 1) * sizeof *reply.missing);
-  for (size_t i = 0; reply.missing && i < g->n_state_hashes; i++) {
+  dup = pcd_arena_alloc(&arena, g->n_state_hashes + 1);
+  if (dup) {
+    memset(dup, 0, g->n_state_hashes + 1);
+    r = mark_repeats(g->state_hashes, g->n_state_hashes, dup);
+  }
+  for (size_t i = 0; r == 0 && reply.missing && dup && i < g->n_state_hashes; i++) {
     pcd_entry e;
     uint8_t key[PCD_ENTRY_KEY_SIZE];
+    if (dup[i])
+      continue;
     memcpy(key, g->device_key.data, PCACHE_DEVKEY_SIZE);
     memcpy(key + PCACHE_DEVKEY_SIZE, g->state_hashes[i].data, PCACHE_HASH_SIZE);
     r = pcd_entry_get(s.txn, key, &e);
+    if (r == 0 && reply_full(&s, bound, e.blob_size)) {
+      /* The rest is neither sent nor missing: the client asks again. */
+      reply.more = 1;
+      break;
+    }
     if (r == 0) {
       blob_ref ref;
       ref_of(&e, &ref);
@@ -402,6 +462,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   size_t limit = p->max_entries && p->max_entries < srv->config->max_hashes
                      ? p->max_entries
                      : srv->config->max_hashes;
+  uint64_t bound = reply_bound(c);
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
@@ -429,8 +490,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
      * order; clients treat a page as a set of hashes.
      */
     for (size_t i = p->offset; i < ev.n; i++) {
-      if (reply.n_blobs + reply.dropped >= limit ||
-          (reply.n_blobs && s.bytes + ev.v[i].blob_size > PREFETCH_MAX_BYTES)) {
+      if (reply.n_blobs + reply.dropped >= limit || reply_full(&s, bound, ev.v[i].blob_size)) {
         reply.more = 1;
         break;
       }
