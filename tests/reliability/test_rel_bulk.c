@@ -8,8 +8,12 @@
  *  4. with a small RLIMIT_NOFILE (and, under root, no CAP_SYS_ADMIN or
  *     CAP_SYS_RESOURCE, which lift the kernel's limit on fds in flight),
  *     non-reading clients never make the daemon fail a well-behaved
- *     client's bulk reply. */
+ *     client's bulk reply;
+ *  5. when the kernel refuses to pass a memfd anyway (fds in flight of
+ *     another process of the uid), the client gets -ETOOMANYREFS, keeps
+ *     its connection, and the refusal is logged. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -247,6 +251,67 @@ static void fds_in_flight(void) {
   test_daemon_stop(&env, SIGTERM);
 }
 
+/* Fds of another process of the uid in flight: this test sends 100 over a
+ * socketpair it does not read (its own capabilities lift its limit, not
+ * the daemon's). The kernel then refuses every memfd the daemon passes;
+ * the client must get an error it can retry, keep its connection, and be
+ * served again once those fds are received. */
+static void refused_by_kernel(void) {
+  int pair[2], witness, logged;
+  wire_reply rep;
+  FILE *f;
+  char line[1024];
+  drop_fd_limit_caps();
+  start("64");
+  if (geteuid() != 0) {
+    fprintf(stderr, "refused: not root, cannot hold fds in flight past the daemon's limit\n");
+    test_daemon_stop(&env, SIGTERM);
+    return;
+  }
+  witness = wire_open(&env, "witness");
+  ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));
+  for (int i = 0; i < 100; i++) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    union {
+      char b[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } ctl;
+    char byte = 0;
+    struct iovec iov = {&byte, 1};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    ASSERT_EQ(sendmsg(pair[0], &msg, 0), 1);
+    close(fd);
+  }
+  wire_get(witness, &key, &items[0].hash, 1, &rep);
+  ASSERT_EQ(rep.resp->status, -ETOOMANYREFS);
+  wire_reply_free(&rep);
+  /* The other process takes its fds: the same client is served again. */
+  {
+    unsigned n;
+    uint64_t bytes;
+    drain(pair[1], &n, &bytes);
+    ASSERT_EQ(n, 100);
+  }
+  witness_get(witness);
+  close(pair[0]);
+  close(pair[1]);
+  close(witness);
+  test_daemon_stop(&env, SIGTERM);
+  f = fopen(env.log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  logged = 0;
+  while (fgets(line, sizeof line, f))
+    logged |= strstr(line, "refused to pass") != NULL;
+  fclose(f);
+  ASSERT_TRUE(logged);
+}
+
 int main(int argc, char **argv) {
   test_env_init(&env, "rel-bulk");
   wire_guard(&env);
@@ -261,6 +326,8 @@ int main(int argc, char **argv) {
     reply_is_bounded();
   if (rel_part_wanted(argc, argv, "fds"))
     fds_in_flight();
+  if (rel_part_wanted(argc, argv, "refused"))
+    refused_by_kernel();
   for (unsigned i = 0; i < 8; i++)
     wire_item_free(&items[i]);
   test_env_cleanup(&env);
