@@ -26,10 +26,35 @@ int pcache_log_parse_level(const char *name) {
   return -1;
 }
 
+/* Writes text into out (size > 4) with every control byte as \xNN, so
+ * nothing a client sent (an app name, a path, a message) can end the line
+ * and start a forged one such as "\n<0>..." that journald would file as an
+ * emergency. Returns the length written, stopping at a whole escape. */
+static size_t escape_controls(const char *text, size_t len, char *out, size_t size) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    if (ch >= 0x20 && ch != 0x7f) {
+      if (n + 1 >= size)
+        break;
+      out[n++] = (char)ch;
+      continue;
+    }
+    if (n + 4 >= size)
+      break;
+    out[n++] = '\\';
+    out[n++] = 'x';
+    out[n++] = hex[ch >> 4];
+    out[n++] = hex[ch & 15];
+  }
+  return n;
+}
+
 void pcache_log(int level, const char *fmt, ...) {
-  char line[2048];
+  char line[2048], text[2048];
   va_list ap;
-  int n;
+  int n, t;
   if (level > log_level)
     return;
   /* One write() per line so lines from threads never interleave. */
@@ -43,10 +68,18 @@ void pcache_log(int level, const char *fmt, ...) {
   if (log_ident && n < (int)sizeof line)
     n += snprintf(line + n, sizeof line - (size_t)n, "%s: ", log_ident);
   va_start(ap, fmt);
-  if (n < (int)sizeof line)
-    n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  t = vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  if (n >= (int)sizeof line - 1)
+  if (t < 0)
+    t = 0;
+  if ((size_t)t >= sizeof text)
+    t = (int)sizeof text - 1;
+  /* Escaped here, once, rather than at each call: every string a caller
+   * formats in is covered, including ones it did not know came from a
+   * client. */
+  if (n < (int)sizeof line - 1)
+    n += (int)escape_controls(text, (size_t)t, line + n, sizeof line - 1 - (size_t)n);
+  if (n > (int)sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
   (void)!write(STDERR_FILENO, line, (size_t)n);

@@ -186,6 +186,7 @@ static int encode_bulk(Pcachepb__Response *resp, pcd_out *ret_out) {
   if (r < 0)
     goto out_close;
   ret_out->fd = fd;
+  ret_out->bulk_size = bulk.size;
   return 0;
 
 out_close:
@@ -196,6 +197,7 @@ out_close:
 int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out) {
   size_t size = pcachepb__response__get_packed_size(resp);
   ret_out->fd = -1;
+  ret_out->bulk_size = 0;
   if (size > PCACHE_BULK_THRESHOLD)
     return encode_bulk(resp, ret_out);
   return pcache__response_encode(resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
@@ -208,6 +210,7 @@ int pcd_reply_error(int status, const char *message, pcd_out *ret_out) {
   snprintf(buf, sizeof buf, "%s", message ? message : pcache_strerror(status));
   resp.message = buf;
   ret_out->fd = -1;
+  ret_out->bulk_size = 0;
   return pcache__response_encode(&resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
 }
 
@@ -217,4 +220,5 @@ void pcd_out_release(pcd_out *out) {
   if (out->fd >= 0)
     close(out->fd);
   out->fd = -1;
+  out->bulk_size = 0;
 }

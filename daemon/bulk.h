@@ -9,11 +9,14 @@
 #include "proto/pcache.pb-c.h"
 
 /* One encoded reply: a frame (header included) and, for bulk replies, the
- * memfd to pass with it (-1 otherwise). */
+ * memfd to pass with it (-1 otherwise) and its size, which the client's
+ * --max-pending budget is charged until the client has taken the memfd
+ * (connection.c). */
 typedef struct pcd_out {
   uint8_t *frame;
   size_t size;
   int fd;
+  uint64_t bulk_size;
 } pcd_out;
 
 /*

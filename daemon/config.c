@@ -32,9 +32,14 @@ static void usage(FILE *out) {
           "  --threads N            I/O threads serving clients (default: one per\n"
           "                         core, at most 8); writes always go to one\n"
           "                         writer thread\n"
-          "  --max-pending SIZE     reply bytes queued for one client before the\n"
-          "                         daemon stops reading from it (4M)\n"
+          "  --max-pending SIZE     reply bytes held for one client (queued, or in\n"
+          "                         a memfd it has not read yet) before the daemon\n"
+          "                         stops reading from it; also bounds one\n"
+          "                         Get/Prefetch reply (4M)\n"
           "  --frame-timeout SECS   close a client that stalls mid-frame (10s)\n"
+          "  --hello-timeout SECS   close a client that has not said Hello this long\n"
+          "                         after connecting, so it frees its\n"
+          "                         --max-connections slot (10s)\n"
           "  --flush-interval MS    how often last-used times are written (5000)\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
@@ -61,7 +66,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
   enum {
     OPT_SOCKET = 256, OPT_DATA_DIR, OPT_MAX_SIZE, OPT_MAX_BLOB, OPT_MAX_FRAME, OPT_MAX_HASHES,
     OPT_MAX_CONN, OPT_MAX_PENDING, OPT_FRAME_TIMEOUT, OPT_FLUSH, OPT_IDLE_EXIT, OPT_LOG_LEVEL, OPT_MAP_SIZE,
-    OPT_MAX_SNAPSHOT, OPT_THREADS, OPT_VERSION, OPT_HELP,
+    OPT_MAX_SNAPSHOT, OPT_THREADS, OPT_HELLO_TIMEOUT, OPT_VERSION, OPT_HELP,
   };
   static const struct option options[] = {
       {"socket", required_argument, NULL, OPT_SOCKET},
@@ -75,6 +80,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
       {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
+      {"hello-timeout", required_argument, NULL, OPT_HELLO_TIMEOUT},
       {"flush-interval", required_argument, NULL, OPT_FLUSH},
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
@@ -91,6 +97,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .max_hashes = PCACHE_DEFAULT_MAX_HASHES,
       .max_connections = 256,
       .frame_timeout_s = 10,
+      .hello_timeout_s = 10,
       .max_pending = 4ull << 20,
       .flush_interval_ms = 5000,
       .log_level = PCACHE_LOG_INFO,
@@ -150,6 +157,10 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       break;
     case OPT_FRAME_TIMEOUT:
       if (parse_u64("frame-timeout", optarg, 1, 1, 86400, &c.frame_timeout_s) < 0)
+        return -EINVAL;
+      break;
+    case OPT_HELLO_TIMEOUT:
+      if (parse_u64("hello-timeout", optarg, 1, 1, 86400, &c.hello_timeout_s) < 0)
         return -EINVAL;
       break;
     case OPT_FLUSH:

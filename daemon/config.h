@@ -20,6 +20,7 @@ typedef struct pcd_config {
   uint32_t threads;             /* --threads: I/O loops (workers.c) */
   uint64_t idle_exit_s;         /* --idle-exit, 0: never */
   uint64_t frame_timeout_s;     /* --frame-timeout: a frame must arrive within */
+  uint64_t hello_timeout_s;     /* --hello-timeout: Hello must be done within */
   uint64_t max_pending;         /* --max-pending: reply bytes queued per client */
   uint64_t flush_interval_ms;   /* --flush-interval: last-used/hit batches */
   int log_level;

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +50,10 @@ void pcd_conn_close(pcd_conn *conn) {
   if (conn->closed)
     return;
   conn->closed = 1;
+  if (conn->bulk_parked) {
+    conn->bulk_parked = 0;
+    pcd_worker_unpark(conn->worker);
+  }
   pcd_worker_conn_closed(conn->worker, conn);
   uv_poll_stop(&conn->poll);
   uv_close((uv_handle_t *)&conn->poll, on_closed);
@@ -79,8 +85,29 @@ static ssize_t send_out(pcd_conn *c, const pcd_out *out, size_t off) {
   while (n < 0 && errno == EINTR);
   if (n < 0)
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-  c->last_io_us = pcd_now_us();
+  c->last_io_us = pcache__mono_us();
   return n;
+}
+
+/* send_out for the reply at the head of the stream. A memfd the kernel
+ * will not pass (ETOOMANYREFS: this uid has more fds in flight than its
+ * RLIMIT_NOFILE, from clients that do not read) must not cost this client
+ * its connection: the reply becomes an error it can retry on. */
+static ssize_t send_head(pcd_conn *c, pcd_out *out, size_t off) {
+  ssize_t n = send_out(c, out, off);
+  if (n != -ETOOMANYREFS || off != 0 || out->fd < 0)
+    return n;
+  log_warn("connection: the kernel refused to pass a %llu-byte reply memfd to client pid %u "
+           "(too many fds in flight for this uid; raise LimitNOFILE); answering with an error",
+           (unsigned long long)out->bulk_size, c->pid);
+  c->bulk_fds--;
+  c->bulk_bytes -= out->bulk_size;
+  c->pending -= out->size;
+  pcd_out_release(out);
+  if (pcd_reply_error(-ETOOMANYREFS, "too many reply memfds in flight; try again", out) < 0)
+    return -ENOMEM;
+  c->pending += out->size;
+  return send_out(c, out, 0);
 }
 
 /* Sends what the socket takes now. Returns 0, or -errno when the peer is
@@ -88,7 +115,7 @@ static ssize_t send_out(pcd_conn *c, const pcd_out *out, size_t off) {
 static int flush(pcd_conn *c) {
   while (c->out_head) {
     pcd_outq *q = c->out_head;
-    ssize_t n = send_out(c, &q->out, q->off);
+    ssize_t n = send_head(c, &q->out, q->off);
     if (n < 0)
       return (int)n;
     if (n == 0)
@@ -113,10 +140,17 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
     pcd_out_release(out);
     return;
   }
+  if (out->fd >= 0) {
+    conn->bulk_fds++;
+    conn->bulk_bytes += out->bulk_size;
+  }
   /* Nothing queued: one sendmsg straight from the reply, which a small
    * reply on a reading client always fits; only the rest is queued. */
   if (!conn->out_head) {
-    ssize_t n = send_out(conn, out, 0);
+    ssize_t n;
+    conn->pending += out->size; /* as if queued: send_head may swap it */
+    n = send_head(conn, out, 0);
+    conn->pending -= out->size;
     if (n < 0) {
       pcd_out_release(out);
       pcd_conn_close(conn);
@@ -227,11 +261,38 @@ static int take_frame(pcd_conn *c) {
   return 1;
 }
 
+uint64_t pcd_conn_reply_budget(const pcd_conn *conn) {
+  uint64_t held = conn->pending + conn->bulk_bytes, max = conn->srv->config->max_pending;
+  return held < max ? max - held : 0;
+}
+
+/* Whether the client has taken every memfd sent to it. Each one sits in
+ * the client's receive queue, pinning its pages and counting against this
+ * uid's fds in flight, until the client reads the frame it came with, and
+ * the socket's send queue (SIOCOUTQ) is empty only once every frame sent
+ * has been read. A memfd still queued here counts as not taken. */
+static int bulk_taken(pcd_conn *c) {
+  int outq = 0;
+  if (!c->bulk_fds)
+    return 1;
+  if (c->out_head || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+    return 0;
+  c->bulk_fds = 0;
+  c->bulk_bytes = 0;
+  return 1;
+}
+
+/* Whether the next request may be read, but for memfds the client has
+ * not taken yet. */
+static int may_read(const pcd_conn *c) {
+  return !c->closed && !c->busy && !c->close_after_flush &&
+         c->pending < c->srv->config->max_pending;
+}
+
 /* Handles the frames already read, then reads as much as is there: a
  * whole small request is one recv. */
 static void do_read(pcd_conn *c) {
-  while (!c->closed && !c->busy && !c->close_after_flush &&
-         c->pending < c->srv->config->max_pending) {
+  while (may_read(c) && bulk_taken(c)) {
     ssize_t n;
     if (c->body) {
       n = recv(c->fd, c->body + c->body_got, c->body_len - c->body_got, MSG_DONTWAIT);
@@ -263,7 +324,7 @@ static void do_read(pcd_conn *c) {
       pcd_conn_close(c);
       return;
     }
-    c->last_io_us = pcd_now_us();
+    c->last_io_us = pcache__mono_us();
     if (!c->body) {
       c->rlen += (size_t)n;
       continue;
@@ -288,7 +349,12 @@ static void update_events(pcd_conn *c) {
     pcd_conn_close(c);
     return;
   }
-  if (!c->busy && !c->close_after_flush && c->pending < c->srv->config->max_pending)
+  /* With a memfd not yet taken, the first sign of the client (its next
+   * request) is still watched for: a client that reads each reply before
+   * asking again has taken it by then. One that asks before reading is
+   * parked, rechecked by the worker's bulk timer, since no poll event
+   * says when it reads. */
+  if (may_read(c) && (!c->bulk_parked || bulk_taken(c)))
     ev |= UV_READABLE;
   if (c->out_head)
     ev |= UV_WRITABLE;
@@ -315,10 +381,34 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       pcd_conn_close(c);
   }
   /* Frames read ahead wait in rbuf with nothing new on the socket. */
-  if (((events & UV_READABLE) || c->rlen > c->roff) && !c->closed)
+  if (((events & UV_READABLE) || c->rlen > c->roff) && !c->closed) {
     do_read(c);
+    if ((events & UV_READABLE) && may_read(c) && !bulk_taken(c) && !c->bulk_parked) {
+      log_debug("connection: client pid %u asks again before taking its reply memfd; "
+                "holding its requests until it does",
+                c->pid);
+      c->bulk_parked = 1;
+      pcd_worker_park(c->worker);
+    }
+  }
   update_events(c);
   pcd_conn_unref(c);
+}
+
+int pcd_conn_bulk_recheck(pcd_conn *conn) {
+  if (!conn->bulk_parked)
+    return 1;
+  if (!conn->closed && !bulk_taken(conn))
+    return 0;
+  conn->bulk_parked = 0;
+  pcd_worker_unpark(conn->worker);
+  if (conn->closed)
+    return 1;
+  pcd_conn_ref(conn);
+  do_read(conn);
+  update_events(conn);
+  pcd_conn_unref(conn);
+  return 1;
 }
 
 void pcd_conn_resume(pcd_conn *conn) {
@@ -336,6 +426,14 @@ void pcd_conn_resume(pcd_conn *conn) {
 }
 
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
+  uint64_t hello_limit = conn->srv->config->hello_timeout_s * 1000000u;
+  if (!conn->closed && !conn->hello_done && !conn->busy &&
+      now_us - conn->opened_us >= hello_limit) {
+    log_warn("connection: client pid %u sent no Hello in %llu s; closing (--hello-timeout)",
+             conn->pid, (unsigned long long)conn->srv->config->hello_timeout_s);
+    pcd_conn_close(conn);
+    return;
+  }
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
   int mid_frame = conn->body || conn->rlen > conn->roff;
   int stalled_write = conn->out_head != NULL;
@@ -358,7 +456,7 @@ int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn) {
   c->worker = w;
   c->fd = fd;
   c->refs = 1;
-  c->last_io_us = pcd_now_us();
+  c->opened_us = c->last_io_us = pcache__mono_us();
   r = uv_poll_init(w->loop, &c->poll, fd);
   if (r < 0) {
     pcache__free(c);

@@ -34,9 +34,17 @@ struct pcd_conn {
   uint32_t body_len;
   size_t body_got;
   size_t roff, rlen;    /* rbuf[roff, rlen): read, not yet handled */
-  uint64_t last_io_us;
+  uint64_t opened_us;   /* pcache__mono_us() at accept */
+  uint64_t last_io_us;  /* pcache__mono_us() of the last progress */
   pcd_outq *out_head, *out_tail;
   uint64_t pending;     /* reply bytes queued */
+  /* Memfds of bulk replies the client has not taken off the socket yet
+   * (queued, or sent and unread), and their bytes: charged to the
+   * client's --max-pending budget, and while there is one no further
+   * request is read, so a client holds at most one memfd in flight. */
+  uint32_t bulk_fds;
+  uint64_t bulk_bytes;
+  int bulk_parked; /* reading waits on the worker's bulk timer */
   uint8_t rbuf[PCD_RBUF_SIZE];
 };
 
@@ -48,9 +56,17 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out);
  * close, when the worker is stopping). */
 void pcd_conn_resume(pcd_conn *conn);
 void pcd_conn_close(pcd_conn *conn);
+/* Bytes the next reply may carry beyond its first item: what is left of
+ * --max-pending once the replies still held for this client are counted. */
+uint64_t pcd_conn_reply_budget(const pcd_conn *conn);
+/* Worker's bulk timer: resumes reading when the client has taken its
+ * memfd; returns 1 when the connection is no longer parked. */
+int pcd_conn_bulk_recheck(pcd_conn *conn);
 void pcd_conn_ref(pcd_conn *conn);
 void pcd_conn_unref(pcd_conn *conn);
-/* Closes a connection that stalls mid-frame. */
+/* Closes a connection that stalls mid-frame or on a queued reply, or that
+ * has not completed Hello within --hello-timeout (it would hold a
+ * --max-connections slot for nothing). now_us is pcache__mono_us(). */
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "config.h"
 #include "store.h"
 
@@ -22,6 +23,8 @@ typedef struct pcd_touch {
   uint64_t hits;
 } pcd_touch;
 
-uint64_t pcd_now_us(void);
+/* Real time, for what is stored (created, last used). Timeouts use
+ * pcache__mono_us (common/clock.h). */
+static inline uint64_t pcd_now_us(void) { return pcache__real_us(); }
 
 #endif

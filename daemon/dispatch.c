@@ -11,9 +11,11 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "proto/frame.h"
+#include "validate.h"
 
-/* Most blob bytes one Prefetch reply carries (it goes in a memfd); more
- * come in the next page (GetReply.more). */
+/* Most blob bytes one Get or Prefetch reply carries, whatever the
+ * client's budget (it goes in a memfd); more come in the next page
+ * (GetReply.more). */
 #define PREFETCH_MAX_BYTES (256ull << 20)
 
 static void send_resp(pcd_conn *c, Pcachepb__Response *resp) {
@@ -50,11 +52,6 @@ static void do_hello(pcd_conn *c, const Pcachepb__Hello *h) {
              h->protocol_version, PCACHE_PROTOCOL_VERSION);
     log_warn("hello from pid %u: %s", h->pid, msg);
     send_error(c, PCACHE_EVERSION, msg);
-    return;
-  }
-  if (strlen(h->app) > PCD_MAX_APP) {
-    snprintf(msg, sizeof msg, "app name longer than %d bytes", PCD_MAX_APP);
-    send_error(c, PCACHE_EBAD_SIZE, msg);
     return;
   }
   snprintf(c->app, sizeof c->app, "%s", h->app);
@@ -177,43 +174,85 @@ static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp) {
   pcache__free(s->drops);
 }
 
+/* Most blob bytes one Get or Prefetch reply carries beyond its first
+ * item: what is left of the client's --max-pending budget, and never more
+ * than PREFETCH_MAX_BYTES. The first blob (with the first page's
+ * snapshot) always goes, so any entry can be fetched. */
+static uint64_t reply_bound(const pcd_conn *c) {
+  uint64_t b = pcd_conn_reply_budget(c);
+  return b < PREFETCH_MAX_BYTES ? b : PREFETCH_MAX_BYTES;
+}
+
+/* Whether blob_size more bytes would take the reply past bound. */
+static int reply_full(const blob_set *s, uint64_t bound, uint64_t blob_size) {
+  return s->reply->n_blobs && s->bytes + blob_size > bound;
+}
+
+typedef struct hash_at {
+  const uint8_t *hash;
+  size_t at;
+} hash_at;
+
+static int by_hash_then_at(const void *a, const void *b) {
+  const hash_at *x = a, *y = b;
+  int c = memcmp(x->hash, y->hash, PCACHE_HASH_SIZE);
+  return c ? c : x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Marks in ret_dup (n bytes) every hash that an earlier one repeats, so
+ * that a hash named many times is looked up, sent and counted once.
+ * Returns 0 or -ENOMEM. */
+static int mark_repeats(const ProtobufCBinaryData *hashes, size_t n, uint8_t *ret_dup) {
+  hash_at *v;
+  if (n < 2)
+    return 0;
+  v = pcache__malloc(n * sizeof *v);
+  if (!v)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (hash_at){hashes[i].data, i};
+  qsort(v, n, sizeof *v, by_hash_then_at);
+  for (size_t i = 1; i < n; i++)
+    if (memcmp(v[i].hash, v[i - 1].hash, PCACHE_HASH_SIZE) == 0)
+      ret_dup[v[i].at] = 1;
+  pcache__free(v);
+  return 0;
+}
+
 static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   pcd_arena arena = {0};
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  uint64_t bound = reply_bound(c);
+  uint8_t *dup;
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
-  if (g->device_key.len != PCACHE_DEVKEY_SIZE) {
-    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-    return;
-  }
-  if (g->n_state_hashes > srv->config->max_hashes) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "%zu state hashes, the limit is %u", g->n_state_hashes,
-             srv->config->max_hashes);
-    send_error(c, PCACHE_ETOO_MANY_HASHES, msg);
-    return;
-  }
-  for (size_t i = 0; i < g->n_state_hashes; i++) {
-    if (g->state_hashes[i].len != PCACHE_HASH_SIZE) {
-      send_error(c, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
-      return;
-    }
-  }
   if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
     send_error(c, r, NULL);
     return;
   }
   reply.missing = pcd_arena_alloc(&arena, (g->n_state_hashes + 1) * sizeof *reply.missing);
-  for (size_t i = 0; reply.missing && i < g->n_state_hashes; i++) {
+  dup = pcd_arena_alloc(&arena, g->n_state_hashes + 1);
+  if (dup) {
+    memset(dup, 0, g->n_state_hashes + 1);
+    r = mark_repeats(g->state_hashes, g->n_state_hashes, dup);
+  }
+  for (size_t i = 0; r == 0 && reply.missing && dup && i < g->n_state_hashes; i++) {
     pcd_entry e;
     uint8_t key[PCD_ENTRY_KEY_SIZE];
+    if (dup[i])
+      continue;
     memcpy(key, g->device_key.data, PCACHE_DEVKEY_SIZE);
     memcpy(key + PCACHE_DEVKEY_SIZE, g->state_hashes[i].data, PCACHE_HASH_SIZE);
     r = pcd_entry_get(s.txn, key, &e);
+    if (r == 0 && reply_full(&s, bound, e.blob_size)) {
+      /* The rest is neither sent nor missing: the client asks again. */
+      reply.more = 1;
+      break;
+    }
     if (r == 0) {
       blob_ref ref;
       ref_of(&e, &ref);
@@ -324,9 +363,11 @@ static long snap_find(const snap_view *v, const uint8_t *hash) {
 }
 
 /* Drops the snapshot's entries from ev (they travel in the snapshot),
- * marking them present; the snapshot's other hashes are looked up, since
- * another app may have filed the entry (a Get by this app fetched it). */
-static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_vec *ev) {
+ * marking them present; on the first page, which reports them, the
+ * snapshot's other hashes are looked up, since another app may have filed
+ * the entry (a Get by this app fetched it). */
+static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_vec *ev,
+                        int first_page) {
   size_t kept = 0;
   if (!v->have)
     return;
@@ -339,7 +380,7 @@ static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_
     v->present[at] = 1;
   }
   ev->n = kept;
-  for (size_t i = 0; i < v->meta.n_hashes; i++) {
+  for (size_t i = 0; first_page && i < v->meta.n_hashes; i++) {
     uint8_t key[PCD_ENTRY_KEY_SIZE];
     pcd_entry e;
     if (v->present[i])
@@ -421,13 +462,10 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   size_t limit = p->max_entries && p->max_entries < srv->config->max_hashes
                      ? p->max_entries
                      : srv->config->max_hashes;
+  uint64_t bound = reply_bound(c);
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
-  if (p->device_key.len != PCACHE_DEVKEY_SIZE) {
-    send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-    return;
-  }
   if ((r = pcd_txn_begin(srv->store, 0, &s.txn)) < 0) {
     send_error(c, r, NULL);
     return;
@@ -438,7 +476,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   if (r == 0 && p->snapshot)
     r = snap_view_load(&s, p->device_key.data, app, p->offset == 0, &snap);
   if (r == 0) {
-    snap_filter(&s, p->device_key.data, &snap, &ev);
+    snap_filter(&s, p->device_key.data, &snap, &ev, p->offset == 0);
     if (p->offset == 0)
       snap_reply(&s, p->device_key.data, &snap);
     if (ev.n)
@@ -452,8 +490,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
      * order; clients treat a page as a set of hashes.
      */
     for (size_t i = p->offset; i < ev.n; i++) {
-      if (reply.n_blobs + reply.dropped >= limit ||
-          (reply.n_blobs && s.bytes + ev.v[i].blob_size > PREFETCH_MAX_BYTES)) {
+      if (reply.n_blobs + reply.dropped >= limit || reply_full(&s, bound, ev.v[i].blob_size)) {
         reply.more = 1;
         break;
       }
@@ -594,13 +631,8 @@ static void do_list(pcd_conn *c, const Pcachepb__List *req) {
   const uint8_t *dev = NULL;
   pcd_txn *txn;
   int r;
-  if (req->device_key.len) {
-    if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
-      send_error(c, PCACHE_EBAD_KEY, "device key is not 32 bytes");
-      return;
-    }
+  if (req->device_key.len)
     dev = req->device_key.data;
-  }
   if ((r = pcd_txn_begin(c->srv->store, 0, &txn)) < 0) {
     send_error(c, r, NULL);
     return;
@@ -655,7 +687,7 @@ static void do_stats(pcd_conn *c) {
   s.bytes_used = t.bytes;
   s.max_size = srv->config->max_size;
   s.map_size = t.map_size;
-  s.uptime_s = (pcd_now_us() - srv->start_us) / 1000000;
+  s.uptime_s = (pcache__mono_us() - srv->start_us) / 1000000;
   s.connections = atomic_load(&srv->n_conns);
   s.requests = atomic_load(&srv->stats.requests);
   s.gets = atomic_load(&srv->stats.gets);
@@ -741,13 +773,20 @@ void pcd_dispatch_job_finish(pcd_job *job) {
 }
 
 void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
+  char msg[128];
+  int r;
   log_debug("request: %s", pcache__request_kind_name(req));
-  if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
-    do_hello(c, req->hello);
+  if (req->body_case != PCACHEPB__REQUEST__BODY_HELLO && !c->hello_done) {
+    send_error(c, PCACHE_ENOT_READY, "send Hello first");
     goto out_free;
   }
-  if (!c->hello_done) {
-    send_error(c, PCACHE_ENOT_READY, "send Hello first");
+  if ((r = pcd_request_validate(req, c->srv->config, msg, sizeof msg)) < 0) {
+    log_debug("request: %s refused: %s", pcache__request_kind_name(req), msg);
+    send_error(c, r, msg);
+    goto out_free;
+  }
+  if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
+    do_hello(c, req->hello);
     goto out_free;
   }
   switch (req->body_case) {

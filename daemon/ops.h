@@ -41,8 +41,10 @@ typedef struct pcd_item {
 int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
                    uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message);
 
-/* Most state hashes one PutSnapshot may list. */
-#define PCD_MAX_SNAPSHOT_HASHES (1u << 20)
+/* Most state hashes one PutSnapshot may list. Every Prefetch page of the
+ * app copies, sorts and searches the list on an I/O thread that other
+ * clients share: 2^20 hashes cost ~270 ms a page; 2^16 a sixteenth. */
+#define PCD_MAX_SNAPSHOT_HASHES (1u << 16)
 
 /* Evicts until the store's entries and snapshots hold at most max_bytes:
  * snapshots first, oldest first (they duplicate entry data and the next

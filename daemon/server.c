@@ -83,7 +83,7 @@ static int bind_path(pcd_server *srv) {
   umask(old_mask);
   if (r == 0 && chmod(srv->socket_path, 0600) < 0)
     r = -errno;
-  if (r == 0 && listen(fd, 128) < 0)
+  if (r == 0 && listen(fd, SOMAXCONN) < 0)
     r = -errno;
   if (r < 0) {
     log_error("cannot listen on %s: %s", srv->socket_path, strerror(-r));
@@ -230,7 +230,7 @@ int pcd_server_start(pcd_server *srv) {
   unsigned n = srv->config->threads ? srv->config->threads : 1, started = 0;
   int r;
   set_malloc_policy();
-  srv->start_us = pcd_now_us();
+  srv->start_us = pcache__mono_us();
   srv->workers = pcache__calloc(n, sizeof *srv->workers);
   if (!srv->workers)
     return UV_ENOMEM;

@@ -40,7 +40,7 @@ void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint
 
 void pcd_worker_flush_touches(pcd_worker *w) {
   pcd_job *job;
-  w->last_flush_us = pcd_now_us();
+  w->last_flush_us = pcache__mono_us();
   if (!w->n_touches || !w->srv->writer)
     return;
   job = pcd_job_new(PCD_JOB_TOUCH);
@@ -88,11 +88,32 @@ static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
   pcd_worker_add_conn(w, c);
 }
 
+/* ------------------------------------------------------------------ parked */
+
+static void on_bulk_timer(uv_timer_t *t) {
+  pcd_worker *w = t->data;
+  for (pcd_conn *c = w->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->bulk_parked)
+      pcd_conn_bulk_recheck(c);
+  }
+}
+
+void pcd_worker_park(pcd_worker *w) {
+  if (w->n_parked++ == 0 && !w->stopping)
+    uv_timer_start(&w->bulk_timer, on_bulk_timer, PCD_BULK_RECHECK_MS, PCD_BULK_RECHECK_MS);
+}
+
+void pcd_worker_unpark(pcd_worker *w) {
+  if (--w->n_parked == 0)
+    uv_timer_stop(&w->bulk_timer);
+}
+
 /* ------------------------------------------------------------------ wakeup */
 
 static void on_sweep(uv_timer_t *t) {
   pcd_worker *w = t->data;
-  uint64_t now = pcd_now_us();
+  uint64_t now = pcache__mono_us();
   for (pcd_conn *c = w->conns, *next; c; c = next) {
     next = c->next;
     pcd_conn_check_timeout(c, now);
@@ -120,6 +141,7 @@ static void maybe_finish(pcd_worker *w) {
     return;
   uv_close((uv_handle_t *)&w->wake, NULL);
   uv_close((uv_handle_t *)&w->sweep_timer, NULL);
+  uv_close((uv_handle_t *)&w->bulk_timer, NULL);
 }
 
 static void on_wake(uv_async_t *h) {
@@ -163,7 +185,7 @@ int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
   w->srv = srv;
   w->incoming_tail = &w->incoming;
   w->done_tail = &w->done_head;
-  w->last_flush_us = pcd_now_us();
+  w->last_flush_us = pcache__mono_us();
   if (!loop) {
     if ((r = uv_loop_init(&w->own_loop)) < 0)
       return r;
@@ -178,6 +200,8 @@ int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
   w->wake.data = w;
   uv_timer_init(loop, &w->sweep_timer);
   w->sweep_timer.data = w;
+  uv_timer_init(loop, &w->bulk_timer);
+  w->bulk_timer.data = w;
   pthread_mutex_init(&w->lock, NULL);
   return 0;
 }
@@ -195,6 +219,7 @@ int pcd_worker_start(pcd_worker *w) {
   if (r < 0) {
     uv_close((uv_handle_t *)&w->wake, NULL);
     uv_close((uv_handle_t *)&w->sweep_timer, NULL);
+    uv_close((uv_handle_t *)&w->bulk_timer, NULL);
     uv_run(w->loop, UV_RUN_DEFAULT);
     uv_loop_close(w->loop);
     pthread_mutex_destroy(&w->lock);

@@ -26,12 +26,6 @@ struct pcd_writer {
   int stopping;
 };
 
-uint64_t pcd_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 pcd_job *pcd_job_new(pcd_job_type type) {
   pcd_job *job = pcache__calloc(1, sizeof *job);
   if (!job)

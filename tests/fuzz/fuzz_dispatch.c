@@ -214,7 +214,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   srv.loop = &loop;
   srv.config = &config;
   srv.listen_fd = -1;
-  srv.start_us = pcd_now_us();
+  srv.start_us = pcache__mono_us();
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", dir);
   snprintf(srv.socket_path, sizeof srv.socket_path, "%s/socket", dir);
   CHECK(pcd_store_open(dir, 16ull << 20, &srv.store) == 0);

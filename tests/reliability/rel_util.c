@@ -62,6 +62,10 @@ int rel_closed_with(int fd) {
   return status;
 }
 
+int rel_part_wanted(int argc, char **argv, const char *name) {
+  return argc < 2 || strcmp(argv[1], name) == 0;
+}
+
 int rel_still_open(int fd, int ms) {
   struct pollfd p = {fd, POLLIN, 0};
   return poll(&p, 1, ms) == 0;

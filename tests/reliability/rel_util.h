@@ -39,6 +39,9 @@ void rel_stats(int fd, uint64_t *ret_entries, uint64_t *ret_bytes, uint64_t *ret
                uint64_t *ret_modules);
 /* Verify (no repair): the number of problems; aborts on error. */
 uint64_t rel_verify(int fd);
+/* For tests made of parts: 1 when no part is named on the command line
+ * (run them all) or argv[1] names this one. */
+int rel_part_wanted(int argc, char **argv, const char *name);
 /* Writes the line "name value" to $PCACHE_REL_FIGURES when set, so
  * scripts/reliability.sh can collect the figures. */
 void rel_figure(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -49,11 +49,19 @@ static void count(int op) {
 
 static void do_get(int fd, client *c) {
   pcache_hash128 h[9];
-  size_t n = c->n_live < 8 ? c->n_live : 8, m = n;
+  size_t want = c->n_live < 8 ? c->n_live : 8, n = 0, m;
   wire_reply rep;
   int r;
-  for (size_t i = 0; i < n; i++)
-    h[i] = c->live[(size_t)rand_r(&c->seed) % c->n_live];
+  /* Distinct hashes: the daemon answers each distinct hash once. */
+  for (size_t t = 0; n < want && t < 4 * want; t++) {
+    pcache_hash128 pick = c->live[(size_t)rand_r(&c->seed) % c->n_live];
+    size_t j = 0;
+    while (j < n && memcmp(h[j].bytes, pick.bytes, 16) != 0)
+      j++;
+    if (j == n)
+      h[n++] = pick;
+  }
+  m = n;
   if (c->have_gone)
     h[m++] = c->gone;
   {

@@ -1,0 +1,16 @@
+/* The two clocks, named apart. Monotonic time measures intervals: every
+ * timeout, stall check, idle exit and flush interval, which a wall-clock
+ * step (NTP, a suspended laptop's resync, `date -s`) must never fire or
+ * hold off. Real time is only for what is stored or shown as a date
+ * (created, last used). */
+#ifndef PCACHE_COMMON_CLOCK_H
+#define PCACHE_COMMON_CLOCK_H
+
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in microseconds: only differences mean anything. */
+uint64_t pcache__mono_us(void);
+/* CLOCK_REALTIME in microseconds since the Unix epoch. */
+uint64_t pcache__real_us(void);
+
+#endif
