@@ -240,3 +240,14 @@ void test_env_cleanup(test_env *env) {
     return;
   nftw(env->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int test_count_aside(const test_env *env) {
+  DIR *d = opendir(env->data_dir);
+  struct dirent *e;
+  int n = 0;
+  ASSERT_TRUE(d != NULL);
+  while ((e = readdir(d)))
+    n += strncmp(e->d_name, "data.mdb.corrupt-", 17) == 0;
+  closedir(d);
+  return n;
+}

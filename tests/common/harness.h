@@ -43,6 +43,9 @@ const char *test_pcached_path(void);
 /* Prints the daemon's log to stderr (for failure diagnosis). */
 void test_dump_daemon_log(const test_env *env);
 
+/* How many stores were moved aside (data.mdb.corrupt-*) in env's data dir. */
+int test_count_aside(const test_env *env);
+
 /* Connects a raw Unix socket to env's daemon; returns the fd or -errno. */
 int test_raw_connect(const test_env *env);
 
