@@ -33,6 +33,7 @@
 #include "common/desc_check.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "private_dir.h"
 #include "store_check.h"
 
 #define META_VERSION 1
@@ -201,11 +202,8 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
 
   if (strlen(dir) >= sizeof s->dir)
     return -ENAMETOOLONG;
-  r = pcache__mkdir_p(dir, 0700);
-  if (r < 0) {
-    log_error("store: cannot create %s: %s", dir, strerror(-r));
+  if ((r = pcd_private_dir(dir, "data directory", "--data-dir")) < 0)
     return r;
-  }
   s = pcache__calloc(1, sizeof *s);
   if (!s)
     return -ENOMEM;
