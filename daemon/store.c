@@ -211,6 +211,7 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
   s->map_size = (map_size + page - 1) / page * page;
   if ((r = check_before_open(s)) < 0)
     goto out_free;
+  pcd_store_guard_faults();
   rc = try_open(s, &fresh);
   if (rc) {
     r = move_aside(s, mdb_strerror(rc));

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -187,6 +188,23 @@ void pcd_store_on_assert(MDB_env *env, const char *msg) {
   log_error("store: LMDB found %s damaged (%s) and aborts pcached; the next start checks the "
             "store and moves it aside",
             path ? path : "the store", msg);
+}
+
+static void on_sigbus(int sig) {
+  static const char msg[] =
+      "<3>store: SIGBUS: a page of data.mdb could not be read (the file was truncated or its "
+      "disk failed); pcached dies now, and its next start checks the store and moves it "
+      "aside\n";
+  (void)sig;
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  /* SA_RESETHAND: returning retries the access, which ends the process
+   * with the default action (and a core, where enabled). */
+}
+
+void pcd_store_guard_faults(void) {
+  struct sigaction sa = {.sa_handler = on_sigbus, .sa_flags = SA_RESETHAND};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, NULL);
 }
 
 /* ------------------------------------------------------- the child walk */
@@ -364,6 +382,7 @@ int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
   char path[4200], out[8192], copy[8192];
   const char *damaged, *assert_msg, *where;
   struct stat st;
+  struct timespec t0, t1;
   size_t used = 0;
   int pipefd[2], status;
   pid_t pid;
@@ -375,6 +394,7 @@ int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
     return 0; /* a new store LMDB has not written yet */
   if (pipe2(pipefd, O_CLOEXEC) < 0)
     return -errno;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -414,8 +434,12 @@ int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
     if (errno != EINTR)
       return -errno;
 
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    log_info("store: walked %s (%jd KiB) in %lld ms: sound", path, (intmax_t)(st.st_size >> 10),
+             (long long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
     return 0;
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_NO_CHECK)
     return -EIO;
   memcpy(copy, out, used + 1);

@@ -45,4 +45,11 @@ int pcd_store_check_value(MDB_env *env, const MDB_val *v, char *why, size_t why_
  * aside if it is damaged, so a restart does not abort again. */
 void pcd_store_on_assert(MDB_env *env, const char *msg);
 
+/* Installs a SIGBUS handler that logs, in one line, that a page of the
+ * store's file could not be read (the file was truncated under the daemon,
+ * or its disk failed) before the daemon dies of it; the next start walks
+ * the store and moves it aside. LMDB maps the store, so that is where a
+ * SIGBUS comes from. */
+void pcd_store_guard_faults(void);
+
 #endif

@@ -283,6 +283,37 @@ static void case_live_overflow(void) {
   expect_moved_aside(corrupt++, "overflow page");
 }
 
+/* data.mdb truncated under the serving daemon: the next read of a page
+ * past the end is SIGBUS. The daemon dies of it at a known point, saying
+ * so, and the next start moves the store aside instead of faulting again. */
+static void case_live_truncated(void) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__List list = PCACHEPB__LIST__INIT;
+  wire_reply rep;
+  char path[400], *log;
+  int fd, status;
+  test_daemon_start(&env, NULL);
+  put_purge_put();
+  data_path(path, sizeof path);
+  ASSERT_EQ(truncate(path, 2 * PAGE), 0); /* the meta pages only */
+  fd = wire_open(&env, "damage");
+  list.entries = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_LIST;
+  req.list = &list;
+  ASSERT_EQ(wire_send(fd, &req), 0);
+  ASSERT_TRUE(wire_recv(fd, &rep) < 0);
+  close(fd);
+  ASSERT_EQ(waitpid(env.daemon_pid, &status, 0), env.daemon_pid);
+  env.daemon_pid = 0;
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(WTERMSIG(status), SIGBUS);
+  log = read_log();
+  ASSERT_TRUE(strstr(log, "store: SIGBUS") != NULL);
+  free(log);
+  ASSERT_EQ(truncate(env.log_path, 0), 0);
+  expect_moved_aside(corrupt++, "ends at byte");
+}
+
 static const struct {
   const char *name;
   void (*run)(void);
@@ -290,7 +321,7 @@ static const struct {
     {"truncated", case_truncated},         {"zeroed-entries", case_zeroed_entries},
     {"zeroed-blobs", case_zeroed_blobs},   {"overflow-flags", case_overflow_flags},
     {"overflow-count", case_overflow_count}, {"overflow-pgno", case_overflow_pgno},
-    {"live-overflow", case_live_overflow},
+    {"live-overflow", case_live_overflow},   {"live-truncated", case_live_truncated},
 };
 
 /* With an argument, runs only the case of that name. */
