@@ -98,21 +98,25 @@ int pcd_store_files_check(const char *dir, char *why, size_t why_size) {
 /* --------------------------------------------------------- value checks */
 
 /* Where the mapping of data.mdb that holds p starts, or 0 when p is not in
- * one (a page this write transaction made lives in malloc'd memory). The
- * child of a running daemon has two maps of the file, its parent's and its
- * own, hence "the one holding p". */
+ * it (a page this write transaction made lives in malloc'd memory). Found
+ * once in /proc/self/maps and kept: LMDB maps the file once, at open. A
+ * walking child forgets its parent's (forget_map) and finds its own. */
+static struct {
+  uintptr_t start, end;
+  dev_t dev;
+  ino_t ino;
+} map;
+
+static void forget_map(void) { memset(&map, 0, sizeof map); }
+
 static uintptr_t map_start(const struct stat *file, uintptr_t p) {
-  static uintptr_t start, end; /* the last hit, for the next value */
-  static dev_t dev;
-  static ino_t ino;
   char line[512];
   FILE *f;
-  if (p >= start && p < end && dev == file->st_dev && ino == file->st_ino)
-    return start;
+  if (map.end && map.dev == file->st_dev && map.ino == file->st_ino)
+    return p >= map.start && p < map.end ? map.start : 0;
   f = fopen("/proc/self/maps", "re");
   if (!f)
     return 0;
-  start = end = 0;
   while (fgets(line, sizeof line, f)) {
     unsigned long long s, e, off, inode;
     unsigned maj, min;
@@ -120,36 +124,36 @@ static uintptr_t map_start(const struct stat *file, uintptr_t p) {
       continue;
     if (off != 0 || inode != file->st_ino || makedev(maj, min) != file->st_dev || p < s || p >= e)
       continue;
-    start = (uintptr_t)s;
-    end = (uintptr_t)e;
-    dev = file->st_dev;
-    ino = file->st_ino;
+    map.start = (uintptr_t)s;
+    map.end = (uintptr_t)e;
+    map.dev = file->st_dev;
+    map.ino = file->st_ino;
     break;
   }
   fclose(f);
-  return start;
+  return p >= map.start && p < map.end ? map.start : 0;
 }
 
 /* The check itself, given the file's size and the page size. */
 static int value_check(const struct stat *file, size_t psize, const MDB_val *v, char *why,
                        size_t why_size) {
-  uintptr_t p = (uintptr_t)v->mv_data, base = map_start(file, p);
+  uintptr_t p = (uintptr_t)v->mv_data, base;
   uint64_t off, pg, hdr_pgno, want;
   uint16_t flags;
   uint32_t pages;
   const uint8_t *hdr;
-  if (!base)
+  /* A value in a leaf page follows its node header and key, so it never
+   * starts right after a page header: only overflow values do (the map is
+   * page-aligned). A leaf's value lies in its page, which LMDB has read. */
+  if (p % psize != PAGE_HEADER || !(base = map_start(file, p)))
     return 0;
   off = p - base;
   if (off + v->mv_size > (uint64_t)file->st_size) {
-    snprintf(why, why_size, "a value at byte %" PRIu64 " runs past the end of data.mdb (%jd bytes)",
-             off, (intmax_t)file->st_size);
+    snprintf(why, why_size,
+             "an overflow value at byte %" PRIu64 " runs past the end of data.mdb (%jd bytes)", off,
+             (intmax_t)file->st_size);
     return 1;
   }
-  /* A value in a leaf page follows its node header and key, so it never
-   * starts right after a page header: only overflow values do. */
-  if (off % psize != PAGE_HEADER)
-    return 0;
   pg = off / psize;
   hdr = (const uint8_t *)(p - PAGE_HEADER);
   memcpy(&hdr_pgno, hdr, 8);
@@ -306,6 +310,7 @@ static int child_walk(const char *dir) {
   walk w = {0};
   int n = 0, rc, fd;
 
+  forget_map();
   if (mdb_env_create(&env))
     return EXIT_NO_CHECK;
   child_env = env;
