@@ -61,6 +61,8 @@ static void expect_refused(const char *socket, const char *data_dir, const char 
   ASSERT_TRUE(strstr(out, "refusing the") != NULL);
   ASSERT_TRUE(strstr(out, dir) != NULL);
   ASSERT_TRUE(strstr(out, why) != NULL);
+  /* No socket left behind for clients to find. */
+  ASSERT_TRUE(access(socket, F_OK) < 0 && errno == ENOENT);
 }
 
 static void test_directories(void) {
