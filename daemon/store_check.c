@@ -1,13 +1,13 @@
 /* The store's integrity checks (store_check.h). The overflow page header
- * checked here is LMDB's on-disk format (data version 1, unchanged since
- * 0.9.0): page number u64 at 0, flags u16 at 10, page count u32 at 12,
- * the value from byte 16. */
+ * checked here is LMDB's on-disk format (MDB_DATA_VERSION 1, all of 0.9):
+ * the page number (a size_t), u16 padding, u16 flags, u32 page count, then
+ * the value; 16 bytes of header on 64-bit builds. Free-list records are
+ * size_t arrays: a count, then page numbers. */
 #include "store_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -22,7 +22,10 @@
 
 #include "common/log.h"
 
-#define PAGE_HEADER 16
+#define PGNO_SIZE sizeof(size_t)
+#define FLAGS_AT (PGNO_SIZE + 2)
+#define PAGES_AT (PGNO_SIZE + 4)
+#define PAGE_HEADER (PGNO_SIZE + 8)
 #define P_OVERFLOW 0x04
 #define FREE_DBI 0
 #define MAX_DBS 64
@@ -138,7 +141,8 @@ static uintptr_t map_start(const struct stat *file, uintptr_t p) {
 static int value_check(const struct stat *file, size_t psize, const MDB_val *v, char *why,
                        size_t why_size) {
   uintptr_t p = (uintptr_t)v->mv_data, base;
-  uint64_t off, pg, hdr_pgno, want;
+  uint64_t off, pg, want;
+  size_t hdr_pgno;
   uint16_t flags;
   uint32_t pages;
   const uint8_t *hdr;
@@ -156,12 +160,12 @@ static int value_check(const struct stat *file, size_t psize, const MDB_val *v, 
   }
   pg = off / psize;
   hdr = (const uint8_t *)(p - PAGE_HEADER);
-  memcpy(&hdr_pgno, hdr, 8);
-  memcpy(&flags, hdr + 10, 2);
-  memcpy(&pages, hdr + 12, 4);
+  memcpy(&hdr_pgno, hdr, PGNO_SIZE);
+  memcpy(&flags, hdr + FLAGS_AT, 2);
+  memcpy(&pages, hdr + PAGES_AT, 4);
   want = (PAGE_HEADER - 1 + (uint64_t)v->mv_size) / psize + 1;
   if (hdr_pgno != pg)
-    snprintf(why, why_size, "overflow page %" PRIu64 " says it is page %" PRIu64, pg, hdr_pgno);
+    snprintf(why, why_size, "overflow page %" PRIu64 " says it is page %zu", pg, hdr_pgno);
   else if (flags != P_OVERFLOW)
     snprintf(why, why_size, "overflow page %" PRIu64 " has flags 0x%x, not 0x%x", pg, flags,
              P_OVERFLOW);
@@ -246,14 +250,14 @@ typedef struct walk {
 
 /* A free-list record: a count, then that many page numbers. */
 static int free_record_check(const walk *w, const MDB_val *v) {
-  uint64_t n, pg;
-  if (v->mv_size < 8 || v->mv_size % 8)
+  size_t n, pg;
+  if (v->mv_size < PGNO_SIZE || v->mv_size % PGNO_SIZE)
     return 1;
-  memcpy(&n, v->mv_data, 8);
-  if (n != v->mv_size / 8 - 1)
+  memcpy(&n, v->mv_data, PGNO_SIZE);
+  if (n != v->mv_size / PGNO_SIZE - 1)
     return 1;
-  for (uint64_t i = 1; i <= n; i++) {
-    memcpy(&pg, (const uint8_t *)v->mv_data + 8 * i, 8);
+  for (size_t i = 1; i <= n; i++) {
+    memcpy(&pg, (const uint8_t *)v->mv_data + PGNO_SIZE * i, PGNO_SIZE);
     if (pg < 2 || pg > w->last_pgno)
       return 1;
   }
@@ -377,7 +381,8 @@ static int child_walk(const char *dir) {
 static const char *last_line(char *buf, const char *prefix) {
   const char *found = NULL;
   size_t plen = strlen(prefix);
-  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
     if (strncmp(line, prefix, plen) == 0)
       found = line + plen;
   return found;
