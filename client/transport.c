@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -250,7 +251,7 @@ int pcache__transport_call(pcache_transport *transport, const Pcachepb__Request 
 /* Connecting to a Unix socket completes at once or fails at once, except
  * when the listen backlog is full: then a blocking connect waits up to
  * SO_SNDTIMEO, which bounds it by our deadline. */
-static int connect_unix(const char *path, uint64_t deadline, int *ret_fd) {
+static int connect_unix(const char *path, uint64_t deadline, int *ret_fd, long *ret_peer_uid) {
   struct sockaddr_un sun = {.sun_family = AF_UNIX};
   size_t len = strlen(path);
   int fd, left, r;
@@ -283,6 +284,22 @@ static int connect_unix(const char *path, uint64_t deadline, int *ret_fd) {
       r = -errno;
     goto out_close;
   }
+  /* Whoever listened first on the path answers: on a shared path that may
+   * be another user's process, which must not get our requests or feed us
+   * blobs. Only a daemon of our own uid (or root's) is trusted. */
+  {
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+      r = -errno;
+      goto out_close;
+    }
+    if (cred.uid != geteuid() && cred.uid != 0) {
+      *ret_peer_uid = (long)cred.uid;
+      r = PCACHE_EPEER;
+      goto out_close;
+    }
+  }
   /* All further I/O is non-blocking with poll() deadlines. */
   if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
     r = -errno;
@@ -302,6 +319,7 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   pcache_reply reply = {0};
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
+  long peer_uid = -1;
   int r;
 
   if (!socket_path || !ret_transport)
@@ -311,7 +329,15 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
     return -ENOMEM;
   t->fd = -1;
   t->max_frame = PCACHE_DEFAULT_MAX_FRAME;
-  r = connect_unix(socket_path, deadline, &t->fd);
+  r = connect_unix(socket_path, deadline, &t->fd, &peer_uid);
+  if (r == PCACHE_EPEER && ret_message) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "the process listening there runs as uid %ld, not as uid %u or root; not "
+             "trusting it",
+             peer_uid, (unsigned)geteuid());
+    *ret_message = pcache__strdup(msg);
+  }
   if (r < 0)
     goto out_free;
 

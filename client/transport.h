@@ -24,7 +24,10 @@ typedef struct pcache_reply {
  * Returns 0; PCACHE_EUNAVAILABLE when no daemon listens (ENOENT,
  * ECONNREFUSED); -ETIMEDOUT; PCACHE_EVERSION when the daemon refuses our
  * version (the daemon's message is then in *ret_message if non-NULL,
- * pcache__malloc'ed); PCACHE_EPEER; PCACHE_EPROTO.
+ * pcache__malloc'ed); PCACHE_EPEER when the daemon refuses our uid, or
+ * when the process listening on socket_path runs as another uid than our
+ * effective uid and root (checked with SO_PEERCRED before anything is
+ * sent; *ret_message then names its uid); PCACHE_EPROTO.
  */
 int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
                            pcache_transport **ret_transport, char **ret_message);

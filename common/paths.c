@@ -1,6 +1,7 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +74,66 @@ int pcache__mkdir_p(const char *dir, unsigned mode) {
     struct stat st;
     if (errno != EEXIST)
       return -errno;
+    /* An existing directory keeps its mode: it may be shared (1777), and
+     * whether we may use it is pcache__dir_check's call, not ours to fix. */
     if (stat(buf, &st) < 0)
       return -errno;
-    if (!S_ISDIR(st.st_mode))
-      return -ENOTDIR;
-    if (st.st_uid == geteuid() && (st.st_mode & 07777) != mode && chmod(buf, mode) < 0)
-      return -errno;
-  } else if (chmod(buf, mode) < 0) { /* mkdir's mode is masked by umask */
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+  }
+  return chmod(buf, mode) < 0 ? -errno : 0; /* mkdir's mode is masked by umask */
+}
+
+int pcache__dir_check(const char *dir, char *why, size_t why_size) {
+  struct stat st;
+  uid_t me = geteuid();
+  if (stat(dir, &st) < 0) {
+    snprintf(why, why_size, "%s", strerror(errno));
     return -errno;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(why, why_size, "not a directory");
+    return -ENOTDIR;
+  }
+  if (st.st_uid != me) {
+    snprintf(why, why_size, "owned by uid %u, not by uid %u", (unsigned)st.st_uid, (unsigned)me);
+    return -EPERM;
+  }
+  if (st.st_mode & 022) {
+    snprintf(why, why_size, "writable by other users (mode %04o)", (unsigned)(st.st_mode & 07777));
+    return -EPERM;
+  }
+  return 0;
+}
+
+int pcache__dir_parents_check(const char *dir, char *ret_parent, size_t parent_size, char *why,
+                              size_t why_size) {
+  char real[PATH_MAX];
+  uid_t me = geteuid();
+  if (!realpath(dir, real))
+    return -errno;
+  /* From the parent up to "/": each one could rename dir away and put
+   * another in its place if someone else owns it, or if others may write
+   * to it and the sticky bit does not stop them renaming what is ours. */
+  for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
+    struct stat st;
+    if (slash == real) {
+      if (real[1] == '\0')
+        break;
+      real[1] = '\0';
+    } else {
+      *slash = '\0';
+    }
+    if (stat(real, &st) < 0)
+      return -errno;
+    if (st.st_uid != me && st.st_uid != 0)
+      snprintf(why, why_size, "owned by uid %u", (unsigned)st.st_uid);
+    else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+      snprintf(why, why_size, "writable by other users without the sticky bit (mode %04o)",
+               (unsigned)(st.st_mode & 07777));
+    else
+      continue;
+    snprintf(ret_parent, parent_size, "%s", real);
+    return 1;
   }
   return 0;
 }

@@ -22,10 +22,30 @@ int pcache__data_dir(const char *explicit_dir, char *out, size_t out_size);
 
 /*
  * pcache__mkdir_p - creates dir and its missing parents; the last component
- * gets mode (parents 0700). An existing last component is chmod'ed to mode
- * if it is ours. Returns 0 or -errno.
+ * gets mode (parents 0700). An existing directory is left as it is (never
+ * chmod'ed): pcache__dir_check says whether it may be used.
+ * Returns 0 or -errno (-ENOTDIR when dir exists and is something else).
  */
 int pcache__mkdir_p(const char *dir, unsigned mode);
+
+/*
+ * pcache__dir_check - whether dir may hold private files: a directory
+ * (symbolic links followed) owned by the effective uid and writable by no
+ * one else (root is not exempt: a directory another user owns is theirs).
+ * Returns 0, -EPERM (wrong owner or mode), -ENOTDIR or -errno of stat;
+ * on failure why says what is wrong in words.
+ */
+int pcache__dir_check(const char *dir, char *why, size_t why_size);
+
+/*
+ * pcache__dir_parents_check - whether some directory above dir (after
+ * realpath) lets another user replace dir: owned by a uid other than ours
+ * and root, or writable by others without the sticky bit. Returns 0 when
+ * none does, 1 with ret_parent and why filled for the first one that does,
+ * or -errno.
+ */
+int pcache__dir_parents_check(const char *dir, char *ret_parent, size_t parent_size, char *why,
+                              size_t why_size);
 
 /* Copies the directory part of path into out ("." when none). */
 int pcache__dirname(const char *path, char *out, size_t out_size);

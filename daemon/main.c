@@ -96,6 +96,10 @@ out_store:
 out_listen:
   if (srv.listen_fd >= 0)
     close(srv.listen_fd);
+  /* A refused data dir, say: leave no socket behind that clients would
+   * find and be refused by. */
+  if (srv.listen_fd >= 0 && !srv.activated)
+    unlink(srv.socket_path);
 out_loop:
   uv_loop_close(&loop);
   return 1;

@@ -634,6 +634,31 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
   return r;
 }
 
+/* The walk the daemon makes at start, run now in a child process: damage
+ * to LMDB's own pages (which would fault or abort the walk below, or the
+ * frees of a repair) is reported as the one problem, with no state hash,
+ * and nothing else is read or repaired; the next start moves the store
+ * aside. Returns 0 (sound or unchecked), 1 (reported) or -errno. */
+static int verify_structure(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *reply,
+                            size_t *cap) {
+  Pcachepb__Problem *pb;
+  char why[600];
+  int r = pcd_store_check(txn, why, sizeof why);
+  if (r < 0)
+    log_warn("verify: could not walk the store's pages: %s", strerror(-r));
+  if (r <= 0)
+    return 0;
+  if ((r = add_problem(job, reply, cap, &pb)) < 0)
+    return r;
+  pb->status = PCACHE_ESTORE;
+  pb->message = pcd_arena_printf(&job->arena,
+                                 "the store's pages are damaged (%s); nothing was repaired: "
+                                 "restart pcached to move the store aside and start a fresh one",
+                                 why);
+  log_error("verify: %s", pb->message ? pb->message : why);
+  return job->arena.failed ? -ENOMEM : 1;
+}
+
 static int op_verify(pcd_txn *txn, pcd_job *job) {
   Pcachepb__VerifyReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   key_list list = {0};
@@ -644,6 +669,8 @@ static int op_verify(pcd_txn *txn, pcd_job *job) {
   pcachepb__verify_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_VERIFY;
   job->resp.verify = reply;
+  if ((r = verify_structure(txn, job, reply, &cap)) != 0)
+    return r < 0 ? r : 0;
   r = pcd_entries_foreach(txn, NULL, collect_key, &list);
   if (r < 0 || list.oom)
     goto out_free;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "connection.h"
+#include "private_dir.h"
 
 /* ------------------------------------------------------------------ listen */
 
@@ -46,16 +47,11 @@ static int bind_path(pcd_server *srv) {
   }
   memcpy(sun.sun_path, srv->socket_path, strlen(srv->socket_path) + 1);
   pcache__dirname(srv->socket_path, dir, sizeof dir);
-  /* Only a directory we create is forced to 0700: --socket may point into
-   * a shared directory we must not lock others out of. */
-  if (stat(dir, &st) < 0) {
-    if ((r = pcache__mkdir_p(dir, 0700)) < 0) {
-      log_error("cannot create %s: %s", dir, strerror(-r));
-      return r;
-    }
-  } else if (st.st_uid == geteuid() && (st.st_mode & 0077) && strcmp(dir, "/tmp") != 0) {
-    log_warn("%s is accessible to other users (mode %03o)", dir, st.st_mode & 0777);
-  }
+  /* Whoever may write to the socket's directory may put their own socket
+   * there for our clients to find (a shared directory like /tmp is refused
+   * for that reason; --socket a path in a directory of your own). */
+  if ((r = pcd_private_dir(dir, "socket directory", "--socket")) < 0)
+    return r;
 
   if (lstat(srv->socket_path, &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {

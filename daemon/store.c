@@ -33,6 +33,8 @@
 #include "common/desc_check.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "private_dir.h"
+#include "store_check.h"
 
 #define META_VERSION 1
 #define META_SIZE 64
@@ -137,6 +139,7 @@ static int try_open(pcd_store *s, int *ret_fresh) {
   if (rc)
     return rc;
   if ((rc = mdb_env_set_maxdbs(s->env, 16)) || (rc = mdb_env_set_mapsize(s->env, s->map_size)) ||
+      (rc = mdb_env_set_assert(s->env, pcd_store_on_assert)) ||
       (rc = mdb_env_open(s->env, s->dir, MDB_NOTLS, 0600)) || (rc = open_dbis(s, ret_fresh))) {
     mdb_env_close(s->env);
     s->env = NULL;
@@ -146,11 +149,15 @@ static int try_open(pcd_store *s, int *ret_fresh) {
 }
 
 /* Moves data.mdb aside so a store we cannot trust is never served, and
- * drops the lock file that belonged to it. */
-static int move_aside(pcd_store *s, int rc) {
+ * drops the lock file that belonged to it. rename() moves a link itself,
+ * never its target. */
+static int move_aside(pcd_store *s, const char *why) {
   char from[4200], to[4300], lock[4200];
   snprintf(from, sizeof from, "%s/data.mdb", s->dir);
   snprintf(to, sizeof to, "%s/data.mdb.corrupt-%lld", s->dir, (long long)time(NULL));
+  /* Never over an earlier one moved aside in the same second. */
+  for (unsigned i = 1; access(to, F_OK) == 0 && i < 1000; i++)
+    snprintf(to, sizeof to, "%s/data.mdb.corrupt-%lld.%u", s->dir, (long long)time(NULL), i);
   snprintf(lock, sizeof lock, "%s/lock.mdb", s->dir);
   if (rename(from, to) < 0 && errno != ENOENT) {
     log_error("store: cannot move %s aside: %s", from, strerror(errno));
@@ -158,8 +165,34 @@ static int move_aside(pcd_store *s, int rc) {
   }
   unlink(lock);
   log_warn("store: %s could not be used (%s); moved it to %s and started a fresh store", from,
-           mdb_strerror(rc), to);
+           why, to);
   return 0;
+}
+
+/* Before LMDB maps the store: the files are regular files of ours (LMDB
+ * opens them by path, following links), and the store is walked in a
+ * child process, so a damaged one is moved aside here instead of faulting
+ * or aborting the daemon later, at every restart. Always, not only after
+ * an unclean stop: the damage may have come while no daemon ran. */
+static int check_before_open(pcd_store *s) {
+  char why[600];
+  int r = pcd_store_files_check(s->dir, why, sizeof why);
+  if (r < 0) {
+    log_error("store: cannot open the store files in %s: %s", s->dir, strerror(-r));
+    return r;
+  }
+  if (r == 0) {
+    r = pcd_store_check_dir(s->dir, why, sizeof why);
+    if (r < 0)
+      log_warn("store: could not check %s/data.mdb (%s); opening it unchecked", s->dir,
+               strerror(-r));
+  }
+  if (r <= 0)
+    return 0;
+  if ((r = move_aside(s, why)) < 0)
+    return r;
+  r = pcd_store_files_check(s->dir, why, sizeof why);
+  return r > 0 ? -EEXIST : r;
 }
 
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
@@ -169,19 +202,19 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
 
   if (strlen(dir) >= sizeof s->dir)
     return -ENAMETOOLONG;
-  r = pcache__mkdir_p(dir, 0700);
-  if (r < 0) {
-    log_error("store: cannot create %s: %s", dir, strerror(-r));
+  if ((r = pcd_private_dir(dir, "data directory", "--data-dir")) < 0)
     return r;
-  }
   s = pcache__calloc(1, sizeof *s);
   if (!s)
     return -ENOMEM;
   strcpy(s->dir, dir);
   s->map_size = (map_size + page - 1) / page * page;
+  if ((r = check_before_open(s)) < 0)
+    goto out_free;
+  pcd_store_guard_faults();
   rc = try_open(s, &fresh);
   if (rc) {
-    r = move_aside(s, rc);
+    r = move_aside(s, mdb_strerror(rc));
     if (r < 0)
       goto out_free;
     rc = try_open(s, &fresh);
@@ -198,6 +231,14 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
 
 out_free:
   pcache__free(s);
+  return r;
+}
+
+int pcd_store_check(pcd_txn *txn, char *why, size_t why_size) {
+  int dead, r = pcd_store_check_dir(txn->store->dir, why, why_size);
+  /* A child that crashed left its reader slot behind, which would keep
+   * pages from reuse until the next start. */
+  mdb_reader_check(txn->store->env, &dead);
   return r;
 }
 
@@ -573,15 +614,37 @@ int pcd_lru_oldest(pcd_txn *txn, uint8_t ret_key[PCD_ENTRY_KEY_SIZE]) {
 
 /* ------------------------------------------------------------------ writes */
 
+/* LMDB trusts an overflow page's header when it frees the value (a delete,
+ * or a put over it) and aborts the process on a bad one. So before that,
+ * for the databases whose values can be that large, the old value's pages
+ * are checked here, and a damaged one fails the transaction instead. */
+static int check_before_free(pcd_txn *t, MDB_dbi dbi, MDB_val *k, const char *what) {
+  pcd_store *s = t->store;
+  char why[300];
+  MDB_val old;
+  if (dbi != s->blobs && dbi != s->descs && dbi != s->modules && dbi != s->snapdata)
+    return 0;
+  if (mdb_get(t->txn, dbi, k, &old) != 0 || !pcd_store_check_value(s->env, &old, why, sizeof why))
+    return 0;
+  log_error("store: %s: not freeing a damaged value (%s); pcachectl verify reports it, and "
+            "the next start of pcached moves the store aside",
+            what, why);
+  t->err = PCACHE_ESTORE;
+  return PCACHE_ESTORE;
+}
+
 static int put(pcd_txn *t, MDB_dbi dbi, const void *key, size_t key_size, const void *val,
                size_t val_size, const char *what) {
   MDB_val k = {key_size, (void *)key}, v = {val_size, (void *)val};
-  return map_err(t, mdb_put(t->txn, dbi, &k, &v, 0), what);
+  int r = check_before_free(t, dbi, &k, what);
+  return r ? r : map_err(t, mdb_put(t->txn, dbi, &k, &v, 0), what);
 }
 
 static int del(pcd_txn *t, MDB_dbi dbi, const void *key, size_t key_size, const char *what) {
   MDB_val k = {key_size, (void *)key};
-  int r = map_err(t, mdb_del(t->txn, dbi, &k, NULL), what);
+  int r = check_before_free(t, dbi, &k, what);
+  if (r == 0)
+    r = map_err(t, mdb_del(t->txn, dbi, &k, NULL), what);
   return r == PCACHE_ENOT_FOUND ? 0 : r;
 }
 

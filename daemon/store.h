@@ -51,14 +51,27 @@ typedef struct pcd_snapshot {
 } pcd_snapshot;
 
 /*
- * pcd_store_open - opens (creating if needed) the store in dir (made 0700).
- * A store that LMDB cannot open, or whose format is unknown, is moved
- * aside as data.mdb.corrupt-<unixtime> and a fresh one is made.
+ * pcd_store_open - opens (creating if needed) the store in dir (made 0700;
+ * refused unless it is ours and no one else may write to it: -EPERM).
+ * A store that fails the start-up walk (pcd_store_check), that LMDB cannot
+ * open, or whose format is unknown, is moved aside as
+ * data.mdb.corrupt-<unixtime> and a fresh one is made; so is a data.mdb
+ * that is a link, not a regular file, or another user's.
  * map_size is the LMDB map size (bytes).
  * Returns 0, -errno or PCACHE_ESTORE.
  */
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
 void pcd_store_close(pcd_store *store);
+
+/*
+ * pcd_store_check - walks the committed store in a child process (page
+ * structure, every record, overflow page headers; store_check.h), the
+ * check made at every start. Call it on the writer thread (txn is its
+ * write transaction), so nothing commits meanwhile. Returns 0 (sound),
+ * 1 (damaged: why says how; the next start moves the store aside) or
+ * -errno (could not check).
+ */
+int pcd_store_check(pcd_txn *txn, char *why, size_t why_size);
 
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);
 /* Returns 0, PCACHE_EFULL (map full; the txn is gone) or PCACHE_ESTORE. */

@@ -240,3 +240,44 @@ void test_env_cleanup(test_env *env) {
     return;
   nftw(env->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int test_pcached_run(const test_env *env, const char *const *args, char *out, size_t out_size) {
+  const char *argv[64] = {test_pcached_path()};
+  char log[400];
+  int status, lf, n = 1;
+  ssize_t got;
+  pid_t pid;
+  for (; args && args[n - 1] && n < 63; n++)
+    argv[n] = args[n - 1];
+  argv[n] = NULL;
+  snprintf(log, sizeof log, "%s/run.log", env->root);
+  pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (lf >= 0)
+      dup2(lf, STDERR_FILENO);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  while (waitpid(pid, &status, 0) < 0)
+    ASSERT_EQ(errno, EINTR);
+  lf = open(log, O_RDONLY);
+  ASSERT_GE(lf, 0);
+  got = read(lf, out, out_size - 1);
+  out[got > 0 ? got : 0] = '\0';
+  close(lf);
+  return status;
+}
+
+int test_count_aside(const test_env *env) {
+  DIR *d = opendir(env->data_dir);
+  struct dirent *e;
+  int n = 0;
+  ASSERT_TRUE(d != NULL);
+  while ((e = readdir(d)))
+    n += strncmp(e->d_name, "data.mdb.corrupt-", 17) == 0;
+  closedir(d);
+  return n;
+}

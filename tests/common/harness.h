@@ -43,6 +43,15 @@ const char *test_pcached_path(void);
 /* Prints the daemon's log to stderr (for failure diagnosis). */
 void test_dump_daemon_log(const test_env *env);
 
+/* Runs pcached with exactly args (NULL-terminated; argv[0] is added) to
+ * its exit, its stderr captured in out (NUL-terminated, truncated to
+ * out_size). Returns its wait status. Pass --idle-exit for a run that
+ * might start serving. */
+int test_pcached_run(const test_env *env, const char *const *args, char *out, size_t out_size);
+
+/* How many stores were moved aside (data.mdb.corrupt-*) in env's data dir. */
+int test_count_aside(const test_env *env);
+
 /* Connects a raw Unix socket to env's daemon; returns the fd or -errno. */
 int test_raw_connect(const test_env *env);
 

@@ -50,17 +50,6 @@ static void set_format(MDB_txn *txn, MDB_dbi dbi, void *ctx) {
   ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
 }
 
-static int count_corrupt(void) {
-  DIR *d = opendir(env.data_dir);
-  struct dirent *e;
-  int n = 0;
-  ASSERT_TRUE(d != NULL);
-  while ((e = readdir(d)))
-    n += strncmp(e->d_name, "data.mdb.corrupt-", 17) == 0;
-  closedir(d);
-  return n;
-}
-
 static uint64_t entries_now(void) {
   wire_reply rep;
   uint64_t n;
@@ -130,9 +119,9 @@ int main(void) {
 
   /* Unknown format version: moved aside, a fresh store serves. */
   with_db("info", set_format, NULL);
-  ASSERT_EQ(count_corrupt(), 0);
+  ASSERT_EQ(test_count_aside(&env), 0);
   test_daemon_start(&env, NULL);
-  ASSERT_EQ(count_corrupt(), 1);
+  ASSERT_EQ(test_count_aside(&env), 1);
   ASSERT_EQ(entries_now(), 0);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
 
@@ -149,7 +138,7 @@ int main(void) {
     close(jf);
   }
   test_daemon_start(&env, NULL);
-  ASSERT_EQ(count_corrupt(), 2);
+  ASSERT_EQ(test_count_aside(&env), 2);
   ASSERT_EQ(entries_now(), 0);
   fd = wire_open(&env, "corrupt");
   wire_put(fd, &key, items, 1, &rep);

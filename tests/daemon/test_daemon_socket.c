@@ -19,32 +19,16 @@
 
 static test_env env;
 
+/* A second pcached on env's socket, with its own data dir. */
 static int run_pcached(const char *const *extra, char *out, size_t out_size) {
-  char log[400];
-  int status, lf;
-  pid_t pid;
-  snprintf(log, sizeof log, "%s/second.log", env.root);
-  pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const char *argv[16] = {test_pcached_path(), "--socket", env.socket_path, "--data-dir"};
-    char dd[400];
-    int n = 5;
-    snprintf(dd, sizeof dd, "%s/other-data", env.root);
-    argv[4] = dd;
-    for (int i = 0; extra && extra[i]; i++)
-      argv[n++] = extra[i];
-    lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(lf, 2);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  lf = open(log, O_RDONLY);
-  ssize_t n = read(lf, out, out_size - 1);
-  out[n > 0 ? n : 0] = '\0';
-  close(lf);
-  return status;
+  const char *args[16] = {"--socket", env.socket_path, "--data-dir"};
+  char dd[400];
+  int n = 4;
+  snprintf(dd, sizeof dd, "%s/other-data", env.root);
+  args[3] = dd;
+  for (int i = 0; extra && extra[i] && n < 15; i++)
+    args[n++] = extra[i];
+  return test_pcached_run(&env, args, out, out_size);
 }
 
 static void test_modes_and_second_daemon(void) {
