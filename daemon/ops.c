@@ -11,6 +11,7 @@
 #include "common/blob.h"
 #include "common/desc_check.h"
 #include "common/log.h"
+#include "common/parse.h"
 
 /* ------------------------------------------------------------ validation */
 
@@ -46,6 +47,7 @@ int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
   size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
   char hex[33];
   pcd_entry e;
+  uint64_t now;
   int st = 0, r;
   const char *why = NULL;
 
@@ -97,8 +99,12 @@ int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
   e.blob_size = item->blob_size;
   e.desc_size = item->desc_size;
   e.checksum = pcache__checksum64(item->blob, item->blob_size);
-  e.created_us = item->created_us;
-  e.last_used_us = item->last_used_us;
+  /* Times from archives (and any a client could name) are clamped to now:
+   * an entry dated in the future would sort after every fresh one in the
+   * LRU and never be evicted. */
+  now = pcd_now_us();
+  e.created_us = item->created_us < now ? item->created_us : now;
+  e.last_used_us = item->last_used_us < now ? item->last_used_us : now;
   e.hits = item->hits;
   e.compile_ns = item->compile_ns;
   snprintf(e.app, sizeof e.app, "%s", item->app ? item->app : "");
@@ -492,6 +498,15 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
       goto out_bad_key;
     break;
   case PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S:
+    /* Times are microseconds in 64 bits: an age that does not fit would
+     * wrap into a short one and purge fresh entries. */
+    if (p->older_than_s > PCACHE_DURATION_MAX_S) {
+      job->resp.status = PCACHE_EBAD_SIZE;
+      job->resp.message = pcd_arena_printf(&job->arena, "older_than_s %llu is out of range (at most %llu)",
+                                           (unsigned long long)p->older_than_s,
+                                           (unsigned long long)PCACHE_DURATION_MAX_S);
+      return 0;
+    }
     f.cutoff_us = p->older_than_s * 1000000 > now ? 0 : now - p->older_than_s * 1000000;
     break;
   case PCACHEPB__PURGE__SELECTOR_ALL:

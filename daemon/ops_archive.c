@@ -261,6 +261,14 @@ static int importmodule(void *ctx, const pcache_hash128 *hash, const void *code,
   return 0;
 }
 
+/* An archive's time (unix seconds) in microseconds, clamped to now: 0 (not
+ * recorded) and times in the future are now, so that an archive cannot
+ * pin its entries ahead of every fresh one in the LRU (nor overflow the
+ * conversion). */
+static uint64_t archive_time_us(uint64_t s, uint64_t now_us) {
+  return s == 0 || s >= now_us / 1000000 ? now_us : s * 1000000;
+}
+
 static int importentry(void *ctx, const pcache_archive_entry *e) {
   importctx *x = ctx;
   pcd_device d;
@@ -276,8 +284,8 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
       .find_ctx = x,
       .app = e->app,
       .compile_ns = e->compile_ns,
-      .created_us = e->created ? e->created * 1000000 : x->now_us,
-      .last_used_us = e->last_used ? e->last_used * 1000000 : x->now_us,
+      .created_us = archive_time_us(e->created, x->now_us),
+      .last_used_us = archive_time_us(e->last_used, x->now_us),
       .hits = e->hits,
   };
   char *msg = NULL;

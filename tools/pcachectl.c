@@ -837,9 +837,14 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
       app = optarg;
       purge.selector_case = PCACHEPB__PURGE__SELECTOR_APP;
       break;
-    case OPT_OLDER:
-      if (pcache__parse_duration(optarg, &seconds) < 0)
+    case OPT_OLDER: {
+      int pr = pcache__parse_duration(optarg, &seconds);
+      if (pr == -ERANGE)
+        return usage_error("purge", "--older-than '%s' is out of range (at most %llu days)",
+                           optarg, (unsigned long long)(PCACHE_DURATION_MAX_S / 86400));
+      if (pr < 0)
         return usage_error("purge", "--older-than wants a duration (30d, 12h), not '%s'", optarg);
+    }
       purge.selector_case = PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S;
       purge.older_than_s = seconds;
       break;
