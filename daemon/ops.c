@@ -121,13 +121,22 @@ out_refuse_msg:
   return 0;
 }
 
+uint64_t pcd_item_cost(const pcd_item *item) {
+  uint64_t n = item->blob_size + item->desc_size;
+  /* Modules the item carries may be stored already (and then cost
+   * nothing more); counting them all keeps the bound simple and safe. */
+  for (size_t i = 0; i < item->n_modules; i++)
+    n += PCACHE_HASH_SIZE + 4 + item->modules[i]->code.len;
+  return n;
+}
+
 /* -------------------------------------------------------------------- put */
 
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   pcache_devkey key;
-  uint64_t now = pcd_now_us();
+  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0;
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
 
@@ -154,6 +163,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return -ENOMEM;
   if (key_ok) {
     pcd_device d;
+    room = cfg->max_size > PCD_DEVICE_COST_MAX ? cfg->max_size - PCD_DEVICE_COST_MAX : 0;
     memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
     if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
       return r;
@@ -184,13 +194,27 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     };
     int st = PCACHE_EBAD_KEY;
     char *msg = NULL;
+    uint64_t cost = pcd_item_cost(&item);
     if (!res)
       return -ENOMEM;
     pcachepb__put_result__init(res);
     res->state_hash.data = it->state_hash.data;
     res->state_hash.len = it->state_hash.len;
-    if (key_ok && (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
+    /* What this Put stores must fit under the cap together: the eviction
+     * that follows would otherwise drop items just acknowledged. */
+    if (key_ok && cost > room - put_bytes) {
+      st = PCACHE_EFULL;
+      msg = pcd_arena_printf(&job->arena,
+                             "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
+                             "taken by this request)",
+                             (unsigned long long)cost, (unsigned long long)cfg->max_size,
+                             (unsigned long long)put_bytes);
+    } else if (key_ok &&
+               (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0) {
       return r;
+    }
+    if (st == 0)
+      put_bytes += cost;
     res->status = st;
     if (st < 0) {
       res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
@@ -258,6 +282,13 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   for (size_t i = 0; i < ps->n_state_hashes; i++)
     if (ps->state_hashes[i].len != PCACHE_HASH_SIZE)
       return snapshot_refuse(job, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
+  /* It would evict everything else and then itself. */
+  if (ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE > cfg->max_size) {
+    job->resp.message = pcd_arena_printf(
+        &job->arena, "snapshot of %zu bytes is larger than --max-size (%llu bytes)",
+        ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE, (unsigned long long)cfg->max_size);
+    return snapshot_refuse(job, PCACHE_EFULL, job->resp.message);
+  }
   memcpy(key.bytes, ps->device->key.data, PCACHE_DEVKEY_SIZE);
   if ((st = pcache__blob_check_header(ps->blob.data, ps->blob.len, &key)) < 0)
     return snapshot_refuse(job, st, NULL);

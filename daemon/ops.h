@@ -41,6 +41,10 @@ typedef struct pcd_item {
 int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
                    uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message);
 
+/* Bytes an item counts against --max-size once stored: blob, description
+ * and the modules it carries. */
+uint64_t pcd_item_cost(const pcd_item *item);
+
 /* Most state hashes one PutSnapshot may list. */
 #define PCD_MAX_SNAPSHOT_HASHES (1u << 20)
 

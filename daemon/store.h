@@ -16,6 +16,14 @@
 #define PCD_ENTRY_KEY_SIZE (PCACHE_DEVKEY_SIZE + PCACHE_HASH_SIZE)
 /* Longest app name stored (LMDB keys are at most 511 bytes). */
 #define PCD_MAX_APP 200
+/* Longest device name, driver name or driver info a device record keeps
+ * (Vulkan's own limit, VK_MAX_*_SIZE less the terminator); longer client
+ * strings are cut. */
+#define PCD_MAX_DEVICE_STRING 255
+/* The most a device record counts against --max-size: its key, the
+ * 40-byte header and a DeviceInfo of the key, two integers and three such
+ * strings. */
+#define PCD_DEVICE_COST_MAX (2 * PCACHE_DEVKEY_SIZE + 40 + 3 * (PCD_MAX_DEVICE_STRING + 3) + 16)
 /* The on-disk format this build writes (info "format"). */
 #define PCD_STORE_FORMAT 1
 
@@ -39,7 +47,12 @@ typedef struct pcd_device {
 } pcd_device;
 
 typedef struct pcd_totals {
-  uint64_t entries, bytes, devices, modules, map_size;
+  uint64_t entries, devices, modules, map_size;
+  /* What counts against --max-size besides snapshots: entries' blobs and
+   * descriptions, SPIR-V modules (key, count and code, once however many
+   * entries name them) and device records (key and record). */
+  uint64_t bytes; /* entry_bytes + module_bytes + device_bytes */
+  uint64_t entry_bytes, module_bytes, device_bytes;
   uint64_t snapshots, snapshot_bytes; /* counted in the size cap with bytes */
 } pcd_totals;
 
@@ -111,10 +124,13 @@ int pcd_snapshot_oldest(pcd_txn *txn, const uint8_t *skip_key, const char *skip_
 int pcd_lru_oldest(pcd_txn *txn, uint8_t ret_key[PCD_ENTRY_KEY_SIZE]);
 
 /* Writes (write txn only). */
-/* Records or refreshes a device (first/last seen). */
+/* Records or refreshes a device (first/last seen). Strings longer than
+ * PCD_MAX_DEVICE_STRING are cut and unknown fields dropped. */
 int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t now_s);
-/* Removes a device record that holds no entries (0 when there is none):
- * a request whose every item was refused leaves nothing behind. */
+/* Removes a device record that holds no entries and no snapshots (0 when
+ * there is none): a request whose every item was refused leaves nothing
+ * behind. The store does the same by itself when a device's last entry
+ * or snapshot goes (eviction, purge, report). */
 int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]);
 /* Adds one reference to a module, storing code when it is new (code may be
  * NULL when the caller knows the module exists). */
