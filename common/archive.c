@@ -257,9 +257,13 @@ out_free:
 
 int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
                          void *ctx) {
+  pcache_archive_cursor cursor = {0};
+  return pcache__archive_read_from(data, size, &cursor, visitor, ctx);
+}
+
+int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
+                              const pcache_archive_visitor *visitor, void *ctx) {
   const uint8_t *p = data;
-  size_t off = ARCHIVE_FILE_HEADER_SIZE;
-  uint64_t index = 0, devices = 0, modules = 0, entries = 0;
   int r;
 
   if (size < ARCHIVE_FILE_HEADER_SIZE || memcmp(p, ARCHIVE_MAGIC, 8) != 0)
@@ -270,21 +274,29 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
    * cannot honour. */
   if (pcache__le32(p + 12) != 0)
     return PCACHE_EARCHIVE_VERSION;
+  if (cursor->off < ARCHIVE_FILE_HEADER_SIZE)
+    cursor->off = ARCHIVE_FILE_HEADER_SIZE;
+  if (cursor->off > size)
+    return PCACHE_EARCHIVE;
 
-  for (;; index++) {
-    const uint8_t *header = p + off, *payload;
+  for (;;) {
+    const uint8_t *header = p + cursor->off, *payload;
+    uint64_t index = cursor->index;
     uint32_t type, length;
 
-    if (size - off < ARCHIVE_RECORD_HEADER_SIZE)
+    if (size - cursor->off < ARCHIVE_RECORD_HEADER_SIZE)
       return PCACHE_EARCHIVE; /* ended without an end record: truncated */
     type = pcache__le32(header);
     length = pcache__le32(header + 4);
     /* A length past the end is either truncation or a damaged length field;
      * either way nothing after it can be found. */
-    if (length > size - off - ARCHIVE_RECORD_HEADER_SIZE)
+    if (length > size - cursor->off - ARCHIVE_RECORD_HEADER_SIZE)
       return PCACHE_EARCHIVE;
     payload = header + ARCHIVE_RECORD_HEADER_SIZE;
-    off += ARCHIVE_RECORD_HEADER_SIZE + (size_t)length;
+    /* Past this record before visiting it: a callback that stops the read
+     * leaves the cursor on the next one. */
+    cursor->off += ARCHIVE_RECORD_HEADER_SIZE + (size_t)length;
+    cursor->index++;
 
     if (record_checksum(header, payload, length) != pcache__le64(header + 8)) {
       r = bad(visitor, ctx, index, PCACHE_ECHECKSUM);
@@ -295,15 +307,15 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
 
     switch (type) {
     case ARCHIVE_RECORD_DEVICE:
-      devices++;
+      cursor->devices++;
       r = visit_device(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_MODULE:
-      modules++;
+      cursor->modules++;
       r = visit_module(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_ENTRY:
-      entries++;
+      cursor->entries++;
       r = visit_entry(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_END: {
@@ -315,10 +327,10 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
       /* Records that failed their checksum are counted as the writer wrote
        * them (records), but their kind is unknown, so only the total is
        * compared; the per-kind counts can only be short of the writer's. */
-      ok = end->records == index && devices <= end->devices && modules <= end->modules &&
-           entries <= end->entries;
+      ok = end->records == index && cursor->devices <= end->devices &&
+           cursor->modules <= end->modules && cursor->entries <= end->entries;
       pcachepb__archive_end__free_unpacked(end, &pcache__pb_allocator);
-      if (!ok || off != size)
+      if (!ok || cursor->off != size)
         return PCACHE_EARCHIVE;
       return 0;
     }

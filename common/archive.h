@@ -66,4 +66,21 @@ typedef struct pcache_archive_visitor {
 int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
                          void *ctx);
 
+/* Where a read stopped, for pcache__archive_read_from: zero it to start
+ * at the first record. */
+typedef struct pcache_archive_cursor {
+  size_t off;                              /* the next record's offset */
+  uint64_t index, devices, modules, entries; /* records read so far */
+} pcache_archive_cursor;
+
+/*
+ * pcache__archive_read_from - pcache__archive_read from *cursor on, so
+ * that a reader can take an archive in slices: when a callback returns
+ * nonzero the read stops with that value and *cursor is on the record
+ * after the one visited; calling again with it goes on from there. The
+ * same checks and return values as pcache__archive_read.
+ */
+int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
+                              const pcache_archive_visitor *visitor, void *ctx);
+
 #endif

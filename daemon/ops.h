@@ -58,8 +58,14 @@ int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t 
 int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
                    const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes);
 
-/* Export and Import (ops_archive.c). */
+/* Export and Import (ops_archive.c). Import runs in slices: when a slice
+ * leaves work, it sets job->more, and the writer commits and queues the
+ * job again behind what other clients queued meanwhile. */
 int pcd_ops_export(pcd_txn *txn, pcd_job *job);
 int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
+/* The writer committed the transaction that ran job's last slice. */
+void pcd_ops_committed(pcd_job *job);
+/* Frees job->slices (with the job). */
+void pcd_ops_slices_free(pcd_job *job);
 
 #endif

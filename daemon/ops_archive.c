@@ -11,6 +11,7 @@
 #include "common/desc_check.h"
 #include "common/log.h"
 #include "ops.h"
+#include "pos_index.h"
 
 /* ------------------------------------------------------------------ export */
 
@@ -169,71 +170,140 @@ out_free:
 
 /* ------------------------------------------------------------------ import */
 
+/* An import runs in slices, each in the writer's transaction of the
+ * moment and committed with it: a slice stops after SLICE_RECORDS archive
+ * records or SLICE_BYTES of stored entries, and the job goes back to the
+ * end of the writer's queue, so other clients' writes commit in between
+ * (docs/archive.md, "Import"). Each slice costs time in proportion to its
+ * own records: modules are found through a hash index. */
+#define SLICE_RECORDS 4096
+#define SLICE_BYTES (8u << 20)
+/* A callback's value that ends a slice (pcache__archive_read_from). */
+#define SLICE_PAUSE 1
+/* Problems listed in the reply; any more are only counted in refused. */
+#define MAX_PROBLEMS 1024
+
 typedef struct importmod {
   pcache_hash128 hash;
   void *code;
   size_t size;
 } importmod;
 
+typedef struct importproblem {
+  uint8_t dev[PCACHE_DEVKEY_SIZE], sh[PCACHE_HASH_SIZE];
+  int has_dev, has_sh, status;
+  char *message;
+} importproblem;
+
+/* What a slice changes; kept twice, so that a slice whose transaction is
+ * undone (map full, retried) starts again from the last commit. */
+typedef struct importprogress {
+  pcache_archive_cursor cursor;
+  uint64_t accepted, refused, bytes, evicted;
+  size_t n_problems, n_devices;
+} importprogress;
+
+typedef struct importstate {
+  importprogress at, committed;
+  importproblem *problems;
+  size_t cap_problems;
+  uint8_t (*devices)[PCACHE_DEVKEY_SIZE]; /* device records the archive held */
+  size_t cap_devices;
+  /* Modules seen so far, whose code matched their hash: an open-addressed
+   * index (slot = position + 1) over mods. */
+  importmod *mods;
+  size_t n_mods, cap_mods;
+  pcd_pos_index index;
+} importstate;
+
 typedef struct importctx {
   pcd_txn *txn;
   const pcd_config *config;
   pcd_job *job;
-  Pcachepb__ImportReply *reply;
-  size_t cap;
-  importmod *mods;
-  size_t n_mods;
-  uint64_t now_us;
+  importstate *st;
+  uint64_t now_us, room;
+  uint64_t slice_records, slice_bytes;
   int fatal;
 } importctx;
 
+/* Makes room for one more element in *v (n in use, *cap allocated). */
+static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
+  size_t want;
+  void *p;
+  if (n < *cap)
+    return 0;
+  want = *cap ? *cap * 2 : 16;
+  p = pcache__realloc(*v, want * elem_size);
+  if (!p)
+    return -ENOMEM;
+  *v = p;
+  *cap = want;
+  return 0;
+}
+
+/* Module hashes are XXH3-128: their bytes are already well mixed. */
+static uint64_t mod_hash(const pcache_hash128 *h) {
+  uint64_t v;
+  memcpy(&v, h->bytes, sizeof v);
+  return v;
+}
+
+static uint64_t mod_hash_at(const void *ctx, size_t pos) {
+  return mod_hash(&((const importstate *)ctx)->mods[pos].hash);
+}
+
+struct mod_probe {
+  const importstate *st;
+  const pcache_hash128 *hash;
+};
+
+static int mod_at(const void *ctx, size_t pos) {
+  const struct mod_probe *p = ctx;
+  return pcache__hash_equal(&p->st->mods[pos].hash, p->hash);
+}
+
+static const importmod *mod_find(const importstate *st, const pcache_hash128 *hash) {
+  struct mod_probe p = {st, hash};
+  long at = pcd_pos_index_find(&st->index, mod_hash(hash), mod_at, &p);
+  return at < 0 ? NULL : &st->mods[at];
+}
+
 static int find_mod(void *ctx, const pcache_hash128 *hash, const void **code, size_t *size) {
   importctx *x = ctx;
-  for (size_t i = 0; i < x->n_mods; i++) {
-    if (pcache__hash_equal(&x->mods[i].hash, hash)) {
-      /* Archive modules are checked like Put modules: by their hash. */
-      pcache_hash128 h;
-      pcache__hash128(x->mods[i].code, x->mods[i].size, &h);
-      if (!pcache__hash_equal(&h, hash))
-        return -1;
-      *code = x->mods[i].code;
-      *size = x->mods[i].size;
-      return 0;
-    }
-  }
-  return -1;
+  const importmod *m = mod_find(x->st, hash);
+  if (!m)
+    return -1;
+  *code = m->code;
+  *size = m->size;
+  return 0;
+}
+
+/* Ends the slice once it has done its share. */
+static int slice_step(importctx *x) {
+  return ++x->slice_records >= SLICE_RECORDS || x->slice_bytes >= SLICE_BYTES ? SLICE_PAUSE : 0;
 }
 
 static int add_problem(importctx *x, const uint8_t *dev, const uint8_t *sh, int st,
                        const char *msg) {
-  pcd_arena *a = &x->job->arena;
-  Pcachepb__Problem *p = pcd_arena_alloc(a, sizeof *p);
-  if (x->reply->n_problems == x->cap) {
-    Pcachepb__Problem **np;
-    x->cap = x->cap ? x->cap * 2 : 16;
-    np = pcd_arena_alloc(a, x->cap * sizeof *np);
-    if (!np)
-      return -ENOMEM;
-    if (x->reply->n_problems)
-      memcpy(np, x->reply->problems, x->reply->n_problems * sizeof *np);
-    x->reply->problems = np;
-  }
-  if (!p)
-    return -ENOMEM;
-  pcachepb__problem__init(p);
-  if (dev) {
-    p->device_key.data = pcd_arena_memdup(a, dev, PCACHE_DEVKEY_SIZE);
-    p->device_key.len = PCACHE_DEVKEY_SIZE;
-  }
-  if (sh) {
-    p->state_hash.data = pcd_arena_memdup(a, sh, PCACHE_HASH_SIZE);
-    p->state_hash.len = PCACHE_HASH_SIZE;
-  }
+  importstate *s = x->st;
+  importproblem *p;
+  x->st->at.refused++;
+  if (s->at.n_problems >= MAX_PROBLEMS)
+    return slice_step(x);
+  if (reserve((void **)&s->problems, s->at.n_problems, &s->cap_problems, sizeof *s->problems) < 0)
+    return x->fatal = -ENOMEM;
+  p = &s->problems[s->at.n_problems];
+  memset(p, 0, sizeof *p);
+  if ((p->has_dev = dev != NULL))
+    memcpy(p->dev, dev, PCACHE_DEVKEY_SIZE);
+  if ((p->has_sh = sh != NULL))
+    memcpy(p->sh, sh, PCACHE_HASH_SIZE);
   p->status = st;
-  p->message = pcd_arena_strdup(a, msg ? msg : pcache_strerror(st));
-  x->reply->problems[x->reply->n_problems++] = p;
-  x->reply->refused++;
-  return 0;
+  p->message = pcache__strdup(msg ? msg : pcache_strerror(st));
+  if (!p->message)
+    return x->fatal = -ENOMEM;
+  s->at.n_problems++;
+  return slice_step(x);
 }
 
 static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
@@ -242,23 +312,43 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
   if (info->key.len != PCACHE_DEVKEY_SIZE)
     return add_problem(x, NULL, NULL, PCACHE_EBAD_KEY, "device record with a bad key");
   r = pcd_device_touch(x->txn, info, x->now_us / 1000000);
-  return r < 0 ? (x->fatal = r) : 0;
+  if (r < 0)
+    return x->fatal = r;
+  /* Remembered so that, once the import is done, a record none of its
+   * entries came to use is dropped again. */
+  if (reserve((void **)&x->st->devices, x->st->at.n_devices, &x->st->cap_devices,
+              sizeof *x->st->devices) < 0)
+    return x->fatal = -ENOMEM;
+  memcpy(x->st->devices[x->st->at.n_devices++], info->key.data, PCACHE_DEVKEY_SIZE);
+  return slice_step(x);
 }
 
 static int importmodule(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
   importctx *x = ctx;
-  importmod *m = pcache__realloc(x->mods, (x->n_mods + 1) * sizeof *m);
-  if (!m)
+  importstate *st = x->st;
+  pcache_hash128 h;
+  importmod *m;
+  /* Checked like Put modules, by their hash, once: a module whose code
+   * does not match is not indexed, so entries naming it are refused as
+   * missing it unless the store has it. */
+  pcache__hash128(code, size, &h);
+  if (!pcache__hash_equal(&h, hash) || mod_find(st, hash))
+    return slice_step(x);
+  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
     return x->fatal = -ENOMEM;
-  x->mods = m;
-  m[x->n_mods].hash = *hash;
-  m[x->n_mods].code = pcache__malloc(size ? size : 1);
-  if (!m[x->n_mods].code)
+  m = &st->mods[st->n_mods];
+  m->hash = *hash;
+  m->size = size;
+  m->code = pcache__malloc(size ? size : 1);
+  if (!m->code)
     return x->fatal = -ENOMEM;
-  memcpy(m[x->n_mods].code, code, size);
-  m[x->n_mods].size = size;
-  x->n_mods++;
-  return 0;
+  memcpy(m->code, code, size);
+  if (pcd_pos_index_add(&st->index, mod_hash(hash), st->n_mods, mod_hash_at, st) < 0) {
+    pcache__free(m->code);
+    return x->fatal = -ENOMEM;
+  }
+  st->n_mods++;
+  return slice_step(x);
 }
 
 /* An archive's time (unix seconds) in microseconds, clamped to now: 0 (not
@@ -288,6 +378,7 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
       .last_used_us = archive_time_us(e->last_used, x->now_us),
       .hits = e->hits,
   };
+  uint64_t cost = pcd_item_cost(&item);
   char *msg = NULL;
   int st = 0, r;
   if (e->app && strlen(e->app) > PCD_MAX_APP)
@@ -295,6 +386,11 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
                        "app name too long");
   if (e->blob_size && pcache__checksum64(e->blob, e->blob_size) != e->checksum)
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_ECHECKSUM, NULL);
+  /* What one import stores must fit under the cap together, or its own
+   * eviction would drop entries it has just reported accepted. */
+  if (cost > x->room - x->st->at.bytes)
+    return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_EFULL,
+                       "the import holds more than --max-size");
   /* An entry whose device record was not in the archive still gets one,
    * made first so its counters include the entry. */
   int new_device = pcd_device_get(x->txn, e->device_key.bytes, &d) == PCACHE_ENOT_FOUND;
@@ -315,9 +411,11 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
       return x->fatal = r;
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, st, msg);
   }
-  x->reply->accepted++;
+  x->st->at.accepted++;
+  x->st->at.bytes += cost;
+  x->slice_bytes += cost;
   x->job->stored++;
-  return 0;
+  return slice_step(x);
 }
 
 static int importbad(void *ctx, uint64_t index, int err) {
@@ -327,39 +425,119 @@ static int importbad(void *ctx, uint64_t index, int err) {
   return add_problem(x, NULL, NULL, err, msg);
 }
 
-int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
-  const Pcachepb__Import *req = job->req->import;
-  Pcachepb__ImportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
-  importctx x = {.txn = txn, .config = config, .job = job, .reply = reply,
-                  .now_us = pcd_now_us()};
-  pcache_archive_visitor v = {importdevice, importmodule, importentry, importbad};
-  int r;
+/* Drops the problems of a slice that did not commit. */
+static void truncate_problems(importstate *st, size_t n) {
+  for (size_t i = n; i < st->at.n_problems; i++)
+    pcache__free(st->problems[i].message);
+}
+
+void pcd_ops_slices_free(pcd_job *job) {
+  importstate *st = job->slices;
+  if (!st)
+    return;
+  truncate_problems(st, 0);
+  pcache__free(st->problems);
+  pcache__free(st->devices);
+  for (size_t i = 0; i < st->n_mods; i++)
+    pcache__free(st->mods[i].code);
+  pcache__free(st->mods);
+  pcd_pos_index_free(&st->index);
+  pcache__free(st);
+  job->slices = NULL;
+}
+
+void pcd_ops_committed(pcd_job *job) {
+  importstate *st = job->slices;
+  if (st)
+    st->committed = st->at;
+}
+
+/* The reply, once the last slice is done: from the state, into the arena. */
+static int import_reply(pcd_job *job, int read_status) {
+  importstate *st = job->slices;
+  pcd_arena *a = &job->arena;
+  Pcachepb__ImportReply *reply = pcd_arena_alloc(a, sizeof *reply);
   if (!reply)
     return -ENOMEM;
   pcachepb__import_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_IMPORT;
   job->resp.import = reply;
-  r = pcache__archive_read(req->archive.data, req->archive.len, &v, &x);
-  for (size_t i = 0; i < x.n_mods; i++)
-    pcache__free(x.mods[i].code);
-  pcache__free(x.mods);
+  reply->accepted = st->at.accepted;
+  reply->refused = st->at.refused;
+  if (st->at.n_problems) {
+    reply->problems = pcd_arena_alloc(a, st->at.n_problems * sizeof *reply->problems);
+    if (!reply->problems)
+      return -ENOMEM;
+  }
+  for (size_t i = 0; i < st->at.n_problems; i++) {
+    const importproblem *ip = &st->problems[i];
+    Pcachepb__Problem *p = pcd_arena_alloc(a, sizeof *p);
+    if (!p)
+      return -ENOMEM;
+    pcachepb__problem__init(p);
+    if (ip->has_dev) {
+      p->device_key.data = pcd_arena_memdup(a, ip->dev, PCACHE_DEVKEY_SIZE);
+      p->device_key.len = PCACHE_DEVKEY_SIZE;
+    }
+    if (ip->has_sh) {
+      p->state_hash.data = pcd_arena_memdup(a, ip->sh, PCACHE_HASH_SIZE);
+      p->state_hash.len = PCACHE_HASH_SIZE;
+    }
+    p->status = ip->status;
+    p->message = pcd_arena_strdup(a, ip->message);
+    reply->problems[reply->n_problems++] = p;
+  }
+  if (read_status < 0) {
+    job->resp.status = read_status;
+    job->resp.message = pcd_arena_printf(a, "%s (%llu entries imported before it)",
+                                         pcache_strerror(read_status),
+                                         (unsigned long long)reply->accepted);
+  }
+  job->evicted = st->at.evicted;
+  return a->failed ? -ENOMEM : 0;
+}
+
+int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
+  const Pcachepb__Import *req = job->req->import;
+  importstate *st = job->slices;
+  importctx x = {.txn = txn, .config = config, .job = job, .now_us = pcd_now_us()};
+  pcache_archive_visitor v = {importdevice, importmodule, importentry, importbad};
+  int r;
+
+  if (!st) {
+    st = pcache__calloc(1, sizeof *st);
+    if (!st)
+      return -ENOMEM;
+    job->slices = st;
+  }
+  /* From the last commit: a slice run again after an undone transaction
+   * must not count twice. */
+  truncate_problems(st, st->committed.n_problems);
+  st->at = st->committed;
+  x.st = st;
+  x.room = config->max_size > PCD_DEVICE_COST_MAX ? config->max_size - PCD_DEVICE_COST_MAX : 0;
+  job->more = 0;
+  r = pcache__archive_read_from(req->archive.data, req->archive.len, &st->at.cursor, &v, &x);
   if (x.fatal)
     return x.fatal;
-  if (r < 0) {
-    job->resp.status = r;
-    job->resp.message = pcd_arena_printf(&job->arena, "%s (%llu entries imported before it)",
-                                         pcache_strerror(r),
-                                         (unsigned long long)reply->accepted);
-    if (r == -ENOMEM)
-      return r;
-  }
-  if (reply->accepted) {
+  if (x.slice_bytes) {
     uint64_t n = 0;
-    if ((r = pcd_evict(txn, config->max_size, &n, NULL)) < 0)
-      return r;
-    job->evicted = n;
+    if ((x.fatal = pcd_evict(txn, config->max_size, &n, NULL)) < 0)
+      return x.fatal;
+    st->at.evicted += n;
   }
-  log_info("import: %llu accepted, %llu refused", (unsigned long long)reply->accepted,
-           (unsigned long long)reply->refused);
+  if (r == SLICE_PAUSE) {
+    job->more = 1;
+    return 0;
+  }
+  if (r == -ENOMEM)
+    return r;
+  for (size_t i = 0; i < st->at.n_devices; i++)
+    if ((x.fatal = pcd_device_forget(txn, st->devices[i])) < 0)
+      return x.fatal;
+  if ((r = import_reply(job, r)) < 0)
+    return r;
+  log_info("import: %llu accepted, %llu refused", (unsigned long long)st->at.accepted,
+           (unsigned long long)st->at.refused);
   return 0;
 }

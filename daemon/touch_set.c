@@ -6,59 +6,53 @@
 #include "common/alloc.h"
 #include "common/bytes.h"
 
+struct probe {
+  const pcd_touch_set *set;
+  const uint8_t *key;
+};
+
 /* Entry keys end in a state hash (XXH3-128 of the description): its bytes
  * are already well mixed. */
-static size_t slot_of(const uint8_t key[PCD_ENTRY_KEY_SIZE], size_t n_slots) {
-  uint64_t h = pcache__le64(key + PCACHE_DEVKEY_SIZE) ^ pcache__le64(key);
-  return (size_t)(h * 0x9e3779b97f4a7c15ull >> 32) & (n_slots - 1);
+static uint64_t key_hash(const uint8_t key[PCD_ENTRY_KEY_SIZE]) {
+  return pcache__le64(key + PCACHE_DEVKEY_SIZE) ^ pcache__le64(key);
 }
 
-static int grow(pcd_touch_set *s) {
-  size_t cap = s->cap ? s->cap * 2 : 256, n_slots = cap * 2;
-  pcd_touch *v = pcache__realloc(s->v, cap * sizeof *v);
-  uint32_t *slots;
-  if (!v)
-    return -ENOMEM;
-  s->v = v;
-  slots = pcache__calloc(n_slots, sizeof *slots);
-  if (!slots)
-    return -ENOMEM;
-  for (size_t i = 0; i < s->n; i++) {
-    size_t j = slot_of(s->v[i].key, n_slots);
-    while (slots[j])
-      j = (j + 1) & (n_slots - 1);
-    slots[j] = (uint32_t)i + 1;
-  }
-  pcache__free(s->slots);
-  s->slots = slots;
-  s->n_slots = n_slots;
-  s->cap = cap;
-  return 0;
+static uint64_t hash_at(const void *ctx, size_t pos) {
+  return key_hash(((const pcd_touch_set *)ctx)->v[pos].key);
+}
+
+static int key_at(const void *ctx, size_t pos) {
+  const struct probe *p = ctx;
+  return memcmp(p->set->v[pos].key, p->key, PCD_ENTRY_KEY_SIZE) == 0;
 }
 
 int pcd_touch_set_add(pcd_touch_set *s, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us) {
-  size_t j;
+  struct probe p = {s, key};
+  uint64_t h = key_hash(key);
+  long at = pcd_pos_index_find(&s->index, h, key_at, &p);
   pcd_touch *t;
-  if (s->n_slots) {
-    for (j = slot_of(key, s->n_slots); s->slots[j]; j = (j + 1) & (s->n_slots - 1)) {
-      t = &s->v[s->slots[j] - 1];
-      if (memcmp(t->key, key, PCD_ENTRY_KEY_SIZE) == 0) {
-        if (now_us > t->last_used_us)
-          t->last_used_us = now_us;
-        t->hits++;
-        return 0;
-      }
-    }
+  if (at >= 0) {
+    t = &s->v[at];
+    if (now_us > t->last_used_us)
+      t->last_used_us = now_us;
+    t->hits++;
+    return 0;
   }
-  if (s->n == s->cap && grow(s) < 0)
-    return -ENOMEM;
-  for (j = slot_of(key, s->n_slots); s->slots[j]; j = (j + 1) & (s->n_slots - 1))
-    ;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 256;
+    pcd_touch *v = pcache__realloc(s->v, cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    s->v = v;
+    s->cap = cap;
+  }
   t = &s->v[s->n];
   memcpy(t->key, key, PCD_ENTRY_KEY_SIZE);
   t->last_used_us = now_us;
   t->hits = 1;
-  s->slots[j] = (uint32_t)++s->n;
+  if (pcd_pos_index_add(&s->index, h, s->n, hash_at, s) < 0)
+    return -ENOMEM;
+  s->n++;
   return 0;
 }
 
@@ -67,12 +61,12 @@ void pcd_touch_set_take(pcd_touch_set *s, pcd_touch **ret_touches, size_t *ret_n
   *ret_n = s->n;
   if (!s->n)
     pcache__free(s->v);
-  pcache__free(s->slots);
+  pcd_pos_index_free(&s->index);
   memset(s, 0, sizeof *s);
 }
 
 void pcd_touch_set_free(pcd_touch_set *s) {
   pcache__free(s->v);
-  pcache__free(s->slots);
+  pcd_pos_index_free(&s->index);
   memset(s, 0, sizeof *s);
 }

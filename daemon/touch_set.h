@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "pos_index.h"
 
 /* Distinct entries a set holds before its owner must hand it to the
  * writer: 64 Ki touches are 4.5 MiB with the index. */
@@ -18,8 +19,7 @@
 typedef struct pcd_touch_set {
   pcd_touch *v; /* in first-touch order */
   size_t n, cap;
-  uint32_t *slots; /* open addressing: index + 1 into v, 0 empty */
-  size_t n_slots;  /* a power of two, at least twice cap */
+  pcd_pos_index index; /* entry key -> position in v */
 } pcd_touch_set;
 
 /* Records a hit on key at now_us: merged into the entry's pending touch

@@ -49,6 +49,7 @@ void pcd_job_free(pcd_job *job) {
   pcache__free(job->touches);
   pcd_arena_free(&job->arena);
   pcd_out_release(&job->out);
+  pcd_ops_slices_free(job);
   pcache__free(job);
 }
 
@@ -79,6 +80,8 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
       r = pcd_txn_commit(txn);
       if (r == 0) {
         atomic_fetch_add(&w->stats->commits, 1);
+        for (pcd_job *j = batch; j; j = j->next)
+          pcd_ops_committed(j);
         return 0;
       }
     }
@@ -171,8 +174,8 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
     } else if (j->type == PCD_JOB_REPORT) {
       atomic_fetch_add(&w->stats->reports, j->stored);
     }
-    if (!j->conn)
-      continue;
+    if (!j->conn || (r == 0 && j->more))
+      continue; /* no reply until its last slice */
     if (r < 0 || pcd_reply_encode(&j->resp, &j->out) < 0) {
       pcd_out_release(&j->out);
       pcd_reply_error(r < 0 ? r : -ENOMEM, NULL, &j->out);
@@ -207,7 +210,11 @@ static void *writer_main(void *arg) {
     while (batch) {
       next = batch->next;
       batch->next = NULL;
-      w->done(batch);
+      /* Its next slice goes behind what others queued meanwhile. */
+      if (r == 0 && batch->more)
+        pcd_writer_submit(w, batch);
+      else
+        w->done(batch);
       batch = next;
     }
 
