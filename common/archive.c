@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -35,7 +36,30 @@ struct pcache_archive_writer {
   size_t size, capacity;
   uint64_t records, devices, modules, entries;
   int failed; /* an earlier add ran out of memory: the archive is unusable */
+  int fd;     /* streaming: each record goes to fd at `written`, data holds one */
+  uint64_t written;
 };
+
+/* Streaming: what data holds goes to the file, and data is reused. */
+static int writer_flush(pcache_archive_writer *writer) {
+  size_t done = 0;
+  if (writer->fd < 0)
+    return 0;
+  while (done < writer->size) {
+    ssize_t n = pwrite(writer->fd, writer->data + done, writer->size - done,
+                       (off_t)(writer->written + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      writer->failed = 1;
+      return n < 0 ? -errno : -EIO;
+    }
+    done += (size_t)n;
+  }
+  writer->written += writer->size;
+  writer->size = 0;
+  return 0;
+}
 
 /* The checksum covers type and length too, so a flipped type byte cannot
  * turn an entry into something else unnoticed. */
@@ -93,13 +117,19 @@ static int writer_add(pcache_archive_writer *writer, uint32_t type,
   pcache__put_le64(header + 8, record_checksum(header, payload, size));
   writer->size += ARCHIVE_RECORD_HEADER_SIZE + size;
   writer->records++;
-  return 0;
+  return writer_flush(writer);
 }
 
 int pcache__archive_writer_new(pcache_archive_writer **ret_writer) {
+  return pcache__archive_writer_new_fd(-1, ret_writer);
+}
+
+int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer) {
   pcache_archive_writer *writer = pcache__calloc(1, sizeof *writer);
+  int r;
   if (!writer)
     return -ENOMEM;
+  writer->fd = fd;
   if (writer_reserve(writer, ARCHIVE_FILE_HEADER_SIZE) < 0) {
     pcache__free(writer);
     return -ENOMEM;
@@ -108,6 +138,10 @@ int pcache__archive_writer_new(pcache_archive_writer **ret_writer) {
   pcache__put_le32(writer->data + 8, ARCHIVE_VERSION);
   pcache__put_le32(writer->data + 12, 0); /* flags: none defined */
   writer->size = ARCHIVE_FILE_HEADER_SIZE;
+  if ((r = writer_flush(writer)) < 0) {
+    pcache__archive_writer_free(writer);
+    return r;
+  }
   *ret_writer = writer;
   return 0;
 }
@@ -177,8 +211,15 @@ int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, si
   r = writer_add(writer, ARCHIVE_RECORD_END, &end.base);
   if (r < 0)
     return r;
-  *ret_data = writer->data;
-  *ret_size = writer->size;
+  if (writer->fd >= 0) {
+    *ret_data = NULL;
+    *ret_size = (size_t)writer->written;
+  } else {
+    *ret_data = writer->data;
+    *ret_size = writer->size;
+  }
+  if (writer->fd >= 0)
+    pcache__free(writer->data);
   writer->data = NULL;
   writer->size = writer->capacity = 0;
   writer->failed = 1; /* spent */

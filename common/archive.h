@@ -29,6 +29,11 @@ typedef struct pcache_archive_writer pcache_archive_writer;
 
 /* Returns 0 or -ENOMEM. */
 int pcache__archive_writer_new(pcache_archive_writer **ret_writer);
+/* A writer that streams: the header and each record are written to fd
+ * (from offset 0, with pwrite) as they are added, so the writer holds one
+ * record at a time, never the archive. fd stays the caller's. Returns 0,
+ * -ENOMEM or the write's -errno (as do the adds then). */
+int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer);
 void pcache__archive_writer_free(pcache_archive_writer *writer);
 
 /* Add records. Devices should come before their entries, modules before the
@@ -39,7 +44,8 @@ int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash1
                                const void *code, size_t size);
 int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archive_entry *entry);
 
-/* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller.
+/* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller;
+ * a streaming writer gives NULL and the archive's size in its file.
  * The writer is spent afterwards; free it. Returns 0 or -ENOMEM. */
 int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, size_t *ret_size);
 

@@ -58,11 +58,15 @@ int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t 
 int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
                    const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes);
 
-/* Export and Import (ops_archive.c). Import runs in slices: when a slice
- * leaves work, it sets job->more, and the writer commits and queues the
- * job again behind what other clients queued meanwhile. */
+/* Export and Import (ops_archive.c). Both run in slices: when a slice
+ * leaves work, it sets job->more, and the writer queues the job again
+ * behind what other clients queued meanwhile. Import's slices commit with
+ * the writer's batch; Export only reads, and the writer runs each of its
+ * slices in a read transaction of its own. */
 int pcd_ops_export(pcd_txn *txn, pcd_job *job);
 int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
+/* Encodes job's reply (an Export's streamed archive goes as it lies). */
+int pcd_ops_encode(pcd_job *job, pcd_out *ret_out);
 /* The writer committed the transaction that ran job's last slice. */
 void pcd_ops_committed(pcd_job *job);
 /* Frees job->slices (with the job). */

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <pcache/pcache.h>
 
@@ -10,61 +12,145 @@
 #include "common/archive.h"
 #include "common/desc_check.h"
 #include "common/log.h"
+#include "bulk.h"
 #include "ops.h"
 #include "pos_index.h"
 
+/* A callback's value that ends a slice (pcache__archive_read_from, the
+ * entry walks). */
+#define SLICE_PAUSE 1
+
+/* Makes room for one more element in *v (n in use, *cap allocated). */
+static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
+  size_t want;
+  void *p;
+  if (n < *cap)
+    return 0;
+  want = *cap ? *cap * 2 : 16;
+  p = pcache__realloc(*v, want * elem_size);
+  if (!p)
+    return -ENOMEM;
+  *v = p;
+  *cap = want;
+  return 0;
+}
+
+/* Module hashes are XXH3-128: their bytes are already well mixed. */
+static uint64_t mod_hash(const pcache_hash128 *h) {
+  uint64_t v;
+  memcpy(&v, h->bytes, sizeof v);
+  return v;
+}
+
 /* ------------------------------------------------------------------ export */
+
+/* Export streams the archive into a memfd, record by record, and walks
+ * the entries in slices of EXPORT_SLICE entries, each in a read
+ * transaction of its own that the writer runs between batches: the heap
+ * holds one record and the set of modules written, never the archive
+ * (it took twice the store before), and other clients' writes commit
+ * between slices. The memfd becomes the bulk reply. */
+#define EXPORT_SLICE 2048
+
+typedef struct exportstate {
+  int fd;
+  pcache_archive_writer *w;
+  uint8_t last[PCD_ENTRY_KEY_SIZE]; /* the last entry walked */
+  int have_last, finished;
+  pcache_hash128 *mods; /* modules written, so each goes once */
+  size_t n_mods, cap_mods;
+  pcd_pos_index index;
+  uint64_t entries, size;
+} exportstate;
 
 typedef struct exportctx {
   pcd_txn *txn;
   const char *app;
-  pcd_entry *entries;
-  size_t n, cap;
-  pcache_hash128 *mods;
-  size_t n_mods, cap_mods;
-  int err;
+  exportstate *st;
+  size_t walked;
 } exportctx;
 
-static int add_mod(exportctx *x, const pcache_hash128 *h) {
-  for (size_t i = 0; i < x->n_mods; i++)
-    if (pcache__hash_equal(&x->mods[i], h))
-      return 0;
-  if (x->n_mods == x->cap_mods) {
-    size_t cap = x->cap_mods ? x->cap_mods * 2 : 32;
-    pcache_hash128 *m = pcache__realloc(x->mods, cap * sizeof *m);
-    if (!m)
-      return -ENOMEM;
-    x->mods = m;
-    x->cap_mods = cap;
-  }
-  x->mods[x->n_mods++] = *h;
+static uint64_t exp_hash_at(const void *ctx, size_t pos) {
+  return mod_hash(&((const exportstate *)ctx)->mods[pos]);
+}
+
+struct exp_probe {
+  const exportstate *st;
+  const pcache_hash128 *hash;
+};
+
+static int exp_mod_at(const void *ctx, size_t pos) {
+  const struct exp_probe *p = ctx;
+  return pcache__hash_equal(&p->st->mods[pos], p->hash);
+}
+
+/* Writes module h unless it went already. */
+static int export_module(exportctx *x, const pcache_hash128 *h) {
+  exportstate *st = x->st;
+  struct exp_probe p = {st, h};
+  const uint8_t *code;
+  size_t code_size;
+  int r;
+  if (pcd_pos_index_find(&st->index, mod_hash(h), exp_mod_at, &p) >= 0)
+    return 0;
+  if (pcd_module_get(x->txn, h, &code, &code_size) < 0)
+    return 0; /* Verify reports what is missing */
+  if ((r = pcache__archive_add_module(st->w, h, code, code_size)) < 0)
+    return r;
+  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
+    return -ENOMEM;
+  st->mods[st->n_mods] = *h;
+  if (pcd_pos_index_add(&st->index, mod_hash(h), st->n_mods, exp_hash_at, st) < 0)
+    return -ENOMEM;
+  st->n_mods++;
   return 0;
 }
 
 static int exportvisit(void *ctx, const pcd_entry *e) {
   exportctx *x = ctx;
+  exportstate *st = x->st;
   pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
-  const uint8_t *desc;
-  size_t size, n = 0;
+  pcache_archive_entry ae;
+  size_t n = 0;
+  int r;
+  memcpy(st->last, e->key, PCD_ENTRY_KEY_SIZE);
+  st->have_last = 1;
+  if (++x->walked >= EXPORT_SLICE)
+    r = SLICE_PAUSE; /* after this one */
+  else
+    r = 0;
   if (x->app && *x->app && strcmp(e->app, x->app) != 0)
-    return 0;
-  if (x->n == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 64;
-    pcd_entry *v = pcache__realloc(x->entries, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    x->entries = v;
-    x->cap = cap;
-  }
-  x->entries[x->n++] = *e;
+    return r;
+  memset(&ae, 0, sizeof ae);
+  if (pcd_blob_get(x->txn, e->key, &ae.blob, &ae.blob_size) < 0 ||
+      pcd_desc_get(x->txn, e->key, &ae.desc, &ae.desc_size) < 0)
+    return r;
+  /* A blob that fails its checksum is not exported; Verify reports it. */
+  if (pcache__checksum64(ae.blob, ae.blob_size) != e->checksum)
+    return r;
   memcpy(sh.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
-  if (pcd_desc_get(x->txn, e->key, &desc, &size) == 0 &&
-      pcache__desc_check(desc, size, &sh, 0, mods, &n) == 0) {
+  if (pcache__desc_check(ae.desc, ae.desc_size, &sh, 0, mods, &n) == 0) {
+    int mr;
     for (size_t i = 0; i < n; i++)
-      if (add_mod(x, &mods[i]) < 0)
-        return -ENOMEM;
+      if ((mr = export_module(x, &mods[i])) < 0)
+        return mr;
   }
-  return 0;
+  memcpy(ae.device_key.bytes, e->key, PCACHE_DEVKEY_SIZE);
+  memcpy(ae.state_hash.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  ae.kind = e->kind;
+  ae.app = e->app;
+  ae.checksum = e->checksum;
+  ae.created = e->created_us / 1000000;
+  ae.last_used = e->last_used_us / 1000000;
+  ae.hits = e->hits;
+  ae.compile_ns = e->compile_ns;
+  {
+    int er = pcache__archive_add_entry(st->w, &ae);
+    if (er < 0)
+      return er;
+  }
+  st->entries++;
+  return r;
 }
 
 static int exportdevice(void *ctx, const pcd_device *d) {
@@ -83,15 +169,48 @@ static int exportdevice(void *ctx, const pcd_device *d) {
   return r;
 }
 
+static void export_free(exportstate *st) {
+  pcache__archive_writer_free(st->w);
+  if (st->fd >= 0)
+    close(st->fd);
+  pcache__free(st->mods);
+  pcd_pos_index_free(&st->index);
+  pcache__free(st);
+}
+
+/* The first slice: the memfd, the header and the device records. */
+static int export_start(pcd_txn *txn, const uint8_t *dev, exportstate **ret_st) {
+  exportstate *st = pcache__calloc(1, sizeof *st);
+  void *pair[2];
+  int r;
+  if (!st)
+    return -ENOMEM;
+  st->fd = memfd_create("pcache-export", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+  if (st->fd < 0) {
+    r = -errno;
+    goto out_free;
+  }
+  if ((r = pcache__archive_writer_new_fd(st->fd, &st->w)) < 0)
+    goto out_free;
+  pair[0] = st->w;
+  pair[1] = (void *)dev;
+  if ((r = pcd_devices_foreach(txn, exportdevice, pair)) < 0)
+    goto out_free;
+  *ret_st = st;
+  return 0;
+
+out_free:
+  export_free(st);
+  return r;
+}
+
 int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
   const Pcachepb__Export *req = job->req->export;
   Pcachepb__ExportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  exportstate *st = job->slices;
   exportctx x = {.txn = txn, .app = req->app};
-  pcache_archive_writer *w = NULL;
   const uint8_t *dev = NULL;
-  void *pair[2];
-  uint8_t *data = NULL;
-  size_t size = 0;
+  uint8_t *none;
   int r;
 
   if (!reply)
@@ -99,6 +218,7 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
   pcachepb__export_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_EXPORT;
   job->resp.export = reply;
+  job->more = 0;
   if (req->device_key.len) {
     if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
       job->resp.status = PCACHE_EBAD_KEY;
@@ -107,65 +227,44 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
     }
     dev = req->device_key.data;
   }
-  if ((r = pcd_entries_foreach(txn, dev, exportvisit, &x)) < 0)
-    goto out_free;
-  if ((r = pcache__archive_writer_new(&w)) < 0)
-    goto out_free;
-  pair[0] = w;
-  pair[1] = (void *)dev;
-  if ((r = pcd_devices_foreach(txn, exportdevice, pair)) < 0)
-    goto out_free;
-  for (size_t i = 0; i < x.n_mods; i++) {
-    const uint8_t *code;
-    size_t code_size;
-    if (pcd_module_get(txn, &x.mods[i], &code, &code_size) < 0)
-      continue;
-    if ((r = pcache__archive_add_module(w, &x.mods[i], code, code_size)) < 0)
-      goto out_free;
+  if (!st) {
+    if ((r = export_start(txn, dev, &st)) < 0)
+      goto out_status;
+    job->slices = st;
   }
-  for (size_t i = 0; i < x.n; i++) {
-    const pcd_entry *e = &x.entries[i];
-    pcache_archive_entry ae;
-    memset(&ae, 0, sizeof ae);
-    memcpy(ae.device_key.bytes, e->key, PCACHE_DEVKEY_SIZE);
-    memcpy(ae.state_hash.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
-    ae.kind = e->kind;
-    ae.app = e->app;
-    if (pcd_blob_get(txn, e->key, &ae.blob, &ae.blob_size) < 0 ||
-        pcd_desc_get(txn, e->key, &ae.desc, &ae.desc_size) < 0)
-      continue;
-    /* A blob that fails its checksum is not exported; Verify reports it. */
-    if (pcache__checksum64(ae.blob, ae.blob_size) != e->checksum)
-      continue;
-    ae.checksum = e->checksum;
-    ae.created = e->created_us / 1000000;
-    ae.last_used = e->last_used_us / 1000000;
-    ae.hits = e->hits;
-    ae.compile_ns = e->compile_ns;
-    if ((r = pcache__archive_add_entry(w, &ae)) < 0)
-      goto out_free;
-    reply->entries++;
+  x.st = st;
+  r = st->have_last ? pcd_entries_after(txn, dev, st->last, exportvisit, &x)
+                    : pcd_entries_foreach(txn, dev, exportvisit, &x);
+  if (r == SLICE_PAUSE) {
+    job->more = 1;
+    return 0;
   }
-  if ((r = pcache__archive_finish(w, &data, &size)) < 0)
-    goto out_free;
-  /* The archive is handed to the arena's owner through a copy so that one
-   * free releases everything with the reply. */
-  reply->archive.data = pcd_arena_memdup(&job->arena, data, size);
-  reply->archive.len = size;
-  reply->archive_size = size;
-  pcache__free(data);
-  r = reply->archive.data ? 0 : -ENOMEM;
-  log_info("export: %llu entries, %zu bytes", (unsigned long long)reply->entries, size);
-out_free:
-  pcache__archive_writer_free(w);
-  pcache__free(x.entries);
-  pcache__free(x.mods);
-  if (r < 0 && r != -ENOMEM && r != PCACHE_EFULL && r != PCACHE_ESTORE) {
-    job->resp.status = r;
-    job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(r));
-    r = 0;
+  if (r < 0 || (r = pcache__archive_finish(st->w, &none, &st->size)) < 0)
+    goto out_status;
+  st->finished = 1;
+  reply->entries = st->entries;
+  reply->archive_offset = 0;
+  reply->archive_size = st->size;
+  log_info("export: %llu entries, %llu bytes", (unsigned long long)st->entries,
+           (unsigned long long)st->size);
+  return 0;
+
+out_status:
+  if (r == -ENOMEM || r == PCACHE_EFULL || r == PCACHE_ESTORE)
+    return r;
+  job->resp.status = r;
+  job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(r));
+  return 0;
+}
+
+int pcd_ops_encode(pcd_job *job, pcd_out *ret_out) {
+  exportstate *st = job->type == PCD_JOB_EXPORT ? job->slices : NULL;
+  if (st && st->finished && job->resp.status == 0) {
+    int fd = st->fd;
+    st->fd = -1; /* the reply's now */
+    return pcd_reply_encode_fd(&job->resp, fd, st->size, ret_out);
   }
-  return r;
+  return pcd_reply_encode(&job->resp, ret_out);
 }
 
 /* ------------------------------------------------------------------ import */
@@ -178,8 +277,6 @@ out_free:
  * own records: modules are found through a hash index. */
 #define SLICE_RECORDS 4096
 #define SLICE_BYTES (8u << 20)
-/* A callback's value that ends a slice (pcache__archive_read_from). */
-#define SLICE_PAUSE 1
 /* Problems listed in the reply; any more are only counted in refused. */
 #define MAX_PROBLEMS 1024
 
@@ -225,28 +322,6 @@ typedef struct importctx {
   uint64_t slice_records, slice_bytes;
   int fatal;
 } importctx;
-
-/* Makes room for one more element in *v (n in use, *cap allocated). */
-static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
-  size_t want;
-  void *p;
-  if (n < *cap)
-    return 0;
-  want = *cap ? *cap * 2 : 16;
-  p = pcache__realloc(*v, want * elem_size);
-  if (!p)
-    return -ENOMEM;
-  *v = p;
-  *cap = want;
-  return 0;
-}
-
-/* Module hashes are XXH3-128: their bytes are already well mixed. */
-static uint64_t mod_hash(const pcache_hash128 *h) {
-  uint64_t v;
-  memcpy(&v, h->bytes, sizeof v);
-  return v;
-}
 
 static uint64_t mod_hash_at(const void *ctx, size_t pos) {
   return mod_hash(&((const importstate *)ctx)->mods[pos].hash);
@@ -435,6 +510,11 @@ void pcd_ops_slices_free(pcd_job *job) {
   importstate *st = job->slices;
   if (!st)
     return;
+  if (job->type == PCD_JOB_EXPORT) {
+    export_free(job->slices);
+    job->slices = NULL;
+    return;
+  }
   truncate_problems(st, 0);
   pcache__free(st->problems);
   pcache__free(st->devices);
@@ -448,7 +528,7 @@ void pcd_ops_slices_free(pcd_job *job) {
 
 void pcd_ops_committed(pcd_job *job) {
   importstate *st = job->slices;
-  if (st)
+  if (st && job->type == PCD_JOB_IMPORT)
     st->committed = st->at;
 }
 

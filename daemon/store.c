@@ -512,6 +512,41 @@ int pcd_entries_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_entry_cb cb
                      entry_kv, &s);
 }
 
+struct after_scan {
+  struct entry_scan s;
+  const uint8_t *after;
+};
+
+static int after_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
+  struct after_scan *a = ctx;
+  if (k->mv_size == PCD_ENTRY_KEY_SIZE && memcmp(k->mv_data, a->after, PCD_ENTRY_KEY_SIZE) == 0)
+    return 0;
+  return entry_kv(&a->s, k, v);
+}
+
+int pcd_entries_after(pcd_txn *txn, const uint8_t *device_key,
+                      const uint8_t after_key[PCD_ENTRY_KEY_SIZE], pcd_entry_cb cb, void *ctx) {
+  struct after_scan a = {{txn, cb, ctx}, after_key};
+  MDB_cursor *cur;
+  MDB_val k = {PCD_ENTRY_KEY_SIZE, (void *)after_key}, v;
+  int rc = mdb_cursor_open(txn->txn, txn->store->entries, &cur), r = 0;
+  if (rc)
+    return map_err(txn, rc, "cursor");
+  /* From the first key >= after_key, skipping after_key itself. */
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (device_key && (k.mv_size < PCACHE_DEVKEY_SIZE ||
+                       memcmp(k.mv_data, device_key, PCACHE_DEVKEY_SIZE) != 0))
+      break;
+    if ((r = after_kv(&a, &k, &v)) != 0)
+      break;
+  }
+  mdb_cursor_close(cur);
+  if (r)
+    return r;
+  return rc == MDB_NOTFOUND || rc == 0 ? 0 : map_err(txn, rc, "scan");
+}
+
 static int app_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
   struct entry_scan *s = ctx;
   uint8_t key[PCD_ENTRY_KEY_SIZE];

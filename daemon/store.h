@@ -95,6 +95,10 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals);
 typedef int (*pcd_entry_cb)(void *ctx, const pcd_entry *entry);
 /* Every entry, or those of one device (device_key may be NULL). */
 int pcd_entries_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_entry_cb cb, void *ctx);
+/* The same, from the first entry whose key is after after_key: a walk
+ * taken up again in a later transaction (Export's slices). */
+int pcd_entries_after(pcd_txn *txn, const uint8_t *device_key,
+                      const uint8_t after_key[PCD_ENTRY_KEY_SIZE], pcd_entry_cb cb, void *ctx);
 /* The entries filed under app on a device, through the apps index. */
 int pcd_app_foreach(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE], const char *app,
                     pcd_entry_cb cb, void *ctx);

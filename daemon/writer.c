@@ -176,11 +176,44 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
     }
     if (!j->conn || (r == 0 && j->more))
       continue; /* no reply until its last slice */
-    if (r < 0 || pcd_reply_encode(&j->resp, &j->out) < 0) {
+    if (r < 0 || pcd_ops_encode(j, &j->out) < 0) {
       pcd_out_release(&j->out);
       pcd_reply_error(r < 0 ? r : -ENOMEM, NULL, &j->out);
     }
   }
+}
+
+/* Export only reads: each of its slices runs in a read transaction of its
+ * own, outside the batch (nothing to undo or retry), and the job goes
+ * back to the queue while it has more. */
+static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
+  pcd_job *rest = NULL, **rest_tail = &rest;
+  while (batch) {
+    pcd_job *j = batch;
+    pcd_txn *txn;
+    int r;
+    batch = j->next;
+    j->next = NULL;
+    if (j->type != PCD_JOB_EXPORT) {
+      *rest_tail = j;
+      rest_tail = &j->next;
+      continue;
+    }
+    r = pcd_txn_begin(w->store, 0, &txn);
+    if (r == 0) {
+      reset_job(j);
+      r = pcd_ops_run(txn, w->config, j);
+      if (r == 0 && j->arena.failed)
+        r = -ENOMEM;
+      pcd_txn_abort(txn);
+    }
+    finish_batch(w, j, r);
+    if (r == 0 && j->more)
+      pcd_writer_submit(w, j);
+    else
+      w->done(j);
+  }
+  return rest;
 }
 
 static void *writer_main(void *arg) {
@@ -199,6 +232,7 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&w->lock);
 
     batch = write_large_touches(w, batch);
+    batch = run_reads(w, batch);
     if (!batch) {
       pthread_mutex_lock(&w->lock);
       continue;
