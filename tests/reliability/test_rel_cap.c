@@ -7,7 +7,8 @@
  *   3. A 3 MiB snapshot: refused; other apps' entries stay.
  *   4. One item larger than the cap: refused, never acknowledged.
  * Then purge --all empties the store (devices included), and a restart
- * serves it. */
+ * serves it.
+ * No file needs deleting at any point. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,41 @@ static void put_as(int fd, const pcache_devkey *key, char *name, wire_item *item
   wire_call(fd, &req, ret);
 }
 
+/* purge --all; the number of entries it removed. */
+static uint64_t purge_all(int fd) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Purge p = PCACHEPB__PURGE__INIT;
+  wire_reply rep;
+  uint64_t n;
+  p.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+  p.all = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+  req.purge = &p;
+  wire_call(fd, &req, &rep);
+  ASSERT_EQ(rep.resp->status, 0);
+  n = rep.resp->purge->entries;
+  wire_reply_free(&rep);
+  return n;
+}
+
+/* 300 Puts, each for a new device whose strings are 60 KiB. */
+static void device_attack(int fd, unsigned first) {
+  static char name[60 << 10];
+  wire_item item;
+  wire_reply rep;
+  memset(name, 'x', sizeof name - 1);
+  for (unsigned i = first; i < first + 300; i++) {
+    pcache_devkey dk;
+    wire_devkey(i, &dk);
+    wire_item_make(&item, &dk, i, 1024);
+    put_as(fd, &dk, name, &item, 1, &rep);
+    ASSERT_EQ(rep.resp->status, 0);
+    ASSERT_EQ(rep.resp->put->stored, 1);
+    wire_reply_free(&rep);
+    wire_item_free(&item);
+  }
+}
+
 static int put_snapshot(int fd, const pcache_devkey *key, const char *app, const uint8_t *blob,
                         size_t size) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
@@ -171,21 +207,8 @@ int main(void) {
   }
 
   /* 2. Device records with 60 KiB strings. */
-  {
-    static char name[60 << 10];
-    memset(name, 'x', sizeof name - 1);
-    for (unsigned i = 0; i < 300; i++) {
-      pcache_devkey dk;
-      wire_devkey(100 + i, &dk);
-      wire_item_make(&item, &dk, i, 1024);
-      put_as(hog, &dk, name, &item, 1, &rep);
-      ASSERT_EQ(rep.resp->status, 0);
-      ASSERT_EQ(rep.resp->put->stored, 1);
-      wire_reply_free(&rep);
-      wire_item_free(&item);
-    }
-    check_bound(fd, "devices");
-  }
+  device_attack(hog, 100);
+  check_bound(fd, "devices");
 
   /* The victim app's entries, for the next two attacks. */
   {
@@ -229,16 +252,8 @@ int main(void) {
 
   /* purge --all leaves nothing, device records included. */
   {
-    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-    Pcachepb__Purge p = PCACHEPB__PURGE__INIT;
     Pcachepb__StatsReply s;
-    p.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
-    p.all = 1;
-    req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
-    req.purge = &p;
-    wire_call(fd, &req, &rep);
-    ASSERT_EQ(rep.resp->status, 0);
-    wire_reply_free(&rep);
+    ASSERT_GT(purge_all(fd), 0);
     s = stats_of(fd);
     ASSERT_EQ(s.entries, 0);
     ASSERT_EQ(s.devices, 0);
@@ -261,5 +276,6 @@ int main(void) {
   close(fd);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
   test_env_cleanup(&env);
+
   return 0;
 }
