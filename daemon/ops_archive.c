@@ -386,6 +386,12 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
   int r;
   if (info->key.len != PCACHE_DEVKEY_SIZE)
     return add_problem(x, NULL, NULL, PCACHE_EBAD_KEY, "device record with a bad key");
+  /* Device records count against the cap like entries: an archive of
+   * nothing but devices cannot fill the store while it is read. */
+  if (PCD_DEVICE_COST_MAX > x->room - x->st->at.bytes)
+    return add_problem(x, info->key.data, NULL, PCACHE_EFULL,
+                       "the import holds more than --max-size");
+  x->st->at.bytes += PCD_DEVICE_COST_MAX;
   r = pcd_device_touch(x->txn, info, x->now_us / 1000000);
   if (r < 0)
     return x->fatal = r;

@@ -6,6 +6,8 @@
  *   2. Device records: 300 devices with 60 KiB strings, one entry each.
  *   3. A 3 MiB snapshot: refused; other apps' entries stay.
  *   4. One item larger than the cap: refused, never acknowledged.
+ *   5. An import of 500 device records and 3.75 MiB of entries: what
+ *      does not fit under the cap is refused, not stored then evicted.
  * Then purge --all empties the store (devices included), and a restart
  * serves it.
  * No file needs deleting at any point. */
@@ -16,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
+#include "common/archive.h"
+#include "common/blob.h"
 #include "rel_util.h"
 #include "test.h"
 
@@ -139,6 +144,36 @@ static void device_attack(int fd, unsigned first) {
   }
 }
 
+/* An archive of devices devices with 4 KiB names, then n entries of
+ * blob_size bytes for key. */
+static void big_archive(const pcache_devkey *key, unsigned devices, unsigned n, size_t blob_size,
+                        uint8_t **ret_data, size_t *ret_size) {
+  static char name[4 << 10];
+  pcache_archive_writer *w;
+  uint8_t *blob = wire_blob(key, blob_size, 3);
+  memset(name, 'y', sizeof name - 1);
+  ASSERT_OK(pcache__archive_writer_new(&w));
+  for (unsigned i = 0; i < devices; i++) {
+    Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+    pcache_devkey dk;
+    wire_devkey(20000 + i, &dk);
+    info.key.data = dk.bytes;
+    info.key.len = PCACHE_DEVKEY_SIZE;
+    info.name = name;
+    ASSERT_OK(pcache__archive_add_device(w, &info));
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    size_t code_size;
+    pcache_hash128 mh;
+    const uint8_t *code = wire_spirv(0, &code_size, &mh);
+    ASSERT_OK(pcache__archive_add_module(w, &mh, code, code_size));
+    rel_archive_entry(w, key, 70000 + i, blob, blob_size, &mh);
+  }
+  ASSERT_OK(pcache__archive_finish(w, ret_data, ret_size));
+  pcache__archive_writer_free(w);
+  free(blob);
+}
+
 static int put_snapshot(int fd, const pcache_devkey *key, const char *app, const uint8_t *blob,
                         size_t size) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
@@ -248,6 +283,36 @@ int main(void) {
     ASSERT_EQ(app_entries(fd, "victim"), 4);
     check_bound(fd, "item");
     close(attacker);
+  }
+
+  /* 5. An import larger than the cap. */
+  {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__Import imp = PCACHEPB__IMPORT__INIT;
+    uint8_t *archive;
+    size_t size;
+    uint64_t accepted;
+    big_archive(&key, 500, 40, 96u << 10, &archive, &size);
+    imp.archive.data = archive;
+    imp.archive.len = size;
+    req.body_case = PCACHEPB__REQUEST__BODY_IMPORT;
+    req.import = &imp;
+    wire_call(hog, &req, &rep);
+    ASSERT_EQ(rep.resp->status, 0);
+    printf("import of %zu bytes: %llu accepted, %llu refused\n", size,
+           (unsigned long long)rep.resp->import->accepted,
+           (unsigned long long)rep.resp->import->refused);
+    ASSERT_GT(rep.resp->import->refused, 0);
+    ASSERT_GT(rep.resp->import->accepted, 0);
+    ASSERT_LT(rep.resp->import->accepted, 40);
+    accepted = rep.resp->import->accepted;
+    ASSERT_ERR(rep.resp->import->problems[rep.resp->import->n_problems - 1]->status,
+               PCACHE_EFULL);
+    wire_reply_free(&rep);
+    pcache__free(archive);
+    /* What it reported accepted is all still there. */
+    ASSERT_EQ(app_entries(fd, "imported"), accepted);
+    check_bound(fd, "import");
   }
 
   /* purge --all leaves nothing, device records included. */

@@ -34,25 +34,12 @@ static void make_archive(const pcache_devkey *key, uint8_t **ret_data, size_t *r
   uint8_t *blob = wire_blob(key, 64, 1);
   ASSERT_OK(pcache__archive_writer_new(&w));
   for (uint64_t i = 0; i < N; i++) {
-    pcache_archive_entry e;
-    uint8_t code[16] = {0x03, 0x02, 0x23, 0x07}, *desc;
+    uint8_t code[16] = {0x03, 0x02, 0x23, 0x07};
     pcache_hash128 mh;
-    size_t desc_size;
     memcpy(code + 8, &i, sizeof i);
     pcache__hash128(code, sizeof code, &mh);
     ASSERT_OK(pcache__archive_add_module(w, &mh, code, sizeof code));
-    memset(&e, 0, sizeof e);
-    e.device_key = *key;
-    wire_desc(PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, i, &mh, &desc, &desc_size, &e.state_hash);
-    e.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
-    e.app = "imported";
-    e.blob = blob;
-    e.blob_size = 64;
-    e.checksum = pcache__checksum64(blob, 64);
-    e.desc = desc;
-    e.desc_size = desc_size;
-    ASSERT_OK(pcache__archive_add_entry(w, &e));
-    free(desc);
+    rel_archive_entry(w, key, i, blob, 64, &mh);
   }
   ASSERT_OK(pcache__archive_finish(w, ret_data, ret_size));
   pcache__archive_writer_free(w);
