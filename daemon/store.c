@@ -1112,3 +1112,43 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
     *ret_bytes = bytes;
   return 0;
 }
+
+/* ------------------------------------------------------ size accounting */
+
+struct recount {
+  uint64_t bytes;
+};
+
+static int recount_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
+  ((struct recount *)ctx)->bytes += k->mv_size + v->mv_size;
+  return 0;
+}
+
+/* Sets counter `name` to the key + value bytes of dbi when it is absent:
+ * a store written before the counter existed. */
+static int recount(pcd_txn *t, MDB_dbi dbi, const char *name, int *ret_done) {
+  struct recount c = {0};
+  uint8_t buf[8];
+  MDB_val v;
+  int r = get(t, t->store->info, name, strlen(name), &v, name);
+  if (r != PCACHE_ENOT_FOUND)
+    return r;
+  if ((r = scan_prefix(t, dbi, NULL, 0, recount_kv, &c)) < 0)
+    return r;
+  pcache__put_le64(buf, c.bytes);
+  *ret_done = 1;
+  return put(t, t->store->info, name, strlen(name), buf, 8, name);
+}
+
+int pcd_store_count_sizes(pcd_store *store) {
+  pcd_txn *t;
+  int done = 0, r = pcd_txn_begin(store, 1, &t);
+  if (r < 0)
+    return r;
+  if ((r = recount(t, store->modules, "module_bytes", &done)) < 0 ||
+      (r = recount(t, store->devices, "device_bytes", &done)) < 0 || !done) {
+    pcd_txn_abort(t);
+    return r;
+  }
+  return pcd_txn_commit(t);
+}

@@ -71,6 +71,10 @@ typedef struct pcd_snapshot {
  * Returns 0, -errno or PCACHE_ESTORE.
  */
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
+/* Counts the bytes of modules and device records (what --max-size counts
+ * besides entries) when the store has no count of them yet: one written
+ * before they were counted. Returns 0, PCACHE_EFULL or PCACHE_ESTORE. */
+int pcd_store_count_sizes(pcd_store *store);
 void pcd_store_close(pcd_store *store);
 
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);

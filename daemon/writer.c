@@ -260,8 +260,12 @@ static void *writer_main(void *arg) {
 
 int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stats,
                      pcd_job_done_cb done, pcd_writer **ret_writer) {
-  pcd_writer *w = pcache__calloc(1, sizeof *w);
+  pcd_writer *w;
   int r;
+  /* Before any write: the cap must see what an older store holds. */
+  if ((r = pcd_store_count_sizes(store)) < 0)
+    log_warn("store: cannot count module and device bytes: %s", pcache_strerror(r));
+  w = pcache__calloc(1, sizeof *w);
   if (!w)
     return -ENOMEM;
   w->store = store;

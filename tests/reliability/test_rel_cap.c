@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <lmdb.h>
+
 #include "common/alloc.h"
 #include "common/archive.h"
 #include "common/blob.h"
@@ -66,6 +68,24 @@ static void check_bound(int fd, const char *what) {
   }
   ASSERT_LE(s.bytes_used + s.snapshot_bytes, CAP);
   ASSERT_LE(file, FILE_BOUND);
+}
+
+/* Deletes info's module_bytes and device_bytes, as an older pcached left
+ * its store. */
+static void forget_counters(void) {
+  MDB_env *menv;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  MDB_val k1 = {12, (void *)"module_bytes"}, k2 = {12, (void *)"device_bytes"};
+  ASSERT_EQ(mdb_env_create(&menv), 0);
+  ASSERT_EQ(mdb_env_set_maxdbs(menv, 16), 0);
+  ASSERT_EQ(mdb_env_open(menv, env.data_dir, 0, 0600), 0);
+  ASSERT_EQ(mdb_txn_begin(menv, NULL, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, "info", 0, &dbi), 0);
+  ASSERT_EQ(mdb_del(txn, dbi, &k1, NULL), 0);
+  ASSERT_EQ(mdb_del(txn, dbi, &k2, NULL), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(menv);
 }
 
 /* An item whose description names its own module of module_size bytes. */
@@ -338,6 +358,18 @@ int main(void) {
   wire_reply_free(&rep);
   wire_item_free(&item);
   ASSERT_EQ(rel_verify(fd), 0);
+
+  /* A store from before modules and device records were counted (their
+   * counters removed by hand) has them counted when the daemon starts. */
+  {
+    uint64_t used = stats_of(fd).bytes_used;
+    close(fd);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+    forget_counters();
+    test_daemon_start(&env, args);
+    fd = wire_open(&env, "victim");
+    ASSERT_EQ(stats_of(fd).bytes_used, used);
+  }
   close(fd);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
   test_env_cleanup(&env);
