@@ -58,6 +58,11 @@ int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t 
 int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
                    const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes);
 
+/* The same, deleting at most max_items (snapshots and entries): a
+ * transaction small enough for what is left of a full map. */
+int pcd_evict_some(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, uint64_t *ret_entries,
+                   uint64_t *ret_bytes);
+
 /* Export and Import (ops_archive.c). Both run in slices: when a slice
  * leaves work, it sets job->more, and the writer queues the job again
  * behind what other clients queued meanwhile. Import's slices commit with

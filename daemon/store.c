@@ -1152,3 +1152,17 @@ int pcd_store_count_sizes(pcd_store *store) {
   }
   return pcd_txn_commit(t);
 }
+
+int pcd_store_nudge(pcd_store *store) {
+  pcd_txn *t;
+  uint8_t fmt[4];
+  int r = pcd_txn_begin(store, 1, &t);
+  if (r < 0)
+    return r;
+  pcache__put_le32(fmt, PCD_STORE_FORMAT);
+  if ((r = put(t, store->info, "format", 6, fmt, 4, "format")) < 0) {
+    pcd_txn_abort(t);
+    return r;
+  }
+  return pcd_txn_commit(t);
+}

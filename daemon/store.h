@@ -75,6 +75,10 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
  * besides entries) when the store has no count of them yet: one written
  * before they were counted. Returns 0, PCACHE_EFULL or PCACHE_ESTORE. */
 int pcd_store_count_sizes(pcd_store *store);
+/* Commits a transaction that changes nothing but its id: LMDB reuses the
+ * pages a commit freed only two commits later, so in a full map this is
+ * what lets the next delete find pages. Returns 0 or PCACHE_E*. */
+int pcd_store_nudge(pcd_store *store);
 void pcd_store_close(pcd_store *store);
 
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);

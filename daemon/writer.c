@@ -59,6 +59,60 @@ static void reset_job(pcd_job *job) {
   job->stored = job->rejected = job->evicted = 0;
 }
 
+/* Deletes per transaction when making room in a full map: each must fit
+ * in what the map has left, which one evicting half the store would not
+ * (it copies every page it touches). */
+#define EVICT_CHUNK 16
+
+/* Evicts, oldest first, in short transactions until the store holds at
+ * most target bytes. A chunk that finds the map too full even to delete
+ * is retried after a nudge (pcd_store_nudge), which makes the pages the
+ * last commit freed usable. Returns 0 when something went, PCACHE_EFULL
+ * when nothing could, or a store error. */
+static int make_room(pcd_writer *w, uint64_t target) {
+  uint64_t deleted = 0, chunk = EVICT_CHUNK;
+  int nudges = 0;
+  for (;;) {
+    pcd_txn *txn;
+    uint64_t n = 0, freed = 0;
+    int r = pcd_txn_begin(w->store, 1, &txn);
+    if (r < 0)
+      return r;
+    r = pcd_evict_some(txn, target, chunk, &n, &freed);
+    if (r == 0 && n == 0 && freed == 0) {
+      pcd_txn_abort(txn);
+      break;
+    }
+    r = r < 0 ? (pcd_txn_abort(txn), r) : pcd_txn_commit(txn);
+    if (r == PCACHE_EFULL && nudges < 8) {
+      /* Smaller, after a nudge; larger again once one commits. */
+      nudges++;
+      chunk = chunk > 1 ? chunk / 2 : 1;
+      if (pcd_store_nudge(w->store) == 0)
+        continue;
+    }
+    if (r < 0)
+      return deleted ? 0 : r;
+    nudges = 0;
+    chunk = chunk * 2 < EVICT_CHUNK ? chunk * 2 : EVICT_CHUNK;
+    atomic_fetch_add(&w->stats->evictions, n);
+    deleted += n + 1;
+  }
+  return deleted ? 0 : PCACHE_EFULL;
+}
+
+/* Halves what the store holds: the answer to a full map. */
+static int halve_store(pcd_writer *w) {
+  pcd_totals t;
+  pcd_txn *txn;
+  int r = pcd_txn_begin(w->store, 0, &txn);
+  if (r < 0)
+    return r;
+  r = pcd_totals_get(txn, &t);
+  pcd_txn_abort(txn);
+  return r < 0 ? r : make_room(w, (t.bytes + t.snapshot_bytes) / 2);
+}
+
 /* Runs one batch in one transaction. On a map-full error the batch is
  * undone, room is made by evicting, and the batch runs again. */
 static int run_batch(pcd_writer *w, pcd_job *batch) {
@@ -88,24 +142,9 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
     if (r != PCACHE_EFULL)
       return r;
     /* The map is full: halve what the store holds, then try again. */
-    {
-      pcd_totals t;
-      uint64_t n = 0, freed = 0;
-      log_warn("store: map full; evicting before retrying the commit");
-      if ((r = pcd_txn_begin(w->store, 1, &txn)) < 0)
-        return r;
-      r = pcd_totals_get(txn, &t);
-      if (r == 0)
-        r = pcd_evict(txn, (t.bytes + t.snapshot_bytes) / 2, &n, &freed);
-      if (r == 0 && freed == 0) {
-        pcd_txn_abort(txn);
-        return PCACHE_EFULL;
-      }
-      r = r < 0 ? (pcd_txn_abort(txn), r) : pcd_txn_commit(txn);
-      if (r < 0)
-        return r;
-      atomic_fetch_add(&w->stats->evictions, n);
-    }
+    log_warn("store: map full; evicting before retrying the commit");
+    if ((r = halve_store(w)) < 0)
+      return r;
   }
   return r;
 }

@@ -10,7 +10,11 @@
  *      does not fit under the cap is refused, not stored then evicted.
  * Then purge --all empties the store (devices included), and a restart
  * serves it.
- * No file needs deleting at any point. */
+ * No file needs deleting at any point. Last, the device attack against a
+ * careless configuration, a 1 MiB map under a 64 MiB cap: the map fills,
+ * the daemon evicts in small transactions (device records go with their
+ * entries), every Put is answered, purge --all works, and a restart
+ * serves the store. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,5 +378,42 @@ int main(void) {
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
   test_env_cleanup(&env);
 
+  /* The careless configuration: the map fills long before the cap. */
+  {
+    const char *tight[] = {"--max-size", "64M", "--map-size", "1M", NULL};
+    Pcachepb__StatsReply s;
+    test_env_init(&env, "rel-cap-map");
+    wire_guard(&env);
+    test_daemon_start(&env, tight);
+    fd = wire_open(&env, "hog");
+    device_attack(fd, 1000);
+    device_attack(fd, 2000);
+    s = stats_of(fd);
+    printf("1 MiB map: %llu entries, %llu devices, %llu bytes, %llu evictions; data.mdb %ld\n",
+           (unsigned long long)s.entries, (unsigned long long)s.devices,
+           (unsigned long long)s.bytes_used, (unsigned long long)s.evictions, data_mdb_size());
+    rel_figure("cap_map_devices", "%llu", (unsigned long long)s.devices);
+    ASSERT_GT(s.evictions, 0);
+    ASSERT_LE(s.devices, s.entries);
+    /* A restart with the map as full as the attack left it. */
+    close(fd);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+    test_daemon_start(&env, tight);
+    fd = wire_open(&env, "hog");
+    ASSERT_EQ(stats_of(fd).entries, s.entries);
+    ASSERT_GT(purge_all(fd), 0);
+    s = stats_of(fd);
+    ASSERT_EQ(s.devices, 0);
+    ASSERT_EQ(s.bytes_used, 0);
+    close(fd);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+    test_daemon_start(&env, tight);
+    fd = wire_open(&env, "hog");
+    device_attack(fd, 3000);
+    ASSERT_EQ(rel_verify(fd), 0);
+    close(fd);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+    test_env_cleanup(&env);
+  }
   return 0;
 }
