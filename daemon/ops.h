@@ -72,6 +72,8 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job);
 int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
 /* Encodes job's reply (an Export's streamed archive goes as it lies). */
 int pcd_ops_encode(pcd_job *job, pcd_out *ret_out);
+/* Problems an ImportReply lists; any more are only counted in refused. */
+#define PCD_IMPORT_MAX_PROBLEMS 1024
 /* The writer committed the transaction that ran job's last slice. */
 void pcd_ops_committed(pcd_job *job);
 /* Frees job->slices (with the job). */

@@ -277,8 +277,6 @@ int pcd_ops_encode(pcd_job *job, pcd_out *ret_out) {
  * own records: modules are found through a hash index. */
 #define SLICE_RECORDS 4096
 #define SLICE_BYTES (8u << 20)
-/* Problems listed in the reply; any more are only counted in refused. */
-#define MAX_PROBLEMS 1024
 
 typedef struct importmod {
   pcache_hash128 hash;
@@ -363,7 +361,7 @@ static int add_problem(importctx *x, const uint8_t *dev, const uint8_t *sh, int 
   importstate *s = x->st;
   importproblem *p;
   x->st->at.refused++;
-  if (s->at.n_problems >= MAX_PROBLEMS)
+  if (s->at.n_problems >= PCD_IMPORT_MAX_PROBLEMS)
     return slice_step(x);
   if (reserve((void **)&s->problems, s->at.n_problems, &s->cap_problems, sizeof *s->problems) < 0)
     return x->fatal = -ENOMEM;
