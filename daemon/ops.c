@@ -474,6 +474,35 @@ static int purge_snapshots(pcd_txn *txn, const uint8_t *device, const char *app,
   return r;
 }
 
+typedef struct devkey_list {
+  uint8_t (*keys)[PCACHE_DEVKEY_SIZE];
+  size_t n, cap;
+} devkey_list;
+
+static int devkey_visit(void *ctx, const pcd_device *d) {
+  devkey_list *l = ctx;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    void *p = pcache__realloc(l->keys, cap * sizeof *l->keys);
+    if (!p)
+      return -ENOMEM;
+    l->keys = p;
+    l->cap = cap;
+  }
+  memcpy(l->keys[l->n++], d->key, PCACHE_DEVKEY_SIZE);
+  return 0;
+}
+
+/* Drops every device record with no entries and no snapshots. */
+static int forget_unused_devices(pcd_txn *txn) {
+  devkey_list l = {0};
+  int r = pcd_devices_foreach(txn, devkey_visit, &l);
+  for (size_t i = 0; r == 0 && i < l.n; i++)
+    r = pcd_device_forget(txn, l.keys[i]);
+  pcache__free(l.keys);
+  return r;
+}
+
 struct purge_filter {
   key_list list;
   const Pcachepb__Purge *purge;
@@ -571,6 +600,12 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
     r = purge_snapshots(txn, dev, NULL, &reply->snapshots, &reply->bytes);
   else if (p->selector_case == PCACHEPB__PURGE__SELECTOR_APP)
     r = purge_snapshots(txn, NULL, p->app, &reply->snapshots, &reply->bytes);
+  /* Device records go with their last entry and snapshot; records a store
+   * from before that rule kept with neither go with a whole purge too. */
+  if (r == 0 && p->selector_case == PCACHEPB__PURGE__SELECTOR_ALL && p->all)
+    r = forget_unused_devices(txn);
+  else if (r == 0 && p->selector_case == PCACHEPB__PURGE__SELECTOR_DEVICE_KEY)
+    r = pcd_device_forget(txn, dev);
   if (r < 0)
     goto out_free;
   log_info("purge: removed %llu entries, %llu snapshots, %llu bytes",

@@ -74,9 +74,9 @@ static void check_bound(int fd, const char *what) {
   ASSERT_LE(file, FILE_BOUND);
 }
 
-/* Deletes info's module_bytes and device_bytes, as an older pcached left
- * its store. */
-static void forget_counters(void) {
+/* Deletes info's module_bytes and device_bytes and adds a device record
+ * with no entries, as an older pcached left its store. */
+static void make_old_store(void) {
   MDB_env *menv;
   MDB_txn *txn;
   MDB_dbi dbi;
@@ -88,6 +88,16 @@ static void forget_counters(void) {
   ASSERT_EQ(mdb_dbi_open(txn, "info", 0, &dbi), 0);
   ASSERT_EQ(mdb_del(txn, dbi, &k1, NULL), 0);
   ASSERT_EQ(mdb_del(txn, dbi, &k2, NULL), 0);
+  {
+    uint8_t rec[40] = {1}; /* v1 record, counts 0, an empty DeviceInfo */
+    pcache_devkey orphan;
+    MDB_val k, v = {sizeof rec, rec};
+    wire_devkey(999, &orphan);
+    k.mv_size = PCACHE_DEVKEY_SIZE;
+    k.mv_data = orphan.bytes;
+    ASSERT_EQ(mdb_dbi_open(txn, "devices", 0, &dbi), 0);
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  }
   ASSERT_EQ(mdb_txn_commit(txn), 0);
   mdb_env_close(menv);
 }
@@ -364,15 +374,20 @@ int main(void) {
   ASSERT_EQ(rel_verify(fd), 0);
 
   /* A store from before modules and device records were counted (their
-   * counters removed by hand) has them counted when the daemon starts. */
+   * counters removed by hand) has them counted when the daemon starts,
+   * and purge --all removes a device record left with no entries. */
   {
     uint64_t used = stats_of(fd).bytes_used;
     close(fd);
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
-    forget_counters();
+    make_old_store();
     test_daemon_start(&env, args);
     fd = wire_open(&env, "victim");
-    ASSERT_EQ(stats_of(fd).bytes_used, used);
+    ASSERT_EQ(stats_of(fd).bytes_used, used + PCACHE_DEVKEY_SIZE + 40);
+    ASSERT_EQ(stats_of(fd).devices, 2);
+    ASSERT_EQ(purge_all(fd), 1);
+    ASSERT_EQ(stats_of(fd).devices, 0);
+    ASSERT_EQ(stats_of(fd).bytes_used, 0);
   }
   close(fd);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
