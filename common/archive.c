@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -35,7 +36,30 @@ struct pcache_archive_writer {
   size_t size, capacity;
   uint64_t records, devices, modules, entries;
   int failed; /* an earlier add ran out of memory: the archive is unusable */
+  int fd;     /* streaming: each record goes to fd at `written`, data holds one */
+  uint64_t written;
 };
+
+/* Streaming: what data holds goes to the file, and data is reused. */
+static int writer_flush(pcache_archive_writer *writer) {
+  size_t done = 0;
+  if (writer->fd < 0)
+    return 0;
+  while (done < writer->size) {
+    ssize_t n = pwrite(writer->fd, writer->data + done, writer->size - done,
+                       (off_t)(writer->written + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      writer->failed = 1;
+      return n < 0 ? -errno : -EIO;
+    }
+    done += (size_t)n;
+  }
+  writer->written += writer->size;
+  writer->size = 0;
+  return 0;
+}
 
 /* The checksum covers type and length too, so a flipped type byte cannot
  * turn an entry into something else unnoticed. */
@@ -93,13 +117,19 @@ static int writer_add(pcache_archive_writer *writer, uint32_t type,
   pcache__put_le64(header + 8, record_checksum(header, payload, size));
   writer->size += ARCHIVE_RECORD_HEADER_SIZE + size;
   writer->records++;
-  return 0;
+  return writer_flush(writer);
 }
 
 int pcache__archive_writer_new(pcache_archive_writer **ret_writer) {
+  return pcache__archive_writer_new_fd(-1, ret_writer);
+}
+
+int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer) {
   pcache_archive_writer *writer = pcache__calloc(1, sizeof *writer);
+  int r;
   if (!writer)
     return -ENOMEM;
+  writer->fd = fd;
   if (writer_reserve(writer, ARCHIVE_FILE_HEADER_SIZE) < 0) {
     pcache__free(writer);
     return -ENOMEM;
@@ -108,6 +138,10 @@ int pcache__archive_writer_new(pcache_archive_writer **ret_writer) {
   pcache__put_le32(writer->data + 8, ARCHIVE_VERSION);
   pcache__put_le32(writer->data + 12, 0); /* flags: none defined */
   writer->size = ARCHIVE_FILE_HEADER_SIZE;
+  if ((r = writer_flush(writer)) < 0) {
+    pcache__archive_writer_free(writer);
+    return r;
+  }
   *ret_writer = writer;
   return 0;
 }
@@ -177,8 +211,15 @@ int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, si
   r = writer_add(writer, ARCHIVE_RECORD_END, &end.base);
   if (r < 0)
     return r;
-  *ret_data = writer->data;
-  *ret_size = writer->size;
+  if (writer->fd >= 0) {
+    *ret_data = NULL;
+    *ret_size = (size_t)writer->written;
+  } else {
+    *ret_data = writer->data;
+    *ret_size = writer->size;
+  }
+  if (writer->fd >= 0)
+    pcache__free(writer->data);
   writer->data = NULL;
   writer->size = writer->capacity = 0;
   writer->failed = 1; /* spent */
@@ -257,9 +298,13 @@ out_free:
 
 int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
                          void *ctx) {
+  pcache_archive_cursor cursor = {0};
+  return pcache__archive_read_from(data, size, &cursor, visitor, ctx);
+}
+
+int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
+                              const pcache_archive_visitor *visitor, void *ctx) {
   const uint8_t *p = data;
-  size_t off = ARCHIVE_FILE_HEADER_SIZE;
-  uint64_t index = 0, devices = 0, modules = 0, entries = 0;
   int r;
 
   if (size < ARCHIVE_FILE_HEADER_SIZE || memcmp(p, ARCHIVE_MAGIC, 8) != 0)
@@ -270,21 +315,29 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
    * cannot honour. */
   if (pcache__le32(p + 12) != 0)
     return PCACHE_EARCHIVE_VERSION;
+  if (cursor->off < ARCHIVE_FILE_HEADER_SIZE)
+    cursor->off = ARCHIVE_FILE_HEADER_SIZE;
+  if (cursor->off > size)
+    return PCACHE_EARCHIVE;
 
-  for (;; index++) {
-    const uint8_t *header = p + off, *payload;
+  for (;;) {
+    const uint8_t *header = p + cursor->off, *payload;
+    uint64_t index = cursor->index;
     uint32_t type, length;
 
-    if (size - off < ARCHIVE_RECORD_HEADER_SIZE)
+    if (size - cursor->off < ARCHIVE_RECORD_HEADER_SIZE)
       return PCACHE_EARCHIVE; /* ended without an end record: truncated */
     type = pcache__le32(header);
     length = pcache__le32(header + 4);
     /* A length past the end is either truncation or a damaged length field;
      * either way nothing after it can be found. */
-    if (length > size - off - ARCHIVE_RECORD_HEADER_SIZE)
+    if (length > size - cursor->off - ARCHIVE_RECORD_HEADER_SIZE)
       return PCACHE_EARCHIVE;
     payload = header + ARCHIVE_RECORD_HEADER_SIZE;
-    off += ARCHIVE_RECORD_HEADER_SIZE + (size_t)length;
+    /* Past this record before visiting it: a callback that stops the read
+     * leaves the cursor on the next one. */
+    cursor->off += ARCHIVE_RECORD_HEADER_SIZE + (size_t)length;
+    cursor->index++;
 
     if (record_checksum(header, payload, length) != pcache__le64(header + 8)) {
       r = bad(visitor, ctx, index, PCACHE_ECHECKSUM);
@@ -295,15 +348,15 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
 
     switch (type) {
     case ARCHIVE_RECORD_DEVICE:
-      devices++;
+      cursor->devices++;
       r = visit_device(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_MODULE:
-      modules++;
+      cursor->modules++;
       r = visit_module(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_ENTRY:
-      entries++;
+      cursor->entries++;
       r = visit_entry(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_END: {
@@ -315,10 +368,10 @@ int pcache__archive_read(const void *data, size_t size, const pcache_archive_vis
       /* Records that failed their checksum are counted as the writer wrote
        * them (records), but their kind is unknown, so only the total is
        * compared; the per-kind counts can only be short of the writer's. */
-      ok = end->records == index && devices <= end->devices && modules <= end->modules &&
-           entries <= end->entries;
+      ok = end->records == index && cursor->devices <= end->devices &&
+           cursor->modules <= end->modules && cursor->entries <= end->entries;
       pcachepb__archive_end__free_unpacked(end, &pcache__pb_allocator);
-      if (!ok || off != size)
+      if (!ok || cursor->off != size)
         return PCACHE_EARCHIVE;
       return 0;
     }

@@ -29,6 +29,11 @@ typedef struct pcache_archive_writer pcache_archive_writer;
 
 /* Returns 0 or -ENOMEM. */
 int pcache__archive_writer_new(pcache_archive_writer **ret_writer);
+/* A writer that streams: the header and each record are written to fd
+ * (from offset 0, with pwrite) as they are added, so the writer holds one
+ * record at a time, never the archive. fd stays the caller's. Returns 0,
+ * -ENOMEM or the write's -errno (as do the adds then). */
+int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer);
 void pcache__archive_writer_free(pcache_archive_writer *writer);
 
 /* Add records. Devices should come before their entries, modules before the
@@ -39,7 +44,8 @@ int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash1
                                const void *code, size_t size);
 int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archive_entry *entry);
 
-/* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller.
+/* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller;
+ * a streaming writer gives NULL and the archive's size in its file.
  * The writer is spent afterwards; free it. Returns 0 or -ENOMEM. */
 int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, size_t *ret_size);
 
@@ -65,5 +71,22 @@ typedef struct pcache_archive_visitor {
  */
 int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
                          void *ctx);
+
+/* Where a read stopped, for pcache__archive_read_from: zero it to start
+ * at the first record. */
+typedef struct pcache_archive_cursor {
+  size_t off;                              /* the next record's offset */
+  uint64_t index, devices, modules, entries; /* records read so far */
+} pcache_archive_cursor;
+
+/*
+ * pcache__archive_read_from - pcache__archive_read from *cursor on, so
+ * that a reader can take an archive in slices: when a callback returns
+ * nonzero the read stops with that value and *cursor is on the record
+ * after the one visited; calling again with it goes on from there. The
+ * same checks and return values as pcache__archive_read.
+ */
+int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
+                              const pcache_archive_visitor *visitor, void *ctx);
 
 #endif

@@ -45,7 +45,14 @@ int pcache__parse_size(const char *text, uint64_t *ret_bytes) {
 int pcache__parse_duration(const char *text, uint64_t *ret_seconds) {
   static const char *const units[] = {"", "s", "m", "min", "h", "d", "w"};
   static const uint64_t scales[] = {1, 1, 60, 60, 3600, 86400, 604800};
-  return parse_scaled(text, units, scales, sizeof units / sizeof *units, ret_seconds);
+  uint64_t s;
+  int r = parse_scaled(text, units, scales, sizeof units / sizeof *units, &s);
+  if (r < 0)
+    return r;
+  if (s > PCACHE_DURATION_MAX_S)
+    return -ERANGE;
+  *ret_seconds = s;
+  return 0;
 }
 
 void pcache__format_size(uint64_t bytes, char *out, size_t out_size) {

@@ -9,8 +9,13 @@
  * Returns 0 or -EINVAL / -ERANGE. */
 int pcache__parse_size(const char *text, uint64_t *ret_bytes);
 
+/* The longest duration a parser accepts: the daemon keeps times in
+ * microseconds in 64 bits, so a longer one cannot be compared with them
+ * (it would wrap into a short one). About 584,542 years. */
+#define PCACHE_DURATION_MAX_S (UINT64_MAX / 1000000u)
+
 /* "90", "90s", "15m", "12h", "30d", "2w" (plain number: seconds).
- * Returns 0 or -EINVAL / -ERANGE. */
+ * Returns 0 or -EINVAL / -ERANGE (over PCACHE_DURATION_MAX_S). */
 int pcache__parse_duration(const char *text, uint64_t *ret_seconds);
 
 /* "0 B", "812 B", "20.0 KiB", "1.5 GiB" */

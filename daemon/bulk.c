@@ -132,18 +132,18 @@ static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data
  * spent more in populating and unmapping 20,000 page-table entries than in
  * the copy; fallocate first moved the page allocation, not its cost.
  */
-static int encode_bulk(Pcachepb__Response *resp, pcd_out *ret_out) {
+static int encode_bulk(Pcachepb__Response *resp, int fd, uint64_t off, pcd_out *ret_out) {
   Pcachepb__Response frame_resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__Bulk bulk = PCACHEPB__BULK__INIT;
   Pcachepb__GetReply *g = blob_reply(resp);
   fd_sink *sink;
-  uint64_t off = 0;
-  int fd, r;
+  int r;
 
-  fd = memfd_create("pcache-reply", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (fd < 0)
+  if (fd >= 0) {
+    r = 0; /* the payload is in fd already */
+  } else if ((fd = memfd_create("pcache-reply", MFD_ALLOW_SEALING | MFD_CLOEXEC)) < 0) {
     return -errno;
-  if (g) {
+  } else if (g) {
     r = move_blobs(fd, g, &off);
   } else if (resp->body_case == PCACHEPB__RESPONSE__BODY_EXPORT) {
     struct iovec iov = {resp->export->archive.data, resp->export->archive.len};
@@ -199,8 +199,14 @@ int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out) {
   ret_out->fd = -1;
   ret_out->bulk_size = 0;
   if (size > PCACHE_BULK_THRESHOLD)
-    return encode_bulk(resp, ret_out);
+    return encode_bulk(resp, -1, 0, ret_out);
   return pcache__response_encode(resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
+}
+
+int pcd_reply_encode_fd(Pcachepb__Response *resp, int fd, uint64_t payload_size,
+                        pcd_out *ret_out) {
+  ret_out->fd = -1;
+  return encode_bulk(resp, fd, payload_size, ret_out);
 }
 
 int pcd_reply_error(int status, const char *message, pcd_out *ret_out) {

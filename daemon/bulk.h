@@ -29,6 +29,13 @@ typedef struct pcd_out {
  */
 int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out);
 
+/* The same for a reply whose payload (an Export's archive, streamed) is
+ * in a memfd already, at [0, payload_size): the packed Response goes
+ * behind it and the memfd is sealed. fd is consumed (closed on failure,
+ * else ret_out->fd). Returns 0 or -errno. */
+int pcd_reply_encode_fd(Pcachepb__Response *resp, int fd, uint64_t payload_size,
+                        pcd_out *ret_out);
+
 /* Encodes a bare error reply (never fails short of -ENOMEM). */
 int pcd_reply_error(int status, const char *message, pcd_out *ret_out);
 

@@ -2,16 +2,18 @@
  * changes them), oldest stored first; then entries through the `lru`
  * index, whose oldest key is the first one, so evicting n entries costs n
  * deletes, whatever the store holds. */
+#include <stdint.h>
+
 #include <pcache/pcache.h>
 
 #include "common/log.h"
 #include "ops.h"
 
-int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
-                   const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes) {
-  uint64_t entries = 0, bytes = 0;
+static int evict(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, const uint8_t *keep_key,
+                 const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes) {
+  uint64_t entries = 0, bytes = 0, items = 0;
   int r;
-  for (;;) {
+  for (; items < max_items; items++) {
     pcd_totals t;
     pcd_snapshot snap;
     uint8_t key[PCD_ENTRY_KEY_SIZE];
@@ -48,6 +50,16 @@ int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
   return 0;
 }
 
+int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
+                   const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes) {
+  return evict(txn, max_bytes, UINT64_MAX, keep_key, keep_app, ret_entries, ret_bytes);
+}
+
 int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t *ret_bytes) {
-  return pcd_evict_keep(txn, max_bytes, NULL, NULL, ret_entries, ret_bytes);
+  return evict(txn, max_bytes, UINT64_MAX, NULL, NULL, ret_entries, ret_bytes);
+}
+
+int pcd_evict_some(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, uint64_t *ret_entries,
+                   uint64_t *ret_bytes) {
+  return evict(txn, max_bytes, max_items, NULL, NULL, ret_entries, ret_bytes);
 }

@@ -11,6 +11,7 @@
 #include "common/blob.h"
 #include "common/desc_check.h"
 #include "common/log.h"
+#include "common/parse.h"
 
 /* ------------------------------------------------------------ validation */
 
@@ -46,6 +47,7 @@ int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
   size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
   char hex[33];
   pcd_entry e;
+  uint64_t now;
   int st = 0, r;
   const char *why = NULL;
 
@@ -97,8 +99,12 @@ int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
   e.blob_size = item->blob_size;
   e.desc_size = item->desc_size;
   e.checksum = pcache__checksum64(item->blob, item->blob_size);
-  e.created_us = item->created_us;
-  e.last_used_us = item->last_used_us;
+  /* Times from archives (and any a client could name) are clamped to now:
+   * an entry dated in the future would sort after every fresh one in the
+   * LRU and never be evicted. */
+  now = pcd_now_us();
+  e.created_us = item->created_us < now ? item->created_us : now;
+  e.last_used_us = item->last_used_us < now ? item->last_used_us : now;
   e.hits = item->hits;
   e.compile_ns = item->compile_ns;
   snprintf(e.app, sizeof e.app, "%s", item->app ? item->app : "");
@@ -115,13 +121,22 @@ out_refuse_msg:
   return 0;
 }
 
+uint64_t pcd_item_cost(const pcd_item *item) {
+  uint64_t n = item->blob_size + item->desc_size;
+  /* Modules the item carries may be stored already (and then cost
+   * nothing more); counting them all keeps the bound simple and safe. */
+  for (size_t i = 0; i < item->n_modules; i++)
+    n += PCACHE_HASH_SIZE + 4 + item->modules[i]->code.len;
+  return n;
+}
+
 /* -------------------------------------------------------------------- put */
 
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   pcache_devkey key;
-  uint64_t now = pcd_now_us();
+  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0;
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
 
@@ -148,6 +163,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return -ENOMEM;
   if (key_ok) {
     pcd_device d;
+    room = cfg->max_size > PCD_DEVICE_COST_MAX ? cfg->max_size - PCD_DEVICE_COST_MAX : 0;
     memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
     if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
       return r;
@@ -178,13 +194,27 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     };
     int st = PCACHE_EBAD_KEY;
     char *msg = NULL;
+    uint64_t cost = pcd_item_cost(&item);
     if (!res)
       return -ENOMEM;
     pcachepb__put_result__init(res);
     res->state_hash.data = it->state_hash.data;
     res->state_hash.len = it->state_hash.len;
-    if (key_ok && (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
+    /* What this Put stores must fit under the cap together: the eviction
+     * that follows would otherwise drop items just acknowledged. */
+    if (key_ok && cost > room - put_bytes) {
+      st = PCACHE_EFULL;
+      msg = pcd_arena_printf(&job->arena,
+                             "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
+                             "taken by this request)",
+                             (unsigned long long)cost, (unsigned long long)cfg->max_size,
+                             (unsigned long long)put_bytes);
+    } else if (key_ok &&
+               (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0) {
       return r;
+    }
+    if (st == 0)
+      put_bytes += cost;
     res->status = st;
     if (st < 0) {
       res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
@@ -252,6 +282,13 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   for (size_t i = 0; i < ps->n_state_hashes; i++)
     if (ps->state_hashes[i].len != PCACHE_HASH_SIZE)
       return snapshot_refuse(job, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
+  /* It would evict everything else and then itself. */
+  if (ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE > cfg->max_size) {
+    job->resp.message = pcd_arena_printf(
+        &job->arena, "snapshot of %zu bytes is larger than --max-size (%llu bytes)",
+        ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE, (unsigned long long)cfg->max_size);
+    return snapshot_refuse(job, PCACHE_EFULL, job->resp.message);
+  }
   memcpy(key.bytes, ps->device->key.data, PCACHE_DEVKEY_SIZE);
   if ((st = pcache__blob_check_header(ps->blob.data, ps->blob.len, &key)) < 0)
     return snapshot_refuse(job, st, NULL);
@@ -437,6 +474,35 @@ static int purge_snapshots(pcd_txn *txn, const uint8_t *device, const char *app,
   return r;
 }
 
+typedef struct devkey_list {
+  uint8_t (*keys)[PCACHE_DEVKEY_SIZE];
+  size_t n, cap;
+} devkey_list;
+
+static int devkey_visit(void *ctx, const pcd_device *d) {
+  devkey_list *l = ctx;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    void *p = pcache__realloc(l->keys, cap * sizeof *l->keys);
+    if (!p)
+      return -ENOMEM;
+    l->keys = p;
+    l->cap = cap;
+  }
+  memcpy(l->keys[l->n++], d->key, PCACHE_DEVKEY_SIZE);
+  return 0;
+}
+
+/* Drops every device record with no entries and no snapshots. */
+static int forget_unused_devices(pcd_txn *txn) {
+  devkey_list l = {0};
+  int r = pcd_devices_foreach(txn, devkey_visit, &l);
+  for (size_t i = 0; r == 0 && i < l.n; i++)
+    r = pcd_device_forget(txn, l.keys[i]);
+  pcache__free(l.keys);
+  return r;
+}
+
 struct purge_filter {
   key_list list;
   const Pcachepb__Purge *purge;
@@ -492,6 +558,15 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
       goto out_bad_key;
     break;
   case PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S:
+    /* Times are microseconds in 64 bits: an age that does not fit would
+     * wrap into a short one and purge fresh entries. */
+    if (p->older_than_s > PCACHE_DURATION_MAX_S) {
+      job->resp.status = PCACHE_EBAD_SIZE;
+      job->resp.message = pcd_arena_printf(&job->arena, "older_than_s %llu is out of range (at most %llu)",
+                                           (unsigned long long)p->older_than_s,
+                                           (unsigned long long)PCACHE_DURATION_MAX_S);
+      return 0;
+    }
     f.cutoff_us = p->older_than_s * 1000000 > now ? 0 : now - p->older_than_s * 1000000;
     break;
   case PCACHEPB__PURGE__SELECTOR_ALL:
@@ -525,6 +600,12 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
     r = purge_snapshots(txn, dev, NULL, &reply->snapshots, &reply->bytes);
   else if (p->selector_case == PCACHEPB__PURGE__SELECTOR_APP)
     r = purge_snapshots(txn, NULL, p->app, &reply->snapshots, &reply->bytes);
+  /* Device records go with their last entry and snapshot; records a store
+   * from before that rule kept with neither go with a whole purge too. */
+  if (r == 0 && p->selector_case == PCACHEPB__PURGE__SELECTOR_ALL && p->all)
+    r = forget_unused_devices(txn);
+  else if (r == 0 && p->selector_case == PCACHEPB__PURGE__SELECTOR_DEVICE_KEY)
+    r = pcd_device_forget(txn, dev);
   if (r < 0)
     goto out_free;
   log_info("purge: removed %llu entries, %llu snapshots, %llu bytes",

@@ -41,6 +41,10 @@ typedef struct pcd_item {
 int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
                    uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message);
 
+/* Bytes an item counts against --max-size once stored: blob, description
+ * and the modules it carries. */
+uint64_t pcd_item_cost(const pcd_item *item);
+
 /* Most state hashes one PutSnapshot may list. Every Prefetch page of the
  * app copies, sorts and searches the list on an I/O thread that other
  * clients share: 2^20 hashes cost ~270 ms a page; 2^16 a sixteenth. */
@@ -56,8 +60,25 @@ int pcd_evict(pcd_txn *txn, uint64_t max_bytes, uint64_t *ret_entries, uint64_t 
 int pcd_evict_keep(pcd_txn *txn, uint64_t max_bytes, const uint8_t *keep_key,
                    const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes);
 
-/* Export and Import (ops_archive.c). */
+/* The same, deleting at most max_items (snapshots and entries): a
+ * transaction small enough for what is left of a full map. */
+int pcd_evict_some(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, uint64_t *ret_entries,
+                   uint64_t *ret_bytes);
+
+/* Export and Import (ops_archive.c). Both run in slices: when a slice
+ * leaves work, it sets job->more, and the writer queues the job again
+ * behind what other clients queued meanwhile. Import's slices commit with
+ * the writer's batch; Export only reads, and the writer runs each of its
+ * slices in a read transaction of its own. */
 int pcd_ops_export(pcd_txn *txn, pcd_job *job);
 int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
+/* Encodes job's reply (an Export's streamed archive goes as it lies). */
+int pcd_ops_encode(pcd_job *job, pcd_out *ret_out);
+/* Problems an ImportReply lists; any more are only counted in refused. */
+#define PCD_IMPORT_MAX_PROBLEMS 1024
+/* The writer committed the transaction that ran job's last slice. */
+void pcd_ops_committed(pcd_job *job);
+/* Frees job->slices (with the job). */
+void pcd_ops_slices_free(pcd_job *job);
 
 #endif

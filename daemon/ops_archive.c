@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <pcache/pcache.h>
 
@@ -10,60 +12,145 @@
 #include "common/archive.h"
 #include "common/desc_check.h"
 #include "common/log.h"
+#include "bulk.h"
 #include "ops.h"
+#include "pos_index.h"
+
+/* A callback's value that ends a slice (pcache__archive_read_from, the
+ * entry walks). */
+#define SLICE_PAUSE 1
+
+/* Makes room for one more element in *v (n in use, *cap allocated). */
+static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
+  size_t want;
+  void *p;
+  if (n < *cap)
+    return 0;
+  want = *cap ? *cap * 2 : 16;
+  p = pcache__realloc(*v, want * elem_size);
+  if (!p)
+    return -ENOMEM;
+  *v = p;
+  *cap = want;
+  return 0;
+}
+
+/* Module hashes are XXH3-128: their bytes are already well mixed. */
+static uint64_t mod_hash(const pcache_hash128 *h) {
+  uint64_t v;
+  memcpy(&v, h->bytes, sizeof v);
+  return v;
+}
 
 /* ------------------------------------------------------------------ export */
+
+/* Export streams the archive into a memfd, record by record, and walks
+ * the entries in slices of EXPORT_SLICE entries, each in a read
+ * transaction of its own that the writer runs between batches: the heap
+ * holds one record and the set of modules written, never the archive
+ * (it took twice the store before), and other clients' writes commit
+ * between slices. The memfd becomes the bulk reply. */
+#define EXPORT_SLICE 2048
+
+typedef struct exportstate {
+  int fd;
+  pcache_archive_writer *w;
+  uint8_t last[PCD_ENTRY_KEY_SIZE]; /* the last entry walked */
+  int have_last, finished;
+  pcache_hash128 *mods; /* modules written, so each goes once */
+  size_t n_mods, cap_mods;
+  pcd_pos_index index;
+  uint64_t entries, size;
+} exportstate;
 
 typedef struct exportctx {
   pcd_txn *txn;
   const char *app;
-  pcd_entry *entries;
-  size_t n, cap;
-  pcache_hash128 *mods;
-  size_t n_mods, cap_mods;
-  int err;
+  exportstate *st;
+  size_t walked;
 } exportctx;
 
-static int add_mod(exportctx *x, const pcache_hash128 *h) {
-  for (size_t i = 0; i < x->n_mods; i++)
-    if (pcache__hash_equal(&x->mods[i], h))
-      return 0;
-  if (x->n_mods == x->cap_mods) {
-    size_t cap = x->cap_mods ? x->cap_mods * 2 : 32;
-    pcache_hash128 *m = pcache__realloc(x->mods, cap * sizeof *m);
-    if (!m)
-      return -ENOMEM;
-    x->mods = m;
-    x->cap_mods = cap;
-  }
-  x->mods[x->n_mods++] = *h;
+static uint64_t exp_hash_at(const void *ctx, size_t pos) {
+  return mod_hash(&((const exportstate *)ctx)->mods[pos]);
+}
+
+struct exp_probe {
+  const exportstate *st;
+  const pcache_hash128 *hash;
+};
+
+static int exp_mod_at(const void *ctx, size_t pos) {
+  const struct exp_probe *p = ctx;
+  return pcache__hash_equal(&p->st->mods[pos], p->hash);
+}
+
+/* Writes module h unless it went already. */
+static int export_module(exportctx *x, const pcache_hash128 *h) {
+  exportstate *st = x->st;
+  struct exp_probe p = {st, h};
+  const uint8_t *code;
+  size_t code_size;
+  int r;
+  if (pcd_pos_index_find(&st->index, mod_hash(h), exp_mod_at, &p) >= 0)
+    return 0;
+  if (pcd_module_get(x->txn, h, &code, &code_size) < 0)
+    return 0; /* Verify reports what is missing */
+  if ((r = pcache__archive_add_module(st->w, h, code, code_size)) < 0)
+    return r;
+  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
+    return -ENOMEM;
+  st->mods[st->n_mods] = *h;
+  if (pcd_pos_index_add(&st->index, mod_hash(h), st->n_mods, exp_hash_at, st) < 0)
+    return -ENOMEM;
+  st->n_mods++;
   return 0;
 }
 
 static int exportvisit(void *ctx, const pcd_entry *e) {
   exportctx *x = ctx;
+  exportstate *st = x->st;
   pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
-  const uint8_t *desc;
-  size_t size, n = 0;
+  pcache_archive_entry ae;
+  size_t n = 0;
+  int r;
+  memcpy(st->last, e->key, PCD_ENTRY_KEY_SIZE);
+  st->have_last = 1;
+  if (++x->walked >= EXPORT_SLICE)
+    r = SLICE_PAUSE; /* after this one */
+  else
+    r = 0;
   if (x->app && *x->app && strcmp(e->app, x->app) != 0)
-    return 0;
-  if (x->n == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 64;
-    pcd_entry *v = pcache__realloc(x->entries, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    x->entries = v;
-    x->cap = cap;
-  }
-  x->entries[x->n++] = *e;
+    return r;
+  memset(&ae, 0, sizeof ae);
+  if (pcd_blob_get(x->txn, e->key, &ae.blob, &ae.blob_size) < 0 ||
+      pcd_desc_get(x->txn, e->key, &ae.desc, &ae.desc_size) < 0)
+    return r;
+  /* A blob that fails its checksum is not exported; Verify reports it. */
+  if (pcache__checksum64(ae.blob, ae.blob_size) != e->checksum)
+    return r;
   memcpy(sh.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
-  if (pcd_desc_get(x->txn, e->key, &desc, &size) == 0 &&
-      pcache__desc_check(desc, size, &sh, 0, mods, &n) == 0) {
+  if (pcache__desc_check(ae.desc, ae.desc_size, &sh, 0, mods, &n) == 0) {
+    int mr;
     for (size_t i = 0; i < n; i++)
-      if (add_mod(x, &mods[i]) < 0)
-        return -ENOMEM;
+      if ((mr = export_module(x, &mods[i])) < 0)
+        return mr;
   }
-  return 0;
+  memcpy(ae.device_key.bytes, e->key, PCACHE_DEVKEY_SIZE);
+  memcpy(ae.state_hash.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  ae.kind = e->kind;
+  ae.app = e->app;
+  ae.checksum = e->checksum;
+  ae.created = e->created_us / 1000000;
+  ae.last_used = e->last_used_us / 1000000;
+  ae.hits = e->hits;
+  ae.compile_ns = e->compile_ns;
+  {
+    int er = pcache__archive_add_entry(st->w, &ae);
+    if (er < 0)
+      return er;
+  }
+  st->entries++;
+  return r;
 }
 
 static int exportdevice(void *ctx, const pcd_device *d) {
@@ -82,15 +169,48 @@ static int exportdevice(void *ctx, const pcd_device *d) {
   return r;
 }
 
+static void export_free(exportstate *st) {
+  pcache__archive_writer_free(st->w);
+  if (st->fd >= 0)
+    close(st->fd);
+  pcache__free(st->mods);
+  pcd_pos_index_free(&st->index);
+  pcache__free(st);
+}
+
+/* The first slice: the memfd, the header and the device records. */
+static int export_start(pcd_txn *txn, const uint8_t *dev, exportstate **ret_st) {
+  exportstate *st = pcache__calloc(1, sizeof *st);
+  void *pair[2];
+  int r;
+  if (!st)
+    return -ENOMEM;
+  st->fd = memfd_create("pcache-export", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+  if (st->fd < 0) {
+    r = -errno;
+    goto out_free;
+  }
+  if ((r = pcache__archive_writer_new_fd(st->fd, &st->w)) < 0)
+    goto out_free;
+  pair[0] = st->w;
+  pair[1] = (void *)dev;
+  if ((r = pcd_devices_foreach(txn, exportdevice, pair)) < 0)
+    goto out_free;
+  *ret_st = st;
+  return 0;
+
+out_free:
+  export_free(st);
+  return r;
+}
+
 int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
   const Pcachepb__Export *req = job->req->export;
   Pcachepb__ExportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  exportstate *st = job->slices;
   exportctx x = {.txn = txn, .app = req->app};
-  pcache_archive_writer *w = NULL;
   const uint8_t *dev = NULL;
-  void *pair[2];
-  uint8_t *data = NULL;
-  size_t size = 0;
+  uint8_t *none;
   int r;
 
   if (!reply)
@@ -98,6 +218,7 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
   pcachepb__export_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_EXPORT;
   job->resp.export = reply;
+  job->more = 0;
   if (req->device_key.len) {
     if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
       job->resp.status = PCACHE_EBAD_KEY;
@@ -106,68 +227,56 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
     }
     dev = req->device_key.data;
   }
-  if ((r = pcd_entries_foreach(txn, dev, exportvisit, &x)) < 0)
-    goto out_free;
-  if ((r = pcache__archive_writer_new(&w)) < 0)
-    goto out_free;
-  pair[0] = w;
-  pair[1] = (void *)dev;
-  if ((r = pcd_devices_foreach(txn, exportdevice, pair)) < 0)
-    goto out_free;
-  for (size_t i = 0; i < x.n_mods; i++) {
-    const uint8_t *code;
-    size_t code_size;
-    if (pcd_module_get(txn, &x.mods[i], &code, &code_size) < 0)
-      continue;
-    if ((r = pcache__archive_add_module(w, &x.mods[i], code, code_size)) < 0)
-      goto out_free;
+  if (!st) {
+    if ((r = export_start(txn, dev, &st)) < 0)
+      goto out_status;
+    job->slices = st;
   }
-  for (size_t i = 0; i < x.n; i++) {
-    const pcd_entry *e = &x.entries[i];
-    pcache_archive_entry ae;
-    memset(&ae, 0, sizeof ae);
-    memcpy(ae.device_key.bytes, e->key, PCACHE_DEVKEY_SIZE);
-    memcpy(ae.state_hash.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
-    ae.kind = e->kind;
-    ae.app = e->app;
-    if (pcd_blob_get(txn, e->key, &ae.blob, &ae.blob_size) < 0 ||
-        pcd_desc_get(txn, e->key, &ae.desc, &ae.desc_size) < 0)
-      continue;
-    /* A blob that fails its checksum is not exported; Verify reports it. */
-    if (pcache__checksum64(ae.blob, ae.blob_size) != e->checksum)
-      continue;
-    ae.checksum = e->checksum;
-    ae.created = e->created_us / 1000000;
-    ae.last_used = e->last_used_us / 1000000;
-    ae.hits = e->hits;
-    ae.compile_ns = e->compile_ns;
-    if ((r = pcache__archive_add_entry(w, &ae)) < 0)
-      goto out_free;
-    reply->entries++;
+  x.st = st;
+  r = st->have_last ? pcd_entries_after(txn, dev, st->last, exportvisit, &x)
+                    : pcd_entries_foreach(txn, dev, exportvisit, &x);
+  if (r == SLICE_PAUSE) {
+    job->more = 1;
+    return 0;
   }
-  if ((r = pcache__archive_finish(w, &data, &size)) < 0)
-    goto out_free;
-  /* The archive is handed to the arena's owner through a copy so that one
-   * free releases everything with the reply. */
-  reply->archive.data = pcd_arena_memdup(&job->arena, data, size);
-  reply->archive.len = size;
-  reply->archive_size = size;
-  pcache__free(data);
-  r = reply->archive.data ? 0 : -ENOMEM;
-  log_info("export: %llu entries, %zu bytes", (unsigned long long)reply->entries, size);
-out_free:
-  pcache__archive_writer_free(w);
-  pcache__free(x.entries);
-  pcache__free(x.mods);
-  if (r < 0 && r != -ENOMEM && r != PCACHE_EFULL && r != PCACHE_ESTORE) {
-    job->resp.status = r;
-    job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(r));
-    r = 0;
+  if (r < 0 || (r = pcache__archive_finish(st->w, &none, &st->size)) < 0)
+    goto out_status;
+  st->finished = 1;
+  reply->entries = st->entries;
+  reply->archive_offset = 0;
+  reply->archive_size = st->size;
+  log_info("export: %llu entries, %llu bytes", (unsigned long long)st->entries,
+           (unsigned long long)st->size);
+  return 0;
+
+out_status:
+  if (r == -ENOMEM || r == PCACHE_EFULL || r == PCACHE_ESTORE)
+    return r;
+  job->resp.status = r;
+  job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(r));
+  return 0;
+}
+
+int pcd_ops_encode(pcd_job *job, pcd_out *ret_out) {
+  exportstate *st = job->type == PCD_JOB_EXPORT ? job->slices : NULL;
+  if (st && st->finished && job->resp.status == 0) {
+    int fd = st->fd;
+    st->fd = -1; /* the reply's now */
+    return pcd_reply_encode_fd(&job->resp, fd, st->size, ret_out);
   }
-  return r;
+  return pcd_reply_encode(&job->resp, ret_out);
 }
 
 /* ------------------------------------------------------------------ import */
+
+/* An import runs in slices, each in the writer's transaction of the
+ * moment and committed with it: a slice stops after SLICE_RECORDS archive
+ * records or SLICE_BYTES of stored entries, and the job goes back to the
+ * end of the writer's queue, so other clients' writes commit in between
+ * (docs/archive.md, "Import"). Each slice costs time in proportion to its
+ * own records: modules are found through a hash index. */
+#define SLICE_RECORDS 4096
+#define SLICE_BYTES (8u << 20)
 
 typedef struct importmod {
   pcache_hash128 hash;
@@ -175,65 +284,99 @@ typedef struct importmod {
   size_t size;
 } importmod;
 
+typedef struct importproblem {
+  uint8_t dev[PCACHE_DEVKEY_SIZE], sh[PCACHE_HASH_SIZE];
+  int has_dev, has_sh, status;
+  char *message;
+} importproblem;
+
+/* What a slice changes; kept twice, so that a slice whose transaction is
+ * undone (map full, retried) starts again from the last commit. */
+typedef struct importprogress {
+  pcache_archive_cursor cursor;
+  uint64_t accepted, refused, bytes, evicted;
+  size_t n_problems, n_devices;
+} importprogress;
+
+typedef struct importstate {
+  importprogress at, committed;
+  importproblem *problems;
+  size_t cap_problems;
+  uint8_t (*devices)[PCACHE_DEVKEY_SIZE]; /* device records the archive held */
+  size_t cap_devices;
+  /* Modules seen so far, whose code matched their hash: an open-addressed
+   * index (slot = position + 1) over mods. */
+  importmod *mods;
+  size_t n_mods, cap_mods;
+  pcd_pos_index index;
+} importstate;
+
 typedef struct importctx {
   pcd_txn *txn;
   const pcd_config *config;
   pcd_job *job;
-  Pcachepb__ImportReply *reply;
-  size_t cap;
-  importmod *mods;
-  size_t n_mods;
-  uint64_t now_us;
+  importstate *st;
+  uint64_t now_us, room;
+  uint64_t slice_records, slice_bytes;
   int fatal;
 } importctx;
 
+static uint64_t mod_hash_at(const void *ctx, size_t pos) {
+  return mod_hash(&((const importstate *)ctx)->mods[pos].hash);
+}
+
+struct mod_probe {
+  const importstate *st;
+  const pcache_hash128 *hash;
+};
+
+static int mod_at(const void *ctx, size_t pos) {
+  const struct mod_probe *p = ctx;
+  return pcache__hash_equal(&p->st->mods[pos].hash, p->hash);
+}
+
+static const importmod *mod_find(const importstate *st, const pcache_hash128 *hash) {
+  struct mod_probe p = {st, hash};
+  long at = pcd_pos_index_find(&st->index, mod_hash(hash), mod_at, &p);
+  return at < 0 ? NULL : &st->mods[at];
+}
+
 static int find_mod(void *ctx, const pcache_hash128 *hash, const void **code, size_t *size) {
   importctx *x = ctx;
-  for (size_t i = 0; i < x->n_mods; i++) {
-    if (pcache__hash_equal(&x->mods[i].hash, hash)) {
-      /* Archive modules are checked like Put modules: by their hash. */
-      pcache_hash128 h;
-      pcache__hash128(x->mods[i].code, x->mods[i].size, &h);
-      if (!pcache__hash_equal(&h, hash))
-        return -1;
-      *code = x->mods[i].code;
-      *size = x->mods[i].size;
-      return 0;
-    }
-  }
-  return -1;
+  const importmod *m = mod_find(x->st, hash);
+  if (!m)
+    return -1;
+  *code = m->code;
+  *size = m->size;
+  return 0;
+}
+
+/* Ends the slice once it has done its share. */
+static int slice_step(importctx *x) {
+  return ++x->slice_records >= SLICE_RECORDS || x->slice_bytes >= SLICE_BYTES ? SLICE_PAUSE : 0;
 }
 
 static int add_problem(importctx *x, const uint8_t *dev, const uint8_t *sh, int st,
                        const char *msg) {
-  pcd_arena *a = &x->job->arena;
-  Pcachepb__Problem *p = pcd_arena_alloc(a, sizeof *p);
-  if (x->reply->n_problems == x->cap) {
-    Pcachepb__Problem **np;
-    x->cap = x->cap ? x->cap * 2 : 16;
-    np = pcd_arena_alloc(a, x->cap * sizeof *np);
-    if (!np)
-      return -ENOMEM;
-    if (x->reply->n_problems)
-      memcpy(np, x->reply->problems, x->reply->n_problems * sizeof *np);
-    x->reply->problems = np;
-  }
-  if (!p)
-    return -ENOMEM;
-  pcachepb__problem__init(p);
-  if (dev) {
-    p->device_key.data = pcd_arena_memdup(a, dev, PCACHE_DEVKEY_SIZE);
-    p->device_key.len = PCACHE_DEVKEY_SIZE;
-  }
-  if (sh) {
-    p->state_hash.data = pcd_arena_memdup(a, sh, PCACHE_HASH_SIZE);
-    p->state_hash.len = PCACHE_HASH_SIZE;
-  }
+  importstate *s = x->st;
+  importproblem *p;
+  x->st->at.refused++;
+  if (s->at.n_problems >= PCD_IMPORT_MAX_PROBLEMS)
+    return slice_step(x);
+  if (reserve((void **)&s->problems, s->at.n_problems, &s->cap_problems, sizeof *s->problems) < 0)
+    return x->fatal = -ENOMEM;
+  p = &s->problems[s->at.n_problems];
+  memset(p, 0, sizeof *p);
+  if ((p->has_dev = dev != NULL))
+    memcpy(p->dev, dev, PCACHE_DEVKEY_SIZE);
+  if ((p->has_sh = sh != NULL))
+    memcpy(p->sh, sh, PCACHE_HASH_SIZE);
   p->status = st;
-  p->message = pcd_arena_strdup(a, msg ? msg : pcache_strerror(st));
-  x->reply->problems[x->reply->n_problems++] = p;
-  x->reply->refused++;
-  return 0;
+  p->message = pcache__strdup(msg ? msg : pcache_strerror(st));
+  if (!p->message)
+    return x->fatal = -ENOMEM;
+  s->at.n_problems++;
+  return slice_step(x);
 }
 
 static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
@@ -241,24 +384,58 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
   int r;
   if (info->key.len != PCACHE_DEVKEY_SIZE)
     return add_problem(x, NULL, NULL, PCACHE_EBAD_KEY, "device record with a bad key");
+  /* Device records count against the cap like entries: an archive of
+   * nothing but devices cannot fill the store while it is read. */
+  if (PCD_DEVICE_COST_MAX > x->room - x->st->at.bytes)
+    return add_problem(x, info->key.data, NULL, PCACHE_EFULL,
+                       "the import holds more than --max-size");
+  x->st->at.bytes += PCD_DEVICE_COST_MAX;
   r = pcd_device_touch(x->txn, info, x->now_us / 1000000);
-  return r < 0 ? (x->fatal = r) : 0;
+  if (r < 0)
+    return x->fatal = r;
+  /* Remembered so that, once the import is done, a record none of its
+   * entries came to use is dropped again. */
+  if (reserve((void **)&x->st->devices, x->st->at.n_devices, &x->st->cap_devices,
+              sizeof *x->st->devices) < 0)
+    return x->fatal = -ENOMEM;
+  memcpy(x->st->devices[x->st->at.n_devices++], info->key.data, PCACHE_DEVKEY_SIZE);
+  return slice_step(x);
 }
 
 static int importmodule(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
   importctx *x = ctx;
-  importmod *m = pcache__realloc(x->mods, (x->n_mods + 1) * sizeof *m);
-  if (!m)
+  importstate *st = x->st;
+  pcache_hash128 h;
+  importmod *m;
+  /* Checked like Put modules, by their hash, once: a module whose code
+   * does not match is not indexed, so entries naming it are refused as
+   * missing it unless the store has it. */
+  pcache__hash128(code, size, &h);
+  if (!pcache__hash_equal(&h, hash) || mod_find(st, hash))
+    return slice_step(x);
+  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
     return x->fatal = -ENOMEM;
-  x->mods = m;
-  m[x->n_mods].hash = *hash;
-  m[x->n_mods].code = pcache__malloc(size ? size : 1);
-  if (!m[x->n_mods].code)
+  m = &st->mods[st->n_mods];
+  m->hash = *hash;
+  m->size = size;
+  m->code = pcache__malloc(size ? size : 1);
+  if (!m->code)
     return x->fatal = -ENOMEM;
-  memcpy(m[x->n_mods].code, code, size);
-  m[x->n_mods].size = size;
-  x->n_mods++;
-  return 0;
+  memcpy(m->code, code, size);
+  if (pcd_pos_index_add(&st->index, mod_hash(hash), st->n_mods, mod_hash_at, st) < 0) {
+    pcache__free(m->code);
+    return x->fatal = -ENOMEM;
+  }
+  st->n_mods++;
+  return slice_step(x);
+}
+
+/* An archive's time (unix seconds) in microseconds, clamped to now: 0 (not
+ * recorded) and times in the future are now, so that an archive cannot
+ * pin its entries ahead of every fresh one in the LRU (nor overflow the
+ * conversion). */
+static uint64_t archive_time_us(uint64_t s, uint64_t now_us) {
+  return s == 0 || s >= now_us / 1000000 ? now_us : s * 1000000;
 }
 
 static int importentry(void *ctx, const pcache_archive_entry *e) {
@@ -276,10 +453,11 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
       .find_ctx = x,
       .app = e->app,
       .compile_ns = e->compile_ns,
-      .created_us = e->created ? e->created * 1000000 : x->now_us,
-      .last_used_us = e->last_used ? e->last_used * 1000000 : x->now_us,
+      .created_us = archive_time_us(e->created, x->now_us),
+      .last_used_us = archive_time_us(e->last_used, x->now_us),
       .hits = e->hits,
   };
+  uint64_t cost = pcd_item_cost(&item);
   char *msg = NULL;
   int st = 0, r;
   if (e->app && strlen(e->app) > PCD_MAX_APP)
@@ -287,6 +465,11 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
                        "app name too long");
   if (e->blob_size && pcache__checksum64(e->blob, e->blob_size) != e->checksum)
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_ECHECKSUM, NULL);
+  /* What one import stores must fit under the cap together, or its own
+   * eviction would drop entries it has just reported accepted. */
+  if (cost > x->room - x->st->at.bytes)
+    return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_EFULL,
+                       "the import holds more than --max-size");
   /* An entry whose device record was not in the archive still gets one,
    * made first so its counters include the entry. */
   int new_device = pcd_device_get(x->txn, e->device_key.bytes, &d) == PCACHE_ENOT_FOUND;
@@ -307,9 +490,11 @@ static int importentry(void *ctx, const pcache_archive_entry *e) {
       return x->fatal = r;
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, st, msg);
   }
-  x->reply->accepted++;
+  x->st->at.accepted++;
+  x->st->at.bytes += cost;
+  x->slice_bytes += cost;
   x->job->stored++;
-  return 0;
+  return slice_step(x);
 }
 
 static int importbad(void *ctx, uint64_t index, int err) {
@@ -319,39 +504,124 @@ static int importbad(void *ctx, uint64_t index, int err) {
   return add_problem(x, NULL, NULL, err, msg);
 }
 
-int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
-  const Pcachepb__Import *req = job->req->import;
-  Pcachepb__ImportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
-  importctx x = {.txn = txn, .config = config, .job = job, .reply = reply,
-                  .now_us = pcd_now_us()};
-  pcache_archive_visitor v = {importdevice, importmodule, importentry, importbad};
-  int r;
+/* Drops the problems of a slice that did not commit. */
+static void truncate_problems(importstate *st, size_t n) {
+  for (size_t i = n; i < st->at.n_problems; i++)
+    pcache__free(st->problems[i].message);
+}
+
+void pcd_ops_slices_free(pcd_job *job) {
+  importstate *st = job->slices;
+  if (!st)
+    return;
+  if (job->type == PCD_JOB_EXPORT) {
+    export_free(job->slices);
+    job->slices = NULL;
+    return;
+  }
+  truncate_problems(st, 0);
+  pcache__free(st->problems);
+  pcache__free(st->devices);
+  for (size_t i = 0; i < st->n_mods; i++)
+    pcache__free(st->mods[i].code);
+  pcache__free(st->mods);
+  pcd_pos_index_free(&st->index);
+  pcache__free(st);
+  job->slices = NULL;
+}
+
+void pcd_ops_committed(pcd_job *job) {
+  importstate *st = job->slices;
+  if (st && job->type == PCD_JOB_IMPORT)
+    st->committed = st->at;
+}
+
+/* The reply, once the last slice is done: from the state, into the arena. */
+static int import_reply(pcd_job *job, int read_status) {
+  importstate *st = job->slices;
+  pcd_arena *a = &job->arena;
+  Pcachepb__ImportReply *reply = pcd_arena_alloc(a, sizeof *reply);
   if (!reply)
     return -ENOMEM;
   pcachepb__import_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_IMPORT;
   job->resp.import = reply;
-  r = pcache__archive_read(req->archive.data, req->archive.len, &v, &x);
-  for (size_t i = 0; i < x.n_mods; i++)
-    pcache__free(x.mods[i].code);
-  pcache__free(x.mods);
+  reply->accepted = st->at.accepted;
+  reply->refused = st->at.refused;
+  if (st->at.n_problems) {
+    reply->problems = pcd_arena_alloc(a, st->at.n_problems * sizeof *reply->problems);
+    if (!reply->problems)
+      return -ENOMEM;
+  }
+  for (size_t i = 0; i < st->at.n_problems; i++) {
+    const importproblem *ip = &st->problems[i];
+    Pcachepb__Problem *p = pcd_arena_alloc(a, sizeof *p);
+    if (!p)
+      return -ENOMEM;
+    pcachepb__problem__init(p);
+    if (ip->has_dev) {
+      p->device_key.data = pcd_arena_memdup(a, ip->dev, PCACHE_DEVKEY_SIZE);
+      p->device_key.len = PCACHE_DEVKEY_SIZE;
+    }
+    if (ip->has_sh) {
+      p->state_hash.data = pcd_arena_memdup(a, ip->sh, PCACHE_HASH_SIZE);
+      p->state_hash.len = PCACHE_HASH_SIZE;
+    }
+    p->status = ip->status;
+    p->message = pcd_arena_strdup(a, ip->message);
+    reply->problems[reply->n_problems++] = p;
+  }
+  if (read_status < 0) {
+    job->resp.status = read_status;
+    job->resp.message = pcd_arena_printf(a, "%s (%llu entries imported before it)",
+                                         pcache_strerror(read_status),
+                                         (unsigned long long)reply->accepted);
+  }
+  job->evicted = st->at.evicted;
+  return a->failed ? -ENOMEM : 0;
+}
+
+int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
+  const Pcachepb__Import *req = job->req->import;
+  importstate *st = job->slices;
+  importctx x = {.txn = txn, .config = config, .job = job, .now_us = pcd_now_us()};
+  pcache_archive_visitor v = {importdevice, importmodule, importentry, importbad};
+  int r;
+
+  if (!st) {
+    st = pcache__calloc(1, sizeof *st);
+    if (!st)
+      return -ENOMEM;
+    job->slices = st;
+  }
+  /* From the last commit: a slice run again after an undone transaction
+   * must not count twice. */
+  truncate_problems(st, st->committed.n_problems);
+  st->at = st->committed;
+  x.st = st;
+  x.room = config->max_size > PCD_DEVICE_COST_MAX ? config->max_size - PCD_DEVICE_COST_MAX : 0;
+  job->more = 0;
+  r = pcache__archive_read_from(req->archive.data, req->archive.len, &st->at.cursor, &v, &x);
   if (x.fatal)
     return x.fatal;
-  if (r < 0) {
-    job->resp.status = r;
-    job->resp.message = pcd_arena_printf(&job->arena, "%s (%llu entries imported before it)",
-                                         pcache_strerror(r),
-                                         (unsigned long long)reply->accepted);
-    if (r == -ENOMEM)
-      return r;
-  }
-  if (reply->accepted) {
+  if (x.slice_bytes) {
     uint64_t n = 0;
-    if ((r = pcd_evict(txn, config->max_size, &n, NULL)) < 0)
-      return r;
-    job->evicted = n;
+    if ((x.fatal = pcd_evict(txn, config->max_size, &n, NULL)) < 0)
+      return x.fatal;
+    st->at.evicted += n;
   }
-  log_info("import: %llu accepted, %llu refused", (unsigned long long)reply->accepted,
-           (unsigned long long)reply->refused);
+  if (r == SLICE_PAUSE) {
+    job->more = 1;
+    return 0;
+  }
+  if (r == -ENOMEM)
+    return r;
+  for (size_t i = 0; i < st->at.n_devices; i++)
+    if ((x.fatal = pcd_device_forget(txn, st->devices[i])) < 0)
+      return x.fatal;
+  if ((r = import_reply(job, r)) < 0)
+    return r;
+  log_info("import: %llu accepted, %llu refused", (unsigned long long)st->at.accepted,
+           (unsigned long long)st->at.refused);
   return 0;
 }

@@ -468,6 +468,20 @@ static uint64_t db_count(pcd_txn *t, MDB_dbi dbi) {
   return mdb_stat(t->txn, dbi, &st) ? 0 : st.ms_entries;
 }
 
+/* A u64 counter in `info`; 0 when absent (a store from before it). */
+static int get_counter(pcd_txn *t, const char *name, uint64_t *ret) {
+  MDB_val v;
+  int r = get(t, t->store->info, name, strlen(name), &v, name);
+  *ret = 0;
+  if (r == PCACHE_ENOT_FOUND)
+    return 0;
+  if (r < 0)
+    return r;
+  if (v.mv_size == 8)
+    *ret = pcache__le64(v.mv_data);
+  return 0;
+}
+
 int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals) {
   MDB_val v;
   pcd_totals t = {0};
@@ -475,7 +489,11 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals) {
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
   if (r == 0 && v.mv_size == 8)
-    t.bytes = pcache__le64(v.mv_data);
+    t.entry_bytes = pcache__le64(v.mv_data);
+  if ((r = get_counter(txn, "module_bytes", &t.module_bytes)) < 0 ||
+      (r = get_counter(txn, "device_bytes", &t.device_bytes)) < 0)
+    return r;
+  t.bytes = t.entry_bytes + t.module_bytes + t.device_bytes;
   t.entries = db_count(txn, txn->store->entries);
   t.devices = db_count(txn, txn->store->devices);
   t.modules = db_count(txn, txn->store->modules);
@@ -533,6 +551,41 @@ int pcd_entries_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_entry_cb cb
   struct entry_scan s = {txn, cb, ctx};
   return scan_prefix(txn, txn->store->entries, device_key, device_key ? PCACHE_DEVKEY_SIZE : 0,
                      entry_kv, &s);
+}
+
+struct after_scan {
+  struct entry_scan s;
+  const uint8_t *after;
+};
+
+static int after_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
+  struct after_scan *a = ctx;
+  if (k->mv_size == PCD_ENTRY_KEY_SIZE && memcmp(k->mv_data, a->after, PCD_ENTRY_KEY_SIZE) == 0)
+    return 0;
+  return entry_kv(&a->s, k, v);
+}
+
+int pcd_entries_after(pcd_txn *txn, const uint8_t *device_key,
+                      const uint8_t after_key[PCD_ENTRY_KEY_SIZE], pcd_entry_cb cb, void *ctx) {
+  struct after_scan a = {{txn, cb, ctx}, after_key};
+  MDB_cursor *cur;
+  MDB_val k = {PCD_ENTRY_KEY_SIZE, (void *)after_key}, v;
+  int rc = mdb_cursor_open(txn->txn, txn->store->entries, &cur), r = 0;
+  if (rc)
+    return map_err(txn, rc, "cursor");
+  /* From the first key >= after_key, skipping after_key itself. */
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (device_key && (k.mv_size < PCACHE_DEVKEY_SIZE ||
+                       memcmp(k.mv_data, device_key, PCACHE_DEVKEY_SIZE) != 0))
+      break;
+    if ((r = after_kv(&a, &k, &v)) != 0)
+      break;
+  }
+  mdb_cursor_close(cur);
+  if (r)
+    return r;
+  return rc == MDB_NOTFOUND || rc == 0 ? 0 : map_err(txn, rc, "scan");
 }
 
 static int app_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
@@ -665,6 +718,33 @@ static int add_counter(pcd_txn *t, const char *name, int64_t delta) {
 
 static int add_bytes(pcd_txn *t, int64_t delta) { return add_counter(t, "bytes", delta); }
 
+/* Deletes a device record with no entries and no snapshots: nothing of it
+ * is left to serve, and records of devices long gone would otherwise fill
+ * the store (they count against --max-size). 0 when it is still used. */
+static int device_drop_if_unused(pcd_txn *t, const uint8_t *devkey) {
+  MDB_val v, k = {PCACHE_DEVKEY_SIZE, (void *)devkey};
+  MDB_cursor *cur;
+  int64_t bytes;
+  int r = get(t, t->store->devices, devkey, PCACHE_DEVKEY_SIZE, &v, "get device"), rc;
+  if (r < 0)
+    return r == PCACHE_ENOT_FOUND ? 0 : r;
+  if (v.mv_size >= DEVICE_SIZE && pcache__le64((const uint8_t *)v.mv_data + 24) != 0)
+    return 0;
+  bytes = (int64_t)(PCACHE_DEVKEY_SIZE + v.mv_size);
+  if ((rc = mdb_cursor_open(t->txn, t->store->snapshots, &cur)) != 0)
+    return map_err(t, rc, "cursor");
+  rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+  r = rc == 0 && k.mv_size >= PCACHE_DEVKEY_SIZE && memcmp(k.mv_data, devkey, PCACHE_DEVKEY_SIZE) == 0;
+  mdb_cursor_close(cur);
+  if (rc != 0 && rc != MDB_NOTFOUND)
+    return map_err(t, rc, "snapshot seek");
+  if (r)
+    return 0;
+  if ((r = del(t, t->store->devices, devkey, PCACHE_DEVKEY_SIZE, "delete device")) < 0)
+    return r;
+  return add_counter(t, "device_bytes", -bytes);
+}
+
 static int device_add(pcd_txn *t, const uint8_t *devkey, int64_t entries, int64_t bytes) {
   MDB_val v;
   uint8_t *buf;
@@ -688,20 +768,54 @@ static int device_add(pcd_txn *t, const uint8_t *devkey, int64_t entries, int64_
   pcache__put_le64(buf + 32, b);
   r = put(t, t->store->devices, devkey, PCACHE_DEVKEY_SIZE, buf, v.mv_size, "put device");
   pcache__free(buf);
+  if (r == 0 && e == 0)
+    r = device_drop_if_unused(t, devkey);
   return r;
 }
 
-int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t now_s) {
+/* Copies at most PCD_MAX_DEVICE_STRING bytes of s into out, cut at a
+ * UTF-8 character boundary. */
+static char *bounded_string(const char *s, char out[PCD_MAX_DEVICE_STRING + 1]) {
+  size_t n = s ? strnlen(s, PCD_MAX_DEVICE_STRING + 1) : 0;
+  if (n > PCD_MAX_DEVICE_STRING) {
+    n = PCD_MAX_DEVICE_STRING;
+    while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+      n--;
+  }
+  if (n)
+    memcpy(out, s, n);
+  out[n] = '\0';
+  return out;
+}
+
+int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint64_t now_s) {
+  char name[PCD_MAX_DEVICE_STRING + 1], driver_name[PCD_MAX_DEVICE_STRING + 1],
+      driver_info[PCD_MAX_DEVICE_STRING + 1];
+  Pcachepb__DeviceInfo bounded = PCACHEPB__DEVICE_INFO__INIT, *info = &bounded;
   MDB_val v;
   uint8_t *buf;
-  size_t n = pcachepb__device_info__get_packed_size(info);
+  size_t n;
   uint64_t first = now_s, entries = 0, bytes = 0;
+  int64_t old_size = 0;
   int r;
-  if (info->key.len != PCACHE_DEVKEY_SIZE)
+  if (client_info->key.len != PCACHE_DEVKEY_SIZE)
     return PCACHE_EBAD_KEY;
+  /* The record keeps what Vulkan reports (its strings are at most 255
+   * bytes) and nothing else: the client's strings are cut there and
+   * fields this daemon does not know are dropped, so a record is small
+   * and bounded whatever a client sends. */
+  bounded.key = client_info->key;
+  bounded.driver_id = client_info->driver_id;
+  bounded.api_version = client_info->api_version;
+  bounded.name = bounded_string(client_info->name, name);
+  bounded.driver_name = bounded_string(client_info->driver_name, driver_name);
+  bounded.driver_info = bounded_string(client_info->driver_info, driver_info);
+  n = pcachepb__device_info__get_packed_size(info);
   r = get(txn, txn->store->devices, info->key.data, PCACHE_DEVKEY_SIZE, &v, "get device");
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
+  if (r == 0)
+    old_size = (int64_t)(PCACHE_DEVKEY_SIZE + v.mv_size);
   if (r == 0 && v.mv_size >= DEVICE_SIZE) {
     const uint8_t *p = v.mv_data;
     first = pcache__le64(p + 8);
@@ -721,23 +835,20 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t no
   r = put(txn, txn->store->devices, info->key.data, PCACHE_DEVKEY_SIZE, buf, DEVICE_SIZE + n,
           "put device");
   pcache__free(buf);
+  if (r == 0)
+    r = add_counter(txn, "device_bytes",
+                    (int64_t)(PCACHE_DEVKEY_SIZE + DEVICE_SIZE + n) - old_size);
   return r;
 }
 
 int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]) {
-  MDB_val v;
-  int r = get(txn, txn->store->devices, key, PCACHE_DEVKEY_SIZE, &v, "get device");
-  if (r < 0)
-    return r == PCACHE_ENOT_FOUND ? 0 : r;
-  if (v.mv_size >= DEVICE_SIZE && pcache__le64((const uint8_t *)v.mv_data + 24) != 0)
-    return 0;
-  return del(txn, txn->store->devices, key, PCACHE_DEVKEY_SIZE, "delete device");
+  return device_drop_if_unused(txn, key);
 }
 
 int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, size_t size) {
   MDB_val v;
   uint8_t *buf;
-  int r = get(txn, txn->store->modules, hash->bytes, PCACHE_HASH_SIZE, &v, "get module");
+  int is_new, r = get(txn, txn->store->modules, hash->bytes, PCACHE_HASH_SIZE, &v, "get module");
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
   if (r == 0) {
@@ -751,10 +862,14 @@ int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, s
   buf = pcache__malloc(4 + size);
   if (!buf)
     return -ENOMEM;
+  is_new = r != 0;
   pcache__put_le32(buf, r == 0 ? pcache__le32(v.mv_data) + 1 : 1);
   memcpy(buf + 4, code, size);
   r = put(txn, txn->store->modules, hash->bytes, PCACHE_HASH_SIZE, buf, 4 + size, "put module");
   pcache__free(buf);
+  /* A module counts against --max-size once, while anything names it. */
+  if (r == 0 && is_new)
+    r = add_counter(txn, "module_bytes", (int64_t)(PCACHE_HASH_SIZE + 4 + size));
   return r;
 }
 
@@ -766,11 +881,13 @@ static int module_unref(pcd_txn *t, const pcache_hash128 *hash) {
     return 0;
   if (r < 0)
     return r;
-  if (v.mv_size < 4)
-    return del(t, t->store->modules, hash->bytes, PCACHE_HASH_SIZE, "del module");
-  refs = pcache__le32(v.mv_data);
-  if (refs <= 1)
-    return del(t, t->store->modules, hash->bytes, PCACHE_HASH_SIZE, "del module");
+  refs = v.mv_size < 4 ? 0 : pcache__le32(v.mv_data);
+  if (refs <= 1) {
+    int64_t bytes = (int64_t)(PCACHE_HASH_SIZE + v.mv_size);
+    if ((r = del(t, t->store->modules, hash->bytes, PCACHE_HASH_SIZE, "del module")) < 0)
+      return r;
+    return add_counter(t, "module_bytes", -bytes);
+  }
   /* Rewrite in place: LMDB values are read-only, so copy. */
   {
     uint8_t *buf = pcache__malloc(v.mv_size);
@@ -1051,9 +1168,64 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
     return PCACHE_ENOT_FOUND;
   if ((r = del(txn, txn->store->snapdata, key, key_size, "del snapdata")) < 0 ||
       (r = del(txn, txn->store->snapshots, key, key_size, "del snapshot")) < 0 ||
-      (r = add_snap_bytes(txn, -(int64_t)bytes)) < 0)
+      (r = add_snap_bytes(txn, -(int64_t)bytes)) < 0 ||
+      (r = device_drop_if_unused(txn, device_key)) < 0)
     return r;
   if (ret_bytes)
     *ret_bytes = bytes;
   return 0;
+}
+
+/* ------------------------------------------------------ size accounting */
+
+struct recount {
+  uint64_t bytes;
+};
+
+static int recount_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
+  ((struct recount *)ctx)->bytes += k->mv_size + v->mv_size;
+  return 0;
+}
+
+/* Sets counter `name` to the key + value bytes of dbi when it is absent:
+ * a store written before the counter existed. */
+static int recount(pcd_txn *t, MDB_dbi dbi, const char *name, int *ret_done) {
+  struct recount c = {0};
+  uint8_t buf[8];
+  MDB_val v;
+  int r = get(t, t->store->info, name, strlen(name), &v, name);
+  if (r != PCACHE_ENOT_FOUND)
+    return r;
+  if ((r = scan_prefix(t, dbi, NULL, 0, recount_kv, &c)) < 0)
+    return r;
+  pcache__put_le64(buf, c.bytes);
+  *ret_done = 1;
+  return put(t, t->store->info, name, strlen(name), buf, 8, name);
+}
+
+int pcd_store_count_sizes(pcd_store *store) {
+  pcd_txn *t;
+  int done = 0, r = pcd_txn_begin(store, 1, &t);
+  if (r < 0)
+    return r;
+  if ((r = recount(t, store->modules, "module_bytes", &done)) < 0 ||
+      (r = recount(t, store->devices, "device_bytes", &done)) < 0 || !done) {
+    pcd_txn_abort(t);
+    return r;
+  }
+  return pcd_txn_commit(t);
+}
+
+int pcd_store_nudge(pcd_store *store) {
+  pcd_txn *t;
+  uint8_t fmt[4];
+  int r = pcd_txn_begin(store, 1, &t);
+  if (r < 0)
+    return r;
+  pcache__put_le32(fmt, PCD_STORE_FORMAT);
+  if ((r = put(t, store->info, "format", 6, fmt, 4, "format")) < 0) {
+    pcd_txn_abort(t);
+    return r;
+  }
+  return pcd_txn_commit(t);
 }

@@ -16,6 +16,14 @@
 #define PCD_ENTRY_KEY_SIZE (PCACHE_DEVKEY_SIZE + PCACHE_HASH_SIZE)
 /* Longest app name stored (LMDB keys are at most 511 bytes). */
 #define PCD_MAX_APP 200
+/* Longest device name, driver name or driver info a device record keeps
+ * (Vulkan's own limit, VK_MAX_*_SIZE less the terminator); longer client
+ * strings are cut. */
+#define PCD_MAX_DEVICE_STRING 255
+/* The most a device record counts against --max-size: its key, the
+ * 40-byte header and a DeviceInfo of the key, two integers and three such
+ * strings. */
+#define PCD_DEVICE_COST_MAX (2 * PCACHE_DEVKEY_SIZE + 40 + 3 * (PCD_MAX_DEVICE_STRING + 3) + 16)
 /* The on-disk format this build writes (info "format"). */
 #define PCD_STORE_FORMAT 1
 
@@ -39,7 +47,12 @@ typedef struct pcd_device {
 } pcd_device;
 
 typedef struct pcd_totals {
-  uint64_t entries, bytes, devices, modules, map_size;
+  uint64_t entries, devices, modules, map_size;
+  /* What counts against --max-size besides snapshots: entries' blobs and
+   * descriptions, SPIR-V modules (key, count and code, once however many
+   * entries name them) and device records (key and record). */
+  uint64_t bytes; /* entry_bytes + module_bytes + device_bytes */
+  uint64_t entry_bytes, module_bytes, device_bytes;
   uint64_t snapshots, snapshot_bytes; /* counted in the size cap with bytes */
 } pcd_totals;
 
@@ -61,6 +74,14 @@ typedef struct pcd_snapshot {
  * Returns 0, -errno or PCACHE_ESTORE.
  */
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
+/* Counts the bytes of modules and device records (what --max-size counts
+ * besides entries) when the store has no count of them yet: one written
+ * before they were counted. Returns 0, PCACHE_EFULL or PCACHE_ESTORE. */
+int pcd_store_count_sizes(pcd_store *store);
+/* Commits a transaction that changes nothing but its id: LMDB reuses the
+ * pages a commit freed only two commits later, so in a full map this is
+ * what lets the next delete find pages. Returns 0 or PCACHE_E*. */
+int pcd_store_nudge(pcd_store *store);
 void pcd_store_close(pcd_store *store);
 
 /*
@@ -95,6 +116,10 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals);
 typedef int (*pcd_entry_cb)(void *ctx, const pcd_entry *entry);
 /* Every entry, or those of one device (device_key may be NULL). */
 int pcd_entries_foreach(pcd_txn *txn, const uint8_t *device_key, pcd_entry_cb cb, void *ctx);
+/* The same, from the first entry whose key is after after_key: a walk
+ * taken up again in a later transaction (Export's slices). */
+int pcd_entries_after(pcd_txn *txn, const uint8_t *device_key,
+                      const uint8_t after_key[PCD_ENTRY_KEY_SIZE], pcd_entry_cb cb, void *ctx);
 /* The entries filed under app on a device, through the apps index. */
 int pcd_app_foreach(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE], const char *app,
                     pcd_entry_cb cb, void *ctx);
@@ -124,10 +149,13 @@ int pcd_snapshot_oldest(pcd_txn *txn, const uint8_t *skip_key, const char *skip_
 int pcd_lru_oldest(pcd_txn *txn, uint8_t ret_key[PCD_ENTRY_KEY_SIZE]);
 
 /* Writes (write txn only). */
-/* Records or refreshes a device (first/last seen). */
+/* Records or refreshes a device (first/last seen). Strings longer than
+ * PCD_MAX_DEVICE_STRING are cut and unknown fields dropped. */
 int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t now_s);
-/* Removes a device record that holds no entries (0 when there is none):
- * a request whose every item was refused leaves nothing behind. */
+/* Removes a device record that holds no entries and no snapshots (0 when
+ * there is none): a request whose every item was refused leaves nothing
+ * behind. The store does the same by itself when a device's last entry
+ * or snapshot goes (eviction, purge, report). */
 int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]);
 /* Adds one reference to a module, storing code when it is new (code may be
  * NULL when the caller knows the module exists). */

@@ -24,32 +24,23 @@ struct pcd_handoff {
 /* ----------------------------------------------------------------- touches */
 
 void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us) {
-  if (w->n_touches == w->cap_touches) {
-    size_t cap = w->cap_touches ? w->cap_touches * 2 : 256;
-    pcd_touch *t = pcache__realloc(w->touches, cap * sizeof *t);
-    if (!t)
-      return; /* a lost hit only ages an entry a little sooner */
-    w->touches = t;
-    w->cap_touches = cap;
-  }
-  memcpy(w->touches[w->n_touches].key, key, PCD_ENTRY_KEY_SIZE);
-  w->touches[w->n_touches].last_used_us = now_us;
-  w->touches[w->n_touches].hits = 1;
-  w->n_touches++;
+  /* A lost hit (no memory) only ages an entry a little sooner. */
+  (void)pcd_touch_set_add(&w->touches, key, now_us);
+  /* Distinct entries are bounded too: a full set goes to the writer now
+   * rather than at the next flush interval. */
+  if (w->touches.n >= PCD_TOUCH_SET_MAX)
+    pcd_worker_flush_touches(w);
 }
 
 void pcd_worker_flush_touches(pcd_worker *w) {
   pcd_job *job;
   w->last_flush_us = pcache__mono_us();
-  if (!w->n_touches || !w->srv->writer)
+  if (!w->touches.n || !w->srv->writer)
     return;
   job = pcd_job_new(PCD_JOB_TOUCH);
   if (!job)
     return;
-  job->touches = w->touches;
-  job->n_touches = w->n_touches;
-  w->touches = NULL;
-  w->n_touches = w->cap_touches = 0;
+  pcd_touch_set_take(&w->touches, &job->touches, &job->n_touches);
   pcd_writer_submit(w->srv->writer, job);
 }
 
@@ -276,7 +267,6 @@ void pcd_worker_join(pcd_worker *w) {
     pcache__free(w->incoming);
     w->incoming = next;
   }
-  pcache__free(w->touches);
-  w->touches = NULL;
+  pcd_touch_set_free(&w->touches);
   pthread_mutex_destroy(&w->lock);
 }

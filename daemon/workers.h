@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "daemon.h"
+#include "touch_set.h"
 #include "writer.h"
 
 typedef struct pcd_server pcd_server;
@@ -40,8 +41,7 @@ typedef struct pcd_worker {
   uint64_t n_conns;
   uint64_t inflight;          /* jobs at the writer that will come back */
   uint64_t last_flush_us;
-  pcd_touch *touches;         /* hits not yet written */
-  size_t n_touches, cap_touches;
+  pcd_touch_set touches;      /* hits not yet written, one per entry */
 } pcd_worker;
 
 /* Sets a worker up on loop, or on a loop of its own when loop is NULL.
@@ -67,7 +67,7 @@ void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn);
 #define PCD_BULK_RECHECK_MS 20
 void pcd_worker_park(pcd_worker *w);
 void pcd_worker_unpark(pcd_worker *w);
-/* Records a hit for the next flush. */
+/* Records a hit for the next flush (merged with the entry's pending one). */
 void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us);
 /* Hands the pending touches to the writer (no-op when none). */
 void pcd_worker_flush_touches(pcd_worker *w);

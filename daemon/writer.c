@@ -43,6 +43,7 @@ void pcd_job_free(pcd_job *job) {
   pcache__free(job->touches);
   pcd_arena_free(&job->arena);
   pcd_out_release(&job->out);
+  pcd_ops_slices_free(job);
   pcache__free(job);
 }
 
@@ -50,6 +51,60 @@ static void reset_job(pcd_job *job) {
   pcd_arena_free(&job->arena);
   pcachepb__response__init(&job->resp);
   job->stored = job->rejected = job->evicted = 0;
+}
+
+/* Deletes per transaction when making room in a full map: each must fit
+ * in what the map has left, which one evicting half the store would not
+ * (it copies every page it touches). */
+#define EVICT_CHUNK 16
+
+/* Evicts, oldest first, in short transactions until the store holds at
+ * most target bytes. A chunk that finds the map too full even to delete
+ * is retried after a nudge (pcd_store_nudge), which makes the pages the
+ * last commit freed usable. Returns 0 when something went, PCACHE_EFULL
+ * when nothing could, or a store error. */
+static int make_room(pcd_writer *w, uint64_t target) {
+  uint64_t deleted = 0, chunk = EVICT_CHUNK;
+  int nudges = 0;
+  for (;;) {
+    pcd_txn *txn;
+    uint64_t n = 0, freed = 0;
+    int r = pcd_txn_begin(w->store, 1, &txn);
+    if (r < 0)
+      return r;
+    r = pcd_evict_some(txn, target, chunk, &n, &freed);
+    if (r == 0 && n == 0 && freed == 0) {
+      pcd_txn_abort(txn);
+      break;
+    }
+    r = r < 0 ? (pcd_txn_abort(txn), r) : pcd_txn_commit(txn);
+    if (r == PCACHE_EFULL && nudges < 8) {
+      /* Smaller, after a nudge; larger again once one commits. */
+      nudges++;
+      chunk = chunk > 1 ? chunk / 2 : 1;
+      if (pcd_store_nudge(w->store) == 0)
+        continue;
+    }
+    if (r < 0)
+      return deleted ? 0 : r;
+    nudges = 0;
+    chunk = chunk * 2 < EVICT_CHUNK ? chunk * 2 : EVICT_CHUNK;
+    atomic_fetch_add(&w->stats->evictions, n);
+    deleted += n + 1;
+  }
+  return deleted ? 0 : PCACHE_EFULL;
+}
+
+/* Halves what the store holds: the answer to a full map. */
+static int halve_store(pcd_writer *w) {
+  pcd_totals t;
+  pcd_txn *txn;
+  int r = pcd_txn_begin(w->store, 0, &txn);
+  if (r < 0)
+    return r;
+  r = pcd_totals_get(txn, &t);
+  pcd_txn_abort(txn);
+  return r < 0 ? r : make_room(w, (t.bytes + t.snapshot_bytes) / 2);
 }
 
 /* Runs one batch in one transaction. On a map-full error the batch is
@@ -73,30 +128,17 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
       r = pcd_txn_commit(txn);
       if (r == 0) {
         atomic_fetch_add(&w->stats->commits, 1);
+        for (pcd_job *j = batch; j; j = j->next)
+          pcd_ops_committed(j);
         return 0;
       }
     }
     if (r != PCACHE_EFULL)
       return r;
     /* The map is full: halve what the store holds, then try again. */
-    {
-      pcd_totals t;
-      uint64_t n = 0, freed = 0;
-      log_warn("store: map full; evicting before retrying the commit");
-      if ((r = pcd_txn_begin(w->store, 1, &txn)) < 0)
-        return r;
-      r = pcd_totals_get(txn, &t);
-      if (r == 0)
-        r = pcd_evict(txn, (t.bytes + t.snapshot_bytes) / 2, &n, &freed);
-      if (r == 0 && freed == 0) {
-        pcd_txn_abort(txn);
-        return PCACHE_EFULL;
-      }
-      r = r < 0 ? (pcd_txn_abort(txn), r) : pcd_txn_commit(txn);
-      if (r < 0)
-        return r;
-      atomic_fetch_add(&w->stats->evictions, n);
-    }
+    log_warn("store: map full; evicting before retrying the commit");
+    if ((r = halve_store(w)) < 0)
+      return r;
   }
   return r;
 }
@@ -165,13 +207,46 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
     } else if (j->type == PCD_JOB_REPORT) {
       atomic_fetch_add(&w->stats->reports, j->stored);
     }
-    if (!j->conn)
-      continue;
-    if (r < 0 || pcd_reply_encode(&j->resp, &j->out) < 0) {
+    if (!j->conn || (r == 0 && j->more))
+      continue; /* no reply until its last slice */
+    if (r < 0 || pcd_ops_encode(j, &j->out) < 0) {
       pcd_out_release(&j->out);
       pcd_reply_error(r < 0 ? r : -ENOMEM, NULL, &j->out);
     }
   }
+}
+
+/* Export only reads: each of its slices runs in a read transaction of its
+ * own, outside the batch (nothing to undo or retry), and the job goes
+ * back to the queue while it has more. */
+static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
+  pcd_job *rest = NULL, **rest_tail = &rest;
+  while (batch) {
+    pcd_job *j = batch;
+    pcd_txn *txn;
+    int r;
+    batch = j->next;
+    j->next = NULL;
+    if (j->type != PCD_JOB_EXPORT) {
+      *rest_tail = j;
+      rest_tail = &j->next;
+      continue;
+    }
+    r = pcd_txn_begin(w->store, 0, &txn);
+    if (r == 0) {
+      reset_job(j);
+      r = pcd_ops_run(txn, w->config, j);
+      if (r == 0 && j->arena.failed)
+        r = -ENOMEM;
+      pcd_txn_abort(txn);
+    }
+    finish_batch(w, j, r);
+    if (r == 0 && j->more)
+      pcd_writer_submit(w, j);
+    else
+      w->done(j);
+  }
+  return rest;
 }
 
 static void *writer_main(void *arg) {
@@ -190,6 +265,7 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&w->lock);
 
     batch = write_large_touches(w, batch);
+    batch = run_reads(w, batch);
     if (!batch) {
       pthread_mutex_lock(&w->lock);
       continue;
@@ -201,7 +277,11 @@ static void *writer_main(void *arg) {
     while (batch) {
       next = batch->next;
       batch->next = NULL;
-      w->done(batch);
+      /* Its next slice goes behind what others queued meanwhile. */
+      if (r == 0 && batch->more)
+        pcd_writer_submit(w, batch);
+      else
+        w->done(batch);
       batch = next;
     }
 
@@ -213,8 +293,12 @@ static void *writer_main(void *arg) {
 
 int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stats,
                      pcd_job_done_cb done, pcd_writer **ret_writer) {
-  pcd_writer *w = pcache__calloc(1, sizeof *w);
+  pcd_writer *w;
   int r;
+  /* Before any write: the cap must see what an older store holds. */
+  if ((r = pcd_store_count_sizes(store)) < 0)
+    log_warn("store: cannot count module and device bytes: %s", pcache_strerror(r));
+  w = pcache__calloc(1, sizeof *w);
   if (!w)
     return -ENOMEM;
   w->store = store;

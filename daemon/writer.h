@@ -35,6 +35,9 @@ typedef struct pcd_job {
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;
   /* Filled by the writer thread. */
+  void *slices;                /* a request done in slices (Import): its
+                                * state between them, owned */
+  int more;                    /* set by the op: more slices to run */
   pcd_arena arena;
   Pcachepb__Response resp;
   uint64_t stored, rejected, evicted;

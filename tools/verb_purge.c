@@ -56,9 +56,14 @@ static int purge_option(ctl *c, const ctl_command *cmd, int opt, const char *arg
     a->app = arg;
     a->purge.selector_case = PCACHEPB__PURGE__SELECTOR_APP;
     return 0;
-  case CTL_OPT_OLDER:
-    if (pcache__parse_duration(arg, &seconds) < 0)
+  case CTL_OPT_OLDER: {
+    int pr = pcache__parse_duration(arg, &seconds);
+    if (pr == -ERANGE)
+      return -ctl_usage_error("purge", "--older-than '%s' is out of range (at most %llu days)", arg,
+                              (unsigned long long)(PCACHE_DURATION_MAX_S / 86400));
+    if (pr < 0)
       return -ctl_usage_error("purge", "--older-than wants a duration (30d, 12h), not '%s'", arg);
+  }
     a->purge.selector_case = PCACHEPB__PURGE__SELECTOR_OLDER_THAN_S;
     a->purge.older_than_s = seconds;
     return 0;

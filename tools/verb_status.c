@@ -66,7 +66,9 @@ static int cmd_status(ctl *c, int argc, char **argv) {
   } else {
     char used[32], cap[32], map[32], up[32];
     uint64_t lookups = s->hits + s->misses;
-    ctl_fmt_size(s->bytes_used, used, sizeof used);
+    /* What the cap bounds: entries, modules, device records and snapshots. */
+    uint64_t capped = s->bytes_used + s->snapshot_bytes;
+    ctl_fmt_size(capped, used, sizeof used);
     ctl_fmt_size(s->max_size, cap, sizeof cap);
     ctl_fmt_size(s->map_size, map, sizeof map);
     pcache__format_duration(s->uptime_s, up, sizeof up);
@@ -79,7 +81,7 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     printf("%-12s %" PRIu64 " (%" PRIu64 " devices, %" PRIu64 " SPIR-V modules)\n",
            "entries:", s->entries, s->devices, s->modules);
     printf("%-12s %s of %s (%.1f%%), map %s\n", "size:", used, cap,
-           s->max_size ? 100.0 * (double)s->bytes_used / (double)s->max_size : 0.0, map);
+           s->max_size ? 100.0 * (double)capped / (double)s->max_size : 0.0, map);
     printf("%-12s %" PRIu64 " (%" PRIu64 " connections open)\n", "requests:", s->requests,
            s->connections);
     printf("%-12s %" PRIu64 " hits, %" PRIu64 " misses (%.1f%% hit rate), %" PRIu64 " gets\n",

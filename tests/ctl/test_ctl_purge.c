@@ -128,6 +128,36 @@ int main(void) {
   ASSERT_EQ(json_count("purge --older-than 12h", "d[\"entries\"]"), 0);
   ASSERT_EQ(entries_now(), 3);
 
+  /* Ages that do not fit in microseconds are refused, never wrapped into
+   * a few hours that would purge fresh entries (issue 12). */
+  ASSERT_EQ(ctl_run(&env, "purge --older-than 18446744073710"), 2);
+  ASSERT_TRUE(strstr(ctl_err, "out of range"));
+  ASSERT_EQ(ctl_run(&env, "purge --older-than 213503983d"), 2);
+  ASSERT_EQ(entries_now(), 3);
+  ASSERT_EQ(json_count("purge --older-than 18446744073709", "d[\"entries\"]"), 0);
+  ASSERT_EQ(entries_now(), 3);
+
+  /* An archive dated in 2500 is imported as used now: it cannot pin its
+   * entries ahead of every fresh one. */
+  {
+    pcache_archive_writer *w;
+    uint8_t *data;
+    size_t size;
+    const uint64_t y2500 = 16725225600ull;
+    ASSERT_OK(pcache__archive_writer_new(&w));
+    ctl_archive_add(w, &b, &b, 1, 200, "future", y2500, y2500);
+    ASSERT_OK(pcache__archive_finish(w, &data, &size));
+    pcache__archive_writer_free(w);
+    snprintf(path, sizeof path, "%s/future.pcar", env.root);
+    ctl_write_file(path, data, size);
+    pcache__free(data);
+    ASSERT_EQ(ctl_run(&env, "import '%s'", path), 0);
+    ASSERT_LE(json_count("list --app future", "max(e[\"last_used\"] for e in d[\"entries\"])"),
+              (uint64_t)time(NULL) + 1);
+    ASSERT_LE(json_count("list --app future", "max(e[\"created\"] for e in d[\"entries\"])"),
+              (uint64_t)time(NULL) + 1);
+  }
+
   test_env_cleanup(&env);
   printf("ok\n");
   return 0;

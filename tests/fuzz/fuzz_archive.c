@@ -100,12 +100,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   job->req = &req;
   snprintf(job->app, sizeof job->app, "fuzz");
   CHECK(pcd_txn_begin(store, 1, &txn) == 0);
-  r = pcd_ops_run(txn, &config, job);
+  /* Every slice, in the one transaction (the writer commits between
+   * them; nothing here is kept). */
+  do {
+    r = pcd_ops_run(txn, &config, job);
+    if (r == 0 && job->more)
+      pcd_ops_committed(job);
+  } while (r == 0 && job->more);
   CHECK(r == 0 || r == PCACHE_EFULL);
   if (r == 0 && job->resp.status == 0) {
     CHECK(job->resp.body_case == PCACHEPB__RESPONSE__BODY_IMPORT);
-    /* Every entry the reader saw is either accepted or refused. */
-    CHECK(job->resp.import->refused == job->resp.import->n_problems);
+    /* Every entry the reader saw is either accepted or refused; the
+     * reply lists the first PCD_IMPORT_MAX_PROBLEMS refusals. */
+    CHECK(job->resp.import->n_problems ==
+          (job->resp.import->refused < PCD_IMPORT_MAX_PROBLEMS ? job->resp.import->refused
+                                                                : PCD_IMPORT_MAX_PROBLEMS));
   }
   pcd_txn_abort(txn);
   job->req = NULL; /* ours, on the stack */

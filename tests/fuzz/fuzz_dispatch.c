@@ -232,7 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   roundtrip(data, size);
   /* Hits go to the writer now and then, as the sweep timer would do. */
-  if (worker.n_touches > 256)
+  if (worker.touches.n > 256)
     pcd_worker_flush_touches(&worker);
   return 0;
 }

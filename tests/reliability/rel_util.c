@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/blob.h"
 #include "test.h"
 
 uint64_t rel_now_ms(void) {
@@ -189,4 +190,24 @@ int rel_put(int fd, const pcache_devkey *key, wire_item *items, size_t n) {
     r = (int)rep.resp->put->stored;
   wire_reply_free(&rep);
   return r;
+}
+
+void rel_archive_entry(pcache_archive_writer *w, const pcache_devkey *key, uint64_t salt,
+                       const uint8_t *blob, size_t blob_size, const pcache_hash128 *module) {
+  pcache_archive_entry e;
+  uint8_t *desc;
+  size_t desc_size;
+  memset(&e, 0, sizeof e);
+  e.device_key = *key;
+  wire_desc(PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, salt, module, &desc, &desc_size,
+            &e.state_hash);
+  e.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
+  e.app = "imported";
+  e.blob = blob;
+  e.blob_size = blob_size;
+  e.checksum = pcache__checksum64(blob, blob_size);
+  e.desc = desc;
+  e.desc_size = desc_size;
+  ASSERT_OK(pcache__archive_add_entry(w, &e));
+  free(desc);
 }

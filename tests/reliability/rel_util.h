@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/archive.h"
 #include "wire.h"
 
 /* Sanitizer builds keep freed memory in quarantine and shadow it: memory
@@ -61,4 +62,9 @@ int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret);
 /* Puts items on key; returns the number stored, or a negative code
  * (transport failure or a request-level status). */
 int rel_put(int fd, const pcache_devkey *key, wire_item *items, size_t n);
+/* Adds to w an entry of app "imported" for key: blob (made for key), and
+ * a description, unique to salt, naming module. Aborts on failure. */
+void rel_archive_entry(pcache_archive_writer *w, const pcache_devkey *key, uint64_t salt,
+                       const uint8_t *blob, size_t blob_size, const pcache_hash128 *module);
+
 #endif

@@ -286,6 +286,32 @@ static void test_callback_stops(void) {
   pcache__free(data);
 }
 
+/* Read in slices: a callback that stops the read leaves the cursor on the
+ * next record, and reading on from it visits every record exactly once
+ * and ends as a whole read does. */
+static void test_slices(void) {
+  uint8_t *data;
+  size_t size;
+  pcache_archive_cursor cursor = {0};
+  seen s;
+  int r, calls = 0;
+  build(&data, &size);
+  memset(&s, 0, sizeof s);
+  do {
+    s.stop_after_entries = s.entries + 1;
+    r = pcache__archive_read_from(data, size, &cursor, &visitor, &s);
+    calls++;
+    ASSERT_TRUE(r == 0 || r == 42);
+  } while (r == 42);
+  ASSERT_EQ(calls, 4); /* three entries, each stopping once, then the end */
+  ASSERT_EQ(s.devices, 1);
+  ASSERT_EQ(s.modules, 1);
+  ASSERT_EQ(s.entries, 3);
+  ASSERT_EQ(s.bad, 0);
+  ASSERT_EQ(cursor.off, size);
+  pcache__free(data);
+}
+
 /* Every single-byte flip anywhere either reads (the damage was caught per
  * record) or fails cleanly; never a crash (ASan runs this too). */
 static void test_every_flip(void) {
@@ -315,6 +341,7 @@ int main(void) {
   test_truncated();
   test_header_damage();
   test_callback_stops();
+  test_slices();
   test_every_flip();
   printf("ok\n");
   return 0;

@@ -40,6 +40,13 @@ int main(void) {
   ASSERT_EQ(secs_of("2w"), 1209600);
   ASSERT_ERR(pcache__parse_duration("soon", &v), -EINVAL);
   ASSERT_ERR(pcache__parse_duration("5y", &v), -EINVAL);
+  /* Durations are compared with times in microseconds: one that does not
+   * fit in them is refused, never wrapped into a short one (issue 12). */
+  ASSERT_EQ(secs_of("18446744073709"), PCACHE_DURATION_MAX_S);
+  ASSERT_ERR(pcache__parse_duration("18446744073710", &v), -ERANGE);
+  ASSERT_ERR(pcache__parse_duration("213503983d", &v), -ERANGE);
+  ASSERT_ERR(pcache__parse_duration("30600000w", &v), -ERANGE);
+  ASSERT_ERR(pcache__parse_duration("1e300", &v), -ERANGE);
 
   pcache__format_size(812, buf, sizeof buf);
   ASSERT_STREQ(buf, "812 B");
