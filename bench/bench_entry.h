@@ -10,7 +10,7 @@
 
 #include <pcache/pcache.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 #include "common/devkey.h"
 #include "common/hash.h"
 

@@ -10,7 +10,7 @@
 
 #include <pcache/pcache.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 
 struct pcache_client {
   char *socket_path; /* NULL: nowhere to connect (local only) */

@@ -1240,5 +1240,5 @@ int pcache__desc_compute(const VkComputePipelineCreateInfo *info,
   return 0;
 }
 
-/* common/desc_check.c repeats the version; keep them in step. */
-_Static_assert(PCACHE_DESC_FORMAT_VERSION == 1, "update common/desc_check.c too");
+/* proto/desc_check.c repeats the version; keep them in step. */
+_Static_assert(PCACHE_DESC_FORMAT_VERSION == 1, "update proto/desc_check.c too");

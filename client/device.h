@@ -16,7 +16,7 @@
 #include "client/desc.h"
 #include "client/objmap.h"
 #include "client/table.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "common/vec.h"

@@ -9,7 +9,7 @@
 
 #include "common/alloc.h"
 #include "common/blob.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "common/log.h"
 #include "common/parse.h"
 

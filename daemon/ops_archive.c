@@ -1,4 +1,4 @@
-/* Export and Import: the store <-> the portable archive (common/archive.h).
+/* Export and Import: the store <-> the portable archive (proto/archive.h).
  * Import validates every entry with pcd_item_store, exactly as Put does. */
 #include <errno.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
-#include "common/desc_check.h"
+#include "proto/archive.h"
+#include "proto/desc_check.h"
 #include "common/log.h"
 #include "bulk.h"
 #include "ops.h"

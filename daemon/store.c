@@ -30,7 +30,7 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "private_dir.h"

@@ -15,7 +15,7 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "proto/pcache.pb-c.h"
 
 struct chunk {

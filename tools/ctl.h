@@ -15,7 +15,7 @@
 
 #include <pcache/pcache.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 #include "common/devkey.h"
 #include "tools/json.h"
 

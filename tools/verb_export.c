@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/log.h"
 #include "tools/ctl.h"
 

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 #include "test.h"
 
 pcache_client *util_client(uint32_t timeout_ms) {

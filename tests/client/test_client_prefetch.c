@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 #include "client_util.h"
 #include "harness.h"
 #include "test.h"

@@ -11,7 +11,7 @@
 
 #include <pcache/pcache.h>
 
-#include "client/transport.h"
+#include "proto/transport.h"
 #include "common/alloc.h"
 #include "common/blob.h"
 #include "test.h"

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "harness.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/blob.h"
 #include "test.h"
 #include "wire.h"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "fixtures.h"
 #include "test.h"
 

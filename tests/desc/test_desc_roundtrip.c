@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "common/alloc.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 #include "fixtures.h"
 #include "proto/pcache.pb-c.h"
 #include "test.h"

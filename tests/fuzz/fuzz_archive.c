@@ -10,7 +10,7 @@
 
 #include <pcache/pcache.h>
 
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/log.h"
 #include "config.h"
 #include "ops.h"

@@ -16,7 +16,7 @@
 #include <pcache/pcache.h>
 
 #include "replay/desc_decode.h"
-#include "common/desc_check.h"
+#include "proto/desc_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

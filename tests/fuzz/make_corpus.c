@@ -12,7 +12,7 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/blob.h"
 #include "proto/frame.h"
 #include "wire.h"

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "wire.h"
 
 /* Sanitizer builds keep freed memory in quarantine and shadow it: memory

@@ -25,7 +25,7 @@
 #include <lmdb.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/blob.h"
 #include "rel_util.h"
 #include "test.h"

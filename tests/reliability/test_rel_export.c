@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "rel_util.h"
 #include "test.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "common/archive.h"
+#include "proto/archive.h"
 #include "common/blob.h"
 #include "common/devkey.h"
 #include "common/hash.h"
