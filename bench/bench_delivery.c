@@ -50,14 +50,14 @@ static options opt = {
     .prefetch_reps = 3,
 };
 
-static pcache_devkey devkey;
+static pcache__devkey devkey;
 
 /* ------------------------------------------------------------------ fill */
 
 static void fill(void) {
   enum { BATCH = 64 };
   bench_put_item items[BATCH];
-  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   uint64_t t0 = bench_now_ns();
   for (uint64_t base = 0; base < opt.count; base += BATCH) {
     size_t n = opt.count - base < BATCH ? (size_t)(opt.count - base) : BATCH;
@@ -89,15 +89,15 @@ typedef struct get_worker {
 
 static void *get_main(void *arg) {
   get_worker *w = arg;
-  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   uint64_t x = 0x1234567 + w->id * 7919;
   bench_barrier_wait(w->barrier);
   for (uint64_t k = 0; k < w->iters; k++) {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
     Pcachepb__Get get = PCACHEPB__GET__INIT;
     ProtobufCBinaryData hb;
-    pcache_hash128 h;
-    pcache_reply reply = {0};
+    pcache__hash h;
+    pcache__reply reply = {0};
     uint64_t t0;
     int r;
 
@@ -163,14 +163,14 @@ static void bench_get(unsigned clients) {
 /* -------------------------------------------------------------- prefetch */
 
 static void bench_prefetch(void) {
-  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   double best = 0;
   uint64_t got = 0, bytes = 0, best_ns = 0, best_call_ns = 0;
 
   for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
     Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
-    pcache_reply reply = {0};
+    pcache__reply reply = {0};
     const Pcachepb__GetReply *gr;
     uint64_t t0 = bench_now_ns(), ns, call_ns, bad = 0;
     int r;
@@ -223,10 +223,10 @@ static void bench_prefetch(void) {
 /* Every entry through Gets of the daemon's largest batch (max_hashes, from
  * its Hello): the way to read more entries than one Prefetch returns. */
 static void bench_get_all(void) {
-  pcache_transport *t = bench_connect(opt.socket_path, opt.app);
+  pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   const Pcachepb__HelloReply *hello = pcache__transport_hello(t);
   uint32_t batch = hello && hello->max_hashes ? hello->max_hashes : 1024;
-  pcache_hash128 *hashes = malloc(opt.count * sizeof *hashes);
+  pcache__hash *hashes = malloc(opt.count * sizeof *hashes);
   ProtobufCBinaryData *hb = malloc((size_t)batch * sizeof *hb);
   double best = 0;
   uint64_t best_ns = 0, got = 0, bytes = 0;
@@ -242,7 +242,7 @@ static void bench_get_all(void) {
     for (uint64_t base = 0; base < opt.count; base += batch) {
       Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
       Pcachepb__Get get = PCACHEPB__GET__INIT;
-      pcache_reply reply = {0};
+      pcache__reply reply = {0};
       size_t n = opt.count - base < batch ? (size_t)(opt.count - base) : batch;
       const Pcachepb__GetReply *gr;
       int r;
@@ -289,7 +289,7 @@ static void bench_get_all(void) {
 /* ---------------------------------------------------------------- files */
 
 static void file_path(char *out, size_t size, uint64_t index) {
-  pcache_hash128 h;
+  pcache__hash h;
   char hex[33];
   bench_entry_hash(index, &h);
   pcache__hash_format(&h, hex);

@@ -15,33 +15,31 @@
 
 static struct {
   uint64_t handle;
-  pcache_desc_object *object;
+  pcache__desc_object *object;
 } objs[N_OBJ];
 static int n_objs;
 
-static const pcache_desc_object *find(void *ctx, uint64_t h) {
+static const pcache__desc_object *find(void *ctx, uint64_t h) {
   (void)ctx;
   for (int i = 0; i < n_objs; i++)
     if (objs[i].handle == h)
       return objs[i].object;
   return NULL;
 }
-static const pcache_desc_object *lk_module(void *c, VkShaderModule h) {
+static const pcache__desc_object *lk_module(void *c, VkShaderModule h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_set(void *c, VkDescriptorSetLayout h) {
+static const pcache__desc_object *lk_set(void *c, VkDescriptorSetLayout h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_layout(void *c, VkPipelineLayout h) {
+static const pcache__desc_object *lk_layout(void *c, VkPipelineLayout h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
-static const pcache_desc_object *lk_sampler(void *c, VkSampler h) {
-  return find(c, (uint64_t)h);
-}
-static const pcache_desc_lookup lookup = {NULL, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+static const pcache__desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
+static const pcache__desc_object *lk_sampler(void *c, VkSampler h) { return find(c, (uint64_t)h); }
+static const pcache__desc_lookup lookup = {NULL, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
 
-static uint64_t add(int r, pcache_desc_object **o) {
+static uint64_t add(int r, pcache__desc_object **o) {
   if (r != 0) {
     fprintf(stderr, "object: %s\n", pcache_strerror(r));
     exit(1);
@@ -60,8 +58,8 @@ static double now_ns(void) {
 /* Best of 5 runs of iters calls. */
 static void bench(const char *name, const VkGraphicsPipelineCreateInfo *g,
                   const VkComputePipelineCreateInfo *c, long iters) {
-  pcache_desc_buf buf;
-  pcache_desc_keys keys;
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
   double best = 1e30;
   uint64_t sink = 0;
   pcache__desc_buf_init(&buf);
@@ -87,7 +85,7 @@ static void bench(const char *name, const VkGraphicsPipelineCreateInfo *g,
 
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 200000;
-  pcache_desc_object *o;
+  pcache__desc_object *o;
   static uint32_t vs_code[256], fs_code[512], cs_code[384];
   for (int i = 0; i < 512; i++) {
     if (i < 256)

@@ -10,7 +10,7 @@
 #include "common/blob.h"
 #include "common/paths.h"
 
-void bench_entry_devkey(pcache_devkey *ret_key) {
+void bench_entry_devkey(pcache__devkey *ret_key) {
   static const uint8_t uuid[PCACHE_UUID_SIZE] = "pcache-bench-dev";
   pcache__devkey_make(uuid, 0xbe4c, 0x0001, 1, (uint32_t)sizeof(void *), ret_key);
 }
@@ -20,8 +20,8 @@ void bench_entry_devkey(pcache_devkey *ret_key) {
  * Put carries it. */
 static const uint32_t bench_spirv[5] = {0x07230203, 0x00010000, 0, 1, 0};
 
-static const pcache_hash128 *bench_spirv_hash(void) {
-  static pcache_hash128 h;
+static const pcache__hash *bench_spirv_hash(void) {
+  static pcache__hash h;
   static int done;
   if (!done) {
     pcache__hash128(bench_spirv, sizeof bench_spirv, &h);
@@ -52,13 +52,13 @@ size_t bench_entry_desc(uint64_t index, uint8_t buf[BENCH_DESC_MAX]) {
   return pcachepb__pipeline_desc__pack(&desc, buf);
 }
 
-void bench_entry_hash(uint64_t index, pcache_hash128 *ret_hash) {
+void bench_entry_hash(uint64_t index, pcache__hash *ret_hash) {
   uint8_t desc[BENCH_DESC_MAX];
   size_t n = bench_entry_desc(index, desc);
   pcache__hash128(desc, n, ret_hash);
 }
 
-void bench_entry_blob(const pcache_devkey *key, uint64_t index, uint8_t *blob, size_t size) {
+void bench_entry_blob(const pcache__devkey *key, uint64_t index, uint8_t *blob, size_t size) {
   /* xorshift64*: cheap, and blobs that do not compress keep the store
    * honest about its sizes. */
   uint64_t s = index * 0x9e3779b97f4a7c15ull + 1;
@@ -73,7 +73,7 @@ void bench_entry_blob(const pcache_devkey *key, uint64_t index, uint8_t *blob, s
   }
 }
 
-void bench_put_item_make(bench_put_item *it, const pcache_devkey *key, uint64_t index,
+void bench_put_item_make(bench_put_item *it, const pcache__devkey *key, uint64_t index,
                          size_t blob_size) {
   size_t desc_size = bench_entry_desc(index, it->desc);
   pcache__hash128(it->desc, desc_size, &it->hash);
@@ -95,13 +95,13 @@ void bench_put_item_make(bench_put_item *it, const pcache_devkey *key, uint64_t 
   it->item.compile_ns = 1000000;
 }
 
-int bench_put(pcache_transport *t, const pcache_devkey *key, bench_put_item *items, size_t n,
+int bench_put(pcache__transport *t, const pcache__devkey *key, bench_put_item *items, size_t n,
               uint32_t timeout_ms) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
   Pcachepb__PutItem *ptrs[256];
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   int r;
 
   if (n > 256)
@@ -139,8 +139,8 @@ const char *bench_socket_path(const char *explicit_path) {
   return path;
 }
 
-pcache_transport *bench_connect(const char *socket_path, const char *app) {
-  pcache_transport *t = NULL;
+pcache__transport *bench_connect(const char *socket_path, const char *app) {
+  pcache__transport *t = NULL;
   char *msg = NULL;
   int r = pcache__transport_open(socket_path, app, 5000, &t, &msg);
   if (r < 0)

@@ -17,7 +17,7 @@ static const char *socket_path;
 static double seconds = 2.0;
 static size_t blob_size = 20480;
 static uint64_t start_index = 100000000;
-static pcache_devkey devkey;
+static pcache__devkey devkey;
 
 typedef struct worker {
   pthread_t thread;
@@ -32,7 +32,7 @@ typedef struct worker {
 
 static void *worker_main(void *arg) {
   worker *w = arg;
-  pcache_transport *t = bench_connect(socket_path, "bench-ingest");
+  pcache__transport *t = bench_connect(socket_path, "bench-ingest");
   bench_put_item item;
   bench_barrier_wait(w->barrier);
   while (bench_now_ns() < w->deadline && w->done < w->lat_cap) {

@@ -74,7 +74,7 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
                          size_t n_items) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Report report = PCACHEPB__REPORT__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   if (n_items == 0 || !device->client)
     return;
   report.device_key.data = device->key.bytes;

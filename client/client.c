@@ -89,7 +89,7 @@ static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
 }
 
 int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
-                        uint32_t timeout_ms, pcache_reply *ret_reply) {
+                        uint32_t timeout_ms, pcache__reply *ret_reply) {
   uint64_t start = pcache__now_ms(), spent;
   struct timespec deadline;
   int r;
@@ -135,7 +135,7 @@ out_unlock:
 
 int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
-                       pcache_reply *ret_reply) {
+                       pcache__reply *ret_reply) {
   int r = pcache__client_call(client, request, timeout_ms, ret_reply);
   if (r != 0)
     return r;

@@ -18,7 +18,7 @@ struct pcache_client {
   uint32_t timeout_ms;
   int disabled;
   pthread_mutex_t lock; /* guards transport, last_attempt_ms, limits */
-  pcache_transport *transport;
+  pcache__transport *transport;
   uint64_t last_attempt_ms; /* of the last failed connect or call */
   int attempted;
   uint32_t max_hashes;
@@ -40,7 +40,7 @@ uint64_t pcache__now_ns(void);
  * is then closed and the client marked disconnected).
  */
 int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
-                        uint32_t timeout_ms, pcache_reply *ret_reply);
+                        uint32_t timeout_ms, pcache__reply *ret_reply);
 
 /*
  * pcache__client_rpc - pcache__client_call, then the verdict: 0 when the
@@ -51,7 +51,7 @@ int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
  */
 int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
-                       pcache_reply *ret_reply);
+                       pcache__reply *ret_reply);
 
 /* The daemon's limit on items per request (default when unknown). */
 uint32_t pcache__client_max_hashes(pcache_client *client);

@@ -27,25 +27,25 @@
 
 /* Errors are sticky so the encoders read as straight lines of puts. */
 typedef struct writer {
-  pcache_desc_buf *buf;
+  pcache__desc_buf *buf;
   int err;
 } writer;
 
-void pcache__desc_buf_init(pcache_desc_buf *buf) {
+void pcache__desc_buf_init(pcache__desc_buf *buf) {
   buf->data = buf->inline_storage;
   buf->size = 0;
   buf->capacity = sizeof(buf->inline_storage);
   buf->heap = 0;
 }
 
-void pcache__desc_buf_release(pcache_desc_buf *buf) {
+void pcache__desc_buf_release(pcache__desc_buf *buf) {
   if (buf->heap)
     pcache__free(buf->data);
   pcache__desc_buf_init(buf);
 }
 
 static int buf_grow(writer *w, size_t extra) {
-  pcache_desc_buf *b = w->buf;
+  pcache__desc_buf *b = w->buf;
   size_t cap = b->capacity;
   uint8_t *p;
   if (w->err)
@@ -186,7 +186,7 @@ static void put_packed_u32(writer *w, uint32_t field, const uint32_t *v, size_t 
   msg_end(w, m);
 }
 
-static void put_object(writer *w, uint32_t field, const pcache_desc_object *o) {
+static void put_object(writer *w, uint32_t field, const pcache__desc_object *o) {
   put_tag(w, field, WT_LEN);
   raw_varint(w, o->encoded_size);
   raw_bytes(w, o->encoded, o->encoded_size);
@@ -194,11 +194,11 @@ static void put_object(writer *w, uint32_t field, const pcache_desc_object *o) {
 
 /* ------------------------------------------------------------ objects */
 
-void pcache__desc_object_free(pcache_desc_object *object) { pcache__free(object); }
+void pcache__desc_object_free(pcache__desc_object *object) { pcache__free(object); }
 
 /* One allocation holds the object and its bytes. */
-static int object_make(writer *w, const pcache_hash128 *hash, pcache_desc_object **ret_object) {
-  pcache_desc_object *o;
+static int object_make(writer *w, const pcache__hash *hash, pcache__desc_object **ret_object) {
+  pcache__desc_object *o;
   if (w->err)
     return w->err;
   o = pcache__malloc(sizeof(*o) + w->buf->size + 1);
@@ -216,10 +216,10 @@ static int object_make(writer *w, const pcache_hash128 *hash, pcache_desc_object
 }
 
 int pcache__desc_shader_module(const VkShaderModuleCreateInfo *info,
-                               pcache_desc_object **ret_object) {
-  pcache_desc_buf buf;
+                               pcache__desc_object **ret_object) {
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
-  pcache_hash128 h;
+  pcache__hash h;
   int r;
   /* Every known extension of VkShaderModuleCreateInfo (validation caches)
    * leaves the code alone, but none is known yet: be strict. */
@@ -266,10 +266,10 @@ static void encode_sampler(writer *w, const VkSamplerCreateInfo *info,
   }
 }
 
-int pcache__desc_sampler(const VkSamplerCreateInfo *info, pcache_desc_object **ret_object) {
+int pcache__desc_sampler(const VkSamplerCreateInfo *info, pcache__desc_object **ret_object) {
   const VkSamplerReductionModeCreateInfo *reduction = NULL;
   const VkSamplerCustomBorderColorCreateInfoEXT *border = NULL;
-  pcache_desc_buf buf;
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
   int r;
   for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
@@ -298,10 +298,10 @@ static int binding_cmp(const void *a, const void *b) {
 }
 
 int pcache__desc_set_layout(const VkDescriptorSetLayoutCreateInfo *info,
-                            const pcache_desc_lookup *lookup, pcache_desc_object **ret_object) {
+                            const pcache__desc_lookup *lookup, pcache__desc_object **ret_object) {
   const VkDescriptorSetLayoutBindingFlagsCreateInfo *flags = NULL;
   const VkDescriptorSetLayoutBinding **order = NULL;
-  pcache_desc_buf buf;
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
   int r = 0;
   for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
@@ -334,7 +334,7 @@ int pcache__desc_set_layout(const VkDescriptorSetLayoutCreateInfo *info,
          b->descriptorType == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER) &&
         b->pImmutableSamplers) {
       for (uint32_t j = 0; j < b->descriptorCount; j++) {
-        const pcache_desc_object *o =
+        const pcache__desc_object *o =
             lookup->sampler ? lookup->sampler(lookup->ctx, b->pImmutableSamplers[j]) : NULL;
         if (!o) {
           r = PCACHE_EUNHASHABLE;
@@ -355,9 +355,9 @@ out_release:
 }
 
 int pcache__desc_pipeline_layout(const VkPipelineLayoutCreateInfo *info,
-                                 const pcache_desc_lookup *lookup,
-                                 pcache_desc_object **ret_object) {
-  pcache_desc_buf buf;
+                                 const pcache__desc_lookup *lookup,
+                                 pcache__desc_object **ret_object) {
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
   int r = 0;
   if (info->pNext)
@@ -365,7 +365,7 @@ int pcache__desc_pipeline_layout(const VkPipelineLayoutCreateInfo *info,
   pcache__desc_buf_init(&buf);
   put_u32(&w, 1, info->flags);
   for (uint32_t i = 0; i < info->setLayoutCount; i++) {
-    const pcache_desc_object *o =
+    const pcache__desc_object *o =
         lookup->set_layout ? lookup->set_layout(lookup->ctx, info->pSetLayouts[i]) : NULL;
     if (!o) {
       r = PCACHE_EUNHASHABLE;
@@ -430,10 +430,10 @@ static void put_dependency(writer *w, uint32_t src, uint32_t dst, uint32_t src_s
   msg_end(w, m);
 }
 
-int pcache__desc_render_pass(const VkRenderPassCreateInfo *info, pcache_desc_object **ret_object) {
+int pcache__desc_render_pass(const VkRenderPassCreateInfo *info, pcache__desc_object **ret_object) {
   const VkRenderPassMultiviewCreateInfo *mv = NULL;
   const VkRenderPassInputAttachmentAspectCreateInfo *aspects = NULL;
-  pcache_desc_buf buf;
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
   int r;
   for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
@@ -515,8 +515,8 @@ static int layout_only_chain(const void *pnext) {
 }
 
 int pcache__desc_render_pass2(const VkRenderPassCreateInfo2 *info,
-                              pcache_desc_object **ret_object) {
-  pcache_desc_buf buf;
+                              pcache__desc_object **ret_object) {
+  pcache__desc_buf buf;
   writer w = {&buf, 0};
   int r;
   if (info->pNext)
@@ -638,7 +638,7 @@ static uint32_t ref_attachment(reader body) {
   return att;
 }
 
-static int subpass_usage(const pcache_desc_object *rp, uint32_t subpass, int *ret_color,
+static int subpass_usage(const pcache__desc_object *rp, uint32_t subpass, int *ret_color,
                          int *ret_depth) {
   reader r = {rp->encoded, rp->encoded + rp->encoded_size}, body, sub, ref;
   uint32_t f, index = 0;
@@ -725,9 +725,9 @@ static uint32_t dyn_bit(VkDynamicState s) {
 #define MAX_STAGES 8
 
 static int put_stage(writer *w, const VkPipelineShaderStageCreateInfo *st,
-                     const pcache_desc_lookup *lookup) {
+                     const pcache__desc_lookup *lookup) {
   const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *subgroup = NULL;
-  const pcache_desc_object *module;
+  const pcache__desc_object *module;
   const VkSpecializationInfo *spec = st->pSpecializationInfo;
   size_t m;
   for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext) {
@@ -764,7 +764,7 @@ static int put_stage(writer *w, const VkPipelineShaderStageCreateInfo *st,
 }
 
 static int put_stages(writer *w, const VkPipelineShaderStageCreateInfo *stages, uint32_t count,
-                      const pcache_desc_lookup *lookup, uint32_t *ret_stage_mask) {
+                      const pcache__desc_lookup *lookup, uint32_t *ret_stage_mask) {
   const VkPipelineShaderStageCreateInfo *sorted[MAX_STAGES];
   uint32_t mask = 0;
   int r;
@@ -790,7 +790,7 @@ static int put_stages(writer *w, const VkPipelineShaderStageCreateInfo *stages, 
 }
 
 static void finish_keys(writer *w, size_t global_start, size_t global_end, uint32_t samples,
-                        pcache_desc_keys *ret_keys) {
+                        pcache__desc_keys *ret_keys) {
   pcache__hash128(w->buf->data, w->buf->size, &ret_keys->state_hash);
   ret_keys->tier1_key =
       XXH3_64bits_withSeed(w->buf->data + global_start, global_end - global_start, samples);
@@ -1065,11 +1065,11 @@ static int put_multisample(writer *w, const VkPipelineMultisampleStateCreateInfo
 }
 
 int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
-                          const pcache_desc_lookup *lookup, pcache_desc_buf *buf,
-                          pcache_desc_keys *ret_keys) {
+                          const pcache__desc_lookup *lookup, pcache__desc_buf *buf,
+                          pcache__desc_keys *ret_keys) {
   const VkPipelineRenderingCreateInfo *rendering = NULL;
   const VkPipelineRasterizationStateCreateInfo *rs = info->pRasterizationState;
-  const pcache_desc_object *layout, *rp = NULL;
+  const pcache__desc_object *layout, *rp = NULL;
   uint32_t dyn = 0, stage_mask = 0, samples = 0, dyn_list[MAX_DYNAMIC], n_dyn = 0;
   int has_color = 0, has_depth = 0, discard, r;
   size_t global_start, global_end;
@@ -1213,10 +1213,9 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
   return 0;
 }
 
-int pcache__desc_compute(const VkComputePipelineCreateInfo *info,
-                         const pcache_desc_lookup *lookup, pcache_desc_buf *buf,
-                         pcache_desc_keys *ret_keys) {
-  const pcache_desc_object *layout;
+int pcache__desc_compute(const VkComputePipelineCreateInfo *info, const pcache__desc_lookup *lookup,
+                         pcache__desc_buf *buf, pcache__desc_keys *ret_keys) {
+  const pcache__desc_object *layout;
   uint32_t stage_mask;
   writer w = {buf, 0};
   int r;

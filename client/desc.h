@@ -20,25 +20,25 @@
 /* An object's content, made once when the app creates the object through a
  * wrapper: its hash and its canonical encoding (a packed sub-message of
  * PipelineDesc that pipeline descriptions embed). */
-typedef struct pcache_desc_object {
-  pcache_hash128 hash;
+typedef struct pcache__desc_object {
+  pcache__hash hash;
   uint8_t *encoded;
   size_t encoded_size;
-} pcache_desc_object;
+} pcache__desc_object;
 
-void pcache__desc_object_free(pcache_desc_object *object);
+void pcache__desc_object_free(pcache__desc_object *object);
 
 /* How the describer finds the content of the handles a create info names.
  * Each returns NULL for a handle not made through a wrapper; that makes
  * the pipeline unhashable. */
-typedef struct pcache_desc_lookup {
+typedef struct pcache__desc_lookup {
   void *ctx;
-  const pcache_desc_object *(*shader_module)(void *ctx, VkShaderModule module);
-  const pcache_desc_object *(*set_layout)(void *ctx, VkDescriptorSetLayout layout);
-  const pcache_desc_object *(*pipeline_layout)(void *ctx, VkPipelineLayout layout);
-  const pcache_desc_object *(*render_pass)(void *ctx, VkRenderPass render_pass);
-  const pcache_desc_object *(*sampler)(void *ctx, VkSampler sampler);
-} pcache_desc_lookup;
+  const pcache__desc_object *(*shader_module)(void *ctx, VkShaderModule module);
+  const pcache__desc_object *(*set_layout)(void *ctx, VkDescriptorSetLayout layout);
+  const pcache__desc_object *(*pipeline_layout)(void *ctx, VkPipelineLayout layout);
+  const pcache__desc_object *(*render_pass)(void *ctx, VkRenderPass render_pass);
+  const pcache__desc_object *(*sampler)(void *ctx, VkSampler sampler);
+} pcache__desc_lookup;
 
 /*
  * Object encoders, called by the wrappers. Return 0, -ENOMEM, or
@@ -47,34 +47,34 @@ typedef struct pcache_desc_lookup {
  * of its SPIR-V code.
  */
 int pcache__desc_shader_module(const VkShaderModuleCreateInfo *info,
-                               pcache_desc_object **ret_object);
-int pcache__desc_sampler(const VkSamplerCreateInfo *info, pcache_desc_object **ret_object);
+                               pcache__desc_object **ret_object);
+int pcache__desc_sampler(const VkSamplerCreateInfo *info, pcache__desc_object **ret_object);
 int pcache__desc_set_layout(const VkDescriptorSetLayoutCreateInfo *info,
-                            const pcache_desc_lookup *lookup, pcache_desc_object **ret_object);
+                            const pcache__desc_lookup *lookup, pcache__desc_object **ret_object);
 int pcache__desc_pipeline_layout(const VkPipelineLayoutCreateInfo *info,
-                                 const pcache_desc_lookup *lookup,
-                                 pcache_desc_object **ret_object);
-int pcache__desc_render_pass(const VkRenderPassCreateInfo *info, pcache_desc_object **ret_object);
+                                 const pcache__desc_lookup *lookup,
+                                 pcache__desc_object **ret_object);
+int pcache__desc_render_pass(const VkRenderPassCreateInfo *info, pcache__desc_object **ret_object);
 int pcache__desc_render_pass2(const VkRenderPassCreateInfo2 *info,
-                              pcache_desc_object **ret_object);
+                              pcache__desc_object **ret_object);
 
 /* A growable output buffer that starts on the caller's stack, so the hit
  * path allocates nothing. */
-typedef struct pcache_desc_buf {
+typedef struct pcache__desc_buf {
   uint8_t *data;
   size_t size, capacity;
   int heap; /* data was malloc'ed */
   uint8_t inline_storage[2048];
-} pcache_desc_buf;
+} pcache__desc_buf;
 
-void pcache__desc_buf_init(pcache_desc_buf *buf);
-void pcache__desc_buf_release(pcache_desc_buf *buf);
+void pcache__desc_buf_init(pcache__desc_buf *buf);
+void pcache__desc_buf_release(pcache__desc_buf *buf);
 
-typedef struct pcache_desc_keys {
-  pcache_hash128 state_hash; /* XXH3-128 of the canonical bytes */
+typedef struct pcache__desc_keys {
+  pcache__hash state_hash;   /* XXH3-128 of the canonical bytes */
   uint64_t tier1_key;        /* hash of the global part (formats, samples, view mask,
                                 render pass compatibility) */
-} pcache_desc_keys;
+} pcache__desc_keys;
 
 /*
  * pcache__desc_graphics / pcache__desc_compute - describe a create info
@@ -84,10 +84,9 @@ typedef struct pcache_desc_keys {
  * Thread-safe; never takes a lock.
  */
 int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
-                          const pcache_desc_lookup *lookup, pcache_desc_buf *buf,
-                          pcache_desc_keys *ret_keys);
-int pcache__desc_compute(const VkComputePipelineCreateInfo *info,
-                         const pcache_desc_lookup *lookup, pcache_desc_buf *buf,
-                         pcache_desc_keys *ret_keys);
+                          const pcache__desc_lookup *lookup, pcache__desc_buf *buf,
+                          pcache__desc_keys *ret_keys);
+int pcache__desc_compute(const VkComputePipelineCreateInfo *info, const pcache__desc_lookup *lookup,
+                         pcache__desc_buf *buf, pcache__desc_keys *ret_keys);
 
 #endif

@@ -111,10 +111,10 @@ PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_i
   }
   identify(d, gipa);
 
-  d->shards_mem = pcache__calloc(1, PCACHE__SHARDS * sizeof(pcache_shard) + 127);
+  d->shards_mem = pcache__calloc(1, PCACHE__SHARDS * sizeof(pcache__shard) + 127);
   if (!d->shards_mem)
     goto out_free;
-  d->shards = (pcache_shard *)(((uintptr_t)d->shards_mem + 127) & ~(uintptr_t)127);
+  d->shards = (pcache__shard *)(((uintptr_t)d->shards_mem + 127) & ~(uintptr_t)127);
   d->objects = pcache__objmap_new(d->shards);
   if (!d->objects)
     goto out_shards;

@@ -21,9 +21,9 @@
 #include "common/hash.h"
 #include "common/vec.h"
 
-typedef struct pcache_upload {
-  struct pcache_upload *next;
-  pcache_hash128 state_hash;
+typedef struct pcache__upload {
+  struct pcache__upload *next;
+  pcache__hash state_hash;
   uint32_t kind; /* Pcachepb__EntryKind */
   uint8_t *blob;
   size_t blob_size;
@@ -31,13 +31,13 @@ typedef struct pcache_upload {
   size_t desc_size;
   uint64_t compile_ns;
   size_t n_modules;
-  pcache_module *modules[PCACHE_DESC_MAX_MODULES];
+  pcache__module *modules[PCACHE_DESC_MAX_MODULES];
   int force_code; /* the daemon said it lacks a module: send all code */
-} pcache_upload;
+} pcache__upload;
 
 struct pcache_tier {
   struct pcache_device *device;
-  pcache_table table; /* app draw key or state hash -> VkPipeline */
+  pcache__table table; /* app draw key or state hash -> VkPipeline */
 };
 
 struct pcache_device {
@@ -68,7 +68,7 @@ struct pcache_device {
   PFN_vkCreateSampler CreateSampler;
   PFN_vkDestroySampler DestroySampler;
 
-  pcache_devkey key;
+  pcache__devkey key;
   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   char driver_name[VK_MAX_DRIVER_NAME_SIZE];
   char driver_info[VK_MAX_DRIVER_INFO_SIZE];
@@ -83,13 +83,13 @@ struct pcache_device {
   /* State hashes the prefetch merged (value 1): a miss on one of them does
    * not ask the daemon again. Grows while the upload thread fetches later
    * prefetch pages; readers probe its published part without a lock. */
-  pcache_table prefetched;
+  pcache__table prefetched;
 
-  pcache_objmap *objects;
-  pcache_desc_lookup lookup;
+  pcache__objmap *objects;
+  pcache__desc_lookup lookup;
 
-  pcache_table hash_tiers;    /* tier1_key -> pcache_tier * (by state hash) */
-  pcache_table app_tiers;     /* app global key -> pcache_tier * (by draw key) */
+  pcache__table hash_tiers;   /* tier1_key -> pcache_tier * (by state hash) */
+  pcache__table app_tiers;    /* app global key -> pcache_tier * (by draw key) */
   pthread_mutex_t tiers_lock; /* guards the list of tiers, for end_frame */
   PCACHE_VEC(pcache_tier *) tiers;
 
@@ -100,7 +100,7 @@ struct pcache_device {
   pthread_mutex_t upload_lock;
   pthread_cond_t upload_cond; /* work arrived, or stop */
   pthread_cond_t flush_cond;  /* queue drained */
-  pcache_upload *queue_head, *queue_tail;
+  pcache__upload *queue_head, *queue_tail;
   size_t queue_len, in_flight;
   uint64_t upload_dropped;
   int upload_stop, upload_thread_running;
@@ -113,7 +113,7 @@ struct pcache_device {
   uint32_t prefetch_offset;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
-  PCACHE_VEC(pcache_hash128) sent_modules; /* module hashes the daemon acknowledged */
+  PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */
 
   /* What the device cache holds, for the (device, app) snapshot: the
    * state hashes merged into it (the loaded snapshot's, prefetched and
@@ -122,12 +122,12 @@ struct pcache_device {
    * the merge that brought the hash in, so a copy of the list taken under
    * the cache lock's read side names only what the cache data holds. */
   pthread_mutex_t held_lock;
-  PCACHE_VEC(pcache_hash128) held;
+  PCACHE_VEC(pcache__hash) held;
   int held_dirty;
   int creating;    /* inside pcache_device_create: the cache may be replaced */
   int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
 
-  pcache_shard *shards; /* PCACHE__SHARDS, 128-byte aligned in shards_mem */
+  pcache__shard *shards; /* PCACHE__SHARDS, 128-byte aligned in shards_mem */
   void *shards_mem;
 
   struct {
@@ -150,7 +150,7 @@ static inline void pcache__device_info_message(const pcache_device *d,
   ret_info->driver_info = (char *)d->driver_info;
 }
 
-/* A state hash as the two keys of a pcache_table. */
+/* A state hash as the two keys of a pcache__table. */
 static inline void pcache__hash_keys(const uint8_t *bytes, uint64_t *ret_k0, uint64_t *ret_k1) {
   memcpy(ret_k0, bytes, 8);
   memcpy(ret_k1, bytes + 8, 8);

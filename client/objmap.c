@@ -15,8 +15,8 @@
 typedef struct objnode {
   uint32_t type;
   uint64_t handle;
-  pcache_desc_object *desc;
-  pcache_module *module; /* shader modules only */
+  pcache__desc_object *desc;
+  pcache__module *module; /* shader modules only */
 } objnode;
 
 /*
@@ -33,7 +33,7 @@ typedef struct objnode {
  * capacity, the live ones are copied into a new table that replaces the
  * old; the old one is freed once no reader can still be probing it.
  *
- * Readers announce themselves in their own shard (pcache_shard.readers,
+ * Readers announce themselves in their own shard (pcache__shard.readers,
  * by epoch parity), which is a write to a line no other thread writes: a
  * writer flips the epoch, so new readers count on the other side, and
  * waits for the side it left to drain. Removed nodes are freed at once: a
@@ -54,11 +54,11 @@ typedef struct objtable {
   objslot slots[];
 } objtable;
 
-struct pcache_objmap {
+struct pcache__objmap {
   _Atomic(objtable *) table;
   atomic_uint epoch;    /* parity: which readers[] new read sections count in */
   pthread_mutex_t lock; /* writers */
-  pcache_shard *shards;
+  pcache__shard *shards;
 };
 
 static size_t obj_hash(uint32_t type, uint64_t handle) {
@@ -76,8 +76,8 @@ static objtable *objtable_new(size_t capacity) {
   return t;
 }
 
-pcache_objmap *pcache__objmap_new(pcache_shard *shards) {
-  pcache_objmap *map = pcache__calloc(1, sizeof *map);
+pcache__objmap *pcache__objmap_new(pcache__shard *shards) {
+  pcache__objmap *map = pcache__calloc(1, sizeof *map);
   objtable *t = objtable_new(64);
   if (!map || !t || pthread_mutex_init(&map->lock, NULL) != 0) {
     pcache__free(t);
@@ -96,7 +96,7 @@ static void objnode_free(objnode *n) {
   pcache__free(n);
 }
 
-void pcache__objmap_free(pcache_objmap *map) {
+void pcache__objmap_free(pcache__objmap *map) {
   objtable *t;
   if (!map)
     return;
@@ -113,8 +113,8 @@ void pcache__objmap_free(pcache_objmap *map) {
 
 /* A read section: tables seen inside it stay allocated until it ends.
  * Returns the token for pcache__objmap_read_end. */
-void *pcache__objmap_read_begin(pcache_objmap *map) {
-  pcache_shard *shard = &map->shards[pcache__shard_index()];
+void *pcache__objmap_read_begin(pcache__objmap *map) {
+  pcache__shard *shard = &map->shards[pcache__shard_index()];
   /* acquire: a writer's table swap happens before its epoch flip. */
   unsigned e = atomic_load_explicit(&map->epoch, memory_order_acquire) & 1u;
   atomic_uint *readers = &shard->readers[e];
@@ -130,7 +130,7 @@ void pcache__objmap_read_end(void *token) {
 
 /* Waits until no read section that may have seen the table before the last
  * swap is still running. Under the lock. */
-static void objmap_synchronize(pcache_objmap *map) {
+static void objmap_synchronize(pcache__objmap *map) {
   unsigned old = atomic_fetch_xor(&map->epoch, 1u) & 1u;
   for (size_t s = 0; s < PCACHE__SHARDS; s++)
     while (atomic_load(&map->shards[s].readers[old]) != 0)
@@ -179,7 +179,7 @@ static objnode *objtable_remove(objtable *t, uint32_t type, uint64_t handle) {
 
 /* Under the lock: makes room for one more entry, dropping tombstones.
  * Returns the table to insert into, or NULL when out of memory. */
-static objtable *objmap_room(pcache_objmap *map) {
+static objtable *objmap_room(pcache__objmap *map) {
   objtable *t = atomic_load_explicit(&map->table, memory_order_relaxed), *bigger;
   size_t capacity = 64;
   if ((t->used + 1) * 2 <= t->mask + 1)
@@ -203,8 +203,8 @@ static objtable *objmap_room(pcache_objmap *map) {
 /* Takes ownership of desc and module (freed on failure). A handle that is
  * already present (the app destroyed it behind our back and the driver
  * reused the value) is replaced. */
-void pcache__objmap_put(pcache_objmap *map, uint32_t type, uint64_t handle,
-                        pcache_desc_object *desc, pcache_module *module) {
+void pcache__objmap_put(pcache__objmap *map, uint32_t type, uint64_t handle,
+                        pcache__desc_object *desc, pcache__module *module) {
   objnode *node = pcache__calloc(1, sizeof *node), *old = NULL;
   objtable *t;
   if (!node) {
@@ -228,7 +228,7 @@ void pcache__objmap_put(pcache_objmap *map, uint32_t type, uint64_t handle,
     objnode_free(old);
 }
 
-void pcache__objmap_remove(pcache_objmap *map, uint32_t type, uint64_t handle) {
+void pcache__objmap_remove(pcache__objmap *map, uint32_t type, uint64_t handle) {
   objnode *old;
   pthread_mutex_lock(&map->lock);
   old = objtable_remove(atomic_load_explicit(&map->table, memory_order_relaxed), type, handle);
@@ -239,7 +239,7 @@ void pcache__objmap_remove(pcache_objmap *map, uint32_t type, uint64_t handle) {
 
 /* In a read section. The node stays valid while the app keeps the object
  * alive, which it must while a create info names it (Vulkan's own rule). */
-static const objnode *objmap_get(pcache_objmap *map, uint32_t type, uint64_t handle) {
+static const objnode *objmap_get(pcache__objmap *map, uint32_t type, uint64_t handle) {
   if (!handle)
     return NULL;
   return objtable_find(atomic_load(&map->table), type, handle);
@@ -247,39 +247,39 @@ static const objnode *objmap_get(pcache_objmap *map, uint32_t type, uint64_t han
 
 /* The describer's callbacks (ctx is the map): called only inside a read
  * section. */
-static const pcache_desc_object *lookup_of(void *ctx, uint32_t type, uint64_t handle) {
+static const pcache__desc_object *lookup_of(void *ctx, uint32_t type, uint64_t handle) {
   const objnode *n = objmap_get(ctx, type, handle);
   return n ? n->desc : NULL;
 }
-static const pcache_desc_object *lookup_shader(void *ctx, VkShaderModule h) {
+static const pcache__desc_object *lookup_shader(void *ctx, VkShaderModule h) {
   return lookup_of(ctx, PCACHE_OBJ_SHADER, PCACHE_HANDLE_U64(h));
 }
-static const pcache_desc_object *lookup_set_layout(void *ctx, VkDescriptorSetLayout h) {
+static const pcache__desc_object *lookup_set_layout(void *ctx, VkDescriptorSetLayout h) {
   return lookup_of(ctx, PCACHE_OBJ_SET_LAYOUT, PCACHE_HANDLE_U64(h));
 }
-static const pcache_desc_object *lookup_pipeline_layout(void *ctx, VkPipelineLayout h) {
+static const pcache__desc_object *lookup_pipeline_layout(void *ctx, VkPipelineLayout h) {
   return lookup_of(ctx, PCACHE_OBJ_PIPELINE_LAYOUT, PCACHE_HANDLE_U64(h));
 }
-static const pcache_desc_object *lookup_render_pass(void *ctx, VkRenderPass h) {
+static const pcache__desc_object *lookup_render_pass(void *ctx, VkRenderPass h) {
   return lookup_of(ctx, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(h));
 }
-static const pcache_desc_object *lookup_sampler(void *ctx, VkSampler h) {
+static const pcache__desc_object *lookup_sampler(void *ctx, VkSampler h) {
   return lookup_of(ctx, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(h));
 }
 
-pcache_desc_lookup pcache__objmap_lookup(pcache_objmap *map) {
-  return (pcache_desc_lookup){.ctx = map,
-                              .shader_module = lookup_shader,
-                              .set_layout = lookup_set_layout,
-                              .pipeline_layout = lookup_pipeline_layout,
-                              .render_pass = lookup_render_pass,
-                              .sampler = lookup_sampler};
+pcache__desc_lookup pcache__objmap_lookup(pcache__objmap *map) {
+  return (pcache__desc_lookup){.ctx = map,
+                               .shader_module = lookup_shader,
+                               .set_layout = lookup_set_layout,
+                               .pipeline_layout = lookup_pipeline_layout,
+                               .render_pass = lookup_render_pass,
+                               .sampler = lookup_sampler};
 }
 
-pcache_module *pcache__objmap_module(pcache_objmap *map, VkShaderModule module) {
+pcache__module *pcache__objmap_module(pcache__objmap *map, VkShaderModule module) {
   void *token = pcache__objmap_read_begin(map);
   const objnode *n = objmap_get(map, PCACHE_OBJ_SHADER, PCACHE_HANDLE_U64(module));
-  pcache_module *m = n ? pcache__module_ref(n->module) : NULL;
+  pcache__module *m = n ? pcache__module_ref(n->module) : NULL;
   pcache__objmap_read_end(token);
   return m;
 }
@@ -293,21 +293,21 @@ unsigned pcache__shard_assign(void) {
   return s;
 }
 
-pcache_module *pcache__module_ref(pcache_module *module) {
+pcache__module *pcache__module_ref(pcache__module *module) {
   if (module)
     atomic_fetch_add_explicit(&module->refs, 1, memory_order_relaxed);
   return module;
 }
 
-void pcache__module_unref(pcache_module *module) {
+void pcache__module_unref(pcache__module *module) {
   if (module && atomic_fetch_sub_explicit(&module->refs, 1, memory_order_acq_rel) == 1) {
     pcache__free(module->code);
     pcache__free(module);
   }
 }
 
-pcache_module *pcache__module_new(const pcache_hash128 *hash, const void *code, size_t size) {
-  pcache_module *m = pcache__calloc(1, sizeof *m);
+pcache__module *pcache__module_new(const pcache__hash *hash, const void *code, size_t size) {
+  pcache__module *m = pcache__calloc(1, sizeof *m);
   if (!m)
     return NULL;
   m->code = pcache__malloc(size);

@@ -13,7 +13,7 @@
 #include "common/hash.h"
 
 /* What a handle names; part of the map's key. */
-enum pcache_obj_type {
+enum pcache__obj_type {
   PCACHE_OBJ_SHADER,
   PCACHE_OBJ_SET_LAYOUT,
   PCACHE_OBJ_PIPELINE_LAYOUT,
@@ -32,17 +32,17 @@ static inline uint64_t pcache__handle_u64(const void *h, size_t size) {
 
 /* SPIR-V code kept for uploads: Put items carry the code of modules the
  * daemon may lack. Shared by the object map and queued uploads. */
-typedef struct pcache_module {
+typedef struct pcache__module {
   atomic_uint refs;
-  pcache_hash128 hash;
+  pcache__hash hash;
   size_t size;
   uint8_t *code;
-} pcache_module;
+} pcache__module;
 
 /* A copy of code with one reference, or NULL when out of memory. */
-pcache_module *pcache__module_new(const pcache_hash128 *hash, const void *code, size_t size);
-pcache_module *pcache__module_ref(pcache_module *module);
-void pcache__module_unref(pcache_module *module);
+pcache__module *pcache__module_new(const pcache__hash *hash, const void *code, size_t size);
+pcache__module *pcache__module_ref(pcache__module *module);
+void pcache__module_unref(pcache__module *module);
 
 /* Per-thread shards of what the hit paths write, so hits on different
  * cores never write the same cache line: each thread takes a shard once
@@ -50,11 +50,11 @@ void pcache__module_unref(pcache_module *module);
  * x86 prefetches cache lines in pairs. More threads than shards share one,
  * which is still correct (the increments are atomic), just slower. */
 #define PCACHE__SHARDS 64u
-typedef struct pcache_shard {
+typedef struct pcache__shard {
   _Alignas(128) atomic_uint_fast64_t hits_app_key;
   atomic_uint_fast64_t hits_create_info;
   atomic_uint readers[2]; /* object map read sections, by epoch parity */
-} pcache_shard;
+} pcache__shard;
 
 /* The calling thread's shard index, 0..PCACHE__SHARDS-1. */
 #if defined(__GNUC__)
@@ -68,33 +68,33 @@ static inline unsigned pcache__shard_index(void) {
   return s ? s - 1 : pcache__shard_assign();
 }
 
-typedef struct pcache_objmap pcache_objmap;
+typedef struct pcache__objmap pcache__objmap;
 
 /* A map whose readers announce themselves in shards[PCACHE__SHARDS] (which
  * must outlive it). NULL when out of memory. */
-pcache_objmap *pcache__objmap_new(pcache_shard *shards);
-void pcache__objmap_free(pcache_objmap *map);
+pcache__objmap *pcache__objmap_new(pcache__shard *shards);
+void pcache__objmap_free(pcache__objmap *map);
 
 /* Records (type, handle); takes ownership of desc and module (freed on
  * failure, which leaves the object unrecorded: pipelines naming it are
  * then unhashable). A handle already present is replaced (the app
  * destroyed it behind our back and the driver reused the value). Waits for
  * read sections when the table grows: never call inside one. */
-void pcache__objmap_put(pcache_objmap *map, uint32_t type, uint64_t handle,
-                        pcache_desc_object *desc, pcache_module *module);
-void pcache__objmap_remove(pcache_objmap *map, uint32_t type, uint64_t handle);
+void pcache__objmap_put(pcache__objmap *map, uint32_t type, uint64_t handle,
+                        pcache__desc_object *desc, pcache__module *module);
+void pcache__objmap_remove(pcache__objmap *map, uint32_t type, uint64_t handle);
 
 /* A read section, around every call that hands the map's lookup to the
  * describer. Lock-free; never call put or remove inside one. Returns the
  * token for read_end. */
-void *pcache__objmap_read_begin(pcache_objmap *map);
+void *pcache__objmap_read_begin(pcache__objmap *map);
 void pcache__objmap_read_end(void *token);
 
 /* The describer's view of the map (valid inside read sections). */
-pcache_desc_lookup pcache__objmap_lookup(pcache_objmap *map);
+pcache__desc_lookup pcache__objmap_lookup(pcache__objmap *map);
 
 /* The module recorded for a shader module handle, with a reference, or
  * NULL. Takes its own read section. */
-pcache_module *pcache__objmap_module(pcache_objmap *map, VkShaderModule module);
+pcache__module *pcache__objmap_module(pcache__objmap *map, VkShaderModule module);
 
 #endif

@@ -129,11 +129,11 @@ static VkResult own(pcache_device *d, VkPipeline pipeline) {
 
 /* One Get for a state hash the prefetch did not have. Returns 1 when the
  * daemon's blob is now merged into the device cache. */
-static int fetch_from_daemon(pcache_device *d, const pcache_hash128 *state_hash) {
+static int fetch_from_daemon(pcache_device *d, const pcache__hash *state_hash) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
   ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   int merged = 0;
   get.device_key.data = d->key.bytes;
   get.device_key.len = PCACHE_DEVKEY_SIZE;
@@ -170,10 +170,10 @@ static int fetch_from_daemon(pcache_device *d, const pcache_hash128 *state_hash)
   return merged;
 }
 
-static pcache_upload *upload_new(pcache_device *d, const pipeline_request *req,
-                                 const pcache_desc_keys *keys, const pcache_desc_buf *desc,
-                                 const void *blob, size_t blob_size, uint64_t compile_ns) {
-  pcache_upload *u = pcache__calloc(1, sizeof *u);
+static pcache__upload *upload_new(pcache_device *d, const pipeline_request *req,
+                                  const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                                  const void *blob, size_t blob_size, uint64_t compile_ns) {
+  pcache__upload *u = pcache__calloc(1, sizeof *u);
   if (!u)
     return NULL;
   u->state_hash = keys->state_hash;
@@ -194,12 +194,12 @@ static pcache_upload *upload_new(pcache_device *d, const pipeline_request *req,
   if (req->graphics) {
     for (uint32_t i = 0; i < req->graphics->stageCount && u->n_modules < PCACHE_DESC_MAX_MODULES;
          i++) {
-      pcache_module *m = pcache__objmap_module(d->objects, req->graphics->pStages[i].module);
+      pcache__module *m = pcache__objmap_module(d->objects, req->graphics->pStages[i].module);
       if (m)
         u->modules[u->n_modules++] = m;
     }
   } else {
-    pcache_module *m = pcache__objmap_module(d->objects, req->compute->stage.module);
+    pcache__module *m = pcache__objmap_module(d->objects, req->compute->stage.module);
     if (m)
       u->modules[u->n_modules++] = m;
   }
@@ -209,8 +209,9 @@ static pcache_upload *upload_new(pcache_device *d, const pipeline_request *req,
 /* A miss nobody could serve: compile with a fresh cache of its own, so its
  * data is this pipeline's alone (the daemon keys blobs per pipeline), then
  * merge that into the device cache and queue the upload. */
-static VkResult compile(pcache_device *d, const pipeline_request *req, const pcache_desc_keys *keys,
-                        const pcache_desc_buf *desc, VkPipeline *ret_pipeline) {
+static VkResult compile(pcache_device *d, const pipeline_request *req,
+                        const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                        VkPipeline *ret_pipeline) {
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VkPipelineCache fresh;
   VkPipeline pipeline;
@@ -239,7 +240,7 @@ static VkResult compile(pcache_device *d, const pipeline_request *req, const pca
     if (merged == VK_SUCCESS)
       pcache__snapshot_hold(d, keys->state_hash.bytes, 1);
     if (d->client) {
-      pcache_upload *u = upload_new(d, req, keys, desc, data, size, compile_ns);
+      pcache__upload *u = upload_new(d, req, keys, desc, data, size, compile_ns);
       if (u)
         pcache__upload_enqueue(d, u);
     }
@@ -254,7 +255,7 @@ out_cache:
 }
 
 static VkResult build_hashed(pcache_device *d, const pipeline_request *req,
-                             const pcache_desc_keys *keys, const pcache_desc_buf *desc,
+                             const pcache__desc_keys *keys, const pcache__desc_buf *desc,
                              VkPipeline *ret_pipeline) {
   VkPipeline pipeline;
   VkResult vr;
@@ -299,8 +300,8 @@ static VkResult vk_result_of(uint64_t stored) { return (VkResult)(int64_t)stored
  * by the state hash. */
 static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req,
                                    VkPipeline *ret_pipeline) {
-  pcache_desc_buf buf;
-  pcache_desc_keys keys;
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
   pcache_pending *claim;
   pcache_tier *tier;
   uint64_t v, k0, k1;

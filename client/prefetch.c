@@ -11,7 +11,7 @@
 #include "client/snapshot.h"
 #include "common/alloc.h"
 
-int pcache__prefetch_known(const pcache_device *device, const pcache_hash128 *hash) {
+int pcache__prefetch_known(const pcache_device *device, const pcache__hash *hash) {
   uint64_t k0, k1;
   pcache__hash_keys(hash->bytes, &k0, &k1);
   return pcache__table_find(&device->prefetched, k0, k1) != 0;
@@ -45,7 +45,7 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
                           uint32_t *ret_next, int *ret_more, uint64_t *ret_call_ns) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   page_work w = {0};
   const Pcachepb__GetReply *got;
   uint64_t start = pcache__now_ns();

@@ -5,7 +5,7 @@
 #include "client/device.h"
 
 /* Whether a prefetch (or the loaded snapshot) merged hash's blob. Lock-free. */
-int pcache__prefetch_known(const pcache_device *device, const pcache_hash128 *hash);
+int pcache__prefetch_known(const pcache_device *device, const pcache__hash *hash);
 
 /*
  * pcache__prefetch_page - one prefetch page from offset: asks within

@@ -10,7 +10,7 @@
 #include "common/alloc.h"
 
 void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
-  pcache_hash128 h;
+  pcache__hash h;
   memcpy(h.bytes, hash, PCACHE_HASH_SIZE);
   pthread_mutex_lock(&device->held_lock);
   /* Out of memory: left out of the next snapshot; a warm run compiles or
@@ -25,7 +25,7 @@ static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_H
 static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Report report = PCACHEPB__REPORT__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   report.device_key.data = device->key.bytes;
   report.device_key.len = PCACHE_DEVKEY_SIZE;
   report.snapshot = reason;
@@ -37,7 +37,7 @@ static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason
     pcache__reply_release(&reply);
 }
 
-void pcache__snapshot_load(pcache_device *device, const pcache_reply *reply,
+void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
                            const Pcachepb__GetReply *got) {
   const Pcachepb__Blob *b = got->snapshot;
   const uint8_t *bytes;
@@ -90,8 +90,8 @@ int pcache__snapshot_upload(pcache_device *d) {
   Pcachepb__PutSnapshot ps = PCACHEPB__PUT_SNAPSHOT__INIT;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
   ProtobufCBinaryData *hashes = NULL;
-  pcache_hash128 *list = NULL;
-  pcache_reply reply = {0};
+  pcache__hash *list = NULL;
+  pcache__reply reply = {0};
   uint8_t *data = NULL;
   size_t n = 0, size = 0, u = 0;
   VkResult vr = VK_SUCCESS;

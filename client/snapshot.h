@@ -19,7 +19,7 @@ void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH
  * fails the checks or that the driver refuses is reported, and its hashes
  * are left to the usual per-miss Gets.
  */
-void pcache__snapshot_load(pcache_device *device, const pcache_reply *reply,
+void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
                            const Pcachepb__GetReply *got);
 
 /* Upload thread: one PutSnapshot of the device cache when anything was

@@ -25,7 +25,7 @@ static uint64_t mix(uint64_t k0, uint64_t k1) {
   return x;
 }
 
-int pcache__table_init(pcache_table *table) {
+int pcache__table_init(pcache__table *table) {
   memset(table, 0, sizeof *table);
   atomic_init(&table->published, NULL);
   table->n_buckets = 16;
@@ -45,7 +45,7 @@ out_free:
   return -ENOMEM;
 }
 
-void pcache__table_fini(pcache_table *table, void (*free_value)(uint64_t value, void *ctx),
+void pcache__table_fini(pcache__table *table, void (*free_value)(uint64_t value, void *ctx),
                         void *ctx) {
   pcache_published *pub = atomic_load_explicit(&table->published, memory_order_relaxed);
   if (!table->buckets)
@@ -89,15 +89,15 @@ static uint64_t published_find(const pcache_published *pub, uint64_t k0, uint64_
   }
 }
 
-uint64_t pcache__table_find(const pcache_table *table, uint64_t k0, uint64_t k1) {
+uint64_t pcache__table_find(const pcache__table *table, uint64_t k0, uint64_t k1) {
   const pcache_published *pub = atomic_load_explicit(&table->published, memory_order_acquire);
   return pub ? published_find(pub, k0, k1) : 0;
 }
 
 /* Under the lock. */
-static pcache_pending **pending_slot(pcache_table *table, uint64_t k0, uint64_t k1);
+static pcache_pending **pending_slot(pcache__table *table, uint64_t k0, uint64_t k1);
 
-uint64_t pcache__table_peek(pcache_table *table, uint64_t k0, uint64_t k1) {
+uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1) {
   uint64_t v = pcache__table_find(table, k0, k1);
   pcache_pending *p;
   if (v || pthread_mutex_trylock(&table->lock) != 0)
@@ -109,14 +109,14 @@ uint64_t pcache__table_peek(pcache_table *table, uint64_t k0, uint64_t k1) {
   return v;
 }
 
-static pcache_pending **pending_slot(pcache_table *table, uint64_t k0, uint64_t k1) {
+static pcache_pending **pending_slot(pcache__table *table, uint64_t k0, uint64_t k1) {
   pcache_pending **pp = &table->buckets[mix(k0, k1) & (table->n_buckets - 1)];
   while (*pp && !((*pp)->k0 == k0 && (*pp)->k1 == k1))
     pp = &(*pp)->next;
   return pp;
 }
 
-static void pending_grow(pcache_table *table) {
+static void pending_grow(pcache__table *table) {
   size_t n = table->n_buckets * 2;
   pcache_pending **buckets = pcache__calloc(n, sizeof *buckets);
   if (!buckets)
@@ -136,7 +136,7 @@ static void pending_grow(pcache_table *table) {
   table->n_buckets = n;
 }
 
-static pcache_pending *pending_new(pcache_table *table, uint64_t k0, uint64_t k1, int state,
+static pcache_pending *pending_new(pcache__table *table, uint64_t k0, uint64_t k1, int state,
                                    uint64_t value) {
   pcache_pending *p;
   if (table->n_pending >= table->n_buckets)
@@ -157,7 +157,7 @@ static pcache_pending *pending_new(pcache_table *table, uint64_t k0, uint64_t k1
   return p;
 }
 
-static void pending_remove(pcache_table *table, pcache_pending *p) {
+static void pending_remove(pcache__table *table, pcache_pending *p) {
   pcache_pending **pp = pending_slot(table, p->k0, p->k1);
   if (*pp == p) {
     *pp = p->next;
@@ -168,7 +168,7 @@ static void pending_remove(pcache_table *table, pcache_pending *p) {
   }
 }
 
-int pcache__table_acquire(pcache_table *table, uint64_t k0, uint64_t k1, uint64_t *ret_value,
+int pcache__table_acquire(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t *ret_value,
                           pcache_pending **ret_claim) {
   uint64_t v = pcache__table_find(table, k0, k1);
   pcache_pending *p;
@@ -221,7 +221,7 @@ out_unlock:
   return r;
 }
 
-void pcache__table_complete(pcache_table *table, pcache_pending *claim, uint64_t value,
+void pcache__table_complete(pcache__table *table, pcache_pending *claim, uint64_t value,
                             int result) {
   pthread_mutex_lock(&table->lock);
   if (value) {
@@ -239,7 +239,7 @@ void pcache__table_complete(pcache_table *table, pcache_pending *claim, uint64_t
   pthread_mutex_unlock(&table->lock);
 }
 
-uint64_t pcache__table_get_or_make(pcache_table *table, uint64_t k0, uint64_t k1,
+uint64_t pcache__table_get_or_make(pcache__table *table, uint64_t k0, uint64_t k1,
                                    uint64_t (*make)(void *ctx), void *ctx) {
   uint64_t v = pcache__table_find(table, k0, k1);
   pcache_pending *p;
@@ -266,7 +266,7 @@ out_unlock:
 
 static uint64_t make_value(void *ctx) { return *(uint64_t *)ctx; }
 
-uint64_t pcache__table_insert(pcache_table *table, uint64_t k0, uint64_t k1, uint64_t value) {
+uint64_t pcache__table_insert(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value) {
   return pcache__table_get_or_make(table, k0, k1, make_value, &value);
 }
 
@@ -292,7 +292,7 @@ static pcache_published *published_new(size_t capacity) {
   return pub;
 }
 
-int pcache__table_publish(pcache_table *table) {
+int pcache__table_publish(pcache__table *table) {
   pcache_published *pub, *target;
   size_t need;
   int r = 0;

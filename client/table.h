@@ -35,14 +35,14 @@ typedef struct pcache_published {
 
 typedef struct pcache_pending pcache_pending;
 
-typedef struct pcache_table {
+typedef struct pcache__table {
   _Atomic(pcache_published *) published; /* NULL while empty */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   pcache_pending **buckets;
   size_t n_buckets, n_pending, n_ready;
   pcache_published *retired;
-} pcache_table;
+} pcache__table;
 
 enum {
   PCACHE__TABLE_FOUND = 0,   /* *ret_value is the value */
@@ -51,41 +51,41 @@ enum {
                                 result as (uint64_t)(int64_t) */
 };
 
-int pcache__table_init(pcache_table *table);
+int pcache__table_init(pcache__table *table);
 /* Frees everything; not thread-safe. free_value (may be NULL) sees each
  * value once. */
-void pcache__table_fini(pcache_table *table, void (*free_value)(uint64_t value, void *ctx),
+void pcache__table_fini(pcache__table *table, void (*free_value)(uint64_t value, void *ctx),
                         void *ctx);
 
 /* Lock-free probe of the published part. 0 when absent. */
-uint64_t pcache__table_find(const pcache_table *table, uint64_t k0, uint64_t k1);
+uint64_t pcache__table_find(const pcache__table *table, uint64_t k0, uint64_t k1);
 
 /* Never blocks: the published part, then the pending part only if its
  * lock is free at once. 0 when absent or not (yet) available. */
-uint64_t pcache__table_peek(pcache_table *table, uint64_t k0, uint64_t k1);
+uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1);
 
 /* The full lookup: published part, then pending (waiting for an in-flight
  * build of the same key). Returns a PCACHE__TABLE_* value or -ENOMEM. */
-int pcache__table_acquire(pcache_table *table, uint64_t k0, uint64_t k1, uint64_t *ret_value,
+int pcache__table_acquire(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t *ret_value,
                           pcache_pending **ret_claim);
 
 /* Ends a claimed build: value nonzero on success, else result is what
  * waiters get. */
-void pcache__table_complete(pcache_table *table, pcache_pending *claim, uint64_t value,
+void pcache__table_complete(pcache__table *table, pcache_pending *claim, uint64_t value,
                             int result);
 
 /* Inserts a ready value unless the key is present; returns the value now
  * under the key (the existing one if there was one), 0 on -ENOMEM. For
  * values made without waiting on anything (tiers, app-key records). */
-uint64_t pcache__table_insert(pcache_table *table, uint64_t k0, uint64_t k1, uint64_t value);
+uint64_t pcache__table_insert(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value);
 
 /* Lookup with a constructor run under the table lock (cheap ones only). */
-uint64_t pcache__table_get_or_make(pcache_table *table, uint64_t k0, uint64_t k1,
+uint64_t pcache__table_get_or_make(pcache__table *table, uint64_t k0, uint64_t k1,
                                    uint64_t (*make)(void *ctx), void *ctx);
 
 /* Moves finished pending entries into the published part. Returns 0 or
  * -ENOMEM (entries then stay pending, still found under the lock). Called
  * from one thread at a time. */
-int pcache__table_publish(pcache_table *table);
+int pcache__table_publish(pcache__table *table);
 
 #endif

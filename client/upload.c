@@ -18,7 +18,7 @@
 #define BACKOFF_MIN_MS 50u
 #define BACKOFF_MAX_MS 2000u
 
-void pcache__upload_free(pcache_upload *item) {
+void pcache__upload_free(pcache__upload *item) {
   if (!item)
     return;
   for (size_t i = 0; i < item->n_modules; i++)
@@ -39,14 +39,14 @@ static void deadline_after(struct timespec *ts, uint64_t ms) {
 }
 
 /* Only the upload thread reads or writes the sent set. */
-static int module_sent(const pcache_device *d, const pcache_hash128 *hash) {
+static int module_sent(const pcache_device *d, const pcache__hash *hash) {
   for (size_t i = 0; i < d->sent_modules.n; i++)
     if (pcache__hash_equal(&d->sent_modules.items[i], hash))
       return 1;
   return 0;
 }
 
-static void module_mark_sent(pcache_device *d, const pcache_hash128 *hash) {
+static void module_mark_sent(pcache_device *d, const pcache__hash *hash) {
   if (module_sent(d, hash))
     return;
   /* Out of memory: sent again next time, wasteful, not wrong. */
@@ -56,14 +56,14 @@ static void module_mark_sent(pcache_device *d, const pcache_hash128 *hash) {
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
  * applied), <0 when it should be retried later. Items the daemon refused
  * for good are dropped; those whose modules it lacks come back in *retry. */
-static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_upload **retry,
+static int send_batch(pcache_device *d, pcache__upload *batch, size_t n, pcache__upload **retry,
                       uint64_t *ret_acked) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
   Pcachepb__PutItem *items = NULL, **item_ptrs = NULL;
   Pcachepb__Module *modules = NULL, **module_ptrs = NULL;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   size_t n_modules_total = 0, i = 0;
   int r = -ENOMEM;
 
@@ -79,7 +79,7 @@ static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_u
   put.app = d->client->app_name;
 
   i = 0;
-  for (pcache_upload *u = batch; u && i < n; u = u->next, i++) {
+  for (pcache__upload *u = batch; u && i < n; u = u->next, i++) {
     Pcachepb__PutItem *it = &items[i];
     pcachepb__put_item__init(it);
     it->state_hash.data = u->state_hash.bytes;
@@ -92,7 +92,7 @@ static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_u
     it->compile_ns = u->compile_ns;
     it->modules = &module_ptrs[n_modules_total];
     for (size_t m = 0; m < u->n_modules; m++) {
-      pcache_module *mod = u->modules[m];
+      pcache__module *mod = u->modules[m];
       Pcachepb__Module *pm = &modules[n_modules_total];
       /* Code the daemon already acknowledged stays home; otherwise every
        * item carries what it names (the daemon stores each hash once). */
@@ -124,7 +124,7 @@ static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_u
     goto out_release;
   }
   i = 0;
-  for (pcache_upload *u = batch; u && i < n; u = u->next, i++) {
+  for (pcache__upload *u = batch; u && i < n; u = u->next, i++) {
     const Pcachepb__PutReply *pr = reply.response->put;
     int status = i < pr->n_results ? pr->results[i]->status : 0;
     if (status == 0) {
@@ -133,7 +133,7 @@ static int send_batch(pcache_device *d, pcache_upload *batch, size_t n, pcache_u
         module_mark_sent(d, &u->modules[m]->hash);
     } else if (status == PCACHE_EMISSING_MODULE && !u->force_code) {
       /* It lost the code (purged, or a new store): send it all again. */
-      pcache_upload *copy = pcache__calloc(1, sizeof *copy);
+      pcache__upload *copy = pcache__calloc(1, sizeof *copy);
       if (copy) {
         *copy = *u;
         copy->force_code = 1;
@@ -229,7 +229,7 @@ static void *upload_main(void *arg) {
   pcache__transport_set_cancel_fd(d->cancel_fd);
   pthread_mutex_lock(&d->upload_lock);
   while (!d->upload_stop) {
-    pcache_upload *batch, *retry = NULL, *last;
+    pcache__upload *batch, *retry = NULL, *last;
     size_t n = 0, bytes = 0, max_items;
     uint64_t acked = 0;
     int r;
@@ -269,7 +269,7 @@ static void *upload_main(void *arg) {
     /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES. */
     batch = d->queue_head;
     last = NULL;
-    for (pcache_upload *u = batch; u && n < max_items; u = u->next) {
+    for (pcache__upload *u = batch; u && n < max_items; u = u->next) {
       size_t item = u->blob_size + u->desc_size;
       if (n > 0 && bytes + item > BATCH_MAX_BYTES)
         break;
@@ -306,7 +306,7 @@ static void *upload_main(void *arg) {
     backoff = retry_at = 0;
     atomic_fetch_add(&d->stats.uploaded, acked);
     while (retry) {
-      pcache_upload *next = retry->next;
+      pcache__upload *next = retry->next;
       retry->next = d->queue_head;
       d->queue_head = retry;
       if (!d->queue_tail)
@@ -316,7 +316,7 @@ static void *upload_main(void *arg) {
     }
     pthread_mutex_unlock(&d->upload_lock);
     while (batch) {
-      pcache_upload *next = batch->next;
+      pcache__upload *next = batch->next;
       pcache__upload_free(batch);
       batch = next;
     }
@@ -359,8 +359,8 @@ out_cancel_fd:
   return r;
 }
 
-void pcache__upload_enqueue(pcache_device *d, pcache_upload *item) {
-  pcache_upload *dropped = NULL;
+void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
+  pcache__upload *dropped = NULL;
   pthread_mutex_lock(&d->upload_lock);
   if (d->queue_len >= QUEUE_MAX) {
     /* Bounded while the daemon is away: the oldest go first. */
@@ -399,7 +399,7 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
 }
 
 void pcache__upload_stop(pcache_device *d) {
-  pcache_upload *u;
+  pcache__upload *u;
   if (!d->upload_thread_running)
     return;
   pthread_mutex_lock(&d->upload_lock);
@@ -415,7 +415,7 @@ void pcache__upload_stop(pcache_device *d) {
   d->cancel_fd = -1;
   u = d->queue_head;
   while (u) {
-    pcache_upload *next = u->next;
+    pcache__upload *next = u->next;
     pcache__upload_free(u);
     u = next;
   }

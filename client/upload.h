@@ -8,11 +8,11 @@
 
 int pcache__upload_start(pcache_device *device);
 /* Takes ownership of item (freed on failure too). */
-void pcache__upload_enqueue(pcache_device *device, pcache_upload *item);
+void pcache__upload_enqueue(pcache_device *device, pcache__upload *item);
 /* Waits up to timeout_ms for the queue to drain. 0 or -ETIMEDOUT. */
 int pcache__upload_flush(pcache_device *device, uint32_t timeout_ms);
 void pcache__upload_stop(pcache_device *device);
-void pcache__upload_free(pcache_upload *item);
+void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);

@@ -9,8 +9,8 @@ PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,
                                                 const VkShaderModuleCreateInfo *info,
                                                 const VkAllocationCallbacks *allocator,
                                                 VkShaderModule *ret_module) {
-  pcache_desc_object *desc;
-  pcache_module *module;
+  pcache__desc_object *desc;
+  pcache__module *module;
   VkShaderModule handle;
   VkResult vr;
   if (!device || !info || !ret_module)
@@ -44,7 +44,7 @@ PCACHE_API VkResult pcache_create_descriptor_set_layout(pcache_device *device,
                                                         const VkDescriptorSetLayoutCreateInfo *info,
                                                         const VkAllocationCallbacks *allocator,
                                                         VkDescriptorSetLayout *ret_layout) {
-  pcache_desc_object *desc;
+  pcache__desc_object *desc;
   VkDescriptorSetLayout handle;
   VkResult vr;
   void *token;
@@ -77,7 +77,7 @@ PCACHE_API VkResult pcache_create_pipeline_layout(pcache_device *device,
                                                   const VkPipelineLayoutCreateInfo *info,
                                                   const VkAllocationCallbacks *allocator,
                                                   VkPipelineLayout *ret_layout) {
-  pcache_desc_object *desc;
+  pcache__desc_object *desc;
   VkPipelineLayout handle;
   VkResult vr;
   void *token;
@@ -109,7 +109,7 @@ PCACHE_API VkResult pcache_create_render_pass(pcache_device *device,
                                               const VkRenderPassCreateInfo *info,
                                               const VkAllocationCallbacks *allocator,
                                               VkRenderPass *ret_render_pass) {
-  pcache_desc_object *desc;
+  pcache__desc_object *desc;
   VkRenderPass handle;
   VkResult vr;
   if (!device || !info || !ret_render_pass)
@@ -128,7 +128,7 @@ PCACHE_API VkResult pcache_create_render_pass2(pcache_device *device,
                                                const VkRenderPassCreateInfo2 *info,
                                                const VkAllocationCallbacks *allocator,
                                                VkRenderPass *ret_render_pass) {
-  pcache_desc_object *desc;
+  pcache__desc_object *desc;
   VkRenderPass handle;
   VkResult vr;
   if (!device || !info || !ret_render_pass)
@@ -156,7 +156,7 @@ PCACHE_API void pcache_destroy_render_pass(pcache_device *device, VkRenderPass r
 PCACHE_API VkResult pcache_create_sampler(pcache_device *device, const VkSamplerCreateInfo *info,
                                           const VkAllocationCallbacks *allocator,
                                           VkSampler *ret_sampler) {
-  pcache_desc_object *desc;
+  pcache__desc_object *desc;
   VkSampler handle;
   VkResult vr;
   if (!device || !info || !ret_sampler)

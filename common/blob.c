@@ -7,7 +7,7 @@
 /* VkPipelineCacheHeaderVersionOne: headerSize, headerVersion, vendorID,
  * deviceID (u32 each, little-endian on every platform pcache runs on), then
  * pipelineCacheUUID[16]. Read byte-wise: blobs arrive unaligned. */
-int pcache__blob_check_header(const void *blob, size_t size, const pcache_devkey *key) {
+int pcache__blob_check_header(const void *blob, size_t size, const pcache__devkey *key) {
   const uint8_t *p = blob;
   if (!blob || size < PCACHE_BLOB_HEADER_SIZE)
     return PCACHE_EBLOB_SHORT;
@@ -25,7 +25,7 @@ int pcache__blob_check_header(const void *blob, size_t size, const pcache_devkey
   return 0;
 }
 
-void pcache__blob_write_header(const pcache_devkey *key, uint8_t out[PCACHE_BLOB_HEADER_SIZE]) {
+void pcache__blob_write_header(const pcache__devkey *key, uint8_t out[PCACHE_BLOB_HEADER_SIZE]) {
   pcache__put_le32(out, PCACHE_BLOB_HEADER_SIZE);
   pcache__put_le32(out + 4, VK_PIPELINE_CACHE_HEADER_VERSION_ONE);
   pcache__put_le32(out + 8, pcache__devkey_vendor(key));

@@ -22,10 +22,10 @@
  * PCACHE_EHEADER_VERSION, PCACHE_EWRONG_VENDOR, PCACHE_EWRONG_DEVICE,
  * PCACHE_EWRONG_UUID. Never reads past size.
  */
-int pcache__blob_check_header(const void *blob, size_t size, const pcache_devkey *key);
+int pcache__blob_check_header(const void *blob, size_t size, const pcache__devkey *key);
 
 /* Writes a header for key into out (32 bytes), as a driver would. Tests and
  * tools use it to make blobs. */
-void pcache__blob_write_header(const pcache_devkey *key, uint8_t out[PCACHE_BLOB_HEADER_SIZE]);
+void pcache__blob_write_header(const pcache__devkey *key, uint8_t out[PCACHE_BLOB_HEADER_SIZE]);
 
 #endif

@@ -7,7 +7,7 @@
 
 void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_id,
                          uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
-                         pcache_devkey *ret_key) {
+                         pcache__devkey *ret_key) {
   memcpy(ret_key->bytes, uuid, PCACHE_UUID_SIZE);
   pcache__put_le32(ret_key->bytes + 16, vendor_id);
   pcache__put_le32(ret_key->bytes + 20, device_id);
@@ -15,13 +15,13 @@ void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_i
   pcache__put_le32(ret_key->bytes + 28, driver_abi);
 }
 
-const uint8_t *pcache__devkey_uuid(const pcache_devkey *key) { return key->bytes; }
-uint32_t pcache__devkey_vendor(const pcache_devkey *key) { return pcache__le32(key->bytes + 16); }
-uint32_t pcache__devkey_device(const pcache_devkey *key) { return pcache__le32(key->bytes + 20); }
-uint32_t pcache__devkey_driver_version(const pcache_devkey *key) {
+const uint8_t *pcache__devkey_uuid(const pcache__devkey *key) { return key->bytes; }
+uint32_t pcache__devkey_vendor(const pcache__devkey *key) { return pcache__le32(key->bytes + 16); }
+uint32_t pcache__devkey_device(const pcache__devkey *key) { return pcache__le32(key->bytes + 20); }
+uint32_t pcache__devkey_driver_version(const pcache__devkey *key) {
   return pcache__le32(key->bytes + 24);
 }
-uint32_t pcache__devkey_abi(const pcache_devkey *key) { return pcache__le32(key->bytes + 28); }
+uint32_t pcache__devkey_abi(const pcache__devkey *key) { return pcache__le32(key->bytes + 28); }
 
 void pcache__uuid_format(const uint8_t uuid[PCACHE_UUID_SIZE], char out[37]) {
   char hex[33];
@@ -52,10 +52,10 @@ int pcache__uuid_parse(const char *text, uint8_t ret_uuid[PCACHE_UUID_SIZE]) {
   return pcache__unhex(hex, ret_uuid, PCACHE_UUID_SIZE);
 }
 
-void pcache__devkey_format(const pcache_devkey *key, char out[65]) {
+void pcache__devkey_format(const pcache__devkey *key, char out[65]) {
   pcache__hex(key->bytes, PCACHE_DEVKEY_SIZE, out);
 }
 
-int pcache__devkey_parse(const char *text, pcache_devkey *ret_key) {
+int pcache__devkey_parse(const char *text, pcache__devkey *ret_key) {
   return pcache__unhex(text, ret_key->bytes, PCACHE_DEVKEY_SIZE);
 }

@@ -18,19 +18,19 @@
 #define PCACHE_DEVKEY_SIZE 32
 #define PCACHE_UUID_SIZE 16
 
-typedef struct pcache_devkey {
+typedef struct pcache__devkey {
   uint8_t bytes[PCACHE_DEVKEY_SIZE];
-} pcache_devkey;
+} pcache__devkey;
 
 void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_id,
                          uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
-                         pcache_devkey *ret_key);
+                         pcache__devkey *ret_key);
 
-const uint8_t *pcache__devkey_uuid(const pcache_devkey *key);
-uint32_t pcache__devkey_vendor(const pcache_devkey *key);
-uint32_t pcache__devkey_device(const pcache_devkey *key);
-uint32_t pcache__devkey_driver_version(const pcache_devkey *key);
-uint32_t pcache__devkey_abi(const pcache_devkey *key);
+const uint8_t *pcache__devkey_uuid(const pcache__devkey *key);
+uint32_t pcache__devkey_vendor(const pcache__devkey *key);
+uint32_t pcache__devkey_device(const pcache__devkey *key);
+uint32_t pcache__devkey_driver_version(const pcache__devkey *key);
+uint32_t pcache__devkey_abi(const pcache__devkey *key);
 
 /* "8-4-4-4-12" UUID text (36 chars + NUL). */
 void pcache__uuid_format(const uint8_t uuid[PCACHE_UUID_SIZE], char out[37]);
@@ -38,8 +38,7 @@ void pcache__uuid_format(const uint8_t uuid[PCACHE_UUID_SIZE], char out[37]);
 int pcache__uuid_parse(const char *text, uint8_t ret_uuid[PCACHE_UUID_SIZE]);
 
 /* The whole key as 64 hex digits (65 bytes with NUL), and back. */
-void pcache__devkey_format(const pcache_devkey *key, char out[65]);
-int pcache__devkey_parse(const char *text, pcache_devkey *ret_key);
-
+void pcache__devkey_format(const pcache__devkey *key, char out[65]);
+int pcache__devkey_parse(const char *text, pcache__devkey *ret_key);
 
 #endif

@@ -5,7 +5,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-void pcache__hash128(const void *data, size_t size, pcache_hash128 *ret_hash) {
+void pcache__hash128(const void *data, size_t size, pcache__hash *ret_hash) {
   XXH128_hash_t h = XXH3_128bits(data, size);
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, h);
@@ -47,12 +47,12 @@ int pcache__unhex(const char *text, void *out, size_t size) {
   return 0;
 }
 
-void pcache__hash_format(const pcache_hash128 *hash, char out[33]) {
+void pcache__hash_format(const pcache__hash *hash, char out[33]) {
   pcache__hex(hash->bytes, PCACHE_HASH_SIZE, out);
 }
 
-int pcache__hash_parse(const char *text, pcache_hash128 *ret_hash) {
-  pcache_hash128 h;
+int pcache__hash_parse(const char *text, pcache__hash *ret_hash) {
+  pcache__hash h;
   int r = pcache__unhex(text, h.bytes, sizeof h.bytes);
   if (r < 0)
     return r;

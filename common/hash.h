@@ -10,21 +10,21 @@
 
 #define PCACHE_HASH_SIZE 16
 
-typedef struct pcache_hash128 {
+typedef struct pcache__hash {
   uint8_t bytes[PCACHE_HASH_SIZE]; /* XXH128_canonical_t: big-endian high64, low64 */
-} pcache_hash128;
+} pcache__hash;
 
-void pcache__hash128(const void *data, size_t size, pcache_hash128 *ret_hash);
+void pcache__hash128(const void *data, size_t size, pcache__hash *ret_hash);
 uint64_t pcache__checksum64(const void *data, size_t size);
 
-static inline int pcache__hash_equal(const pcache_hash128 *a, const pcache_hash128 *b) {
+static inline int pcache__hash_equal(const pcache__hash *a, const pcache__hash *b) {
   return memcmp(a->bytes, b->bytes, PCACHE_HASH_SIZE) == 0;
 }
 
 /* 32 lowercase hex digits and a NUL into out (33 bytes). */
-void pcache__hash_format(const pcache_hash128 *hash, char out[33]);
+void pcache__hash_format(const pcache__hash *hash, char out[33]);
 /* Parses 32 hex digits; returns 0 or -EINVAL. */
-int pcache__hash_parse(const char *text, pcache_hash128 *ret_hash);
+int pcache__hash_parse(const char *text, pcache__hash *ret_hash);
 
 /* Hex of any byte string into out (2 * size + 1 bytes). */
 void pcache__hex(const void *data, size_t size, char *out);

@@ -15,11 +15,11 @@
 
 /* ------------------------------------------------------------ validation */
 
-static int find_item_module(const pcd_item *item, const pcache_hash128 *hash, const void **code,
+static int find_item_module(const pcd_item *item, const pcache__hash *hash, const void **code,
                             size_t *size, int *ret_status) {
   for (size_t i = 0; i < item->n_modules; i++) {
     const Pcachepb__Module *m = item->modules[i];
-    pcache_hash128 h;
+    pcache__hash h;
     if (m->hash.len != PCACHE_HASH_SIZE) {
       *ret_status = PCACHE_EBAD_DESC;
       return 0;
@@ -40,9 +40,9 @@ static int find_item_module(const pcd_item *item, const pcache_hash128 *hash, co
   return 0;
 }
 
-int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
-                   uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message) {
-  pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
+int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
+                   pcd_arena *arena, int *ret_status, char **ret_message) {
+  pcache__hash sh, mods[PCACHE_DESC_MAX_MODULES];
   const void *codes[PCACHE_DESC_MAX_MODULES] = {0};
   size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
   char hex[33];
@@ -135,7 +135,7 @@ uint64_t pcd_item_cost(const pcd_item *item) {
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
-  pcache_devkey key;
+  pcache__devkey key;
   uint64_t now = pcd_now_us(), room = 0, put_bytes = 0;
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
@@ -257,7 +257,7 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__PutSnapshot *ps = job->req->put_snapshot;
   const char *app = ps->app && *ps->app ? ps->app : job->app;
   Pcachepb__PutSnapshotReply *reply;
-  pcache_devkey key;
+  pcache__devkey key;
   pcd_snapshot snap;
   uint8_t *hashes = NULL;
   uint64_t n = 0;
@@ -628,8 +628,8 @@ static int collect_key(void *ctx, const pcd_entry *e) { return key_list_add(ctx,
 /* The checks Get/Prefetch make before sending, plus the header and the
  * description: 0 or the first failure. */
 static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
-  pcache_devkey dk;
-  pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
+  pcache__devkey dk;
+  pcache__hash sh, mods[PCACHE_DESC_MAX_MODULES];
   const uint8_t *blob, *desc;
   size_t blob_size, desc_size, n = 0;
   int r = pcd_blob_get(txn, e->key, &blob, &blob_size);
@@ -686,7 +686,7 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
     pcd_snapshot got;
     const uint8_t *blob = NULL;
     Pcachepb__Problem *pb;
-    pcache_devkey dk;
+    pcache__devkey dk;
     int st = pcd_snapshot_get(txn, s->device_key, s->app, &got, NULL, &blob);
     memcpy(dk.bytes, s->device_key, PCACHE_DEVKEY_SIZE);
     if (st == 0 && pcache__checksum64(blob, got.blob_size) != got.checksum)

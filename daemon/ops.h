@@ -25,8 +25,7 @@ typedef struct pcd_item {
   Pcachepb__Module **modules;
   size_t n_modules;
   /* ... or a lookup of code that came with it (Import); may be NULL. */
-  int (*find_module)(void *ctx, const pcache_hash128 *hash, const void **ret_code,
-                     size_t *ret_size);
+  int (*find_module)(void *ctx, const pcache__hash *hash, const void **ret_code, size_t *ret_size);
   void *find_ctx;
   const char *app;
   uint64_t compile_ns, created_us, last_used_us, hits;
@@ -38,8 +37,8 @@ typedef struct pcd_item {
  * ret_status/ret_message; nothing is stored when it is not 0. Returns 0 or
  * a transaction-spoiling code.
  */
-int pcd_item_store(pcd_txn *txn, const pcache_devkey *key, const pcd_item *item,
-                   uint64_t max_blob, pcd_arena *arena, int *ret_status, char **ret_message);
+int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
+                   pcd_arena *arena, int *ret_status, char **ret_message);
 
 /* Bytes an item counts against --max-size once stored: blob, description
  * and the modules it carries. */

@@ -36,7 +36,7 @@ static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
 }
 
 /* Module hashes are XXH3-128: their bytes are already well mixed. */
-static uint64_t mod_hash(const pcache_hash128 *h) {
+static uint64_t mod_hash(const pcache__hash *h) {
   uint64_t v;
   memcpy(&v, h->bytes, sizeof v);
   return v;
@@ -54,10 +54,10 @@ static uint64_t mod_hash(const pcache_hash128 *h) {
 
 typedef struct exportstate {
   int fd;
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   uint8_t last[PCD_ENTRY_KEY_SIZE]; /* the last entry walked */
   int have_last, finished;
-  pcache_hash128 *mods; /* modules written, so each goes once */
+  pcache__hash *mods; /* modules written, so each goes once */
   size_t n_mods, cap_mods;
   pcd_pos_index index;
   uint64_t entries, size;
@@ -76,7 +76,7 @@ static uint64_t exp_hash_at(const void *ctx, size_t pos) {
 
 struct exp_probe {
   const exportstate *st;
-  const pcache_hash128 *hash;
+  const pcache__hash *hash;
 };
 
 static int exp_mod_at(const void *ctx, size_t pos) {
@@ -85,7 +85,7 @@ static int exp_mod_at(const void *ctx, size_t pos) {
 }
 
 /* Writes module h unless it went already. */
-static int export_module(exportctx *x, const pcache_hash128 *h) {
+static int export_module(exportctx *x, const pcache__hash *h) {
   exportstate *st = x->st;
   struct exp_probe p = {st, h};
   const uint8_t *code;
@@ -109,8 +109,8 @@ static int export_module(exportctx *x, const pcache_hash128 *h) {
 static int exportvisit(void *ctx, const pcd_entry *e) {
   exportctx *x = ctx;
   exportstate *st = x->st;
-  pcache_hash128 sh, mods[PCACHE_DESC_MAX_MODULES];
-  pcache_archive_entry ae;
+  pcache__hash sh, mods[PCACHE_DESC_MAX_MODULES];
+  pcache__archive_entry ae;
   size_t n = 0;
   int r;
   memcpy(st->last, e->key, PCD_ENTRY_KEY_SIZE);
@@ -155,7 +155,7 @@ static int exportvisit(void *ctx, const pcd_entry *e) {
 
 static int exportdevice(void *ctx, const pcd_device *d) {
   void **pair = ctx;
-  pcache_archive_writer *w = pair[0];
+  pcache__archive_writer *w = pair[0];
   const uint8_t *filter = pair[1];
   Pcachepb__DeviceInfo *info;
   int r;
@@ -279,7 +279,7 @@ int pcd_ops_encode(pcd_job *job, pcd_out *ret_out) {
 #define SLICE_BYTES (8u << 20)
 
 typedef struct importmod {
-  pcache_hash128 hash;
+  pcache__hash hash;
   void *code;
   size_t size;
 } importmod;
@@ -327,7 +327,7 @@ static uint64_t mod_hash_at(const void *ctx, size_t pos) {
 
 struct mod_probe {
   const importstate *st;
-  const pcache_hash128 *hash;
+  const pcache__hash *hash;
 };
 
 static int mod_at(const void *ctx, size_t pos) {
@@ -335,13 +335,13 @@ static int mod_at(const void *ctx, size_t pos) {
   return pcache__hash_equal(&p->st->mods[pos].hash, p->hash);
 }
 
-static const importmod *mod_find(const importstate *st, const pcache_hash128 *hash) {
+static const importmod *mod_find(const importstate *st, const pcache__hash *hash) {
   struct mod_probe p = {st, hash};
   long at = pcd_pos_index_find(&st->index, mod_hash(hash), mod_at, &p);
   return at < 0 ? NULL : &st->mods[at];
 }
 
-static int find_mod(void *ctx, const pcache_hash128 *hash, const void **code, size_t *size) {
+static int find_mod(void *ctx, const pcache__hash *hash, const void **code, size_t *size) {
   importctx *x = ctx;
   const importmod *m = mod_find(x->st, hash);
   if (!m)
@@ -402,10 +402,10 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
   return slice_step(x);
 }
 
-static int importmodule(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
+static int importmodule(void *ctx, const pcache__hash *hash, const void *code, size_t size) {
   importctx *x = ctx;
   importstate *st = x->st;
-  pcache_hash128 h;
+  pcache__hash h;
   importmod *m;
   /* Checked like Put modules, by their hash, once: a module whose code
    * does not match is not indexed, so entries naming it are refused as
@@ -438,7 +438,7 @@ static uint64_t archive_time_us(uint64_t s, uint64_t now_us) {
   return s == 0 || s >= now_us / 1000000 ? now_us : s * 1000000;
 }
 
-static int importentry(void *ctx, const pcache_archive_entry *e) {
+static int importentry(void *ctx, const pcache__archive_entry *e) {
   importctx *x = ctx;
   pcd_device d;
   pcd_item item = {
@@ -585,7 +585,7 @@ int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   const Pcachepb__Import *req = job->req->import;
   importstate *st = job->slices;
   importctx x = {.txn = txn, .config = config, .job = job, .now_us = pcd_now_us()};
-  pcache_archive_visitor v = {importdevice, importmodule, importentry, importbad};
+  pcache__archive_visitor v = {importdevice, importmodule, importentry, importbad};
   int r;
 
   if (!st) {

@@ -442,7 +442,7 @@ int pcd_desc_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint
   return 0;
 }
 
-int pcd_module_get(pcd_txn *txn, const pcache_hash128 *hash, const uint8_t **ret_code,
+int pcd_module_get(pcd_txn *txn, const pcache__hash *hash, const uint8_t **ret_code,
                    size_t *ret_size) {
   MDB_val v;
   int r = get(txn, txn->store->modules, hash->bytes, PCACHE_HASH_SIZE, &v, "get module");
@@ -637,7 +637,7 @@ struct module_scan {
 
 static int module_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
   struct module_scan *s = ctx;
-  pcache_hash128 h;
+  pcache__hash h;
   if (k->mv_size != PCACHE_HASH_SIZE || v->mv_size < 4)
     return 0;
   memcpy(h.bytes, k->mv_data, PCACHE_HASH_SIZE);
@@ -845,7 +845,7 @@ int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]) {
   return device_drop_if_unused(txn, key);
 }
 
-int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, size_t size) {
+int pcd_module_ref(pcd_txn *txn, const pcache__hash *hash, const void *code, size_t size) {
   MDB_val v;
   uint8_t *buf;
   int is_new, r = get(txn, txn->store->modules, hash->bytes, PCACHE_HASH_SIZE, &v, "get module");
@@ -873,7 +873,7 @@ int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, s
   return r;
 }
 
-static int module_unref(pcd_txn *t, const pcache_hash128 *hash) {
+static int module_unref(pcd_txn *t, const pcache__hash *hash) {
   MDB_val v;
   uint32_t refs;
   int r = get(t, t->store->modules, hash->bytes, PCACHE_HASH_SIZE, &v, "get module");
@@ -904,7 +904,7 @@ static int module_unref(pcd_txn *t, const pcache_hash128 *hash) {
 /* Drops the module references an entry's stored description holds. A
  * description that no longer parses holds none we can name. */
 static int unref_desc_modules(pcd_txn *t, const uint8_t key[PCD_ENTRY_KEY_SIZE]) {
-  pcache_hash128 mods[PCACHE_DESC_MAX_MODULES], sh;
+  pcache__hash mods[PCACHE_DESC_MAX_MODULES], sh;
   const uint8_t *desc;
   size_t size, n = 0;
   int r = pcd_desc_get(t, key, &desc, &size);

@@ -106,7 +106,7 @@ int pcd_blob_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint
                  size_t *ret_size);
 int pcd_desc_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_desc,
                  size_t *ret_size);
-int pcd_module_get(pcd_txn *txn, const pcache_hash128 *hash, const uint8_t **ret_code,
+int pcd_module_get(pcd_txn *txn, const pcache__hash *hash, const uint8_t **ret_code,
                    size_t *ret_size);
 int pcd_device_get(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE], pcd_device *ret_device);
 int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals);
@@ -125,8 +125,7 @@ int pcd_app_foreach(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE], 
                     pcd_entry_cb cb, void *ctx);
 typedef int (*pcd_device_cb)(void *ctx, const pcd_device *device);
 int pcd_devices_foreach(pcd_txn *txn, pcd_device_cb cb, void *ctx);
-typedef int (*pcd_module_cb)(void *ctx, const pcache_hash128 *hash, const uint8_t *code,
-                             size_t size);
+typedef int (*pcd_module_cb)(void *ctx, const pcache__hash *hash, const uint8_t *code, size_t size);
 int pcd_modules_foreach(pcd_txn *txn, pcd_module_cb cb, void *ctx);
 /*
  * pcd_snapshot_get - the snapshot of (device_key, app). ret_hashes (n_hashes
@@ -159,7 +158,7 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t no
 int pcd_device_forget(pcd_txn *txn, const uint8_t key[PCACHE_DEVKEY_SIZE]);
 /* Adds one reference to a module, storing code when it is new (code may be
  * NULL when the caller knows the module exists). */
-int pcd_module_ref(pcd_txn *txn, const pcache_hash128 *hash, const void *code, size_t size);
+int pcd_module_ref(pcd_txn *txn, const pcache__hash *hash, const void *code, size_t size);
 /*
  * pcd_entry_store - inserts or replaces an entry. The caller validated it
  * and took the module references its description needs; a replaced entry

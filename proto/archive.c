@@ -31,7 +31,7 @@ enum archive_record_type {
   ARCHIVE_RECORD_END = 4,
 };
 
-struct pcache_archive_writer {
+struct pcache__archive_writer {
   uint8_t *data;
   size_t size, capacity;
   uint64_t records, devices, modules, entries;
@@ -41,7 +41,7 @@ struct pcache_archive_writer {
 };
 
 /* Streaming: what data holds goes to the file, and data is reused. */
-static int writer_flush(pcache_archive_writer *writer) {
+static int writer_flush(pcache__archive_writer *writer) {
   size_t done = 0;
   if (writer->fd < 0)
     return 0;
@@ -71,7 +71,7 @@ static uint64_t record_checksum(const uint8_t header[8], const uint8_t *payload,
   return XXH3_64bits_digest(&state);
 }
 
-static int writer_reserve(pcache_archive_writer *writer, size_t more) {
+static int writer_reserve(pcache__archive_writer *writer, size_t more) {
   size_t need, cap;
   uint8_t *data;
   if (writer->failed)
@@ -97,7 +97,7 @@ out_fail:
 }
 
 /* Appends one record whose payload is message, packed in place. */
-static int writer_add(pcache_archive_writer *writer, uint32_t type,
+static int writer_add(pcache__archive_writer *writer, uint32_t type,
                       const ProtobufCMessage *message) {
   size_t size = protobuf_c_message_get_packed_size(message);
   uint8_t *header, *payload;
@@ -120,12 +120,12 @@ static int writer_add(pcache_archive_writer *writer, uint32_t type,
   return writer_flush(writer);
 }
 
-int pcache__archive_writer_new(pcache_archive_writer **ret_writer) {
+int pcache__archive_writer_new(pcache__archive_writer **ret_writer) {
   return pcache__archive_writer_new_fd(-1, ret_writer);
 }
 
-int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer) {
-  pcache_archive_writer *writer = pcache__calloc(1, sizeof *writer);
+int pcache__archive_writer_new_fd(int fd, pcache__archive_writer **ret_writer) {
+  pcache__archive_writer *writer = pcache__calloc(1, sizeof *writer);
   int r;
   if (!writer)
     return -ENOMEM;
@@ -146,21 +146,21 @@ int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer) {
   return 0;
 }
 
-void pcache__archive_writer_free(pcache_archive_writer *writer) {
+void pcache__archive_writer_free(pcache__archive_writer *writer) {
   if (!writer)
     return;
   pcache__free(writer->data);
   pcache__free(writer);
 }
 
-int pcache__archive_add_device(pcache_archive_writer *writer, const Pcachepb__DeviceInfo *info) {
+int pcache__archive_add_device(pcache__archive_writer *writer, const Pcachepb__DeviceInfo *info) {
   int r = writer_add(writer, ARCHIVE_RECORD_DEVICE, &info->base);
   if (r == 0)
     writer->devices++;
   return r;
 }
 
-int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash128 *hash,
+int pcache__archive_add_module(pcache__archive_writer *writer, const pcache__hash *hash,
                                const void *code, size_t size) {
   Pcachepb__Module module = PCACHEPB__MODULE__INIT;
   int r;
@@ -175,7 +175,7 @@ int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash1
   return r;
 }
 
-int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archive_entry *entry) {
+int pcache__archive_add_entry(pcache__archive_writer *writer, const pcache__archive_entry *entry) {
   Pcachepb__ArchiveEntry msg = PCACHEPB__ARCHIVE_ENTRY__INIT;
   int r;
   msg.device_key.data = (uint8_t *)entry->device_key.bytes;
@@ -199,7 +199,7 @@ int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archiv
   return r;
 }
 
-int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, size_t *ret_size) {
+int pcache__archive_finish(pcache__archive_writer *writer, uint8_t **ret_data, size_t *ret_size) {
   Pcachepb__ArchiveEnd end = PCACHEPB__ARCHIVE_END__INIT;
   int r;
   if (writer->failed)
@@ -228,11 +228,11 @@ int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, si
 
 /* ------------------------------------------------------------------ reader */
 
-static int bad(const pcache_archive_visitor *visitor, void *ctx, uint64_t index, int err) {
+static int bad(const pcache__archive_visitor *visitor, void *ctx, uint64_t index, int err) {
   return visitor->bad_record ? visitor->bad_record(ctx, index, err) : 0;
 }
 
-static int visit_device(const pcache_archive_visitor *visitor, void *ctx, uint64_t index,
+static int visit_device(const pcache__archive_visitor *visitor, void *ctx, uint64_t index,
                         const uint8_t *payload, size_t size) {
   Pcachepb__DeviceInfo *info = pcachepb__device_info__unpack(&pcache__pb_allocator, size, payload);
   int r;
@@ -246,10 +246,10 @@ static int visit_device(const pcache_archive_visitor *visitor, void *ctx, uint64
   return r;
 }
 
-static int visit_module(const pcache_archive_visitor *visitor, void *ctx, uint64_t index,
+static int visit_module(const pcache__archive_visitor *visitor, void *ctx, uint64_t index,
                         const uint8_t *payload, size_t size) {
   Pcachepb__Module *module = pcachepb__module__unpack(&pcache__pb_allocator, size, payload);
-  pcache_hash128 hash;
+  pcache__hash hash;
   int r;
   if (!module)
     return bad(visitor, ctx, index, PCACHE_EPROTO);
@@ -263,11 +263,11 @@ static int visit_module(const pcache_archive_visitor *visitor, void *ctx, uint64
   return r;
 }
 
-static int visit_entry(const pcache_archive_visitor *visitor, void *ctx, uint64_t index,
+static int visit_entry(const pcache__archive_visitor *visitor, void *ctx, uint64_t index,
                        const uint8_t *payload, size_t size) {
   Pcachepb__ArchiveEntry *msg =
       pcachepb__archive_entry__unpack(&pcache__pb_allocator, size, payload);
-  pcache_archive_entry entry;
+  pcache__archive_entry entry;
   int r;
   if (!msg)
     return bad(visitor, ctx, index, PCACHE_EPROTO);
@@ -296,14 +296,14 @@ out_free:
   return r;
 }
 
-int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
+int pcache__archive_read(const void *data, size_t size, const pcache__archive_visitor *visitor,
                          void *ctx) {
   pcache_archive_cursor cursor = {0};
   return pcache__archive_read_from(data, size, &cursor, visitor, ctx);
 }
 
 int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
-                              const pcache_archive_visitor *visitor, void *ctx) {
+                              const pcache__archive_visitor *visitor, void *ctx) {
   const uint8_t *p = data;
   int r;
 

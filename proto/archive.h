@@ -12,9 +12,9 @@
 #include "common/hash.h"
 #include "proto/pcache.pb-c.h"
 
-typedef struct pcache_archive_entry {
-  pcache_devkey device_key;
-  pcache_hash128 state_hash;
+typedef struct pcache__archive_entry {
+  pcache__devkey device_key;
+  pcache__hash state_hash;
   uint32_t kind;                /* Pcachepb__EntryKind */
   const char *app;
   const uint8_t *blob;
@@ -23,42 +23,42 @@ typedef struct pcache_archive_entry {
   const uint8_t *desc;          /* canonical packed PipelineDesc */
   size_t desc_size;
   uint64_t created, last_used, hits, compile_ns;
-} pcache_archive_entry;
+} pcache__archive_entry;
 
-typedef struct pcache_archive_writer pcache_archive_writer;
+typedef struct pcache__archive_writer pcache__archive_writer;
 
 /* Returns 0 or -ENOMEM. */
-int pcache__archive_writer_new(pcache_archive_writer **ret_writer);
+int pcache__archive_writer_new(pcache__archive_writer **ret_writer);
 /* A writer that streams: the header and each record are written to fd
  * (from offset 0, with pwrite) as they are added, so the writer holds one
  * record at a time, never the archive. fd stays the caller's. Returns 0,
  * -ENOMEM or the write's -errno (as do the adds then). */
-int pcache__archive_writer_new_fd(int fd, pcache_archive_writer **ret_writer);
-void pcache__archive_writer_free(pcache_archive_writer *writer);
+int pcache__archive_writer_new_fd(int fd, pcache__archive_writer **ret_writer);
+void pcache__archive_writer_free(pcache__archive_writer *writer);
 
 /* Add records. Devices should come before their entries, modules before the
  * entries that name them (the reader does not require it). The data is
  * copied. Return 0 or -ENOMEM. */
-int pcache__archive_add_device(pcache_archive_writer *writer, const Pcachepb__DeviceInfo *info);
-int pcache__archive_add_module(pcache_archive_writer *writer, const pcache_hash128 *hash,
+int pcache__archive_add_device(pcache__archive_writer *writer, const Pcachepb__DeviceInfo *info);
+int pcache__archive_add_module(pcache__archive_writer *writer, const pcache__hash *hash,
                                const void *code, size_t size);
-int pcache__archive_add_entry(pcache_archive_writer *writer, const pcache_archive_entry *entry);
+int pcache__archive_add_entry(pcache__archive_writer *writer, const pcache__archive_entry *entry);
 
 /* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller;
  * a streaming writer gives NULL and the archive's size in its file.
  * The writer is spent afterwards; free it. Returns 0 or -ENOMEM. */
-int pcache__archive_finish(pcache_archive_writer *writer, uint8_t **ret_data, size_t *ret_size);
+int pcache__archive_finish(pcache__archive_writer *writer, uint8_t **ret_data, size_t *ret_size);
 
 /* Callbacks for pcache__archive_read. Pointers are valid during the call
  * only. A callback returning nonzero stops the read with that value. */
-typedef struct pcache_archive_visitor {
+typedef struct pcache__archive_visitor {
   int (*device)(void *ctx, const Pcachepb__DeviceInfo *info);
-  int (*module)(void *ctx, const pcache_hash128 *hash, const void *code, size_t size);
-  int (*entry)(void *ctx, const pcache_archive_entry *entry);
+  int (*module)(void *ctx, const pcache__hash *hash, const void *code, size_t size);
+  int (*entry)(void *ctx, const pcache__archive_entry *entry);
   /* A record that failed its checksum or does not parse; err says how.
    * The reader skips it and goes on when it can find the next record. */
   int (*bad_record)(void *ctx, uint64_t index, int err);
-} pcache_archive_visitor;
+} pcache__archive_visitor;
 
 /*
  * pcache__archive_read - walks every record of an archive. Checks the
@@ -69,7 +69,7 @@ typedef struct pcache_archive_visitor {
  * archive is truncated (records before the damage were visited),
  * PCACHE_EARCHIVE_VERSION for an unknown version, or a callback's value.
  */
-int pcache__archive_read(const void *data, size_t size, const pcache_archive_visitor *visitor,
+int pcache__archive_read(const void *data, size_t size, const pcache__archive_visitor *visitor,
                          void *ctx);
 
 /* Where a read stopped, for pcache__archive_read_from: zero it to start
@@ -87,6 +87,6 @@ typedef struct pcache_archive_cursor {
  * same checks and return values as pcache__archive_read.
  */
 int pcache__archive_read_from(const void *data, size_t size, pcache_archive_cursor *cursor,
-                              const pcache_archive_visitor *visitor, void *ctx);
+                              const pcache__archive_visitor *visitor, void *ctx);
 
 #endif

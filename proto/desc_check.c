@@ -15,10 +15,10 @@
  * client headers, so the value is repeated here and checked there. */
 #define DESC_FORMAT_VERSION 1
 
-int pcache__desc_check(const uint8_t *desc, size_t size, const pcache_hash128 *state_hash,
-                       uint32_t expected_kind, pcache_hash128 modules[PCACHE_DESC_MAX_MODULES],
+int pcache__desc_check(const uint8_t *desc, size_t size, const pcache__hash *state_hash,
+                       uint32_t expected_kind, pcache__hash modules[PCACHE_DESC_MAX_MODULES],
                        size_t *ret_n_modules) {
-  pcache_hash128 h, found[PCACHE_DESC_MAX_MODULES];
+  pcache__hash h, found[PCACHE_DESC_MAX_MODULES];
   Pcachepb__PipelineDesc *d;
   size_t n = 0;
   int r = 0;

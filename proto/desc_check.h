@@ -20,8 +20,8 @@
  * PCACHE_EHASH_MISMATCH (state_hash is not XXH3-128 of desc).
  * On success *ret_n_modules hashes are written to modules.
  */
-int pcache__desc_check(const uint8_t *desc, size_t size, const pcache_hash128 *state_hash,
-                       uint32_t expected_kind, pcache_hash128 modules[PCACHE_DESC_MAX_MODULES],
+int pcache__desc_check(const uint8_t *desc, size_t size, const pcache__hash *state_hash,
+                       uint32_t expected_kind, pcache__hash modules[PCACHE_DESC_MAX_MODULES],
                        size_t *ret_n_modules);
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "common/alloc.h"
 
-struct pcache_transport {
+struct pcache__transport {
   int fd;
   uint32_t max_frame;
   Pcachepb__Response *hello; /* the whole HelloReply response, kept for its limits */
@@ -132,8 +132,7 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *i
   return 0;
 }
 
-static int send_request(pcache_transport *t, const Pcachepb__Request *request,
-                        uint64_t deadline) {
+static int send_request(pcache__transport *t, const Pcachepb__Request *request, uint64_t deadline) {
   uint8_t *buf;
   size_t size;
   int r = pcache__request_encode(request, t->max_frame, &buf, &size);
@@ -148,7 +147,7 @@ static int send_request(pcache_transport *t, const Pcachepb__Request *request,
  * that came with it, the real Response lies. The memfd must be sealed
  * against writes and shrinking, or the daemon (or anyone holding the fd)
  * could change the bytes after we checked them. */
-static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache_reply *reply) {
+static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache__reply *reply) {
   struct stat st;
   int seals;
   void *map;
@@ -172,12 +171,12 @@ static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache_reply *reply) {
   return 0;
 }
 
-static int recv_reply(pcache_transport *t, uint64_t deadline, pcache_reply *ret_reply) {
+static int recv_reply(pcache__transport *t, uint64_t deadline, pcache__reply *ret_reply) {
   uint8_t header[PCACHE_FRAME_HEADER_SIZE];
   uint8_t *body = NULL;
   uint32_t length;
   int fd = -1, r;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   Pcachepb__Response *outer = NULL;
 
   r = recv_all(t->fd, header, sizeof header, deadline, &fd);
@@ -220,7 +219,7 @@ static int recv_reply(pcache_transport *t, uint64_t deadline, pcache_reply *ret_
   }
 done:
   *ret_reply = reply;
-  reply = (pcache_reply){0};
+  reply = (pcache__reply){0};
   r = 0;
 out_unmap:
   pcache__reply_release(&reply);
@@ -233,16 +232,16 @@ out:
   return r;
 }
 
-static int call_until(pcache_transport *t, const Pcachepb__Request *request, uint64_t deadline,
-                      pcache_reply *ret_reply) {
+static int call_until(pcache__transport *t, const Pcachepb__Request *request, uint64_t deadline,
+                      pcache__reply *ret_reply) {
   int r = send_request(t, request, deadline);
   if (r < 0)
     return r;
   return recv_reply(t, deadline, ret_reply);
 }
 
-int pcache__transport_call(pcache_transport *transport, const Pcachepb__Request *request,
-                           uint32_t timeout_ms, pcache_reply *ret_reply) {
+int pcache__transport_call(pcache__transport *transport, const Pcachepb__Request *request,
+                           uint32_t timeout_ms, pcache__reply *ret_reply) {
   if (!transport || transport->fd < 0 || !request || !ret_reply)
     return -EINVAL;
   return call_until(transport, request, now_ms() + timeout_ms, ret_reply);
@@ -313,10 +312,10 @@ out_close:
 }
 
 int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
-                           pcache_transport **ret_transport, char **ret_message) {
+                           pcache__transport **ret_transport, char **ret_message) {
   uint64_t deadline = now_ms() + timeout_ms;
-  pcache_transport *t;
-  pcache_reply reply = {0};
+  pcache__transport *t;
+  pcache__reply reply = {0};
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
   long peer_uid = -1;
@@ -376,7 +375,7 @@ out_free:
   return r;
 }
 
-void pcache__transport_close(pcache_transport *transport) {
+void pcache__transport_close(pcache__transport *transport) {
   if (!transport)
     return;
   if (transport->fd >= 0)
@@ -385,20 +384,20 @@ void pcache__transport_close(pcache_transport *transport) {
   pcache__free(transport);
 }
 
-const Pcachepb__HelloReply *pcache__transport_hello(const pcache_transport *transport) {
+const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport) {
   return transport && transport->hello ? transport->hello->hello : NULL;
 }
 
-void pcache__reply_release(pcache_reply *reply) {
+void pcache__reply_release(pcache__reply *reply) {
   if (!reply)
     return;
   pcache__response_free(reply->response);
   if (reply->bulk)
     munmap((void *)reply->bulk, reply->bulk_size);
-  *reply = (pcache_reply){0};
+  *reply = (pcache__reply){0};
 }
 
-const uint8_t *pcache__reply_bytes(const pcache_reply *reply, ProtobufCBinaryData inline_data,
+const uint8_t *pcache__reply_bytes(const pcache__reply *reply, ProtobufCBinaryData inline_data,
                                    uint64_t offset, uint64_t size, size_t *ret_size) {
   *ret_size = 0;
   if (inline_data.len > 0) {

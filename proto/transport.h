@@ -10,13 +10,13 @@
 
 #include "proto/frame.h"
 
-typedef struct pcache_transport pcache_transport;
+typedef struct pcache__transport pcache__transport;
 
-typedef struct pcache_reply {
+typedef struct pcache__reply {
   Pcachepb__Response *response; /* never NULL after a successful call */
   const uint8_t *bulk;          /* the mapped memfd, or NULL for inline */
   size_t bulk_size;
-} pcache_reply;
+} pcache__reply;
 
 /*
  * pcache__transport_open - connect to socket_path and exchange Hello
@@ -30,11 +30,11 @@ typedef struct pcache_reply {
  * sent; *ret_message then names its uid); PCACHE_EPROTO.
  */
 int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
-                           pcache_transport **ret_transport, char **ret_message);
-void pcache__transport_close(pcache_transport *transport);
+                           pcache__transport **ret_transport, char **ret_message);
+void pcache__transport_close(pcache__transport *transport);
 
 /* The daemon's Hello reply (limits, version). Valid until close. */
-const Pcachepb__HelloReply *pcache__transport_hello(const pcache_transport *transport);
+const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport);
 
 /*
  * pcache__transport_call - send request, wait for its reply. Returns 0 when
@@ -44,8 +44,8 @@ const Pcachepb__HelloReply *pcache__transport_hello(const pcache_transport *tran
  * transport is unusable: close it and open a new one. Not thread-safe: one
  * call at a time per transport.
  */
-int pcache__transport_call(pcache_transport *transport, const Pcachepb__Request *request,
-                           uint32_t timeout_ms, pcache_reply *ret_reply);
+int pcache__transport_call(pcache__transport *transport, const Pcachepb__Request *request,
+                           uint32_t timeout_ms, pcache__reply *ret_reply);
 
 /*
  * pcache__transport_set_cancel_fd - from now on, every wait of the calling
@@ -57,14 +57,14 @@ int pcache__transport_call(pcache_transport *transport, const Pcachepb__Request 
 void pcache__transport_set_cancel_fd(int fd);
 
 /* Frees the response and unmaps the bulk memfd. Accepts a zeroed reply. */
-void pcache__reply_release(pcache_reply *reply);
+void pcache__reply_release(pcache__reply *reply);
 
 /*
  * pcache__reply_bytes - the bytes a Blob (or an ExportReply archive) stands
  * for: the inline field when set, else [offset, offset + size) of the bulk
  * mapping. NULL (and *ret_size 0) when the range is outside the mapping.
  */
-const uint8_t *pcache__reply_bytes(const pcache_reply *reply, ProtobufCBinaryData inline_data,
+const uint8_t *pcache__reply_bytes(const pcache__reply *reply, ProtobufCBinaryData inline_data,
                                    uint64_t offset, uint64_t size, size_t *ret_size);
 
 #endif

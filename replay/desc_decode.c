@@ -109,7 +109,7 @@ static int decode_sampler(struct pcache__desc_arena *a, const Pcachepb__SamplerD
 }
 
 static int decode_layout(struct pcache__desc_arena *a, const Pcachepb__PipelineLayoutDesc *l,
-                         pcache_desc_decoded *d) {
+                         pcache__desc_decoded *d) {
   uint32_t n_samplers = 0, si = 0;
   int r;
   d->layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
@@ -288,7 +288,7 @@ static int decode_render_pass(struct pcache__desc_arena *a, const Pcachepb__Rend
 }
 
 static int decode_stages(struct pcache__desc_arena *a, const Pcachepb__PipelineDesc *m,
-                         pcache_desc_code_fn code, void *code_ctx, pcache_desc_decoded *d) {
+                         pcache__desc_code_fn code, void *code_ctx, pcache__desc_decoded *d) {
   int r;
   if (m->n_stages > PCACHE_DESC_MAX_MODULES)
     return PCACHE_EBAD_DESC;
@@ -618,7 +618,7 @@ static int decode_fixed_function(struct pcache__desc_arena *a, const Pcachepb__P
   return 0;
 }
 
-void pcache__desc_decoded_free(pcache_desc_decoded *decoded) {
+void pcache__desc_decoded_free(pcache__desc_decoded *decoded) {
   struct chunk *c, *next;
   if (!decoded)
     return;
@@ -634,7 +634,7 @@ void pcache__desc_decoded_free(pcache_desc_decoded *decoded) {
   pcache__free(decoded);
 }
 
-static int decode_all(pcache_desc_decoded *d, pcache_desc_code_fn code, void *code_ctx) {
+static int decode_all(pcache__desc_decoded *d, pcache__desc_code_fn code, void *code_ctx) {
   struct pcache__desc_arena *a = d->arena;
   const Pcachepb__PipelineDesc *m = a->msg;
   int r;
@@ -685,9 +685,9 @@ static int decode_all(pcache_desc_decoded *d, pcache_desc_code_fn code, void *co
   return decode_fixed_function(a, m, &d->graphics);
 }
 
-int pcache__desc_decode(const uint8_t *desc, size_t size, pcache_desc_code_fn code,
-                        void *code_ctx, pcache_desc_decoded **ret_decoded) {
-  pcache_desc_decoded *d;
+int pcache__desc_decode(const uint8_t *desc, size_t size, pcache__desc_code_fn code, void *code_ctx,
+                        pcache__desc_decoded **ret_decoded) {
+  pcache__desc_decoded *d;
   int r;
   d = pcache__calloc(1, sizeof(*d));
   if (!d)
@@ -712,7 +712,7 @@ out_free:
   return r;
 }
 
-void pcache__desc_decoded_link(pcache_desc_decoded *d) {
+void pcache__desc_decoded_link(pcache__desc_decoded *d) {
   for (uint32_t i = 0; i < d->n_modules; i++)
     d->arena->stages[i].module = d->modules[i];
   if (d->kind == 2) {
@@ -728,7 +728,7 @@ static int vk_error(VkResult v) {
   return v == VK_ERROR_OUT_OF_HOST_MEMORY || v == VK_ERROR_OUT_OF_DEVICE_MEMORY ? -ENOMEM : -EIO;
 }
 
-int pcache__desc_decoded_create_objects(pcache_desc_decoded *d, VkDevice device,
+int pcache__desc_decoded_create_objects(pcache__desc_decoded *d, VkDevice device,
                                         const VkAllocationCallbacks *alloc) {
   VkResult v = VK_SUCCESS;
   for (uint32_t i = 0; i < d->n_modules; i++)
@@ -752,9 +752,8 @@ int pcache__desc_decoded_create_objects(pcache_desc_decoded *d, VkDevice device,
   return 0;
 }
 
-int pcache__desc_decoded_create_pipeline(const pcache_desc_decoded *d, VkDevice device,
-                                         VkPipelineCache cache,
-                                         const VkAllocationCallbacks *alloc,
+int pcache__desc_decoded_create_pipeline(const pcache__desc_decoded *d, VkDevice device,
+                                         VkPipelineCache cache, const VkAllocationCallbacks *alloc,
                                          VkPipeline *ret_pipeline) {
   VkResult v;
   if (d->kind == 2)
@@ -764,7 +763,7 @@ int pcache__desc_decoded_create_pipeline(const pcache_desc_decoded *d, VkDevice 
   return v == VK_SUCCESS ? 0 : vk_error(v);
 }
 
-void pcache__desc_decoded_destroy_objects(pcache_desc_decoded *d, VkDevice device,
+void pcache__desc_decoded_destroy_objects(pcache__desc_decoded *d, VkDevice device,
                                           const VkAllocationCallbacks *alloc) {
   for (uint32_t i = 0; i < d->n_modules; i++) {
     vkDestroyShaderModule(device, d->modules[i], alloc);

@@ -15,10 +15,10 @@
 /* Gives the SPIR-V code whose XXH3-128 is hash: *ret_code must stay valid
  * until the decoded description is freed. Returns 0 or a negative code
  * (PCACHE_EMISSING_MODULE when it has none). */
-typedef int (*pcache_desc_code_fn)(void *ctx, const pcache_hash128 *hash,
-                                   const uint32_t **ret_code, size_t *ret_size);
+typedef int (*pcache__desc_code_fn)(void *ctx, const pcache__hash *hash, const uint32_t **ret_code,
+                                    size_t *ret_size);
 
-typedef struct pcache_desc_decoded {
+typedef struct pcache__desc_decoded {
   uint32_t kind; /* 1 graphics, 2 compute (Pcachepb__EntryKind) */
   /* In creation order: samplers, set layouts, pipeline layout, render pass,
    * modules. Arrays have n_* entries; immutable sampler and set layout
@@ -35,13 +35,13 @@ typedef struct pcache_desc_decoded {
   VkRenderPassCreateInfo2 render_pass_info;
   VkRenderPass render_pass;
   uint32_t n_modules; /* one per stage, in stage order */
-  pcache_hash128 *module_hashes;
+  pcache__hash *module_hashes;
   VkShaderModuleCreateInfo *module_infos; /* codeSize 0 when code was NULL */
   VkShaderModule *modules;
   VkGraphicsPipelineCreateInfo graphics; /* kind 1 */
   VkComputePipelineCreateInfo compute;   /* kind 2 */
   struct pcache__desc_arena *arena;
-} pcache_desc_decoded;
+} pcache__desc_decoded;
 
 /*
  * pcache__desc_decode - parse desc (a packed PipelineDesc of this format
@@ -51,25 +51,24 @@ typedef struct pcache_desc_decoded {
  * plus a small multiple of size. Thread-safe. Free with
  * pcache__desc_decoded_free.
  */
-int pcache__desc_decode(const uint8_t *desc, size_t size, pcache_desc_code_fn code,
-                        void *code_ctx, pcache_desc_decoded **ret_decoded);
+int pcache__desc_decode(const uint8_t *desc, size_t size, pcache__desc_code_fn code, void *code_ctx,
+                        pcache__desc_decoded **ret_decoded);
 /* Copies the object handles into the pipeline create info (stage modules,
  * layout, render pass). */
-void pcache__desc_decoded_link(pcache_desc_decoded *decoded);
+void pcache__desc_decoded_link(pcache__desc_decoded *decoded);
 /* Creates every object on device, then links. Returns 0,
  * PCACHE_EMISSING_MODULE (decoded without code), -ENOMEM or -EIO (the
  * driver refused an object; what was made is destroyed again). */
-int pcache__desc_decoded_create_objects(pcache_desc_decoded *decoded, VkDevice device,
+int pcache__desc_decoded_create_objects(pcache__desc_decoded *decoded, VkDevice device,
                                         const VkAllocationCallbacks *alloc);
 /* Creates the pipeline itself (after create_objects). Returns 0, -ENOMEM
  * or -EIO (the driver refused it). */
-int pcache__desc_decoded_create_pipeline(const pcache_desc_decoded *decoded, VkDevice device,
-                                         VkPipelineCache cache,
-                                         const VkAllocationCallbacks *alloc,
+int pcache__desc_decoded_create_pipeline(const pcache__desc_decoded *decoded, VkDevice device,
+                                         VkPipelineCache cache, const VkAllocationCallbacks *alloc,
                                          VkPipeline *ret_pipeline);
 /* Destroys the objects create_objects made (not the pipeline). */
-void pcache__desc_decoded_destroy_objects(pcache_desc_decoded *decoded, VkDevice device,
+void pcache__desc_decoded_destroy_objects(pcache__desc_decoded *decoded, VkDevice device,
                                           const VkAllocationCallbacks *alloc);
-void pcache__desc_decoded_free(pcache_desc_decoded *decoded);
+void pcache__desc_decoded_free(pcache__desc_decoded *decoded);
 
 #endif

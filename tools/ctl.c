@@ -146,8 +146,8 @@ void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Respons
 }
 
 static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,
-                int keep_refused, pcache_reply *ret_reply) {
-  pcache_reply reply = {0};
+                int keep_refused, pcache__reply *ret_reply) {
+  pcache__reply reply = {0};
   int r = ctl_connect(c);
   if (r != EXIT_OK)
     return r;
@@ -178,12 +178,12 @@ static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__Bo
 }
 
 int ctl_call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,
-             pcache_reply *ret_reply) {
+             pcache__reply *ret_reply) {
   return call(c, request, expected, 0, ret_reply);
 }
 
 int ctl_call_keep_refused(ctl *c, const Pcachepb__Request *request,
-                          Pcachepb__Response__BodyCase expected, pcache_reply *ret_reply) {
+                          Pcachepb__Response__BodyCase expected, pcache__reply *ret_reply) {
   return call(c, request, expected, 1, ret_reply);
 }
 
@@ -204,7 +204,7 @@ const char *ctl_printable(const char *text, char *buf, size_t size) {
   return buf;
 }
 
-int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache_devkey *ret_key) {
+int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache__devkey *ret_key) {
   if (b->len != PCACHE_DEVKEY_SIZE)
     return -EINVAL;
   memcpy(ret_key->bytes, b->data, PCACHE_DEVKEY_SIZE);
@@ -256,12 +256,12 @@ int ctl_device_matches(const ctl_device_arg *arg, const ProtobufCBinaryData *key
   return memcmp(key->data, arg->uuid, PCACHE_UUID_SIZE) == 0;
 }
 
-int ctl_resolve_devices(ctl *c, const ctl_device_arg *arg, pcache_devkey **ret_keys,
+int ctl_resolve_devices(ctl *c, const ctl_device_arg *arg, pcache__devkey **ret_keys,
                         size_t *ret_n) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__List list = PCACHEPB__LIST__INIT;
-  pcache_reply reply = {0};
-  pcache_devkey *keys = NULL;
+  pcache__reply reply = {0};
+  pcache__devkey *keys = NULL;
   size_t n = 0;
   int r;
 

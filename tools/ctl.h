@@ -34,7 +34,7 @@ typedef struct ctl {
   int json;
   uint32_t timeout_ms;
   char socket_path[108];
-  pcache_transport *transport;
+  pcache__transport *transport;
 } ctl;
 
 typedef struct ctl_command {
@@ -99,9 +99,9 @@ int ctl_connect(ctl *c);
  * archive reports what it kept).
  */
 int ctl_call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,
-             pcache_reply *ret_reply);
+             pcache__reply *ret_reply);
 int ctl_call_keep_refused(ctl *c, const Pcachepb__Request *request,
-                          Pcachepb__Response__BodyCase expected, pcache_reply *ret_reply);
+                          Pcachepb__Response__BodyCase expected, pcache__reply *ret_reply);
 void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Response *response);
 
 /* ------------------------------------------------------------- printing */
@@ -110,7 +110,7 @@ void ctl_fmt_size(uint64_t bytes, char *out, size_t out_size);
 /* Text from drivers and apps, made safe for a terminal table: control
  * characters become '?'; NULL or empty becomes "-". */
 const char *ctl_printable(const char *text, char *buf, size_t size);
-int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache_devkey *ret_key);
+int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache__devkey *ret_key);
 void ctl_uuid_text(const ProtobufCBinaryData *key, char out[37]);
 /* Problems (Verify, Import) as JSON (j non-NULL) or as a table. */
 void ctl_print_problems(ctl_json *j, Pcachepb__Problem **problems, size_t n);
@@ -121,7 +121,7 @@ void ctl_print_problems(ctl_json *j, Pcachepb__Problem **problems, size_t n);
  * for several keys (one per driver version or ABI). */
 typedef struct ctl_device_arg {
   int whole_key;
-  pcache_devkey key;
+  pcache__devkey key;
   uint8_t uuid[PCACHE_UUID_SIZE];
 } ctl_device_arg;
 
@@ -129,7 +129,8 @@ int ctl_parse_device_arg(const char *text, ctl_device_arg *ret_arg);
 int ctl_device_matches(const ctl_device_arg *arg, const ProtobufCBinaryData *key);
 /* Every device key the daemon knows that arg names. Returns an exit code;
  * *ret_keys is pcache__malloc'ed (may be NULL when *ret_n is 0). */
-int ctl_resolve_devices(ctl *c, const ctl_device_arg *arg, pcache_devkey **ret_keys, size_t *ret_n);
+int ctl_resolve_devices(ctl *c, const ctl_device_arg *arg, pcache__devkey **ret_keys,
+                        size_t *ret_n);
 
 /* The --device/--app filters of list and export. */
 typedef struct ctl_entry_filter {

@@ -18,10 +18,10 @@
 static int merge_device(void *ctx, const Pcachepb__DeviceInfo *info) {
   return pcache__archive_add_device(ctx, info);
 }
-static int merge_module(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
+static int merge_module(void *ctx, const pcache__hash *hash, const void *code, size_t size) {
   return pcache__archive_add_module(ctx, hash, code, size);
 }
-static int merge_entry(void *ctx, const pcache_archive_entry *entry) {
+static int merge_entry(void *ctx, const pcache__archive_entry *entry) {
   return pcache__archive_add_entry(ctx, entry);
 }
 static int merge_bad(void *ctx, uint64_t index, int err) {
@@ -81,12 +81,12 @@ out_unlink:
   return r;
 }
 
-static int export_one(ctl *c, const pcache_devkey *key, const char *app,
-                      pcache_archive_writer *merge, pcache_reply *ret_reply,
+static int export_one(ctl *c, const pcache__devkey *key, const char *app,
+                      pcache__archive_writer *merge, pcache__reply *ret_reply,
                       const uint8_t **ret_data, size_t *ret_size, uint64_t *entries) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Export export = PCACHEPB__EXPORT__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__ExportReply *e;
   const uint8_t *data;
   size_t size;
@@ -111,8 +111,8 @@ static int export_one(ctl *c, const pcache_devkey *key, const char *app,
   }
   *entries += e->entries;
   if (merge) {
-    static const pcache_archive_visitor visitor = {merge_device, merge_module, merge_entry,
-                                                   merge_bad};
+    static const pcache__archive_visitor visitor = {merge_device, merge_module, merge_entry,
+                                                    merge_bad};
     r = pcache__archive_read(data, size, &visitor, merge);
     pcache__reply_release(&reply);
     if (r != 0) {
@@ -128,9 +128,9 @@ static int export_one(ctl *c, const pcache_devkey *key, const char *app,
 }
 
 static int cmd_export(ctl *c, int argc, char **argv) {
-  pcache_reply reply = {0};
-  pcache_archive_writer *merge = NULL;
-  pcache_devkey *keys = NULL;
+  pcache__reply reply = {0};
+  pcache__archive_writer *merge = NULL;
+  pcache__devkey *keys = NULL;
   size_t n_keys = 0, size = 0;
   const uint8_t *data = NULL;
   uint8_t *merged = NULL;

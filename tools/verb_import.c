@@ -53,7 +53,7 @@ static int read_all(int fd, uint8_t **ret_data, size_t *ret_size, size_t limit) 
 static int cmd_import(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Import import = PCACHEPB__IMPORT__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__ImportReply *im;
   const Pcachepb__HelloReply *hello;
   uint8_t *data = NULL;

@@ -48,7 +48,7 @@ static const Pcachepb__DeviceRecord *find_device(const Pcachepb__ListReply *l,
 
 static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d) {
   const Pcachepb__DeviceInfo *info = d->info;
-  pcache_devkey key;
+  pcache__devkey key;
   char uuid[37];
   ctl_json_object_begin(j);
   if (info && ctl_key_from_bytes(&info->key, &key) == 0) {
@@ -96,7 +96,7 @@ static void json_entry(ctl_json *j, const Pcachepb__EntryRecord *e) {
 
 static void print_device_row(const Pcachepb__DeviceRecord *d) {
   const Pcachepb__DeviceInfo *info = d->info;
-  pcache_devkey key;
+  pcache__devkey key;
   char uuid[37] = "?", vendor_buf[16], version[32] = "?", size[32];
   const char *vendor = "?";
   uint32_t device_id = 0, abi = 0;
@@ -118,7 +118,7 @@ static void print_device_row(const Pcachepb__DeviceRecord *d) {
 static int cmd_list(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__List list = PCACHEPB__LIST__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__ListReply *l;
   const Pcachepb__EntryRecord **entries = NULL;
   const Pcachepb__DeviceRecord **devices = NULL;

@@ -12,7 +12,7 @@
 
 static int purge_one(ctl *c, Pcachepb__Purge *purge, uint64_t *entries, uint64_t *bytes) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   int r;
   request.body_case = PCACHEPB__REQUEST__BODY_PURGE;
   request.purge = purge;
@@ -29,7 +29,7 @@ static int purge_one(ctl *c, Pcachepb__Purge *purge, uint64_t *entries, uint64_t
 typedef struct purge_args {
   Pcachepb__Purge purge;
   ctl_device_arg dev;
-  pcache_hash128 hash;
+  pcache__hash hash;
   const char *app, *device_text;
   int selectors;
 } purge_args;
@@ -90,7 +90,7 @@ static const struct option purge_options[] = {
 static int cmd_purge(ctl *c, int argc, char **argv) {
   purge_args a = {.purge = PCACHEPB__PURGE__INIT};
   Pcachepb__Purge *purge = &a.purge;
-  pcache_devkey *keys = NULL;
+  pcache__devkey *keys = NULL;
   size_t n_keys = 0;
   uint64_t entries = 0, bytes = 0;
   int r;

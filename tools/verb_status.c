@@ -15,7 +15,7 @@
 static int cmd_status(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Stats stats_req = PCACHEPB__STATS__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__StatsReply *s;
   int r;
 

@@ -21,7 +21,7 @@ static const struct option verify_options[] = {{"repair", no_argument, NULL, CTL
 static int cmd_verify(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Verify verify = PCACHEPB__VERIFY__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__VerifyReply *v;
   int r, unrepaired;
 

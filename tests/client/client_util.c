@@ -17,8 +17,8 @@ pcache_client *util_client(uint32_t timeout_ms) {
   return client;
 }
 
-static void call(const Pcachepb__Request *request, pcache_reply *reply) {
-  pcache_transport *t;
+static void call(const Pcachepb__Request *request, pcache__reply *reply) {
+  pcache__transport *t;
   ASSERT_OK(pcache__transport_open(getenv("PCACHE_SOCKET"), "pcache-client-test-check", 5000, &t,
                                    NULL));
   ASSERT_OK(pcache__transport_call(t, request, 5000, reply));
@@ -26,7 +26,7 @@ static void call(const Pcachepb__Request *request, pcache_reply *reply) {
   ASSERT_EQ(reply->response->status, 0);
 }
 
-static Pcachepb__Response *list_response(pcache_reply *reply) {
+static Pcachepb__Response *list_response(pcache__reply *reply) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__List list = PCACHEPB__LIST__INIT;
   list.entries = 1;
@@ -38,14 +38,14 @@ static Pcachepb__Response *list_response(pcache_reply *reply) {
 }
 
 size_t util_count_entries(void) {
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   size_t n = list_response(&reply)->list->n_entries;
   pcache__reply_release(&reply);
   return n;
 }
 
 size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max) {
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   const Pcachepb__ListReply *list = list_response(&reply)->list;
   size_t n = 0;
   for (size_t i = 0; i < list->n_entries && n < max; i++) {
@@ -59,7 +59,7 @@ size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max) {
 Pcachepb__Response *util_stats(void) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Stats stats = PCACHEPB__STATS__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   Pcachepb__Response *resp;
   request.body_case = PCACHEPB__REQUEST__BODY_STATS;
   request.stats = &stats;

@@ -26,10 +26,10 @@ static int merge_reason(pcache_device *device, const uint8_t *blob, size_t size,
   return pcache__blob_merge(device, blob, size, checksum, &reason) == 0 ? 0 : (int)reason;
 }
 
-static pcache_hash128 graphics_hash(pcache_device *device, const test_objects *o, uint32_t v) {
+static pcache__hash graphics_hash(pcache_device *device, const test_objects *o, uint32_t v) {
   test_graphics g;
-  pcache_desc_buf buf;
-  pcache_desc_keys keys;
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
   test_graphics_info(&g, o, v);
   pcache__desc_buf_init(&buf);
   ASSERT_OK(pcache__desc_graphics(&g.info, &device->lookup, &buf, &keys));
@@ -39,7 +39,7 @@ static pcache_hash128 graphics_hash(pcache_device *device, const test_objects *o
 
 /* Replaces the blob of (key, hash); fix_meta: make the entry's checksum
  * match the new bytes, so only a header check can catch it. */
-static void edit_store(const char *data_dir, const pcache_devkey *key, const pcache_hash128 *hash,
+static void edit_store(const char *data_dir, const pcache__devkey *key, const pcache__hash *hash,
                        const uint8_t *blob, size_t size, int fix_meta) {
   MDB_env *env;
   MDB_txn *txn;
@@ -79,8 +79,8 @@ int main(void) {
   pcache_device *device;
   test_objects o;
   pcache_stats st;
-  pcache_hash128 h0, h1;
-  pcache_devkey key, other;
+  pcache__hash h0, h1;
+  pcache__devkey key, other;
   uint8_t blob[PCACHE_BLOB_HEADER_SIZE], uuid[PCACHE_UUID_SIZE];
   VkPipeline p;
   Pcachepb__Response *stats;

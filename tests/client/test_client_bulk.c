@@ -16,11 +16,11 @@
 #define PER_PUT 250
 
 static void put_entries(pcache_device *device, const test_objects *o) {
-  pcache_transport *t;
+  pcache__transport *t;
   size_t vsize, fsize;
   const uint32_t *vcode = test_vk_shader_code("tri.vert", &vsize);
   const uint32_t *fcode = test_vk_shader_code("tri.frag", &fsize);
-  pcache_hash128 vhash, fhash;
+  pcache__hash vhash, fhash;
   uint8_t header[PCACHE_BLOB_HEADER_SIZE];
   Pcachepb__Module mods[2] = {PCACHEPB__MODULE__INIT, PCACHEPB__MODULE__INIT};
   Pcachepb__Module *mod_ptrs[2] = {&mods[0], &mods[1]};
@@ -39,11 +39,11 @@ static void put_entries(pcache_device *device, const test_objects *o) {
   for (uint32_t base = 0; base < N_ENTRIES; base += PER_PUT) {
     static Pcachepb__PutItem items[PER_PUT];
     static Pcachepb__PutItem *item_ptrs[PER_PUT];
-    static pcache_desc_buf bufs[PER_PUT];
-    static pcache_desc_keys keys[PER_PUT];
+    static pcache__desc_buf bufs[PER_PUT];
+    static pcache__desc_keys keys[PER_PUT];
     Pcachepb__Put put = PCACHEPB__PUT__INIT;
     Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
-    pcache_reply reply = {0};
+    pcache__reply reply = {0};
     for (uint32_t i = 0; i < PER_PUT; i++) {
       test_graphics g;
       test_graphics_info(&g, o, base + i);
@@ -77,7 +77,7 @@ static void put_entries(pcache_device *device, const test_objects *o) {
   {
     Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
     Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
-    pcache_reply reply = {0};
+    pcache__reply reply = {0};
     pre.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->key.bytes};
     request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     request.prefetch = &pre;

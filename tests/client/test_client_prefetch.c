@@ -26,10 +26,10 @@
 /* Whether the daemon pages: a second page (offset 3) of a 3-per-reply
  * prefetch holds other entries, and the first says more follow. */
 static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
-  pcache_transport *t;
+  pcache__transport *t;
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
-  pcache_reply reply = {0};
+  pcache__reply reply = {0};
   uint8_t key[32];
   int more;
   (void)info;

@@ -42,7 +42,7 @@ void ctl_start(test_env *env) {
   test_daemon_start(env, NULL);
 }
 
-void ctl_key(uint8_t seed, uint32_t driver_version, pcache_devkey *ret_key) {
+void ctl_key(uint8_t seed, uint32_t driver_version, pcache__devkey *ret_key) {
   uint8_t uuid[PCACHE_UUID_SIZE];
   memset(uuid, seed, sizeof uuid);
   pcache__devkey_make(uuid, 0x10005, 0x100u + seed, driver_version, 8, ret_key);
@@ -67,7 +67,7 @@ size_t ctl_desc(uint32_t kind, uint32_t n, uint8_t out[CTL_DESC_MAX]) {
   Pcachepb__ShaderStageDesc stage = PCACHEPB__SHADER_STAGE_DESC__INIT, *stages[1] = {&stage};
   Pcachepb__ShaderModuleDesc module = PCACHEPB__SHADER_MODULE_DESC__INIT;
   uint32_t spirv[CTL_SPIRV_WORDS];
-  pcache_hash128 hash;
+  pcache__hash hash;
   ctl_spirv(n, spirv);
   pcache__hash128(spirv, sizeof spirv, &hash);
   module.spirv_hash.data = hash.bytes;
@@ -83,13 +83,13 @@ size_t ctl_desc(uint32_t kind, uint32_t n, uint8_t out[CTL_DESC_MAX]) {
   return pcachepb__pipeline_desc__pack(&desc, out);
 }
 
-void ctl_archive_add(pcache_archive_writer *w, const pcache_devkey *key,
-                     const pcache_devkey *blob_key, uint32_t kind, uint32_t n, const char *app,
+void ctl_archive_add(pcache__archive_writer *w, const pcache__devkey *key,
+                     const pcache__devkey *blob_key, uint32_t kind, uint32_t n, const char *app,
                      uint64_t created, uint64_t last_used) {
   uint8_t desc[CTL_DESC_MAX], blob[64];
   uint32_t spirv[CTL_SPIRV_WORDS];
-  pcache_hash128 module_hash;
-  pcache_archive_entry e;
+  pcache__hash module_hash;
+  pcache__archive_entry e;
   ctl_spirv(n, spirv);
   pcache__hash128(spirv, sizeof spirv, &module_hash);
   ASSERT_OK(pcache__archive_add_module(w, &module_hash, spirv, sizeof spirv));
@@ -111,22 +111,22 @@ void ctl_archive_add(pcache_archive_writer *w, const pcache_devkey *key,
   ASSERT_OK(pcache__archive_add_entry(w, &e));
 }
 
-void ctl_state_hash(uint32_t kind, uint32_t n, pcache_hash128 *ret_hash) {
+void ctl_state_hash(uint32_t kind, uint32_t n, pcache__hash *ret_hash) {
   uint8_t desc[CTL_DESC_MAX];
   size_t size = ctl_desc(kind, n, desc);
   pcache__hash128(desc, size, ret_hash);
 }
 
-void ctl_blob(const pcache_devkey *key, uint32_t n, uint8_t *out, size_t size) {
+void ctl_blob(const pcache__devkey *key, uint32_t n, uint8_t *out, size_t size) {
   ASSERT_GE(size, PCACHE_BLOB_HEADER_SIZE);
   pcache__blob_write_header(key, out);
   for (size_t i = PCACHE_BLOB_HEADER_SIZE; i < size; i++)
     out[i] = (uint8_t)(n * 31 + i);
 }
 
-void ctl_put(const test_env *env, const pcache_devkey *key, const char *device_name,
+void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_name,
              const char *app, uint32_t kind, uint32_t first, uint32_t count) {
-  pcache_transport *t = NULL;
+  pcache__transport *t = NULL;
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
@@ -135,11 +135,11 @@ void ctl_put(const test_env *env, const pcache_devkey *key, const char *device_n
   uint8_t(*blobs)[96] = calloc(count, sizeof *blobs);
   uint8_t(*descs)[CTL_DESC_MAX] = calloc(count, sizeof *descs);
   uint32_t(*spirv)[CTL_SPIRV_WORDS] = calloc(count, sizeof *spirv);
-  pcache_hash128 *module_hashes = calloc(count, sizeof *module_hashes);
+  pcache__hash *module_hashes = calloc(count, sizeof *module_hashes);
   Pcachepb__Module *modules = calloc(count, sizeof *modules);
   Pcachepb__Module **module_ptrs = calloc(count, sizeof *module_ptrs);
-  pcache_hash128 *hashes = calloc(count, sizeof *hashes);
-  pcache_reply reply = {0};
+  pcache__hash *hashes = calloc(count, sizeof *hashes);
+  pcache__reply reply = {0};
   ASSERT_TRUE(items && item_ptrs && blobs && descs && hashes && spirv && module_hashes &&
               modules && module_ptrs);
 

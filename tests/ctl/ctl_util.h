@@ -14,7 +14,7 @@
 
 /* A made-up device: UUID of 16 bytes `seed`, vendor 0x10005 (Mesa),
  * device 0x100 + seed, the given driver version, 64-bit ABI. */
-void ctl_key(uint8_t seed, uint32_t driver_version, pcache_devkey *ret_key);
+void ctl_key(uint8_t seed, uint32_t driver_version, pcache__devkey *ret_key);
 
 /* The UUID text of such a device. */
 void ctl_uuid_text(uint8_t seed, char out[37]);
@@ -31,20 +31,20 @@ size_t ctl_desc(uint32_t kind, uint32_t n, uint8_t out[CTL_DESC_MAX]);
 
 /* Adds entry n (its module first) to an archive: filed under key, its
  * blob's header made for blob_key (pass key itself for a valid one). */
-void ctl_archive_add(pcache_archive_writer *w, const pcache_devkey *key,
-                     const pcache_devkey *blob_key, uint32_t kind, uint32_t n, const char *app,
+void ctl_archive_add(pcache__archive_writer *w, const pcache__devkey *key,
+                     const pcache__devkey *blob_key, uint32_t kind, uint32_t n, const char *app,
                      uint64_t created, uint64_t last_used);
 
 /* A blob of size bytes (>= 32) whose header matches key. */
-void ctl_blob(const pcache_devkey *key, uint32_t n, uint8_t *out, size_t size);
+void ctl_blob(const pcache__devkey *key, uint32_t n, uint8_t *out, size_t size);
 
 /* Puts `count` entries (n = first .. first+count-1) for key under app
  * through a Put request; aborts unless every one is stored. */
-void ctl_put(const test_env *env, const pcache_devkey *key, const char *device_name,
+void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_name,
              const char *app, uint32_t kind, uint32_t first, uint32_t count);
 
 /* The state hash ctl_put gives entry n. */
-void ctl_state_hash(uint32_t kind, uint32_t n, pcache_hash128 *ret_hash);
+void ctl_state_hash(uint32_t kind, uint32_t n, pcache__hash *ret_hash);
 
 /* Runs "pcachectl --socket <env's socket> <args>" through sh; args is a
  * printf format. Captured stdout and stderr are kept in ctl_out / ctl_err

@@ -51,7 +51,7 @@ static size_t record_offset(const uint8_t *data, uint64_t index) {
 }
 
 int main(void) {
-  pcache_devkey a, b;
+  pcache__devkey a, b;
   char before[400], after[400], file[400], file2[400], cut[400], bad[400], foreign[400];
   uint8_t *data;
   size_t size;
@@ -151,7 +151,7 @@ int main(void) {
   /* Foreign device: an entry filed under A whose blob was made for B is
    * refused; the good entry beside it is kept. */
   {
-    pcache_archive_writer *w;
+    pcache__archive_writer *w;
     Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
     uint8_t *archive;
     size_t archive_size;
@@ -175,7 +175,7 @@ int main(void) {
   ASSERT_EQ(list_count(), 1);
   ASSERT_EQ(ctl_run(&env, "list --app shipped"), 0);
   {
-    pcache_hash128 h;
+    pcache__hash h;
     char hash[33];
     ctl_state_hash(1, 500, &h);
     pcache__hash_format(&h, hash);
@@ -185,7 +185,7 @@ int main(void) {
   /* --device UUID naming two device keys: their exports are merged into
    * one archive. */
   {
-    pcache_devkey a2;
+    pcache__devkey a2;
     char uuid_a[37], merged[400];
     ctl_key(0xa1, 101, &a2);
     ctl_uuid_text(0xa1, uuid_a);

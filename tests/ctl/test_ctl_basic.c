@@ -33,9 +33,9 @@ static void assert_json_expr(const char *args, const char *expr) {
 }
 
 int main(void) {
-  pcache_devkey a1, a2, b;
+  pcache__devkey a1, a2, b;
   char uuid_a[37], uuid_b[37], key_a1[65], hash[33];
-  pcache_hash128 h;
+  pcache__hash h;
 
   test_env_init(&env, "ctl-basic");
   ctl_start(&env);

@@ -209,7 +209,7 @@ static pid_t start_impostor(int *ret_heard) {
 }
 
 static void test_impostor(void) {
-  pcache_transport *t = NULL;
+  pcache__transport *t = NULL;
   char *message = NULL, c;
   int heard, status;
   pid_t pid;

@@ -35,9 +35,9 @@ static uint64_t entries_now(void) { return json_count("list", "len(d[\"entries\"
 
 /* An archive of `count` entries for key whose last use was `age` seconds
  * ago. */
-static void old_archive(const char *path, const pcache_devkey *key, const char *app,
+static void old_archive(const char *path, const pcache__devkey *key, const char *app,
                         uint32_t first, uint32_t count, uint64_t age) {
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
   uint8_t *data;
   size_t size;
@@ -56,9 +56,9 @@ static void old_archive(const char *path, const pcache_devkey *key, const char *
 }
 
 int main(void) {
-  pcache_devkey a1, a2, b;
+  pcache__devkey a1, a2, b;
   char uuid_a[37], key_b[65], hash[33], path[400];
-  pcache_hash128 h;
+  pcache__hash h;
 
   test_env_init(&env, "ctl-purge");
   ctl_start(&env);
@@ -140,7 +140,7 @@ int main(void) {
   /* An archive dated in 2500 is imported as used now: it cannot pin its
    * entries ahead of every fresh one. */
   {
-    pcache_archive_writer *w;
+    pcache__archive_writer *w;
     uint8_t *data;
     size_t size;
     const uint64_t y2500 = 16725225600ull;

@@ -27,7 +27,7 @@ static wire_reply import_bytes(int fd, const uint8_t *data, size_t size) {
 int main(void) {
   enum { N = 3 };
   test_env env;
-  pcache_devkey a, b;
+  pcache__devkey a, b;
   wire_item items[N], other;
   wire_reply rep;
   uint8_t *archive;
@@ -93,7 +93,7 @@ int main(void) {
   ASSERT_EQ(rep.resp->import->refused, 0);
   wire_reply_free(&rep);
   {
-    pcache_hash128 hs[N];
+    pcache__hash hs[N];
     for (int i = 0; i < N; i++)
       hs[i] = items[i].hash;
     wire_get(fd, &a, hs, N, &rep);
@@ -104,10 +104,10 @@ int main(void) {
 
   /* An archive with one good entry and two bad ones. */
   {
-    pcache_archive_writer *w;
-    pcache_archive_entry e;
+    pcache__archive_writer *w;
+    pcache__archive_entry e;
     wire_item bad_uuid, no_module, good; /* bad_uuid: a header of device a */
-    pcache_devkey c;
+    pcache__devkey c;
     uint8_t *data;
     size_t size;
     wire_devkey(12, &c);
@@ -117,7 +117,7 @@ int main(void) {
     pcache__blob_write_header(&a, bad_uuid.item.blob.data);
     {
       /* no_module names SPIR-V 5, which nobody has. */
-      pcache_hash128 m5;
+      pcache__hash m5;
       size_t n;
       wire_spirv(5, &n, &m5);
       free(no_module.item.desc.data);

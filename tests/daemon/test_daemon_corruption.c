@@ -62,7 +62,7 @@ static uint64_t entries_now(void) {
 }
 
 int main(void) {
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[2];
   wire_reply rep;
   uint8_t ekey[48];

@@ -23,7 +23,7 @@
 #define PAGE 4096
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 
 static void data_path(char *out, size_t size) { snprintf(out, size, "%s/data.mdb", env.data_dir); }
 

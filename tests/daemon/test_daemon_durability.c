@@ -13,7 +13,7 @@
 enum { THREADS = 6, PER_THREAD = 20 };
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 
 static void *putter(void *arg) {
   unsigned t = (unsigned)(uintptr_t)arg;
@@ -33,7 +33,7 @@ static void *putter(void *arg) {
 
 int main(void) {
   pthread_t th[THREADS];
-  pcache_hash128 *hashes = calloc(THREADS * PER_THREAD, sizeof *hashes);
+  pcache__hash *hashes = calloc(THREADS * PER_THREAD, sizeof *hashes);
   wire_reply rep;
   int fd, status;
 
@@ -65,7 +65,7 @@ int main(void) {
     for (unsigned i = 0; i < PER_THREAD; i++) {
       uint8_t *desc;
       size_t size, code_size;
-      pcache_hash128 mod;
+      pcache__hash mod;
       wire_spirv(0, &code_size, &mod);
       wire_desc(PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, t * 1000 + i, &mod, &desc, &size,
                 &hashes[t * PER_THREAD + i]);

@@ -13,7 +13,7 @@ int main(void) {
   /* Room for about 5 entries of ~1.1 KB (blob + description). */
   const char *args[] = {"--max-size", "5800", NULL};
   test_env env;
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[N];
   wire_reply rep;
   uint64_t evicted = 0;

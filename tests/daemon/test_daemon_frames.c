@@ -93,7 +93,7 @@ int main(void) {
    * --max-pending it is no longer read from, the witness is served, and
    * it is dropped when its replies make no progress. */
   {
-    pcache_devkey key;
+    pcache__devkey key;
     wire_item it;
     wire_reply rep;
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;

@@ -15,7 +15,7 @@
 enum { N = 5200, BATCH = 400, MAX_HASHES = 1024 };
 
 typedef struct expect {
-  pcache_hash128 hash;
+  pcache__hash hash;
   uint64_t checksum;
   size_t size;
   int seen;
@@ -33,7 +33,7 @@ static expect *find(expect *ex, const uint8_t *hash) {
 
 /* A write request: the daemon writes the pending hits before it, so the
  * reorder a page's touches cause is on disk when the reply comes. */
-static void flush_touches(int fd, const pcache_devkey *key) {
+static void flush_touches(int fd, const pcache__devkey *key) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Report rp = PCACHEPB__REPORT__INIT;
   Pcachepb__ReportItem it = PCACHEPB__REPORT_ITEM__INIT;
@@ -55,7 +55,7 @@ static void flush_touches(int fd, const pcache_devkey *key) {
   wire_reply_free(&rep);
 }
 
-static void fill(int fd, const pcache_devkey *key, expect *ex) {
+static void fill(int fd, const pcache__devkey *key, expect *ex) {
   for (size_t base = 0; base < N; base += BATCH) {
     wire_item items[BATCH];
     wire_reply rep;
@@ -78,7 +78,7 @@ static void fill(int fd, const pcache_devkey *key, expect *ex) {
 }
 
 /* Pages through every entry; returns the number of pages. */
-static unsigned page_all(int fd, const pcache_devkey *key, expect *ex, uint32_t max_entries,
+static unsigned page_all(int fd, const pcache__devkey *key, expect *ex, uint32_t max_entries,
                          int flush_between) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
@@ -138,7 +138,7 @@ int main(void) {
   static expect ex[N];
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
-  pcache_devkey key;
+  pcache__devkey key;
   wire_reply rep;
   test_env env;
   int fd;

@@ -39,9 +39,9 @@ static void test_version_and_not_ready(test_env *env) {
 }
 
 static void test_put_get(test_env *env) {
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[3];
-  pcache_hash128 hashes[4];
+  pcache__hash hashes[4];
   wire_reply rep;
   int fd = wire_open(env, "roundtrip");
   wire_devkey(1, &key);
@@ -82,9 +82,9 @@ static void test_put_get(test_env *env) {
 
 static void test_bulk_prefetch(test_env *env) {
   enum { N = 6 };
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[N];
-  pcache_hash128 hashes[N];
+  pcache__hash hashes[N];
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
   wire_reply rep;
@@ -155,7 +155,7 @@ static void test_list_stats_report_purge_verify(test_env *env) {
   Pcachepb__ReportItem *rip[2] = {&ri[0], &ri[1]};
   Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
   Pcachepb__Verify verify = PCACHEPB__VERIFY__INIT;
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[2];
   wire_reply rep;
   int fd = wire_open(env, "lister");

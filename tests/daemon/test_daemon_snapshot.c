@@ -60,7 +60,7 @@ static Pcachepb__StatsReply stats_of(int fd) {
   return s;
 }
 
-static void prefetch(int fd, const pcache_devkey *key, uint32_t offset, int snapshot,
+static void prefetch(int fd, const pcache__devkey *key, uint32_t offset, int snapshot,
                      wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
@@ -107,7 +107,7 @@ static void verify(int fd, int repair, size_t *ret_problems, uint64_t *ret_remov
 }
 
 /* Flips one blob byte of the (key, APP) snapshot with the daemon stopped. */
-static void damage(const char *data_dir, const pcache_devkey *key) {
+static void damage(const char *data_dir, const pcache__devkey *key) {
   MDB_env *env;
   MDB_txn *txn;
   MDB_dbi data;
@@ -139,7 +139,7 @@ int main(void) {
   Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
   ProtobufCBinaryData hashes[COVERED + 1];
   uint8_t unknown[16], *blob, *blob2, *other_blob, *big;
-  pcache_devkey key, other;
+  pcache__devkey key, other;
   char long_app[202]; /* one byte over the 200 an app name may have */
   Pcachepb__StatsReply s;
   Pcachepb__Purge pg;

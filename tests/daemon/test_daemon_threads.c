@@ -17,7 +17,7 @@
 enum { CLIENTS = 16, SEEDS = 8, ROUNDS = 25, MAX_ACKED = 100000 };
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 static wire_item seeds[SEEDS];
 static pthread_barrier_t barrier;
 
@@ -49,7 +49,7 @@ static void *mixed_client(void *arg) {
   for (unsigned i = 0; i < ROUNDS; i++) {
     wire_item it;
     wire_item *want[2];
-    pcache_hash128 hashes[2];
+    pcache__hash hashes[2];
     wire_reply rep;
     /* Sizes on both sides of the bulk threshold. */
     wire_item_make(&it, &key, 1000 + t * 1000 + i, i % 5 == 0 ? 40000 : 300);
@@ -73,7 +73,7 @@ static void *mixed_client(void *arg) {
 /* Phase 2: Puts until the daemon goes away; records the acknowledged. */
 typedef struct putter {
   unsigned t;
-  pcache_hash128 *acked;
+  pcache__hash *acked;
   size_t n_acked;
 } putter;
 
@@ -155,7 +155,7 @@ int main(void) {
   ASSERT_EQ(rep.resp->stats->misses, 0);
   wire_reply_free(&rep);
   {
-    pcache_hash128 hashes[SEEDS];
+    pcache__hash hashes[SEEDS];
     for (unsigned i = 0; i < SEEDS; i++)
       hashes[i] = seeds[i].hash;
     wire_get(fd, &key, hashes, SEEDS, &rep);

@@ -10,7 +10,7 @@
 #include "wire.h"
 
 static int fd;
-static pcache_devkey key;
+static pcache__devkey key;
 static unsigned refused;
 
 /* Puts one item and checks its verdict. */
@@ -33,7 +33,7 @@ int main(void) {
   test_env env;
   wire_item it;
   wire_reply rep;
-  pcache_devkey other;
+  pcache__devkey other;
   uint8_t *saved;
   size_t saved_len;
 
@@ -46,7 +46,7 @@ int main(void) {
   /* Device key of the wrong length: every item refused. */
   wire_item_make(&it, &key, 1, 100);
   {
-    pcache_devkey short_key = key;
+    pcache__devkey short_key = key;
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
     Pcachepb__Put put = PCACHEPB__PUT__INIT;
     Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
@@ -115,7 +115,7 @@ int main(void) {
   /* Module code that does not hash to its name. */
   {
     size_t n;
-    const uint8_t *wrong = wire_spirv(3, &n, &(pcache_hash128){{0}});
+    const uint8_t *wrong = wire_spirv(3, &n, &(pcache__hash){{0}});
     it.module.code.data = (uint8_t *)wrong;
     expect(&it, PCACHE_ECHECKSUM, "module code of another hash");
   }
@@ -133,7 +133,7 @@ int main(void) {
     wire_put(fd, &key, many, 5, &rep);
     ASSERT_ERR(rep.resp->status, PCACHE_ETOO_MANY_HASHES);
     wire_reply_free(&rep);
-    pcache_hash128 hs[5];
+    pcache__hash hs[5];
     for (int i = 0; i < 5; i++)
       hs[i] = many[i].hash;
     wire_get(fd, &key, hs, 5, &rep);

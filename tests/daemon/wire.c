@@ -142,7 +142,7 @@ int wire_open(const test_env *env, const char *app) {
   return fd;
 }
 
-void wire_devkey(unsigned n, pcache_devkey *ret) {
+void wire_devkey(unsigned n, pcache__devkey *ret) {
   uint8_t uuid[16] = "val-test-uuid-00";
   uuid[14] = (uint8_t)('0' + n / 10 % 10);
   uuid[15] = (uint8_t)('0' + n % 10);
@@ -158,7 +158,7 @@ static void wire_spirv_fill(void) {
   }
 }
 
-const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache_hash128 *ret_hash) {
+const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache__hash *ret_hash) {
   /* Eight fixed modules, filled once: tests call this from many threads. */
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, wire_spirv_fill);
@@ -167,8 +167,8 @@ const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache_hash128 *ret_hash
   return wire_spirv_code[n % 8];
 }
 
-void wire_desc(uint32_t kind, uint64_t salt, const pcache_hash128 *module, uint8_t **ret_desc,
-               size_t *ret_size, pcache_hash128 *ret_hash) {
+void wire_desc(uint32_t kind, uint64_t salt, const pcache__hash *module, uint8_t **ret_desc,
+               size_t *ret_size, pcache__hash *ret_hash) {
   Pcachepb__PipelineDesc d = PCACHEPB__PIPELINE_DESC__INIT;
   Pcachepb__ShaderStageDesc st = PCACHEPB__SHADER_STAGE_DESC__INIT, *stp = &st;
   Pcachepb__ShaderModuleDesc md = PCACHEPB__SHADER_MODULE_DESC__INIT;
@@ -193,7 +193,7 @@ void wire_desc(uint32_t kind, uint64_t salt, const pcache_hash128 *module, uint8
   *ret_size = n;
 }
 
-uint8_t *wire_blob(const pcache_devkey *key, size_t size, uint8_t pattern) {
+uint8_t *wire_blob(const pcache__devkey *key, size_t size, uint8_t pattern) {
   uint8_t *b = malloc(size < 32 ? 32 : size);
   pcache__blob_write_header(key, b);
   for (size_t i = 32; i < size; i++)
@@ -201,7 +201,7 @@ uint8_t *wire_blob(const pcache_devkey *key, size_t size, uint8_t pattern) {
   return b;
 }
 
-void wire_item_make(wire_item *it, const pcache_devkey *key, uint64_t salt, size_t blob_size) {
+void wire_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size) {
   uint8_t *desc;
   size_t desc_size;
   size_t code_size;
@@ -234,7 +234,7 @@ void wire_item_free(wire_item *it) {
   free(it->item.desc.data);
 }
 
-void wire_put(int fd, const pcache_devkey *key, wire_item *items, size_t n, wire_reply *ret) {
+void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
@@ -253,7 +253,7 @@ void wire_put(int fd, const pcache_devkey *key, wire_item *items, size_t n, wire
   free(pi);
 }
 
-void wire_get(int fd, const pcache_devkey *key, const pcache_hash128 *hashes, size_t n,
+void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
               wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;

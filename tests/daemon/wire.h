@@ -35,31 +35,31 @@ void wire_call(int fd, const Pcachepb__Request *req, wire_reply *ret);
 int wire_open(const test_env *env, const char *app);
 
 /* A device key with this number in its UUID (lavapipe-like values). */
-void wire_devkey(unsigned n, pcache_devkey *ret);
+void wire_devkey(unsigned n, pcache__devkey *ret);
 /* Fake SPIR-V number n (16 bytes, static) and its hash. */
-const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache_hash128 *ret_hash);
+const uint8_t *wire_spirv(unsigned n, size_t *ret_size, pcache__hash *ret_hash);
 /* A packed PipelineDesc of kind with one stage using module, made unique
  * by salt (its subpass), and its state hash. Free *ret_desc with free(). */
-void wire_desc(uint32_t kind, uint64_t salt, const pcache_hash128 *module, uint8_t **ret_desc,
-               size_t *ret_size, pcache_hash128 *ret_hash);
+void wire_desc(uint32_t kind, uint64_t salt, const pcache__hash *module, uint8_t **ret_desc,
+               size_t *ret_size, pcache__hash *ret_hash);
 /* A blob valid for key: its header then size - 32 bytes of pattern. */
-uint8_t *wire_blob(const pcache_devkey *key, size_t size, uint8_t pattern);
+uint8_t *wire_blob(const pcache__devkey *key, size_t size, uint8_t pattern);
 
 /* One valid put item (owning its buffers; free with wire_item_free). */
 typedef struct wire_item {
   Pcachepb__PutItem item;
-  pcache_hash128 hash;
+  pcache__hash hash;
   Pcachepb__Module module; /* SPIR-V number 0, carried by the item */
   Pcachepb__Module *modules[1];
-  pcache_hash128 module_hash;
+  pcache__hash module_hash;
 } wire_item;
-void wire_item_make(wire_item *it, const pcache_devkey *key, uint64_t salt, size_t blob_size);
+void wire_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size);
 void wire_item_free(wire_item *it);
 
 /* Put items for one device; returns the reply (caller frees). */
-void wire_put(int fd, const pcache_devkey *key, wire_item *items, size_t n, wire_reply *ret);
+void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret);
 /* Get hashes; returns the reply. */
-void wire_get(int fd, const pcache_devkey *key, const pcache_hash128 *hashes, size_t n,
+void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
               wire_reply *ret);
 /* Stats reply (aborts on error); caller frees. */
 void wire_stats(int fd, wire_reply *ret);

@@ -19,10 +19,10 @@ static const struct {
     {spv_tese, sizeof(spv_tese)}, {spv_comp, sizeof(spv_comp)},
 };
 
-int fx_code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code, size_t *ret_size) {
+int fx_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_code, size_t *ret_size) {
   (void)ctx;
   for (size_t i = 0; i < sizeof(fx_shaders) / sizeof(fx_shaders[0]); i++) {
-    pcache_hash128 h;
+    pcache__hash h;
     pcache__hash128(fx_shaders[i].code, fx_shaders[i].size, &h);
     if (pcache__hash_equal(&h, hash)) {
       *ret_code = fx_shaders[i].code;
@@ -33,7 +33,7 @@ int fx_code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code, si
   return PCACHE_EMISSING_MODULE;
 }
 
-static const pcache_desc_object *find(void *ctx, int kind, uint64_t handle) {
+static const pcache__desc_object *find(void *ctx, int kind, uint64_t handle) {
   fx_world *w = ctx;
   for (int i = 0; i < w->n_objects; i++)
     if (w->objects[i].handle == handle && w->objects[i].kind == kind)
@@ -41,23 +41,23 @@ static const pcache_desc_object *find(void *ctx, int kind, uint64_t handle) {
   return NULL;
 }
 
-static const pcache_desc_object *lk_module(void *ctx, VkShaderModule h) {
+static const pcache__desc_object *lk_module(void *ctx, VkShaderModule h) {
   return find(ctx, FX_MODULE, (uint64_t)h);
 }
-static const pcache_desc_object *lk_set_layout(void *ctx, VkDescriptorSetLayout h) {
+static const pcache__desc_object *lk_set_layout(void *ctx, VkDescriptorSetLayout h) {
   return find(ctx, FX_SET_LAYOUT, (uint64_t)h);
 }
-static const pcache_desc_object *lk_pipeline_layout(void *ctx, VkPipelineLayout h) {
+static const pcache__desc_object *lk_pipeline_layout(void *ctx, VkPipelineLayout h) {
   return find(ctx, FX_PIPELINE_LAYOUT, (uint64_t)h);
 }
-static const pcache_desc_object *lk_render_pass(void *ctx, VkRenderPass h) {
+static const pcache__desc_object *lk_render_pass(void *ctx, VkRenderPass h) {
   return find(ctx, FX_RENDER_PASS, (uint64_t)h);
 }
-static const pcache_desc_object *lk_sampler(void *ctx, VkSampler h) {
+static const pcache__desc_object *lk_sampler(void *ctx, VkSampler h) {
   return find(ctx, FX_SAMPLER, (uint64_t)h);
 }
 
-uint64_t fx_world_add(fx_world *w, int kind, pcache_desc_object *object) {
+uint64_t fx_world_add(fx_world *w, int kind, pcache__desc_object *object) {
   uint64_t h = w->next_handle;
   ASSERT_LT(w->n_objects, FX_MAX_OBJECTS);
   w->next_handle += w->handle_step;
@@ -84,24 +84,24 @@ static VkShaderModule add_module(fx_world *w, int i) {
   VkShaderModuleCreateInfo info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                    .codeSize = fx_shaders[i].size,
                                    .pCode = fx_shaders[i].code};
-  pcache_desc_object *o;
+  pcache__desc_object *o;
   ASSERT_OK(pcache__desc_shader_module(&info, &o));
   return (VkShaderModule)fx_world_add(w, FX_MODULE, o);
 }
 
 static VkRenderPass add_rp(fx_world *w, const VkRenderPassCreateInfo *info) {
-  pcache_desc_object *o;
+  pcache__desc_object *o;
   ASSERT_OK(pcache__desc_render_pass(info, &o));
   return (VkRenderPass)fx_world_add(w, FX_RENDER_PASS, o);
 }
 
 void fx_world_init(fx_world *w, uint64_t handle_base, uint64_t step) {
-  pcache_desc_object *o;
+  pcache__desc_object *o;
   memset(w, 0, sizeof(*w));
   w->next_handle = handle_base;
   w->handle_step = step;
-  w->lookup = (pcache_desc_lookup){w,           lk_module,      lk_set_layout,
-                                   lk_pipeline_layout, lk_render_pass, lk_sampler};
+  w->lookup = (pcache__desc_lookup){
+      w, lk_module, lk_set_layout, lk_pipeline_layout, lk_render_pass, lk_sampler};
   w->vs = add_module(w, 0);
   w->fs = add_module(w, 1);
   w->tcs = add_module(w, 2);
@@ -610,8 +610,8 @@ void fx_free(fx_pipeline *p) {
     free(p->block);
 }
 
-int fx_describe(const fx_pipeline *p, const fx_world *w, pcache_desc_buf *buf,
-                pcache_desc_keys *ret_keys) {
+int fx_describe(const fx_pipeline *p, const fx_world *w, pcache__desc_buf *buf,
+                pcache__desc_keys *ret_keys) {
   if (p->compute)
     return pcache__desc_compute(&p->cinfo, &w->lookup, buf, ret_keys);
   return pcache__desc_graphics(&p->info, &w->lookup, buf, ret_keys);

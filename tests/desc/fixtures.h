@@ -18,11 +18,11 @@ typedef struct fx_world {
   struct {
     uint64_t handle;
     int kind;
-    pcache_desc_object *object;
+    pcache__desc_object *object;
   } objects[FX_MAX_OBJECTS];
   int n_objects;
   uint64_t next_handle, handle_step;
-  pcache_desc_lookup lookup;
+  pcache__desc_lookup lookup;
   VkShaderModule vs, fs, tcs, tes, cs;
   VkSampler sampler;
   VkDescriptorSetLayout set0, set1;
@@ -35,10 +35,10 @@ typedef struct fx_world {
 void fx_world_init(fx_world *w, uint64_t handle_base, uint64_t step);
 void fx_world_free(fx_world *w);
 /* Registers an object under a new handle (owned by the world). */
-uint64_t fx_world_add(fx_world *w, int kind, pcache_desc_object *object);
+uint64_t fx_world_add(fx_world *w, int kind, pcache__desc_object *object);
 
-/* SPIR-V of the fixture shaders, by module hash: a pcache_desc_code_fn. */
-int fx_code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code, size_t *ret_size);
+/* SPIR-V of the fixture shaders, by module hash: a pcache__desc_code_fn. */
+int fx_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_code, size_t *ret_size);
 /* The shader code and size for a world module handle (for real devices). */
 void fx_module_code(const fx_world *w, VkShaderModule m, const uint32_t **ret_code,
                     size_t *ret_size);
@@ -93,7 +93,7 @@ int fx_replayable(int i);
 /* Fixture i in a fresh heap block, pad bytes into it. */
 fx_pipeline *fx_make(const fx_world *w, int i, size_t pad);
 void fx_free(fx_pipeline *p);
-int fx_describe(const fx_pipeline *p, const fx_world *w, pcache_desc_buf *buf,
-                pcache_desc_keys *ret_keys);
+int fx_describe(const fx_pipeline *p, const fx_world *w, pcache__desc_buf *buf,
+                pcache__desc_keys *ret_keys);
 
 #endif

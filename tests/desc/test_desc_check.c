@@ -7,7 +7,7 @@
 #include "test.h"
 
 static int check(const uint8_t *d, size_t n, uint32_t kind) {
-  pcache_hash128 h, modules[PCACHE_DESC_MAX_MODULES];
+  pcache__hash h, modules[PCACHE_DESC_MAX_MODULES];
   size_t n_modules;
   pcache__hash128(d, n, &h);
   return pcache__desc_check(d, n, &h, kind, modules, &n_modules);
@@ -16,9 +16,9 @@ static int check(const uint8_t *d, size_t n, uint32_t kind) {
 int main(void) {
   fx_world w;
   fx_pipeline *p;
-  pcache_desc_buf buf;
-  pcache_desc_keys keys;
-  pcache_hash128 modules[PCACHE_DESC_MAX_MODULES], bad_hash;
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
+  pcache__hash modules[PCACHE_DESC_MAX_MODULES], bad_hash;
   size_t n_modules = 99;
   uint8_t copy[4096];
 
@@ -33,7 +33,7 @@ int main(void) {
   {
     VkShaderModule order[] = {w.vs, w.tcs, w.tes, w.fs};
     for (int i = 0; i < 4; i++) {
-      const pcache_desc_object *o = w.lookup.shader_module(w.lookup.ctx, order[i]);
+      const pcache__desc_object *o = w.lookup.shader_module(w.lookup.ctx, order[i]);
       ASSERT_TRUE(pcache__hash_equal(&modules[i], &o->hash));
     }
   }

@@ -19,8 +19,8 @@ int main(int argc, char **argv) {
   fx_world_init(&w, 0x5000, 16);
   for (int i = 0; i < FX_COUNT; i++) {
     fx_pipeline *p = fx_make(&w, i, 0);
-    pcache_desc_buf buf;
-    pcache_desc_keys keys;
+    pcache__desc_buf buf;
+    pcache__desc_keys keys;
     char hex[33];
     pcache__desc_buf_init(&buf);
     ASSERT_OK(fx_describe(p, &w, &buf, &keys));

@@ -133,9 +133,9 @@ int main(void) {
   fx_world_init(&w, 0x9000, 8);
   for (int i = 0; i < FX_COUNT; i++) {
     fx_pipeline *p;
-    pcache_desc_buf buf;
-    pcache_desc_keys keys;
-    pcache_desc_decoded *d;
+    pcache__desc_buf buf;
+    pcache__desc_keys keys;
+    pcache__desc_decoded *d;
     VkPipeline pipeline = VK_NULL_HANDLE;
     if (!fx_replayable(i))
       continue;

@@ -23,8 +23,8 @@ static void check_canonical(const uint8_t *data, size_t size) {
 }
 
 /* The decoded objects described into a second world, by new handles. */
-static void register_decoded(fx_world *w2, pcache_desc_decoded *d) {
-  pcache_desc_object *o;
+static void register_decoded(fx_world *w2, pcache__desc_decoded *d) {
+  pcache__desc_object *o;
   for (uint32_t i = 0; i < d->n_samplers; i++) {
     ASSERT_OK(pcache__desc_sampler(&d->sampler_infos[i], &o));
     d->samplers[i] = (VkSampler)fx_world_add(w2, FX_SAMPLER, o);
@@ -55,9 +55,9 @@ static void big(fx_world *w) {
   for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
     fx_pipeline *p = fx_make(w, 0, 0);
     VkVertexInputAttributeDescription *va = calloc(counts[c], sizeof(*va));
-    pcache_desc_buf b1, b2;
-    pcache_desc_keys k1, k2;
-    pcache_desc_decoded *d;
+    pcache__desc_buf b1, b2;
+    pcache__desc_keys k1, k2;
+    pcache__desc_decoded *d;
     fx_world w2;
     ASSERT_TRUE(va);
     for (uint32_t i = 0; i < counts[c]; i++)
@@ -87,15 +87,15 @@ static void big(fx_world *w) {
 
 int main(void) {
   fx_world w;
-  pcache_hash128 hashes[FX_COUNT];
+  pcache__hash hashes[FX_COUNT];
   uint64_t tier1[FX_COUNT];
   fx_world_init(&w, 0x1000, 8);
   for (int i = 0; i < FX_COUNT; i++) {
     fx_pipeline *p = fx_make(&w, i, 0);
-    pcache_desc_buf b1, b2;
-    pcache_desc_keys k1, k2;
-    pcache_desc_decoded *d;
-    pcache_hash128 modules[PCACHE_DESC_MAX_MODULES];
+    pcache__desc_buf b1, b2;
+    pcache__desc_keys k1, k2;
+    pcache__desc_decoded *d;
+    pcache__hash modules[PCACHE_DESC_MAX_MODULES];
     size_t n_modules = 0;
     fx_world w2;
 

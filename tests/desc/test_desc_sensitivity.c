@@ -67,9 +67,9 @@ static void mutate(fx_pipeline *p, const field *f) {
 
 static const char *current = "(base)";
 
-static pcache_hash128 hash_of(const fx_pipeline *p, const fx_world *w) {
-  pcache_desc_buf buf;
-  pcache_desc_keys keys;
+static pcache__hash hash_of(const fx_pipeline *p, const fx_world *w) {
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
   int r;
   pcache__desc_buf_init(&buf);
   r = fx_describe(p, w, &buf, &keys);
@@ -81,10 +81,10 @@ static pcache_hash128 hash_of(const fx_pipeline *p, const fx_world *w) {
 
 static int run(const fx_world *w, int fixture, const field *fields, size_t n, int expect_change) {
   fx_pipeline *p = fx_make(w, fixture, 0);
-  pcache_hash128 h0 = hash_of(p, w);
+  pcache__hash h0 = hash_of(p, w);
   fx_free(p);
   for (size_t i = 0; i < n; i++) {
-    pcache_hash128 h;
+    pcache__hash h;
     p = fx_make(w, fixture, 0);
     mutate(p, &fields[i]);
     current = fields[i].name;
@@ -297,10 +297,10 @@ static const field compute_ignored[] = {
 
 static void handles_are_not_hashed(fx_world *w) {
   fx_pipeline *p = fx_make(w, 6, 0);
-  pcache_hash128 h0 = hash_of(p, w), h;
+  pcache__hash h0 = hash_of(p, w), h;
   /* The same content under other handles. */
   for (int i = 0; i < w->n_objects; i++) {
-    pcache_desc_object *copy = malloc(sizeof(*copy) + w->objects[i].object->encoded_size);
+    pcache__desc_object *copy = malloc(sizeof(*copy) + w->objects[i].object->encoded_size);
     uint64_t nh;
     ASSERT_TRUE(copy);
     *copy = *w->objects[i].object;
@@ -324,11 +324,11 @@ static void handles_are_not_hashed(fx_world *w) {
 
 static VkBaseInStructure unknown = {VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT, NULL};
 
-#define UNHASHABLE(fixture, member)                                                               \
+#define UNHASHABLE(fixture, member)                                                                \
   do {                                                                                             \
     fx_pipeline *p_ = fx_make(&w, fixture, 0);                                                     \
-    pcache_desc_buf b_;                                                                            \
-    pcache_desc_keys k_;                                                                           \
+    pcache__desc_buf b_;                                                                           \
+    pcache__desc_keys k_;                                                                          \
     unknown.pNext = (const VkBaseInStructure *)p_->member;                                         \
     p_->member = (void *)&unknown;                                                                 \
     pcache__desc_buf_init(&b_);                                                                    \
@@ -340,8 +340,8 @@ static VkBaseInStructure unknown = {VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE
   } while (0)
 
 static void objects_unhashable(void) {
-  pcache_desc_object *o = NULL;
-  pcache_desc_lookup none = {0};
+  pcache__desc_object *o = NULL;
+  pcache__desc_lookup none = {0};
   VkSamplerYcbcrConversionInfo ycbcr = {VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_INFO, NULL,
                                         (VkSamplerYcbcrConversion)0x10};
   VkSamplerCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO, .pNext = &ycbcr};
@@ -373,9 +373,9 @@ static void objects_unhashable(void) {
 
 /* ---------------------------------------------------------------- objects */
 
-static pcache_hash128 sampler_hash(const VkSamplerCreateInfo *si) {
-  pcache_desc_object *o;
-  pcache_hash128 h;
+static pcache__hash sampler_hash(const VkSamplerCreateInfo *si) {
+  pcache__desc_object *o;
+  pcache__hash h;
   ASSERT_OK(pcache__desc_sampler(si, &o));
   h = o->hash;
   pcache__desc_object_free(o);
@@ -401,7 +401,7 @@ static void sampler_fields(void) {
                               .minLod = 1,
                               .maxLod = 8,
                               .borderColor = VK_BORDER_COLOR_FLOAT_CUSTOM_EXT};
-  pcache_hash128 h0 = sampler_hash(&base);
+  pcache__hash h0 = sampler_hash(&base);
   static const struct {
     const char *name;
     size_t off;
@@ -420,7 +420,7 @@ static void sampler_fields(void) {
     VkSamplerCreateInfo si = base;
     fx_pipeline tmp; /* reuse mutate(): place the value in a scratch pipeline */
     field f = {fields[i].name, offsetof(fx_pipeline, spec_data), fields[i].type, 0};
-    pcache_hash128 h;
+    pcache__hash h;
     memcpy(&tmp.spec_data, (uint8_t *)&si + fields[i].off, 4);
     mutate(&tmp, &f);
     memcpy((uint8_t *)&si + fields[i].off, &tmp.spec_data, 4);
@@ -430,13 +430,13 @@ static void sampler_fields(void) {
   }
   red.reductionMode = VK_SAMPLER_REDUCTION_MODE_MAX;
   {
-    pcache_hash128 h = sampler_hash(&base);
+    pcache__hash h = sampler_hash(&base);
     ASSERT_TRUE(!pcache__hash_equal(&h, &h0));
   }
   red.reductionMode = VK_SAMPLER_REDUCTION_MODE_MIN;
   border.customBorderColor.float32[2] = 0.0f;
   {
-    pcache_hash128 h = sampler_hash(&base);
+    pcache__hash h = sampler_hash(&base);
     ASSERT_TRUE(!pcache__hash_equal(&h, &h0));
   }
   /* Not a custom border color: the custom color is ignored. */
@@ -444,14 +444,14 @@ static void sampler_fields(void) {
   h0 = sampler_hash(&base);
   border.customBorderColor.float32[2] = 0.5f;
   {
-    pcache_hash128 h = sampler_hash(&base);
+    pcache__hash h = sampler_hash(&base);
     ASSERT_TRUE(pcache__hash_equal(&h, &h0));
   }
 }
 
-static pcache_hash128 rp_hash(const VkRenderPassCreateInfo *rp) {
-  pcache_desc_object *o;
-  pcache_hash128 h;
+static pcache__hash rp_hash(const VkRenderPassCreateInfo *rp) {
+  pcache__desc_object *o;
+  pcache__hash h;
   ASSERT_OK(pcache__desc_render_pass(rp, &o));
   h = o->hash;
   pcache__desc_object_free(o);
@@ -482,7 +482,7 @@ static void render_pass_fields(void) {
                                .pSubpasses = &sp,
                                .dependencyCount = 1,
                                .pDependencies = &dep};
-  pcache_hash128 h0 = rp_hash(&rp), h;
+  pcache__hash h0 = rp_hash(&rp), h;
   /* Compatibility ignores load/store ops and layouts. */
   att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
   att[0].finalLayout = VK_IMAGE_LAYOUT_GENERAL;
@@ -523,8 +523,8 @@ static void set_layout_fields(fx_world *w) {
       VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO, NULL, 2, flags};
   VkDescriptorSetLayoutCreateInfo sl = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, &bf,
                                         0, 2, b};
-  pcache_desc_object *o;
-  pcache_hash128 h0, h;
+  pcache__desc_object *o;
+  pcache__hash h0, h;
   ASSERT_OK(pcache__desc_set_layout(&sl, &w->lookup, &o));
   h0 = o->hash;
   pcache__desc_object_free(o);
@@ -598,8 +598,8 @@ int main(void) {
   /* A handle no wrapper made. */
   {
     fx_pipeline *p = fx_make(&w, 0, 0);
-    pcache_desc_buf b;
-    pcache_desc_keys k;
+    pcache__desc_buf b;
+    pcache__desc_keys k;
     pcache__desc_buf_init(&b);
     p->stages[1].module = (VkShaderModule)0x4242;
     ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);
@@ -618,7 +618,7 @@ int main(void) {
   /* Feedback is no state: with or without it, one hash. */
   {
     fx_pipeline *p = fx_make(&w, 0, 0);
-    pcache_hash128 h0 = hash_of(p, &w), h;
+    pcache__hash h0 = hash_of(p, &w), h;
     p->info.pNext = &p->feedback;
     h = hash_of(p, &w);
     ASSERT_TRUE(pcache__hash_equal(&h, &h0));

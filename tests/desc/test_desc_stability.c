@@ -16,8 +16,8 @@ static void describe_all(uint64_t base, uint64_t step, size_t pad, char out[FX_C
   fx_world_init(&w, base, step);
   for (int i = 0; i < FX_COUNT; i++) {
     fx_pipeline *p = fx_make(&w, i, pad + 40 * (size_t)i);
-    pcache_desc_buf buf;
-    pcache_desc_keys keys;
+    pcache__desc_buf buf;
+    pcache__desc_keys keys;
     char hex[33];
     pcache__desc_buf_init(&buf);
     ASSERT_OK(fx_describe(p, &w, &buf, &keys));

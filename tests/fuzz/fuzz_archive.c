@@ -45,13 +45,13 @@ static int on_device(void *ctx, const Pcachepb__DeviceInfo *info) {
   return 0;
 }
 
-static int on_module(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
+static int on_module(void *ctx, const pcache__hash *hash, const void *code, size_t size) {
   touch(ctx, code, size);
   (void)hash;
   return 0;
 }
 
-static int on_entry(void *ctx, const pcache_archive_entry *e) {
+static int on_entry(void *ctx, const pcache__archive_entry *e) {
   walk *w = ctx;
   touch(w, e->blob, e->blob_size);
   touch(w, e->desc, e->desc_size);
@@ -82,7 +82,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  pcache_archive_visitor v = {on_device, on_module, on_entry, on_bad};
+  pcache__archive_visitor v = {on_device, on_module, on_entry, on_bad};
   walk w = {0, 0};
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Import imp = PCACHEPB__IMPORT__INIT;

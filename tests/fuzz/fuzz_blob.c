@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint8_t uuid[PCACHE_UUID_SIZE] = "val-fuzz-uuid-01";
-  pcache_devkey key;
+  pcache__devkey key;
   const uint8_t *blob;
   uint8_t *copy;
   int r;

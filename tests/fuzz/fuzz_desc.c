@@ -23,8 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Any module hash gets this (valid-looking) code. */
 static const uint32_t fake_code[] = {0x07230203, 0x00010000, 0, 1, 0};
 
-static int code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code,
-                size_t *ret_size) {
+static int code(void *ctx, const pcache__hash *hash, const uint32_t **ret_code, size_t *ret_size) {
   (void)ctx;
   (void)hash;
   *ret_code = fake_code;
@@ -36,31 +35,29 @@ static int code(void *ctx, const pcache_hash128 *hash, const uint32_t **ret_code
 
 typedef struct table {
   uint64_t handles[MAX_OBJECTS];
-  pcache_desc_object *objects[MAX_OBJECTS];
+  pcache__desc_object *objects[MAX_OBJECTS];
   int n;
 } table;
 
-static const pcache_desc_object *find(void *ctx, uint64_t h) {
+static const pcache__desc_object *find(void *ctx, uint64_t h) {
   table *t = ctx;
   return h && h <= (uint64_t)t->n ? t->objects[h - 1] : NULL;
 }
-static const pcache_desc_object *lk_module(void *c, VkShaderModule h) {
+static const pcache__desc_object *lk_module(void *c, VkShaderModule h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_set(void *c, VkDescriptorSetLayout h) {
+static const pcache__desc_object *lk_set(void *c, VkDescriptorSetLayout h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_layout(void *c, VkPipelineLayout h) {
+static const pcache__desc_object *lk_layout(void *c, VkPipelineLayout h) {
   return find(c, (uint64_t)h);
 }
-static const pcache_desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
-static const pcache_desc_object *lk_sampler(void *c, VkSampler h) {
-  return find(c, (uint64_t)h);
-}
+static const pcache__desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
+static const pcache__desc_object *lk_sampler(void *c, VkSampler h) { return find(c, (uint64_t)h); }
 
 /* Handles are 1-based indexes into the table; 0 when the object did not
  * describe (the pipeline is then unhashable). */
-static uint64_t add(table *t, int r, pcache_desc_object *o) {
+static uint64_t add(table *t, int r, pcache__desc_object *o) {
   if (r < 0 || t->n == MAX_OBJECTS) {
     if (r == 0)
       pcache__desc_object_free(o);
@@ -71,10 +68,10 @@ static uint64_t add(table *t, int r, pcache_desc_object *o) {
 }
 
 /* Describes a decoded description; 0 and the bytes in buf, or an error. */
-static int redescribe(pcache_desc_decoded *d, table *t, pcache_desc_buf *buf) {
-  pcache_desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
-  pcache_desc_object *o = NULL;
-  pcache_desc_keys keys;
+static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf) {
+  pcache__desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+  pcache__desc_object *o = NULL;
+  pcache__desc_keys keys;
   int r;
   for (uint32_t i = 0; i < d->n_samplers; i++) {
     r = pcache__desc_sampler(&d->sampler_infos[i], &o);
@@ -108,9 +105,9 @@ static void table_free(table *t) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  pcache_hash128 h, modules[PCACHE_DESC_MAX_MODULES];
-  pcache_desc_decoded *d = NULL, *d2 = NULL;
-  pcache_desc_buf b1, b2;
+  pcache__hash h, modules[PCACHE_DESC_MAX_MODULES];
+  pcache__desc_decoded *d = NULL, *d2 = NULL;
+  pcache__desc_buf b1, b2;
   size_t n_modules;
   table t1 = {0}, t2 = {0};
 

@@ -173,7 +173,7 @@ static void roundtrip(const uint8_t *data, size_t size) {
 }
 
 static void seed_store(void) {
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item items[4];
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;

@@ -51,8 +51,8 @@ static void response(const char *name, const Pcachepb__Response *resp) {
   pcache__free(buf);
 }
 
-static void archive(pcache_devkey *key, wire_item *items, size_t n, uint8_t **ret, size_t *ret_n) {
-  pcache_archive_writer *w;
+static void archive(pcache__devkey *key, wire_item *items, size_t n, uint8_t **ret, size_t *ret_n) {
+  pcache__archive_writer *w;
   Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
   dev.key.data = key->bytes;
   dev.key.len = sizeof key->bytes;
@@ -63,14 +63,18 @@ static void archive(pcache_devkey *key, wire_item *items, size_t n, uint8_t **re
                                  items[0].module.code.len) < 0)
     exit(1);
   for (size_t i = 0; i < n; i++) {
-    pcache_archive_entry e = {.device_key = *key, .state_hash = items[i].hash,
-                              .kind = items[i].item.kind, .app = "corpus",
-                              .blob = items[i].item.blob.data,
-                              .blob_size = items[i].item.blob.len,
-                              .checksum = pcache__checksum64(items[i].item.blob.data,
-                                                             items[i].item.blob.len),
-                              .desc = items[i].item.desc.data,
-                              .desc_size = items[i].item.desc.len, .created = 1, .last_used = 2};
+    pcache__archive_entry e = {
+        .device_key = *key,
+        .state_hash = items[i].hash,
+        .kind = items[i].item.kind,
+        .app = "corpus",
+        .blob = items[i].item.blob.data,
+        .blob_size = items[i].item.blob.len,
+        .checksum = pcache__checksum64(items[i].item.blob.data, items[i].item.blob.len),
+        .desc = items[i].item.desc.data,
+        .desc_size = items[i].item.desc.len,
+        .created = 1,
+        .last_used = 2};
     if (pcache__archive_add_entry(w, &e) < 0)
       exit(1);
   }
@@ -80,7 +84,7 @@ static void archive(pcache_devkey *key, wire_item *items, size_t n, uint8_t **re
 }
 
 int main(int argc, char **argv) {
-  pcache_devkey key, other;
+  pcache__devkey key, other;
   wire_item items[4];
   Pcachepb__PutItem *ptrs[4];
   ProtobufCBinaryData hashes[3];
@@ -211,7 +215,7 @@ int main(int argc, char **argv) {
   pcache__free(ar);
   {
     /* An archive of entries made for another device than they claim. */
-    pcache_archive_writer *w;
+    pcache__archive_writer *w;
     wire_item bad;
     wire_item_make(&bad, &other, 9, 64);
     memcpy(bad.hash.bytes, items[0].hash.bytes, 16);

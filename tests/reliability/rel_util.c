@@ -125,7 +125,7 @@ void rel_figure(const char *name, const char *fmt, ...) {
 
 static pthread_mutex_t item_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void rel_item_make(wire_item *it, const pcache_devkey *key, uint64_t salt, size_t blob_size) {
+void rel_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size) {
   pthread_mutex_lock(&item_lock);
   wire_item_make(it, key, salt, blob_size);
   pthread_mutex_unlock(&item_lock);
@@ -162,7 +162,7 @@ int rel_open(const test_env *env, const char *app) {
   return fd;
 }
 
-int rel_put(int fd, const pcache_devkey *key, wire_item *items, size_t n) {
+int rel_put(int fd, const pcache__devkey *key, wire_item *items, size_t n) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
@@ -192,9 +192,9 @@ int rel_put(int fd, const pcache_devkey *key, wire_item *items, size_t n) {
   return r;
 }
 
-void rel_archive_entry(pcache_archive_writer *w, const pcache_devkey *key, uint64_t salt,
-                       const uint8_t *blob, size_t blob_size, const pcache_hash128 *module) {
-  pcache_archive_entry e;
+void rel_archive_entry(pcache__archive_writer *w, const pcache__devkey *key, uint64_t salt,
+                       const uint8_t *blob, size_t blob_size, const pcache__hash *module) {
+  pcache__archive_entry e;
   uint8_t *desc;
   size_t desc_size;
   memset(&e, 0, sizeof e);

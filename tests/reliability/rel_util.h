@@ -53,7 +53,7 @@ void rel_figure(const char *name, const char *fmt, ...) __attribute__((format(pr
  * them (crash, load). */
 
 /* Makes a valid item (wire_item_make under a lock: it shares buffers). */
-void rel_item_make(wire_item *it, const pcache_devkey *key, uint64_t salt, size_t blob_size);
+void rel_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size);
 /* Connects and says Hello; returns the fd or a negative code. */
 int rel_open(const test_env *env, const char *app);
 /* Sends req and reads the reply; 0 or a negative transport code (the
@@ -61,10 +61,10 @@ int rel_open(const test_env *env, const char *app);
 int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret);
 /* Puts items on key; returns the number stored, or a negative code
  * (transport failure or a request-level status). */
-int rel_put(int fd, const pcache_devkey *key, wire_item *items, size_t n);
+int rel_put(int fd, const pcache__devkey *key, wire_item *items, size_t n);
 /* Adds to w an entry of app "imported" for key: blob (made for key), and
  * a description, unique to salt, naming module. Aborts on failure. */
-void rel_archive_entry(pcache_archive_writer *w, const pcache_devkey *key, uint64_t salt,
-                       const uint8_t *blob, size_t blob_size, const pcache_hash128 *module);
+void rel_archive_entry(pcache__archive_writer *w, const pcache__devkey *key, uint64_t salt,
+                       const uint8_t *blob, size_t blob_size, const pcache__hash *module);
 
 #endif

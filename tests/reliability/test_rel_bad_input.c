@@ -22,7 +22,7 @@
 #define MAX_HASHES 16u
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 
 typedef struct outcome {
   int code;   /* the status answered (request, first item or first problem); 0 when none */
@@ -65,7 +65,7 @@ static outcome raw(int fd, const void *bytes, size_t n) {
   return o;
 }
 
-static outcome put_items(pcache_devkey *dev_key, wire_item *items, size_t n) {
+static outcome put_items(pcache__devkey *dev_key, wire_item *items, size_t n) {
   int fd = wire_open(&env, "bad");
   wire_reply rep;
   outcome o;
@@ -196,7 +196,7 @@ static outcome row_bad_device_key(void) {
 
 static void mk_short_hash(wire_item *it) { it->item.state_hash.len = 15; }
 
-static outcome row_other_device(pcache_devkey *other) {
+static outcome row_other_device(pcache__devkey *other) {
   /* Valid for other, put for key: a blob another device would crash on. */
   wire_item it;
   outcome o;
@@ -208,19 +208,19 @@ static outcome row_other_device(pcache_devkey *other) {
 }
 
 static outcome row_other_vendor(void) {
-  pcache_devkey k;
+  pcache__devkey k;
   pcache__devkey_make(pcache__devkey_uuid(&key), 0x10de, pcache__devkey_device(&key), 1, 8, &k);
   return row_other_device(&k);
 }
 
 static outcome row_other_device_id(void) {
-  pcache_devkey k;
+  pcache__devkey k;
   pcache__devkey_make(pcache__devkey_uuid(&key), pcache__devkey_vendor(&key), 0x2330, 1, 8, &k);
   return row_other_device(&k);
 }
 
 static outcome row_other_uuid(void) {
-  pcache_devkey k;
+  pcache__devkey k;
   uint8_t uuid[16];
   memcpy(uuid, pcache__devkey_uuid(&key), 16);
   uuid[0] ^= 0x55;
@@ -230,7 +230,7 @@ static outcome row_other_uuid(void) {
 
 /* A device the store has never seen, whose only item is refused. */
 static outcome row_new_device_refused(void) {
-  pcache_devkey k;
+  pcache__devkey k;
   wire_item it;
   outcome o;
   wire_devkey(11, &k);
@@ -269,7 +269,7 @@ static void mk_module_checksum(wire_item *it) {
 }
 /* Names SPIR-V the store does not hold, and does not carry it. */
 static void mk_missing_module(wire_item *it) {
-  pcache_hash128 mod;
+  pcache__hash mod;
   size_t code_size;
   wire_spirv(5, &code_size, &mod);
   free(it->item.desc.data);
@@ -289,7 +289,7 @@ static outcome row_module_checksum(void) { return put_one(mk_module_checksum); }
 static outcome row_missing_module(void) { return put_one(mk_missing_module); }
 
 static outcome row_get_too_many(void) {
-  pcache_hash128 h[MAX_HASHES + 1];
+  pcache__hash h[MAX_HASHES + 1];
   int fd = wire_open(&env, "bad");
   wire_reply rep;
   outcome o;
@@ -325,19 +325,23 @@ static outcome row_purge_no_selector(void) {
  * 2 blob of another device, 3 filed under a device the store does not
  * know, with a blob of ours. */
 static void make_archive(int how, uint8_t **ret, size_t *ret_n) {
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   wire_item it;
-  pcache_devkey other;
-  pcache_archive_entry e;
+  pcache__devkey other;
+  pcache__archive_entry e;
   wire_devkey(9, &other);
   wire_item_make(&it, &key, 3000, 256);
   if (how == 2)
     pcache__blob_write_header(&other, it.item.blob.data);
-  e = (pcache_archive_entry){.device_key = key, .state_hash = it.hash, .kind = it.item.kind,
-                             .app = "bad", .blob = it.item.blob.data,
-                             .blob_size = it.item.blob.len,
-                             .checksum = pcache__checksum64(it.item.blob.data, it.item.blob.len),
-                             .desc = it.item.desc.data, .desc_size = it.item.desc.len};
+  e = (pcache__archive_entry){.device_key = key,
+                              .state_hash = it.hash,
+                              .kind = it.item.kind,
+                              .app = "bad",
+                              .blob = it.item.blob.data,
+                              .blob_size = it.item.blob.len,
+                              .checksum = pcache__checksum64(it.item.blob.data, it.item.blob.len),
+                              .desc = it.item.desc.data,
+                              .desc_size = it.item.desc.len};
   if (how == 1)
     e.checksum ^= 1;
   if (how == 3)

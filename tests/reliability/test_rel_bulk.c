@@ -34,10 +34,10 @@
 #define PIPELINED 24
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 static wire_item items[8];
 
-static uint8_t *get_frame(const pcache_hash128 *h, size_t n, size_t *ret_size) {
+static uint8_t *get_frame(const pcache__hash *h, size_t n, size_t *ret_size) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get g = PCACHEPB__GET__INIT;
   ProtobufCBinaryData *hb = calloc(n, sizeof *hb);
@@ -164,7 +164,7 @@ static void budget_per_client(void) {
 
 static void repeats_cost_nothing(void) {
   enum { N = 2000 };
-  pcache_hash128 *h = calloc(N, sizeof *h);
+  pcache__hash *h = calloc(N, sizeof *h);
   wire_reply rep;
   int fd;
   start(NULL);
@@ -186,7 +186,7 @@ static void repeats_cost_nothing(void) {
 }
 
 static void reply_is_bounded(void) {
-  pcache_hash128 h[8];
+  pcache__hash h[8];
   size_t n = 8, got = 0, calls = 0;
   int fd;
   start(NULL);
@@ -197,7 +197,7 @@ static void reply_is_bounded(void) {
   while (n && calls++ < 16) {
     wire_reply rep;
     size_t left = 0;
-    pcache_hash128 rest[8];
+    pcache__hash rest[8];
     wire_get(fd, &key, h, n, &rep);
     ASSERT_EQ(rep.resp->status, 0);
     ASSERT_EQ(rep.resp->get->n_missing, 0);

@@ -90,7 +90,7 @@ static void make_old_store(void) {
   ASSERT_EQ(mdb_del(txn, dbi, &k2, NULL), 0);
   {
     uint8_t rec[40] = {1}; /* v1 record, counts 0, an empty DeviceInfo */
-    pcache_devkey orphan;
+    pcache__devkey orphan;
     MDB_val k, v = {sizeof rec, rec};
     wire_devkey(999, &orphan);
     k.mv_size = PCACHE_DEVKEY_SIZE;
@@ -103,7 +103,7 @@ static void make_old_store(void) {
 }
 
 /* An item whose description names its own module of module_size bytes. */
-static void item_with_module(wire_item *it, const pcache_devkey *key, uint64_t salt,
+static void item_with_module(wire_item *it, const pcache__devkey *key, uint64_t salt,
                              size_t blob_size, uint8_t *code, size_t module_size) {
   uint8_t *desc;
   size_t desc_size;
@@ -123,7 +123,7 @@ static void item_with_module(wire_item *it, const pcache_devkey *key, uint64_t s
 }
 
 /* A Put of items for key whose DeviceInfo carries the given strings. */
-static void put_as(int fd, const pcache_devkey *key, char *name, wire_item *items, size_t n,
+static void put_as(int fd, const pcache__devkey *key, char *name, wire_item *items, size_t n,
                    wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
@@ -167,7 +167,7 @@ static void device_attack(int fd, unsigned first) {
   wire_reply rep;
   memset(name, 'x', sizeof name - 1);
   for (unsigned i = first; i < first + 300; i++) {
-    pcache_devkey dk;
+    pcache__devkey dk;
     wire_devkey(i, &dk);
     wire_item_make(&item, &dk, i, 1024);
     put_as(fd, &dk, name, &item, 1, &rep);
@@ -180,16 +180,16 @@ static void device_attack(int fd, unsigned first) {
 
 /* An archive of devices devices with 4 KiB names, then n entries of
  * blob_size bytes for key. */
-static void big_archive(const pcache_devkey *key, unsigned devices, unsigned n, size_t blob_size,
+static void big_archive(const pcache__devkey *key, unsigned devices, unsigned n, size_t blob_size,
                         uint8_t **ret_data, size_t *ret_size) {
   static char name[4 << 10];
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   uint8_t *blob = wire_blob(key, blob_size, 3);
   memset(name, 'y', sizeof name - 1);
   ASSERT_OK(pcache__archive_writer_new(&w));
   for (unsigned i = 0; i < devices; i++) {
     Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
-    pcache_devkey dk;
+    pcache__devkey dk;
     wire_devkey(20000 + i, &dk);
     info.key.data = dk.bytes;
     info.key.len = PCACHE_DEVKEY_SIZE;
@@ -198,7 +198,7 @@ static void big_archive(const pcache_devkey *key, unsigned devices, unsigned n, 
   }
   for (uint64_t i = 0; i < n; i++) {
     size_t code_size;
-    pcache_hash128 mh;
+    pcache__hash mh;
     const uint8_t *code = wire_spirv(0, &code_size, &mh);
     ASSERT_OK(pcache__archive_add_module(w, &mh, code, code_size));
     rel_archive_entry(w, key, 70000 + i, blob, blob_size, &mh);
@@ -208,7 +208,7 @@ static void big_archive(const pcache_devkey *key, unsigned devices, unsigned n, 
   free(blob);
 }
 
-static int put_snapshot(int fd, const pcache_devkey *key, const char *app, const uint8_t *blob,
+static int put_snapshot(int fd, const pcache__devkey *key, const char *app, const uint8_t *blob,
                         size_t size) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__PutSnapshot ps = PCACHEPB__PUT_SNAPSHOT__INIT;
@@ -249,7 +249,7 @@ static uint64_t app_entries(int fd, const char *app) {
 
 int main(void) {
   const char *args[] = {"--max-size", "1M", NULL};
-  pcache_devkey key;
+  pcache__devkey key;
   wire_item item;
   wire_reply rep;
   int fd, hog;

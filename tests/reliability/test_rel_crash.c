@@ -18,12 +18,12 @@
 #define MAX_ACKED 200000
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 static atomic_int stop;
 
 /* Every acknowledged Put: its state hash and blob (size, pattern salt). */
 typedef struct acked {
-  pcache_hash128 hash;
+  pcache__hash hash;
   uint64_t salt;
   uint32_t size;
 } acked;
@@ -69,7 +69,7 @@ static void *client(void *arg) {
 /* Every acknowledged entry is present with its exact bytes. */
 static void check_all(int fd) {
   size_t n = atomic_load(&n_acks);
-  pcache_hash128 *hashes = malloc((n + 1) * sizeof *hashes);
+  pcache__hash *hashes = malloc((n + 1) * sizeof *hashes);
   for (size_t i = 0; i < n; i++)
     hashes[i] = acks[i].hash;
   /* A reply stops at the client's budget (GetReply.more): the next Get

@@ -21,7 +21,7 @@
 #include "test.h"
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 
 static int moved_aside(void) {
   DIR *d = opendir(env.data_dir);

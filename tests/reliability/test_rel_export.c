@@ -46,7 +46,7 @@ static uint64_t export_all(int fd, long *ret_peak_kb, size_t *ret_size) {
 }
 
 int main(void) {
-  pcache_devkey key;
+  pcache__devkey key;
   wire_reply rep;
   long anon0, peak;
   size_t size;

@@ -24,7 +24,7 @@
 #include "test.h"
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 
 static char *read_log(void) {
   FILE *f = fopen(env.log_path, "r");

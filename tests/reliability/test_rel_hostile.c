@@ -22,7 +22,7 @@
 #define SERVED_MS 500
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 static int witness;
 static wire_item big;
 static uint64_t worst_ms;

@@ -29,13 +29,13 @@ static uint64_t commits(int fd) {
   return n;
 }
 
-static void make_archive(const pcache_devkey *key, uint8_t **ret_data, size_t *ret_size) {
-  pcache_archive_writer *w;
+static void make_archive(const pcache__devkey *key, uint8_t **ret_data, size_t *ret_size) {
+  pcache__archive_writer *w;
   uint8_t *blob = wire_blob(key, 64, 1);
   ASSERT_OK(pcache__archive_writer_new(&w));
   for (uint64_t i = 0; i < N; i++) {
     uint8_t code[16] = {0x03, 0x02, 0x23, 0x07};
-    pcache_hash128 mh;
+    pcache__hash mh;
     memcpy(code + 8, &i, sizeof i);
     pcache__hash128(code, sizeof code, &mh);
     ASSERT_OK(pcache__archive_add_module(w, &mh, code, sizeof code));
@@ -48,7 +48,7 @@ static void make_archive(const pcache_devkey *key, uint8_t **ret_data, size_t *r
 
 int main(void) {
   test_env env;
-  pcache_devkey key;
+  pcache__devkey key;
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Import imp = PCACHEPB__IMPORT__INIT;
   wire_item item;

@@ -19,7 +19,7 @@
 #define LIVE_MAX 64
 
 static test_env env;
-static pcache_devkey key;
+static pcache__devkey key;
 static atomic_int phase; /* 0 warm-up, 1 measured, 2 stop */
 static atomic_uint_fast64_t ops[7], errors;
 enum { OP_GET, OP_PREFETCH, OP_PUT, OP_LIST, OP_PURGE, OP_STATS, OP_MISS };
@@ -27,11 +27,11 @@ enum { OP_GET, OP_PREFETCH, OP_PUT, OP_LIST, OP_PURGE, OP_STATS, OP_MISS };
 typedef struct client {
   int id;
   unsigned seed;
-  pcache_hash128 live[LIVE_MAX];
+  pcache__hash live[LIVE_MAX];
   uint64_t live_salt[LIVE_MAX];
   size_t n_live;
   uint64_t next_salt;
-  pcache_hash128 gone;
+  pcache__hash gone;
   int have_gone;
 } client;
 
@@ -48,13 +48,13 @@ static void count(int op) {
 }
 
 static void do_get(int fd, client *c) {
-  pcache_hash128 h[9];
+  pcache__hash h[9];
   size_t want = c->n_live < 8 ? c->n_live : 8, n = 0, m;
   wire_reply rep;
   int r;
   /* Distinct hashes: the daemon answers each distinct hash once. */
   for (size_t t = 0; n < want && t < 4 * want; t++) {
-    pcache_hash128 pick = c->live[(size_t)rand_r(&c->seed) % c->n_live];
+    pcache__hash pick = c->live[(size_t)rand_r(&c->seed) % c->n_live];
     size_t j = 0;
     while (j < n && memcmp(h[j].bytes, pick.bytes, 16) != 0)
       j++;

@@ -19,10 +19,10 @@
 int main(void) {
   /* A long flush interval: every hit of the run waits in memory. */
   const char *args[] = {"--flush-interval", "600000", NULL};
-  static pcache_hash128 hashes[NAMES];
+  static pcache__hash hashes[NAMES];
   static wire_item items[NAMES];
   test_env env;
-  pcache_devkey key;
+  pcache__devkey key;
   wire_reply rep;
   long anon0, anon;
   int fd, reader;

@@ -17,9 +17,9 @@ typedef struct seen {
   uint64_t bad_index[16];
   int bad_err[16];
   char device_names[4][64];
-  pcache_hash128 module_hash;
+  pcache__hash module_hash;
   size_t module_size;
-  pcache_archive_entry last_entry;
+  pcache__archive_entry last_entry;
   char last_app[64];
   uint8_t last_blob[64];
   int stop_after_entries; /* nonzero: the entry callback returns 42 then */
@@ -33,9 +33,9 @@ static int on_device(void *ctx, const Pcachepb__DeviceInfo *info) {
   return 0;
 }
 
-static int on_module(void *ctx, const pcache_hash128 *hash, const void *code, size_t size) {
+static int on_module(void *ctx, const pcache__hash *hash, const void *code, size_t size) {
   seen *s = ctx;
-  pcache_hash128 check;
+  pcache__hash check;
   pcache__hash128(code, size, &check);
   ASSERT_TRUE(pcache__hash_equal(&check, hash));
   s->module_hash = *hash;
@@ -44,7 +44,7 @@ static int on_module(void *ctx, const pcache_hash128 *hash, const void *code, si
   return 0;
 }
 
-static int on_entry(void *ctx, const pcache_archive_entry *entry) {
+static int on_entry(void *ctx, const pcache__archive_entry *entry) {
   seen *s = ctx;
   s->entries++;
   s->last_entry = *entry;
@@ -70,9 +70,9 @@ static int on_bad(void *ctx, uint64_t index, int err) {
   return 0;
 }
 
-static const pcache_archive_visitor visitor = {on_device, on_module, on_entry, on_bad};
+static const pcache__archive_visitor visitor = {on_device, on_module, on_entry, on_bad};
 
-static void make_key(uint8_t seed, pcache_devkey *ret_key) {
+static void make_key(uint8_t seed, pcache__devkey *ret_key) {
   uint8_t uuid[PCACHE_UUID_SIZE];
   memset(uuid, seed, sizeof uuid);
   pcache__devkey_make(uuid, 0x1000u + seed, 0x2000u + seed, 7, 8, ret_key);
@@ -81,11 +81,11 @@ static void make_key(uint8_t seed, pcache_devkey *ret_key) {
 /* An archive: device "gpu-a", one module, three entries (apps a0, a1, a2).
  * Record indexes: 0 device, 1 module, 2..4 entries, 5 end. */
 static void build(uint8_t **ret_data, size_t *ret_size) {
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
-  pcache_devkey key;
+  pcache__devkey key;
   static const uint32_t spirv[] = {0x07230203, 0x00010000, 0, 1, 0};
-  pcache_hash128 module_hash;
+  pcache__hash module_hash;
 
   make_key(1, &key);
   ASSERT_OK(pcache__archive_writer_new(&w));
@@ -98,7 +98,7 @@ static void build(uint8_t **ret_data, size_t *ret_size) {
   for (int i = 0; i < 3; i++) {
     uint8_t blob[40], desc[4] = {8, 1, 16, (uint8_t)(1 + (i & 1))};
     char app[8];
-    pcache_archive_entry e;
+    pcache__archive_entry e;
     memset(&e, 0, sizeof e);
     pcache__blob_write_header(&key, blob);
     memset(blob + 32, i, 8);
@@ -158,7 +158,7 @@ static void test_round_trip(void) {
   ASSERT_EQ(s.last_entry.checksum, pcache__checksum64(s.last_blob, 40));
   ASSERT_EQ(s.last_blob[39], 2);
   {
-    pcache_devkey key;
+    pcache__devkey key;
     make_key(1, &key);
     ASSERT_MEMEQ(s.last_entry.device_key.bytes, key.bytes, 32);
     ASSERT_OK(pcache__blob_check_header(s.last_blob, 40, &key));
@@ -167,7 +167,7 @@ static void test_round_trip(void) {
 }
 
 static void test_empty(void) {
-  pcache_archive_writer *w;
+  pcache__archive_writer *w;
   uint8_t *data;
   size_t size;
   seen s;

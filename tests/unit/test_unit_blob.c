@@ -9,7 +9,7 @@
 
 int main(void) {
   uint8_t uuid[16] = "val-0123456789ab", other_uuid[16] = "val-ffffffffffff";
-  pcache_devkey key;
+  pcache__devkey key;
   uint8_t blob[64], *exact;
 
   pcache__devkey_make(uuid, 0x10005, 0x42, 7, 8, &key);
@@ -55,7 +55,7 @@ int main(void) {
 
   /* The driver version and ABI are not in the header: not checked there. */
   {
-    pcache_devkey newer;
+    pcache__devkey newer;
     pcache__devkey_make(uuid, 0x10005, 0x42, 8, 4, &newer);
     ASSERT_OK(pcache__blob_check_header(blob, sizeof blob, &newer));
   }

@@ -8,7 +8,7 @@
 
 int main(void) {
   uint8_t uuid[16], back[16];
-  pcache_devkey key, parsed;
+  pcache__devkey key, parsed;
   char text[65], utext[37];
 
   for (int i = 0; i < 16; i++)
@@ -42,7 +42,7 @@ int main(void) {
 
   /* Different ABIs are different keys (32- and 64-bit drivers). */
   {
-    pcache_devkey k32;
+    pcache__devkey k32;
     pcache__devkey_make(uuid, 0x10de, 0x2330, 0x91234567, 4, &k32);
     ASSERT_TRUE(memcmp(k32.bytes, key.bytes, 32) != 0);
   }
