@@ -217,27 +217,28 @@ static void frame_done(pcd_conn *c, const uint8_t *body, uint32_t len) {
 }
 
 /* Handles the frame at the front of rbuf when it is all there, or moves
- * a frame too large for rbuf into its own buffer. Returns 1 when it did
- * something, 0 when more bytes are needed, -1 when the connection is done. */
+ * a frame too large for rbuf into its own buffer. Returns 0 when it did
+ * either, -EAGAIN when more bytes are needed, or -ECONNABORTED when it
+ * closed the connection. */
 static int take_frame(pcd_conn *c) {
   size_t have = c->rlen - c->roff;
   const uint8_t *p = c->rbuf + c->roff;
   uint32_t len;
   int r;
   if (have < PCACHE_FRAME_HEADER_SIZE)
-    return 0;
+    return -EAGAIN;
   r = pcache__frame_length(p, c->srv->config->max_frame, &len);
   if (r == PCACHE_EEMPTY_FRAME) {
     log_warn("connection: zero-length frame; closing");
     fail(c, r, "zero-length frame");
-    return -1;
+    return -ECONNABORTED;
   }
   if (r < 0) {
     /* Never allocated, never answered: the stream cannot be resynced. */
     log_warn("connection: frame of %u bytes announced, limit %u; closing", pcache__le32(p),
              c->srv->config->max_frame);
     pcd_conn_close(c);
-    return -1;
+    return -ECONNABORTED;
   }
   if (have - PCACHE_FRAME_HEADER_SIZE >= len) {
     /* Decoding copies what it keeps, so rbuf is free again after. */
@@ -245,20 +246,20 @@ static int take_frame(pcd_conn *c) {
     if (c->roff == c->rlen)
       c->roff = c->rlen = 0;
     frame_done(c, p + PCACHE_FRAME_HEADER_SIZE, len);
-    return 1;
+    return 0;
   }
   if (PCACHE_FRAME_HEADER_SIZE + (size_t)len <= sizeof c->rbuf)
-    return 0;
+    return -EAGAIN;
   c->body = pcache__malloc(len);
   if (!c->body) {
     pcd_conn_close(c);
-    return -1;
+    return -ECONNABORTED;
   }
   c->body_len = len;
   c->body_got = have - PCACHE_FRAME_HEADER_SIZE;
   memcpy(c->body, p + PCACHE_FRAME_HEADER_SIZE, c->body_got);
   c->roff = c->rlen = 0;
-  return 1;
+  return 0;
 }
 
 uint64_t pcd_conn_reply_budget(const pcd_conn *conn) {
@@ -298,10 +299,10 @@ static void do_read(pcd_conn *c) {
       n = recv(c->fd, c->body + c->body_got, c->body_len - c->body_got, MSG_DONTWAIT);
     } else {
       int r = take_frame(c);
-      if (r < 0)
-        return;
-      if (r > 0)
+      if (r == 0)
         continue;
+      if (r != -EAGAIN)
+        return;
       if (c->roff) {
         memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
         c->rlen -= c->roff;

@@ -112,7 +112,8 @@ static void ref_of(const pcd_entry *e, blob_ref *ret) {
 }
 
 /* Adds the entry's blob to the reply after checking it against its
- * checksum. Returns 1 added, 0 not there (or dropped), <0 error. */
+ * checksum. Returns 0 when added, PCACHE_ENOT_FOUND when the blob is not
+ * there or failed its checksum (dropped), or another negative code. */
 static int add_blob(blob_set *s, const blob_ref *e) {
   Pcachepb__Blob *b;
   const uint8_t *blob;
@@ -120,8 +121,6 @@ static int add_blob(blob_set *s, const blob_ref *e) {
   char hex[33];
   int r = pcd_blob_get(s->txn, e->key, &blob, &size);
   s->missing_blob = r == PCACHE_ENOT_FOUND;
-  if (r == PCACHE_ENOT_FOUND)
-    return 0;
   if (r < 0)
     return r;
   if (size != e->blob_size || pcache__checksum64(blob, size) != e->checksum) {
@@ -130,7 +129,7 @@ static int add_blob(blob_set *s, const blob_ref *e) {
     atomic_fetch_add(&s->srv->stats.checksum_failures, 1);
     s->reply->dropped++;
     add_drop(s, e->key);
-    return 0;
+    return PCACHE_ENOT_FOUND;
   }
   if (s->reply->n_blobs == s->cap) {
     Pcachepb__Blob **nb;
@@ -156,7 +155,7 @@ static int add_blob(blob_set *s, const blob_ref *e) {
   s->reply->blobs[s->reply->n_blobs++] = b;
   s->bytes += size;
   pcd_worker_touch(s->w, e->key, s->now);
-  return 1;
+  return 0;
 }
 
 static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp) {
@@ -260,7 +259,7 @@ static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
     }
     if (r < 0 && r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE)
       break;
-    if (r == 1) {
+    if (r == 0) {
       atomic_fetch_add(&srv->stats.hits, 1);
     } else {
       atomic_fetch_add(&srv->stats.misses, 1);
@@ -495,9 +494,9 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
         break;
       }
       r = add_blob(&s, &ev.v[i]);
-      if (r < 0)
+      if (r < 0 && r != PCACHE_ENOT_FOUND)
         break;
-      if (r == 1)
+      if (r == 0)
         atomic_fetch_add(&srv->stats.hits, 1);
       else
         reply.dropped += s.missing_blob; /* consumed: counted for the next offset */

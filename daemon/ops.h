@@ -71,7 +71,8 @@ int pcd_evict_some(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, uint64_
  * slices in a read transaction of its own. */
 int pcd_ops_export(pcd_txn *txn, pcd_job *job);
 int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job);
-/* Encodes job's reply (an Export's streamed archive goes as it lies). */
+/* Encodes job's reply (an Export's streamed archive goes as it lies).
+ * Returns 0, -ENOMEM or PCACHE_EFRAME_TOO_LARGE. */
 int pcd_ops_encode(pcd_job *job, pcd_out *ret_out);
 /* Problems an ImportReply lists; any more are only counted in refused. */
 #define PCD_IMPORT_MAX_PROBLEMS 1024

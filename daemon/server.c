@@ -229,7 +229,7 @@ int pcd_server_start(pcd_server *srv) {
   srv->start_us = pcache__mono_us();
   srv->workers = pcache__calloc(n, sizeof *srv->workers);
   if (!srv->workers)
-    return UV_ENOMEM;
+    return -ENOMEM;
   for (; started < n; started++) {
     if ((r = pcd_worker_init(&srv->workers[started], srv, NULL)) < 0)
       goto out_workers;

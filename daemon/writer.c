@@ -194,6 +194,7 @@ static pcd_job *write_large_touches(pcd_writer *w, pcd_job *batch) {
 
 static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
   for (pcd_job *j = batch; j; j = j->next) {
+    int r_encode = 0;
     if (r < 0) {
       log_error("writer: transaction failed: %s", pcache_strerror(r));
       if (j->type == PCD_JOB_PUT)
@@ -209,9 +210,14 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
     }
     if (!j->conn || (r == 0 && j->more))
       continue; /* no reply until its last slice */
-    if (r < 0 || pcd_ops_encode(j, &j->out) < 0) {
+    if (r == 0)
+      r_encode = pcd_ops_encode(j, &j->out);
+    if (r < 0 || r_encode < 0) {
+      /* The client hears why: the transaction's failure, or the encoder's
+       * (-ENOMEM, or PCACHE_EFRAME_TOO_LARGE for a reply over the frame
+       * limit). */
       pcd_out_release(&j->out);
-      pcd_reply_error(r < 0 ? r : -ENOMEM, NULL, &j->out);
+      pcd_reply_error(r < 0 ? r : r_encode, NULL, &j->out);
     }
   }
 }
