@@ -201,3 +201,15 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
   *ret_config = c;
   return 0;
 }
+
+/* Map = twice the cap (LMDB never reuses pages freed in the transaction
+ * that frees them, and old pages stay live for readers) plus room for the
+ * largest blob and the indexes. */
+uint64_t pcd_config_map_size(const pcd_config *c) {
+  if (c->map_size)
+    return c->map_size;
+  uint64_t largest = c->max_snapshot < c->max_frame ? c->max_snapshot : c->max_frame;
+  if (largest < c->max_blob)
+    largest = c->max_blob;
+  return 2 * c->max_size + 2 * largest + (32ull << 20);
+}

@@ -33,4 +33,7 @@ typedef struct pcd_config {
  */
 int pcd_config_parse(int argc, char **argv, pcd_config *ret_config);
 
+/* The LMDB map size: --map-size, else derived from the size limits. */
+uint64_t pcd_config_map_size(const pcd_config *config);
+
 #endif

@@ -318,11 +318,7 @@ static int snap_view_load(blob_set *s, const uint8_t *devkey, const char *app, i
               app);
     atomic_fetch_add(&s->srv->stats.checksum_failures, 1);
     if (job && s->srv->writer) {
-      job->touches = pcache__calloc(1, sizeof *job->touches);
-      if (job->touches) {
-        job->n_touches = 1;
-        memcpy(job->touches[0].key, devkey, PCACHE_DEVKEY_SIZE);
-      }
+      memcpy(job->device_key, devkey, PCACHE_DEVKEY_SIZE);
       snprintf(job->app, sizeof job->app, "%s", app);
       pcd_writer_submit(s->srv->writer, job);
     } else {

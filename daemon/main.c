@@ -1,6 +1,6 @@
-/* pcached: wiring only. Each concern lives in its own file (config,
- * activation, server, workers, connection, dispatch, store, writer,
- * eviction, bulk). */
+/* pcached: wiring only. Each concern lives in its own file
+ * (docs/architecture.md); the policies main() applies (the map size, for
+ * one) are the config's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,18 +18,6 @@
 #include "config.h"
 #include "dispatch.h"
 #include "server.h"
-
-/* Map = twice the cap (LMDB never reuses pages freed in the transaction
- * that frees them, and old pages stay live for readers) plus room for the
- * largest blob and the indexes. */
-static uint64_t map_size_for(const pcd_config *c) {
-  if (c->map_size)
-    return c->map_size;
-  uint64_t largest = c->max_snapshot < c->max_frame ? c->max_snapshot : c->max_frame;
-  if (largest < c->max_blob)
-    largest = c->max_blob;
-  return 2 * c->max_size + 2 * largest + (32ull << 20);
-}
 
 int main(int argc, char **argv) {
   pcd_config config;
@@ -64,7 +52,7 @@ int main(int argc, char **argv) {
 
   if ((r = pcd_server_listen(&srv)) < 0)
     goto out_loop;
-  if ((r = pcd_store_open(srv.data_dir, map_size_for(&config), &srv.store)) < 0) {
+  if ((r = pcd_store_open(srv.data_dir, pcd_config_map_size(&config), &srv.store)) < 0) {
     log_error("cannot open the store in %s: %s", srv.data_dir, pcache_strerror(r));
     goto out_listen;
   }

@@ -330,10 +330,7 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
 }
 
 static int op_snapshot_drop(pcd_txn *txn, pcd_job *job) {
-  int r;
-  if (job->n_touches == 0)
-    return 0;
-  r = pcd_snapshot_delete(txn, job->touches[0].key, job->app, NULL);
+  int r = pcd_snapshot_delete(txn, job->device_key, job->app, NULL);
   return r == PCACHE_ENOT_FOUND ? 0 : r;
 }
 
@@ -341,20 +338,17 @@ static int op_snapshot_drop(pcd_txn *txn, pcd_job *job) {
 
 static int op_report(pcd_txn *txn, pcd_job *job) {
   const Pcachepb__Report *rep = job->req->report;
-  Pcachepb__PurgeReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__ReportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   uint8_t key[PCD_ENTRY_KEY_SIZE];
   char hex[33];
   int r;
   if (!reply)
     return -ENOMEM;
-  pcachepb__purge_reply__init(reply);
+  pcachepb__report_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPORT;
   job->resp.report = reply;
-  if (rep->device_key.len != PCACHE_DEVKEY_SIZE) {
-    job->resp.status = PCACHE_EBAD_KEY;
-    job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
-    return 0;
-  }
+  /* The device key's length was checked before the job was queued
+   * (validate.c). */
   memcpy(key, rep->device_key.data, PCACHE_DEVKEY_SIZE);
   switch (rep->snapshot) {
   case PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED:

@@ -219,14 +219,10 @@ int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_EXPORT;
   job->resp.export = reply;
   job->more = 0;
-  if (req->device_key.len) {
-    if (req->device_key.len != PCACHE_DEVKEY_SIZE) {
-      job->resp.status = PCACHE_EBAD_KEY;
-      job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
-      return 0;
-    }
+  /* The device key's length was checked before the job was queued
+   * (validate.c). */
+  if (req->device_key.len)
     dev = req->device_key.data;
-  }
   if (!st) {
     if ((r = export_start(txn, dev, &st)) < 0)
       goto out_status;

@@ -20,8 +20,8 @@ typedef enum pcd_job_type {
   PCD_JOB_EXPORT,
   PCD_JOB_IMPORT,
   PCD_JOB_SNAPSHOT, /* PutSnapshot */
-  PCD_JOB_SNAPSHOT_DROP, /* the snapshot of (touches[0].key's device, app)
-                          * failed its checksum: no reply */
+  PCD_JOB_SNAPSHOT_DROP, /* the snapshot of (device_key, app) failed its
+                          * checksum: no reply */
   PCD_JOB_TOUCH, /* touches: last-used/hit batch, no reply */
   PCD_JOB_DROP,  /* touches[].key: entries that failed their checksum, no reply */
 } pcd_job_type;
@@ -31,6 +31,7 @@ typedef struct pcd_job {
   pcd_job_type type;
   Pcachepb__Request *req;      /* owned; freed with the job */
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
+  uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;
