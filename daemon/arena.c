@@ -66,3 +66,18 @@ void pcd_arena_free(pcd_arena *a) {
   a->head = NULL;
   a->failed = 0;
 }
+
+void *pcd_arena_grow(pcd_arena *a, void *items, size_t n, size_t *cap, size_t elem_size) {
+  void *p;
+  if (n < *cap)
+    return items;
+  if (*cap > SIZE_MAX / 2 / (elem_size ? elem_size : 1)) {
+    a->failed = 1;
+    return NULL;
+  }
+  *cap = *cap ? *cap * 2 : 16;
+  p = pcd_arena_alloc(a, *cap * elem_size);
+  if (p && n)
+    memcpy(p, items, n * elem_size);
+  return p;
+}

@@ -16,6 +16,11 @@ void *pcd_arena_alloc(pcd_arena *a, size_t size);
 void *pcd_arena_memdup(pcd_arena *a, const void *data, size_t size);
 char *pcd_arena_strdup(pcd_arena *a, const char *s);
 char *pcd_arena_printf(pcd_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Room for one more element in an arena array of n elements of elem_size
+ * bytes (*cap allocated): returns the array, moved to a doubled copy when
+ * it was full, or NULL (and a->failed set). The old copy stays in the
+ * arena until it is freed. */
+void *pcd_arena_grow(pcd_arena *a, void *items, size_t n, size_t *cap, size_t elem_size);
 void pcd_arena_free(pcd_arena *a);
 
 #endif

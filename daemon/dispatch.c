@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/vec.h"
 #include "proto/frame.h"
 #include "validate.h"
 
@@ -131,16 +132,10 @@ static int add_blob(blob_set *s, const blob_ref *e) {
     add_drop(s, e->key);
     return PCACHE_ENOT_FOUND;
   }
-  if (s->reply->n_blobs == s->cap) {
-    Pcachepb__Blob **nb;
-    s->cap = s->cap ? s->cap * 2 : 16;
-    nb = pcd_arena_alloc(s->arena, s->cap * sizeof *nb);
-    if (!nb)
-      return -ENOMEM;
-    if (s->reply->n_blobs)
-      memcpy(nb, s->reply->blobs, s->reply->n_blobs * sizeof *nb);
-    s->reply->blobs = nb;
-  }
+  s->reply->blobs = pcd_arena_grow(s->arena, s->reply->blobs, s->reply->n_blobs, &s->cap,
+                                   sizeof *s->reply->blobs);
+  if (!s->reply->blobs)
+    return -ENOMEM;
   b = pcd_arena_alloc(s->arena, sizeof *b);
   if (!b)
     return -ENOMEM;
@@ -279,10 +274,7 @@ static void do_get(pcd_conn *c, const Pcachepb__Get *g) {
   pcd_server_trim(g->n_state_hashes * 128u);
 }
 
-typedef struct entry_vec {
-  blob_ref *v;
-  size_t n, cap;
-} entry_vec;
+typedef PCACHE_VEC(blob_ref) entry_vec;
 
 static int by_hash(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
 
@@ -367,9 +359,9 @@ static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_
   if (!v->have)
     return;
   for (size_t i = 0; i < ev->n; i++) {
-    long at = snap_find(v, ev->v[i].key + PCACHE_DEVKEY_SIZE);
+    long at = snap_find(v, ev->items[i].key + PCACHE_DEVKEY_SIZE);
     if (at < 0) {
-      ev->v[kept++] = ev->v[i];
+      ev->items[kept++] = ev->items[i];
       continue;
     }
     v->present[at] = 1;
@@ -423,16 +415,9 @@ static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
 
 static int collect_entry(void *ctx, const pcd_entry *e) {
   entry_vec *ev = ctx;
-  if (ev->n == ev->cap) {
-    size_t cap = ev->cap ? ev->cap * 2 : 64;
-    blob_ref *v = pcache__realloc(ev->v, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    ev->v = v;
-    ev->cap = cap;
-  }
-  ref_of(e, &ev->v[ev->n++]);
-  return 0;
+  blob_ref ref;
+  ref_of(e, &ref);
+  return pcache_vec_push(ev, ref);
 }
 
 /* Most recently used first; ties (a Put stores its items with one time)
@@ -475,7 +460,7 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
     if (p->offset == 0)
       snap_reply(&s, p->device_key.data, &snap);
     if (ev.n)
-      qsort(ev.v, ev.n, sizeof *ev.v, by_recent);
+      qsort(ev.items, ev.n, sizeof *ev.items, by_recent);
     /*
      * Paging: offset counts entries of this order already handed out (sent
      * or dropped). The entries a page sends are touched with one time newer
@@ -485,11 +470,11 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
      * order; clients treat a page as a set of hashes.
      */
     for (size_t i = p->offset; i < ev.n; i++) {
-      if (reply.n_blobs + reply.dropped >= limit || reply_full(&s, bound, ev.v[i].blob_size)) {
+      if (reply.n_blobs + reply.dropped >= limit || reply_full(&s, bound, ev.items[i].blob_size)) {
         reply.more = 1;
         break;
       }
-      r = add_blob(&s, &ev.v[i]);
+      r = add_blob(&s, &ev.items[i]);
       if (r < 0 && r != PCACHE_ENOT_FOUND)
         break;
       if (r == 0)
@@ -509,9 +494,10 @@ static void do_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
             reply.n_blobs, reply.n_snapshot_hashes, (unsigned long long)s.bytes);
   finish_blobs(c, &s, &resp);
   snap_view_free(&snap);
-  pcache__free(ev.v);
+  size_t cap_bytes = ev.cap * sizeof *ev.items;
+  pcache_vec_free(&ev);
   pcd_arena_free(&arena);
-  pcd_server_trim(ev.cap * sizeof *ev.v + reply.n_blobs * 128u);
+  pcd_server_trim(cap_bytes + reply.n_blobs * 128u);
 }
 
 /* ------------------------------------------------------------- list/stats */
@@ -525,23 +511,12 @@ typedef struct list_ctx {
   size_t n_unpacked;
 } list_ctx;
 
-static void *grow(pcd_arena *a, void *old, size_t n, size_t *cap, size_t elem) {
-  void *p;
-  if (n < *cap)
-    return old;
-  *cap = *cap ? *cap * 2 : 16;
-  p = pcd_arena_alloc(a, *cap * elem);
-  if (p && n)
-    memcpy(p, old, n * elem);
-  return p;
-}
-
 static int list_device(void *ctx, const pcd_device *d) {
   list_ctx *l = ctx;
   Pcachepb__DeviceRecord *rec = pcd_arena_alloc(l->arena, sizeof *rec);
   Pcachepb__DeviceInfo **un;
-  void *p = grow(l->arena, l->reply->devices, l->reply->n_devices, &l->cap_dev,
-                 sizeof *l->reply->devices);
+  void *p = pcd_arena_grow(l->arena, l->reply->devices, l->reply->n_devices, &l->cap_dev,
+                           sizeof *l->reply->devices);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->devices = p;
@@ -571,8 +546,8 @@ static int list_entry(void *ctx, const pcd_entry *e) {
   if (l->app && *l->app && strcmp(e->app, l->app) != 0)
     return 0;
   rec = pcd_arena_alloc(l->arena, sizeof *rec);
-  p = grow(l->arena, l->reply->entries, l->reply->n_entries, &l->cap_ent,
-           sizeof *l->reply->entries);
+  p = pcd_arena_grow(l->arena, l->reply->entries, l->reply->n_entries, &l->cap_ent,
+                     sizeof *l->reply->entries);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->entries = p;
@@ -601,8 +576,8 @@ static int list_snapshot(void *ctx, const pcd_snapshot *s) {
   if (l->app && *l->app && strcmp(s->app, l->app) != 0)
     return 0;
   rec = pcd_arena_alloc(l->arena, sizeof *rec);
-  p = grow(l->arena, l->reply->snapshots, l->reply->n_snapshots, &l->cap_snap,
-           sizeof *l->reply->snapshots);
+  p = pcd_arena_grow(l->arena, l->reply->snapshots, l->reply->n_snapshots, &l->cap_snap,
+                     sizeof *l->reply->snapshots);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->snapshots = p;

@@ -11,6 +11,7 @@
 #include "common/blob.h"
 #include "proto/desc_check.h"
 #include "common/log.h"
+#include "common/vec.h"
 #include "common/parse.h"
 
 /* ------------------------------------------------------------ validation */
@@ -402,31 +403,28 @@ static int op_report(pcd_txn *txn, pcd_job *job) {
 
 /* ----------------------------------------------------------------- purge */
 
+typedef struct entry_key {
+  uint8_t bytes[PCD_ENTRY_KEY_SIZE];
+} entry_key;
+
 typedef struct key_list {
-  uint8_t (*keys)[PCD_ENTRY_KEY_SIZE];
-  size_t n, cap;
+  PCACHE_VEC(entry_key) keys;
   int oom;
 } key_list;
 
 static int key_list_add(key_list *l, const uint8_t *key) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    void *p = pcache__realloc(l->keys, cap * sizeof *l->keys);
-    if (!p) {
-      l->oom = 1;
-      return -ENOMEM;
-    }
-    l->keys = p;
-    l->cap = cap;
+  entry_key k;
+  memcpy(k.bytes, key, PCD_ENTRY_KEY_SIZE);
+  if (pcache_vec_push(&l->keys, k) < 0) {
+    l->oom = 1;
+    return -ENOMEM;
   }
-  memcpy(l->keys[l->n++], key, PCD_ENTRY_KEY_SIZE);
   return 0;
 }
 
 /* Snapshots to remove: (device key, app) pairs. */
 typedef struct snap_list {
-  pcd_snapshot *v;
-  size_t n, cap;
+  PCACHE_VEC(pcd_snapshot) v;
   const char *app; /* only this app's, when set */
 } snap_list;
 
@@ -434,16 +432,7 @@ static int snap_visit(void *ctx, const pcd_snapshot *s) {
   snap_list *l = ctx;
   if (l->app && strcmp(s->app, l->app) != 0)
     return 0;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    void *p = pcache__realloc(l->v, cap * sizeof *l->v);
-    if (!p)
-      return -ENOMEM;
-    l->v = p;
-    l->cap = cap;
-  }
-  l->v[l->n++] = *s;
-  return 0;
+  return pcache_vec_push(&l->v, *s);
 }
 
 /* Removes the snapshots of device (NULL: every device) and app (NULL:
@@ -452,9 +441,9 @@ static int purge_snapshots(pcd_txn *txn, const uint8_t *device, const char *app,
                            uint64_t *ret_count, uint64_t *ret_bytes) {
   snap_list l = {.app = app};
   int r = pcd_snapshots_foreach(txn, device, snap_visit, &l);
-  for (size_t i = 0; r == 0 && i < l.n; i++) {
+  for (size_t i = 0; r == 0 && i < l.v.n; i++) {
     uint64_t bytes = 0;
-    r = pcd_snapshot_delete(txn, l.v[i].device_key, l.v[i].app, &bytes);
+    r = pcd_snapshot_delete(txn, l.v.items[i].device_key, l.v.items[i].app, &bytes);
     if (r == PCACHE_ENOT_FOUND) {
       r = 0;
       continue;
@@ -464,27 +453,16 @@ static int purge_snapshots(pcd_txn *txn, const uint8_t *device, const char *app,
       *ret_bytes += bytes;
     }
   }
-  pcache__free(l.v);
+  pcache_vec_free(&l.v);
   return r;
 }
 
-typedef struct devkey_list {
-  uint8_t (*keys)[PCACHE_DEVKEY_SIZE];
-  size_t n, cap;
-} devkey_list;
+typedef PCACHE_VEC(pcache__devkey) devkey_list;
 
 static int devkey_visit(void *ctx, const pcd_device *d) {
-  devkey_list *l = ctx;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    void *p = pcache__realloc(l->keys, cap * sizeof *l->keys);
-    if (!p)
-      return -ENOMEM;
-    l->keys = p;
-    l->cap = cap;
-  }
-  memcpy(l->keys[l->n++], d->key, PCACHE_DEVKEY_SIZE);
-  return 0;
+  pcache__devkey k;
+  memcpy(k.bytes, d->key, PCACHE_DEVKEY_SIZE);
+  return pcache_vec_push((devkey_list *)ctx, k);
 }
 
 /* Drops every device record with no entries and no snapshots. */
@@ -492,8 +470,8 @@ static int forget_unused_devices(pcd_txn *txn) {
   devkey_list l = {0};
   int r = pcd_devices_foreach(txn, devkey_visit, &l);
   for (size_t i = 0; r == 0 && i < l.n; i++)
-    r = pcd_device_forget(txn, l.keys[i]);
-  pcache__free(l.keys);
+    r = pcd_device_forget(txn, l.items[i].bytes);
+  pcache_vec_free(&l);
   return r;
 }
 
@@ -574,9 +552,9 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
   r = pcd_entries_foreach(txn, dev, purge_visit, &f);
   if (r < 0 || f.list.oom)
     goto out_free;
-  for (size_t i = 0; i < f.list.n; i++) {
+  for (size_t i = 0; i < f.list.keys.n; i++) {
     uint64_t bytes = 0;
-    r = pcd_entry_delete(txn, f.list.keys[i], &bytes);
+    r = pcd_entry_delete(txn, f.list.keys.items[i].bytes, &bytes);
     if (r == PCACHE_ENOT_FOUND)
       continue;
     if (r < 0)
@@ -606,7 +584,7 @@ static int op_purge(pcd_txn *txn, pcd_job *job) {
            (unsigned long long)reply->entries, (unsigned long long)reply->snapshots,
            (unsigned long long)reply->bytes);
 out_free:
-  pcache__free(f.list.keys);
+  pcache_vec_free(&f.list.keys);
   return f.list.oom ? -ENOMEM : r;
 
 out_bad_key:
@@ -649,16 +627,10 @@ static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
 static int add_problem(pcd_job *job, Pcachepb__VerifyReply *reply, size_t *cap,
                        Pcachepb__Problem **ret_problem) {
   Pcachepb__Problem *pb;
-  if (reply->n_problems == *cap) {
-    Pcachepb__Problem **np;
-    *cap = *cap ? *cap * 2 : 16;
-    np = pcd_arena_alloc(&job->arena, *cap * sizeof *np);
-    if (!np)
-      return -ENOMEM;
-    if (reply->n_problems)
-      memcpy(np, reply->problems, reply->n_problems * sizeof *np);
-    reply->problems = np;
-  }
+  reply->problems =
+      pcd_arena_grow(&job->arena, reply->problems, reply->n_problems, cap, sizeof *reply->problems);
+  if (!reply->problems)
+    return -ENOMEM;
   pb = pcd_arena_alloc(&job->arena, sizeof *pb);
   if (!pb)
     return -ENOMEM;
@@ -675,8 +647,8 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
                             size_t *cap) {
   snap_list l = {0};
   int r = pcd_snapshots_foreach(txn, NULL, snap_visit, &l);
-  for (size_t i = 0; r == 0 && i < l.n; i++) {
-    const pcd_snapshot *s = &l.v[i];
+  for (size_t i = 0; r == 0 && i < l.v.n; i++) {
+    const pcd_snapshot *s = &l.v.items[i];
     pcd_snapshot got;
     const uint8_t *blob = NULL;
     Pcachepb__Problem *pb;
@@ -705,7 +677,7 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
         reply->removed++;
     }
   }
-  pcache__free(l.v);
+  pcache_vec_free(&l.v);
   return r;
 }
 
@@ -749,11 +721,11 @@ static int op_verify(pcd_txn *txn, pcd_job *job) {
   r = pcd_entries_foreach(txn, NULL, collect_key, &list);
   if (r < 0 || list.oom)
     goto out_free;
-  for (size_t i = 0; i < list.n; i++) {
+  for (size_t i = 0; i < list.keys.n; i++) {
     pcd_entry e;
     const char *why;
     Pcachepb__Problem *pb;
-    int st = pcd_entry_get(txn, list.keys[i], &e);
+    int st = pcd_entry_get(txn, list.keys.items[i].bytes, &e);
     if (st == PCACHE_ENOT_FOUND)
       continue;
     reply->checked++;
@@ -767,17 +739,11 @@ static int op_verify(pcd_txn *txn, pcd_job *job) {
       r = st;
       goto out_free;
     }
-    if (reply->n_problems == cap) {
-      Pcachepb__Problem **np;
-      cap = cap ? cap * 2 : 16;
-      np = pcd_arena_alloc(&job->arena, cap * sizeof *np);
-      if (!np) {
-        r = -ENOMEM;
-        goto out_free;
-      }
-      if (reply->n_problems)
-        memcpy(np, reply->problems, reply->n_problems * sizeof *np);
-      reply->problems = np;
+    reply->problems = pcd_arena_grow(&job->arena, reply->problems, reply->n_problems, &cap,
+                                     sizeof *reply->problems);
+    if (!reply->problems) {
+      r = -ENOMEM;
+      goto out_free;
     }
     pb = pcd_arena_alloc(&job->arena, sizeof *pb);
     if (!pb) {
@@ -785,21 +751,22 @@ static int op_verify(pcd_txn *txn, pcd_job *job) {
       goto out_free;
     }
     pcachepb__problem__init(pb);
-    pb->device_key.data = pcd_arena_memdup(&job->arena, list.keys[i], PCACHE_DEVKEY_SIZE);
+    pb->device_key.data =
+        pcd_arena_memdup(&job->arena, list.keys.items[i].bytes, PCACHE_DEVKEY_SIZE);
     pb->device_key.len = PCACHE_DEVKEY_SIZE;
-    pb->state_hash.data =
-        pcd_arena_memdup(&job->arena, list.keys[i] + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+    pb->state_hash.data = pcd_arena_memdup(
+        &job->arena, list.keys.items[i].bytes + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
     pb->state_hash.len = PCACHE_HASH_SIZE;
     pb->status = st;
     pb->message = pcd_arena_strdup(&job->arena, why ? why : pcache_strerror(st));
     reply->problems[reply->n_problems++] = pb;
     {
       char hex[33];
-      pcache__hex(list.keys[i] + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, hex);
+      pcache__hex(list.keys.items[i].bytes + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, hex);
       log_warn("verify: entry %s: %s", hex, pb->message ? pb->message : "?");
     }
     if (job->req->verify->repair) {
-      r = pcd_entry_delete(txn, list.keys[i], NULL);
+      r = pcd_entry_delete(txn, list.keys.items[i].bytes, NULL);
       if (r < 0 && r != PCACHE_ENOT_FOUND)
         goto out_free;
       reply->removed++;
@@ -809,7 +776,7 @@ static int op_verify(pcd_txn *txn, pcd_job *job) {
   if (r == 0)
     r = job->arena.failed ? -ENOMEM : 0;
 out_free:
-  pcache__free(list.keys);
+  pcache_vec_free(&list.keys);
   return list.oom ? -ENOMEM : r;
 }
 

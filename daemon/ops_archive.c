@@ -13,27 +13,13 @@
 #include "proto/desc_check.h"
 #include "common/log.h"
 #include "bulk.h"
+#include "common/vec.h"
 #include "ops.h"
 #include "pos_index.h"
 
 /* A callback's value that ends a slice (pcache__archive_read_from, the
  * entry walks). */
 #define SLICE_PAUSE 1
-
-/* Makes room for one more element in *v (n in use, *cap allocated). */
-static int reserve(void **v, size_t n, size_t *cap, size_t elem_size) {
-  size_t want;
-  void *p;
-  if (n < *cap)
-    return 0;
-  want = *cap ? *cap * 2 : 16;
-  p = pcache__realloc(*v, want * elem_size);
-  if (!p)
-    return -ENOMEM;
-  *v = p;
-  *cap = want;
-  return 0;
-}
 
 /* Module hashes are XXH3-128: their bytes are already well mixed. */
 static uint64_t mod_hash(const pcache__hash *h) {
@@ -97,7 +83,8 @@ static int export_module(exportctx *x, const pcache__hash *h) {
     return 0; /* Verify reports what is missing */
   if ((r = pcache__archive_add_module(st->w, h, code, code_size)) < 0)
     return r;
-  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
+  if (pcache__vec_reserve((void **)&st->mods, &st->cap_mods, st->n_mods + 1, sizeof *st->mods, 16) <
+      0)
     return -ENOMEM;
   st->mods[st->n_mods] = *h;
   if (pcd_pos_index_add(&st->index, mod_hash(h), st->n_mods, exp_hash_at, st) < 0)
@@ -359,7 +346,8 @@ static int add_problem(importctx *x, const uint8_t *dev, const uint8_t *sh, int 
   x->st->at.refused++;
   if (s->at.n_problems >= PCD_IMPORT_MAX_PROBLEMS)
     return slice_step(x);
-  if (reserve((void **)&s->problems, s->at.n_problems, &s->cap_problems, sizeof *s->problems) < 0)
+  if (pcache__vec_reserve((void **)&s->problems, &s->cap_problems, s->at.n_problems + 1,
+                          sizeof *s->problems, 16) < 0)
     return x->fatal = -ENOMEM;
   p = &s->problems[s->at.n_problems];
   memset(p, 0, sizeof *p);
@@ -391,8 +379,8 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
     return x->fatal = r;
   /* Remembered so that, once the import is done, a record none of its
    * entries came to use is dropped again. */
-  if (reserve((void **)&x->st->devices, x->st->at.n_devices, &x->st->cap_devices,
-              sizeof *x->st->devices) < 0)
+  if (pcache__vec_reserve((void **)&x->st->devices, &x->st->cap_devices, x->st->at.n_devices + 1,
+                          sizeof *x->st->devices, 16) < 0)
     return x->fatal = -ENOMEM;
   memcpy(x->st->devices[x->st->at.n_devices++], info->key.data, PCACHE_DEVKEY_SIZE);
   return slice_step(x);
@@ -409,7 +397,8 @@ static int importmodule(void *ctx, const pcache__hash *hash, const void *code, s
   pcache__hash128(code, size, &h);
   if (!pcache__hash_equal(&h, hash) || mod_find(st, hash))
     return slice_step(x);
-  if (reserve((void **)&st->mods, st->n_mods, &st->cap_mods, sizeof *st->mods) < 0)
+  if (pcache__vec_reserve((void **)&st->mods, &st->cap_mods, st->n_mods + 1, sizeof *st->mods, 16) <
+      0)
     return x->fatal = -ENOMEM;
   m = &st->mods[st->n_mods];
   m->hash = *hash;
