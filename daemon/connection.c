@@ -12,7 +12,6 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
-#include "dispatch.h"
 #include "proto/frame.h"
 
 struct pcd_outq {
@@ -52,9 +51,9 @@ void pcd_conn_close(pcd_conn *conn) {
   conn->closed = 1;
   if (conn->bulk_parked) {
     conn->bulk_parked = 0;
-    pcd_worker_unpark(conn->worker);
+    conn->owner->unpark(conn->worker);
   }
-  pcd_worker_conn_closed(conn->worker, conn);
+  conn->owner->closed(conn->worker, conn);
   uv_poll_stop(&conn->poll);
   uv_close((uv_handle_t *)&conn->poll, on_closed);
 }
@@ -213,7 +212,7 @@ static void frame_done(pcd_conn *c, const uint8_t *body, uint32_t len) {
     fail(c, PCACHE_EPROTO, "request does not parse");
     return;
   }
-  pcd_dispatch(c, req);
+  c->srv->on_request(c, req);
 }
 
 /* Handles the frame at the front of rbuf when it is all there, or moves
@@ -389,7 +388,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
                 "holding its requests until it does",
                 c->pid);
       c->bulk_parked = 1;
-      pcd_worker_park(c->worker);
+      c->owner->park(c->worker);
     }
   }
   update_events(c);
@@ -402,7 +401,7 @@ int pcd_conn_bulk_recheck(pcd_conn *conn) {
   if (!conn->closed && !bulk_taken(conn))
     return 0;
   conn->bulk_parked = 0;
-  pcd_worker_unpark(conn->worker);
+  conn->owner->unpark(conn->worker);
   if (conn->closed)
     return 1;
   pcd_conn_ref(conn);
@@ -446,7 +445,7 @@ void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
   pcd_conn_close(conn);
 }
 
-int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn) {
+int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn **ret_conn) {
   pcd_conn *c = pcache__malloc(sizeof *c);
   int r;
   if (!c)
@@ -455,6 +454,7 @@ int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn) {
   memset(c, 0, offsetof(pcd_conn, rbuf));
   c->srv = w->srv;
   c->worker = w;
+  c->owner = owner;
   c->fd = fd;
   c->refs = 1;
   c->opened_us = c->last_io_us = pcache__mono_us();

@@ -12,6 +12,18 @@
 
 typedef struct pcd_outq pcd_outq;
 
+/* What a connection tells the loop that owns it (workers.c passes its
+ * own): the connection never calls its owner's code directly, so the two
+ * files do not call each other. */
+typedef struct pcd_conn_owner {
+  /* The connection is closing: unlink it, count it gone. */
+  void (*closed)(pcd_worker *w, pcd_conn *conn);
+  /* A reply memfd waits for its client to take it: recheck it
+   * (pcd_conn_bulk_recheck) until unpark. */
+  void (*park)(pcd_worker *w);
+  void (*unpark)(pcd_worker *w);
+} pcd_conn_owner;
+
 /* Bytes read ahead: a request frame that fits is read with one recv and
  * decoded in place; a larger one gets its own buffer. */
 #define PCD_RBUF_SIZE 16384
@@ -19,6 +31,7 @@ typedef struct pcd_outq pcd_outq;
 struct pcd_conn {
   pcd_server *srv;
   pcd_worker *worker;   /* the thread that owns it: all it does runs there */
+  const pcd_conn_owner *owner;
   pcd_conn *prev, *next;
   int fd;
   uv_poll_t poll;
@@ -48,8 +61,9 @@ struct pcd_conn {
   uint8_t rbuf[PCD_RBUF_SIZE];
 };
 
-/* Takes over an accepted, non-blocking fd, on w's loop (w's thread). */
-int pcd_conn_open(pcd_worker *w, int fd, pcd_conn **ret_conn);
+/* Takes over an accepted, non-blocking fd, on w's loop (w's thread).
+ * Each request is handed to srv->on_request. */
+int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn **ret_conn);
 /* Queues an encoded reply (takes its frame and fd). */
 void pcd_conn_send(pcd_conn *conn, pcd_out *out);
 /* A request that went to the writer is answered: read the next one (or

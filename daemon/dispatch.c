@@ -680,6 +680,8 @@ static void do_stats(pcd_conn *c) {
 
 /* ---------------------------------------------------------------- writes */
 
+static void finish_job(pcd_job *job);
+
 static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   pcd_job *job = pcd_job_new(type);
   if (!job || !c->srv->writer) {
@@ -690,6 +692,7 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   }
   job->req = req;
   job->conn = c;
+  job->finish = finish_job;
   snprintf(job->app, sizeof job->app, "%s", c->app);
   pcd_conn_ref(c);
   c->busy = 1;
@@ -728,7 +731,8 @@ void pcd_dispatch_job_done(pcd_job *job) {
   pcd_server_trim(bytes);
 }
 
-void pcd_dispatch_job_finish(pcd_job *job) {
+/* On the connection's worker: sends the job's reply, reads on. */
+static void finish_job(pcd_job *job) {
   pcd_conn *c = job->conn;
   uint64_t bytes = job_bytes(job);
   if (c) {

@@ -13,7 +13,5 @@ void pcd_dispatch(pcd_conn *conn, Pcachepb__Request *req);
 /* The writer's completion callback (writer thread): a job with a
  * connection goes to that connection's worker, the others are freed. */
 void pcd_dispatch_job_done(pcd_job *job);
-/* On the connection's worker: sends the job's reply, reads on. */
-void pcd_dispatch_job_finish(pcd_job *job);
 
 #endif

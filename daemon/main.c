@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
 
   memset(&srv, 0, sizeof srv);
   srv.config = &config;
+  srv.on_request = pcd_dispatch;
   srv.listen_fd = -1;
   r = pcache__data_dir(config.data_dir_arg, srv.data_dir, sizeof srv.data_dir);
   if (r < 0) {

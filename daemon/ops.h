@@ -4,45 +4,13 @@
 #ifndef PCD_OPS_H
 #define PCD_OPS_H
 
+#include "item.h"
 #include "writer.h"
 
 /* Returns 0 (the job's own failures are in its reply) or a code that
  * spoils the whole transaction (PCACHE_EFULL, PCACHE_ESTORE, -ENOMEM): the
  * writer then aborts and retries the batch. */
 int pcd_ops_run(pcd_txn *txn, const pcd_config *config, pcd_job *job);
-
-/* One pipeline to validate and store, from a PutItem or an archive entry:
- * both go through the same checks (pcd_item_store). */
-typedef struct pcd_item {
-  const uint8_t *state_hash;
-  size_t state_hash_len;
-  uint32_t kind;
-  const uint8_t *blob;
-  size_t blob_size;
-  const uint8_t *desc;
-  size_t desc_size;
-  /* Module code that came with the item (Put) ... */
-  Pcachepb__Module **modules;
-  size_t n_modules;
-  /* ... or a lookup of code that came with it (Import); may be NULL. */
-  int (*find_module)(void *ctx, const pcache__hash *hash, const void **ret_code, size_t *ret_size);
-  void *find_ctx;
-  const char *app;
-  uint64_t compile_ns, created_us, last_used_us, hits;
-} pcd_item;
-
-/*
- * pcd_item_store - validates item for the device and stores it. Writes the
- * item's verdict (0 or a PCACHE_E* code, with a message from arena) to
- * ret_status/ret_message; nothing is stored when it is not 0. Returns 0 or
- * a transaction-spoiling code.
- */
-int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
-                   pcd_arena *arena, int *ret_status, char **ret_message);
-
-/* Bytes an item counts against --max-size once stored: blob, description
- * and the modules it carries. */
-uint64_t pcd_item_cost(const pcd_item *item);
 
 /* Most state hashes one PutSnapshot may list. Every Prefetch page of the
  * app copies, sorts and searches the list on an I/O thread that other

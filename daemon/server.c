@@ -177,12 +177,6 @@ static void on_listen(uv_poll_t *h, int status, int events) {
   }
 }
 
-void pcd_server_conn_closed(pcd_server *srv) {
-  uint64_t left = atomic_fetch_sub(&srv->n_conns, 1) - 1;
-  if (left == 0 && srv->idle_async_ready)
-    uv_async_send(&srv->idle_async);
-}
-
 /* -------------------------------------------------------------- lifecycle */
 
 static void on_signal(uv_signal_t *h, int signum) {

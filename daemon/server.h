@@ -13,7 +13,11 @@
 
 typedef struct pcd_conn pcd_conn;
 
+/* Handles one decoded request of conn (takes ownership of req). */
+typedef void (*pcd_request_fn)(pcd_conn *conn, Pcachepb__Request *req);
+
 typedef struct pcd_server {
+  pcd_request_fn on_request;  /* the router; main.c wires pcd_dispatch */
   uv_loop_t *loop;            /* accepting loop: listen, signals, idle exit */
   const pcd_config *config;
   pcd_store *store;
@@ -61,7 +65,13 @@ void pcd_server_stop(pcd_server *srv);
 #define PCD_TRIM_BYTES (4u << 20)
 void pcd_server_trim(uint64_t bytes);
 
-/* Any thread: a connection counted at accept is gone. */
-void pcd_server_conn_closed(pcd_server *srv);
+/* Any thread: a connection counted at accept is gone. Inline: the
+ * workers count their closed connections here without calling back into
+ * server.c, which calls them. */
+static inline void pcd_server_conn_closed(pcd_server *srv) {
+  uint64_t left = atomic_fetch_sub(&srv->n_conns, 1) - 1;
+  if (left == 0 && srv->idle_async_ready)
+    uv_async_send(&srv->idle_async);
+}
 
 #endif

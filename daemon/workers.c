@@ -9,7 +9,6 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "connection.h"
-#include "dispatch.h"
 #include "server.h"
 
 #define SWEEP_MS 500
@@ -46,7 +45,7 @@ void pcd_worker_flush_touches(pcd_worker *w) {
 
 /* ------------------------------------------------------------- connections */
 
-void pcd_worker_add_conn(pcd_worker *w, pcd_conn *conn) {
+static void add_conn(pcd_worker *w, pcd_conn *conn) {
   conn->next = w->conns;
   if (w->conns)
     w->conns->prev = conn;
@@ -54,7 +53,7 @@ void pcd_worker_add_conn(pcd_worker *w, pcd_conn *conn) {
   w->n_conns++;
 }
 
-void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn) {
+static void conn_closed(pcd_worker *w, pcd_conn *conn) {
   if (conn->prev)
     conn->prev->next = conn->next;
   else
@@ -68,15 +67,31 @@ void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn) {
             (unsigned long long)atomic_load(&w->srv->n_conns));
 }
 
+static void conn_park(pcd_worker *w);
+static void conn_unpark(pcd_worker *w);
+
+/* How this worker's connections reach it (connection.h). */
+static const pcd_conn_owner owner = {
+    .closed = conn_closed,
+    .park = conn_park,
+    .unpark = conn_unpark,
+};
+
+int pcd_worker_open_conn(pcd_worker *w, int fd, pcd_conn **ret_conn) {
+  int r = pcd_conn_open(w, &owner, fd, ret_conn);
+  if (r == 0)
+    add_conn(w, *ret_conn);
+  return r;
+}
+
 static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
   pcd_conn *c;
-  if (w->stopping || pcd_conn_open(w, fd, &c) < 0) {
+  if (w->stopping || pcd_worker_open_conn(w, fd, &c) < 0) {
     close(fd);
     pcd_server_conn_closed(w->srv);
     return;
   }
   c->pid = pid;
-  pcd_worker_add_conn(w, c);
 }
 
 /* ------------------------------------------------------------------ parked */
@@ -90,12 +105,12 @@ static void on_bulk_timer(uv_timer_t *t) {
   }
 }
 
-void pcd_worker_park(pcd_worker *w) {
+static void conn_park(pcd_worker *w) {
   if (w->n_parked++ == 0 && !w->stopping)
     uv_timer_start(&w->bulk_timer, on_bulk_timer, PCD_BULK_RECHECK_MS, PCD_BULK_RECHECK_MS);
 }
 
-void pcd_worker_unpark(pcd_worker *w) {
+static void conn_unpark(pcd_worker *w) {
   if (--w->n_parked == 0)
     uv_timer_stop(&w->bulk_timer);
 }
@@ -160,7 +175,7 @@ static void on_wake(uv_async_t *h) {
     pcd_job *next = done->next;
     done->next = NULL;
     w->inflight--;
-    pcd_dispatch_job_finish(done);
+    done->finish(done);
     done = next;
   }
   if (stop && !w->stopping)

@@ -27,7 +27,7 @@ typedef struct pcd_worker {
   int has_thread;
   uv_async_t wake;            /* new fds, finished jobs, stop */
   uv_timer_t sweep_timer;     /* frame timeouts and touch flushes */
-  uv_timer_t bulk_timer;      /* parked connections (pcd_worker_park) */
+  uv_timer_t bulk_timer;      /* parked connections (pcd_conn_owner.park) */
   uint64_t n_parked;
   int sweep_started;
   /* Filled by other threads, under lock. */
@@ -60,13 +60,11 @@ void pcd_worker_request_stop(pcd_worker *w);
 void pcd_worker_join(pcd_worker *w);
 
 /* The worker's thread only. */
-void pcd_worker_add_conn(pcd_worker *w, pcd_conn *conn);
-void pcd_worker_conn_closed(pcd_worker *w, pcd_conn *conn);
+/* A connection on fd, owned and served by w from now on. 0 or -errno. */
+int pcd_worker_open_conn(pcd_worker *w, int fd, pcd_conn **ret_conn);
 /* A connection waits for its client to take a reply memfd; while any
  * does, the bulk timer rechecks them every PCD_BULK_RECHECK_MS. */
 #define PCD_BULK_RECHECK_MS 20
-void pcd_worker_park(pcd_worker *w);
-void pcd_worker_unpark(pcd_worker *w);
 /* Records a hit for the next flush (merged with the entry's pending one). */
 void pcd_worker_touch(pcd_worker *w, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t now_us);
 /* Hands the pending touches to the writer (no-op when none). */

@@ -33,6 +33,11 @@ typedef struct pcd_job {
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
+  /* On the connection's I/O thread, once the writer is done with a job
+   * that has a conn: sends its reply and frees it. Set by whoever
+   * submitted it (dispatch.c), so the worker that runs it need not know
+   * the request kinds. */
+  void (*finish)(struct pcd_job *job);
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;
   /* Filled by the writer thread. */

@@ -51,11 +51,10 @@ static size_t rlen, rcap;
 static void open_conn(void) {
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
-  CHECK(pcd_conn_open(&worker, sv[0], &conn) == 0);
+  CHECK(pcd_worker_open_conn(&worker, sv[0], &conn) == 0);
   /* Ours too: the daemon frees a connection it closes, and the harness
    * still looks at it after that. */
   pcd_conn_ref(conn);
-  pcd_worker_add_conn(&worker, conn);
   atomic_fetch_add(&srv.n_conns, 1);
   /* Inputs need not start with Hello to reach the handlers. */
   conn->hello_done = 1;
@@ -213,6 +212,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   CHECK(uv_loop_init(&loop) == 0);
   srv.loop = &loop;
   srv.config = &config;
+  srv.on_request = pcd_dispatch;
   srv.listen_fd = -1;
   srv.start_us = pcache__mono_us();
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", dir);
