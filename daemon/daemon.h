@@ -27,4 +27,8 @@ typedef struct pcd_touch {
  * pcache__mono_us (common/clock.h). */
 static inline uint64_t pcd_now_us(void) { return pcache__real_us(); }
 
+/* A request that moved at least this much through malloc (a big reply, a
+ * large touch batch) is followed by a trim (pcd_server_trim). */
+#define PCD_TRIM_BYTES (4u << 20)
+
 #endif

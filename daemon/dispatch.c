@@ -1,4 +1,5 @@
 #include "dispatch.h"
+#include "jobs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -707,15 +708,7 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
  * dirty pages, its reply): what decides a trim afterwards. */
 static uint64_t job_bytes(const pcd_job *job) {
   uint64_t n = job->n_touches * 3u * 4096u + job->out.size;
-  if (job->type == PCD_JOB_SNAPSHOT && job->req && job->req->put_snapshot)
-    n += job->req->put_snapshot->blob.len + job->req->put_snapshot->n_state_hashes * 64u;
-  else if (job->type == PCD_JOB_PUT && job->req && job->req->put)
-    for (size_t i = 0; i < job->req->put->n_items; i++)
-      n += job->req->put->items[i]->blob.len + job->req->put->items[i]->desc.len;
-  else if (job->type != PCD_JOB_TOUCH && job->type != PCD_JOB_DROP && job->type != PCD_JOB_REPORT &&
-           job->type != PCD_JOB_SNAPSHOT_DROP)
-    n += PCD_TRIM_BYTES; /* Purge, Verify, Export, Import: whole-store walks */
-  return n;
+  return n + (job->ops->bytes ? job->ops->bytes(job) : 0);
 }
 
 void pcd_dispatch_job_done(pcd_job *job) {

@@ -7,7 +7,7 @@
 #include <pcache/pcache.h>
 
 #include "common/log.h"
-#include "ops.h"
+#include "eviction.h"
 
 static int evict(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, const uint8_t *keep_key,
                  const char *keep_app, uint64_t *ret_entries, uint64_t *ret_bytes) {

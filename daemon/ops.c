@@ -214,14 +214,14 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   return 0;
 }
 
-static int op_snapshot_drop(pcd_txn *txn, pcd_job *job) {
+static int op_snapshot_drop(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   int r = pcd_snapshot_delete(txn, job->device_key, job->app, NULL);
   return r == PCACHE_ENOT_FOUND ? 0 : r;
 }
 
 /* ---------------------------------------------------------------- report */
 
-static int op_report(pcd_txn *txn, pcd_job *job) {
+static int op_report(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Report *rep = job->req->report;
   Pcachepb__ReportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   uint8_t key[PCD_ENTRY_KEY_SIZE];
@@ -391,7 +391,7 @@ static int purge_visit(void *ctx, const pcd_entry *e) {
   return match ? key_list_add(&f->list, e->key) : 0;
 }
 
-static int op_purge(pcd_txn *txn, pcd_job *job) {
+static int op_purge(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Purge *p = job->req->purge;
   Pcachepb__PurgeReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   struct purge_filter f = {.purge = p};
@@ -590,7 +590,7 @@ static int verify_structure(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
   return job->arena.failed ? -ENOMEM : 1;
 }
 
-static int op_verify(pcd_txn *txn, pcd_job *job) {
+static int op_verify(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   Pcachepb__VerifyReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   key_list list = {0};
   size_t cap = 0;
@@ -666,7 +666,7 @@ out_free:
 
 /* ------------------------------------------------------- touch and drop */
 
-static int op_touch(pcd_txn *txn, pcd_job *job) {
+static int op_touch(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   for (size_t i = 0; i < job->n_touches; i++) {
     int r = pcd_entry_touch(txn, job->touches[i].key, job->touches[i].last_used_us,
                             job->touches[i].hits);
@@ -676,7 +676,7 @@ static int op_touch(pcd_txn *txn, pcd_job *job) {
   return 0;
 }
 
-static int op_drop(pcd_txn *txn, pcd_job *job) {
+static int op_drop(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   for (size_t i = 0; i < job->n_touches; i++) {
     int r = pcd_entry_delete(txn, job->touches[i].key, NULL);
     if (r < 0 && r != PCACHE_ENOT_FOUND)
@@ -685,28 +685,52 @@ static int op_drop(pcd_txn *txn, pcd_job *job) {
   return 0;
 }
 
-int pcd_ops_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
-  switch (job->type) {
-  case PCD_JOB_PUT:
-    return op_put(txn, config, job);
-  case PCD_JOB_REPORT:
-    return op_report(txn, job);
-  case PCD_JOB_PURGE:
-    return op_purge(txn, job);
-  case PCD_JOB_VERIFY:
-    return op_verify(txn, job);
-  case PCD_JOB_EXPORT:
-    return pcd_ops_export(txn, job);
-  case PCD_JOB_IMPORT:
-    return pcd_ops_import(txn, config, job);
-  case PCD_JOB_TOUCH:
-    return op_touch(txn, job);
-  case PCD_JOB_DROP:
-    return op_drop(txn, job);
-  case PCD_JOB_SNAPSHOT:
-    return op_put_snapshot(txn, config, job);
-  case PCD_JOB_SNAPSHOT_DROP:
-    return op_snapshot_drop(txn, job);
+/* ------------------------------------------------------------- the tables */
+
+static void count_put(const pcd_job *job, pcd_stats *stats, int failed) {
+  if (failed) {
+    atomic_fetch_add(&stats->put_rejected, job->req->put->n_items);
+    return;
   }
-  return 0;
+  atomic_fetch_add(&stats->puts, job->stored);
+  atomic_fetch_add(&stats->put_rejected, job->rejected);
+  atomic_fetch_add(&stats->evictions, job->evicted);
 }
+
+static uint64_t bytes_put(const pcd_job *job) {
+  uint64_t n = 0;
+  for (size_t i = 0; job->req && i < job->req->put->n_items; i++)
+    n += job->req->put->items[i]->blob.len + job->req->put->items[i]->desc.len;
+  return n;
+}
+
+static void count_snapshot(const pcd_job *job, pcd_stats *stats, int failed) {
+  if (!failed)
+    atomic_fetch_add(&stats->evictions, job->evicted);
+}
+
+static uint64_t bytes_snapshot(const pcd_job *job) {
+  const Pcachepb__PutSnapshot *ps = job->req ? job->req->put_snapshot : NULL;
+  return ps ? ps->blob.len + ps->n_state_hashes * 64u : 0;
+}
+
+static void count_report(const pcd_job *job, pcd_stats *stats, int failed) {
+  if (!failed)
+    atomic_fetch_add(&stats->reports, job->stored);
+}
+
+/* Purge and Verify walk the whole store. */
+static uint64_t bytes_walk(const pcd_job *job) { return PCD_TRIM_BYTES; }
+
+const pcd_job_ops pcd_job_put = {
+    .name = "put", .run = op_put, .count = count_put, .bytes = bytes_put};
+const pcd_job_ops pcd_job_snapshot = {.name = "put snapshot",
+                                      .run = op_put_snapshot,
+                                      .count = count_snapshot,
+                                      .bytes = bytes_snapshot};
+const pcd_job_ops pcd_job_snapshot_drop = {.name = "snapshot drop", .run = op_snapshot_drop};
+const pcd_job_ops pcd_job_report = {.name = "report", .run = op_report, .count = count_report};
+const pcd_job_ops pcd_job_purge = {.name = "purge", .run = op_purge, .bytes = bytes_walk};
+const pcd_job_ops pcd_job_verify = {.name = "verify", .run = op_verify, .bytes = bytes_walk};
+const pcd_job_ops pcd_job_touch = {.name = "touch", .run = op_touch};
+const pcd_job_ops pcd_job_drop = {.name = "drop", .run = op_drop};

@@ -191,7 +191,7 @@ out_free:
   return r;
 }
 
-int pcd_ops_export(pcd_txn *txn, pcd_job *job) {
+static int export_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   const Pcachepb__Export *req = job->req->export;
   Pcachepb__ExportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   exportstate *st = job->slices;
@@ -240,8 +240,9 @@ out_status:
   return 0;
 }
 
-int pcd_ops_encode(pcd_job *job, pcd_out *ret_out) {
-  exportstate *st = job->type == PCD_JOB_EXPORT ? job->slices : NULL;
+/* The streamed archive goes as it lies in its memfd. */
+static int export_encode(pcd_job *job, pcd_out *ret_out) {
+  exportstate *st = job->slices;
   if (st && st->finished && job->resp.status == 0) {
     int fd = st->fd;
     st->fd = -1; /* the reply's now */
@@ -495,15 +496,15 @@ static void truncate_problems(importstate *st, size_t n) {
     pcache__free(st->problems[i].message);
 }
 
-void pcd_ops_slices_free(pcd_job *job) {
+static void export_free_slices(pcd_job *job) {
+  export_free(job->slices);
+  job->slices = NULL;
+}
+
+static void import_free_slices(pcd_job *job) {
   importstate *st = job->slices;
   if (!st)
     return;
-  if (job->type == PCD_JOB_EXPORT) {
-    export_free(job->slices);
-    job->slices = NULL;
-    return;
-  }
   truncate_problems(st, 0);
   pcache__free(st->problems);
   pcache__free(st->devices);
@@ -515,9 +516,10 @@ void pcd_ops_slices_free(pcd_job *job) {
   job->slices = NULL;
 }
 
-void pcd_ops_committed(pcd_job *job) {
+/* The writer committed the transaction that ran the last slice. */
+static void import_committed(pcd_job *job) {
   importstate *st = job->slices;
-  if (st && job->type == PCD_JOB_IMPORT)
+  if (st)
     st->committed = st->at;
 }
 
@@ -566,7 +568,7 @@ static int import_reply(pcd_job *job, int read_status) {
   return a->failed ? -ENOMEM : 0;
 }
 
-int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
+static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   const Pcachepb__Import *req = job->req->import;
   importstate *st = job->slices;
   importctx x = {.txn = txn, .config = config, .job = job, .now_us = pcd_now_us()};
@@ -610,3 +612,20 @@ int pcd_ops_import(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
            (unsigned long long)st->at.refused);
   return 0;
 }
+
+/* ------------------------------------------------------------- the tables */
+
+/* Both walk the whole store or archive. */
+static uint64_t archive_bytes(const pcd_job *job) { return PCD_TRIM_BYTES; }
+
+const pcd_job_ops pcd_job_export = {.name = "export",
+                                    .run = export_run,
+                                    .read_only = 1,
+                                    .encode = export_encode,
+                                    .free_slices = export_free_slices,
+                                    .bytes = archive_bytes};
+const pcd_job_ops pcd_job_import = {.name = "import",
+                                    .run = import_run,
+                                    .committed = import_committed,
+                                    .free_slices = import_free_slices,
+                                    .bytes = archive_bytes};

@@ -62,7 +62,6 @@ void pcd_server_stop(pcd_server *srv);
  * back to the system: glibc keeps freed heap memory for reuse otherwise, and
  * a daemon that served one big Prefetch would hold it for good.
  */
-#define PCD_TRIM_BYTES (4u << 20)
 void pcd_server_trim(uint64_t bytes);
 
 /* Any thread: a connection counted at accept is gone. Inline: the

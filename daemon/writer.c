@@ -9,7 +9,8 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
-#include "ops.h"
+#include "eviction.h"
+#include "jobs.h"
 #include "proto/frame.h"
 
 #define MAX_RETRIES 4
@@ -31,6 +32,7 @@ pcd_job *pcd_job_new(pcd_job_type type) {
   if (!job)
     return NULL;
   job->type = type;
+  job->ops = pcd_job_ops_of(type);
   job->out.fd = -1;
   pcachepb__response__init(&job->resp);
   return job;
@@ -43,7 +45,8 @@ void pcd_job_free(pcd_job *job) {
   pcache__free(job->touches);
   pcd_arena_free(&job->arena);
   pcd_out_release(&job->out);
-  pcd_ops_slices_free(job);
+  if (job->ops->free_slices)
+    job->ops->free_slices(job);
   pcache__free(job);
 }
 
@@ -118,7 +121,7 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
       return r;
     for (pcd_job *j = batch; j && r == 0; j = j->next) {
       reset_job(j);
-      r = pcd_ops_run(txn, w->config, j);
+      r = j->ops->run(txn, w->config, j);
       if (r == 0 && j->arena.failed)
         r = -ENOMEM;
     }
@@ -129,7 +132,8 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
       if (r == 0) {
         atomic_fetch_add(&w->stats->commits, 1);
         for (pcd_job *j = batch; j; j = j->next)
-          pcd_ops_committed(j);
+          if (j->ops->committed)
+            j->ops->committed(j);
         return 0;
       }
     }
@@ -195,23 +199,14 @@ static pcd_job *write_large_touches(pcd_writer *w, pcd_job *batch) {
 static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
   for (pcd_job *j = batch; j; j = j->next) {
     int r_encode = 0;
-    if (r < 0) {
-      log_error("writer: transaction failed: %s", pcache_strerror(r));
-      if (j->type == PCD_JOB_PUT)
-        atomic_fetch_add(&w->stats->put_rejected, j->req->put->n_items);
-    } else if (j->type == PCD_JOB_SNAPSHOT) {
-      atomic_fetch_add(&w->stats->evictions, j->evicted);
-    } else if (j->type == PCD_JOB_PUT) {
-      atomic_fetch_add(&w->stats->puts, j->stored);
-      atomic_fetch_add(&w->stats->put_rejected, j->rejected);
-      atomic_fetch_add(&w->stats->evictions, j->evicted);
-    } else if (j->type == PCD_JOB_REPORT) {
-      atomic_fetch_add(&w->stats->reports, j->stored);
-    }
+    if (r < 0)
+      log_error("writer: %s: transaction failed: %s", j->ops->name, pcache_strerror(r));
+    if (j->ops->count)
+      j->ops->count(j, w->stats, r < 0);
     if (!j->conn || (r == 0 && j->more))
       continue; /* no reply until its last slice */
     if (r == 0)
-      r_encode = pcd_ops_encode(j, &j->out);
+      r_encode = j->ops->encode ? j->ops->encode(j, &j->out) : pcd_reply_encode(&j->resp, &j->out);
     if (r < 0 || r_encode < 0) {
       /* The client hears why: the transaction's failure, or the encoder's
        * (-ENOMEM, or PCACHE_EFRAME_TOO_LARGE for a reply over the frame
@@ -233,7 +228,7 @@ static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
     int r;
     batch = j->next;
     j->next = NULL;
-    if (j->type != PCD_JOB_EXPORT) {
+    if (!j->ops->read_only) {
       *rest_tail = j;
       rest_tail = &j->next;
       continue;
@@ -241,7 +236,7 @@ static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
     r = pcd_txn_begin(w->store, 0, &txn);
     if (r == 0) {
       reset_job(j);
-      r = pcd_ops_run(txn, w->config, j);
+      r = j->ops->run(txn, w->config, j);
       if (r == 0 && j->arena.failed)
         r = -ENOMEM;
       pcd_txn_abort(txn);

@@ -26,9 +26,12 @@ typedef enum pcd_job_type {
   PCD_JOB_DROP,  /* touches[].key: entries that failed their checksum, no reply */
 } pcd_job_type;
 
+typedef struct pcd_job_ops pcd_job_ops;
+
 typedef struct pcd_job {
   struct pcd_job *next;
   pcd_job_type type;
+  const pcd_job_ops *ops;      /* what the type does (jobs.h) */
   Pcachepb__Request *req;      /* owned; freed with the job */
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */

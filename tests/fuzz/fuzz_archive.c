@@ -1,7 +1,7 @@
 /* Fuzz target: archive import, the path `pcachectl import FILE` feeds with
  * a file from anywhere. The bytes go through the archive reader (every
  * record visited, every pointer it hands out read in full), then through
- * the daemon's own Import (pcd_ops_run) inside a write transaction on a
+ * the daemon's own Import (pcd_job_import.run) inside a write transaction on a
  * real scratch store. The transaction is aborted, so each input starts from
  * the same empty store and the run stays fast. */
 #include <stdint.h>
@@ -103,9 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* Every slice, in the one transaction (the writer commits between
    * them; nothing here is kept). */
   do {
-    r = pcd_ops_run(txn, &config, job);
+    r = job->ops->run(txn, &config, job);
     if (r == 0 && job->more)
-      pcd_ops_committed(job);
+      job->ops->committed(job);
   } while (r == 0 && job->more);
   CHECK(r == 0 || r == PCACHE_EFULL);
   if (r == 0 && job->resp.status == 0) {
