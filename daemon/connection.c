@@ -434,6 +434,14 @@ void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
     pcd_conn_close(conn);
     return;
   }
+  /* Parked on a memfd its client has not taken: the daemon chose not to
+   * read, so the frames read ahead are no stall of the client's. Closing
+   * would not even free the memfd (it stays in the client's receive
+   * queue) and would free the slot for another connection and another
+   * memfd: a parked connection keeps its one memfd and its slot
+   * (docs/protocol.md, "Reply budget"). */
+  if (conn->bulk_parked)
+    return;
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
   int mid_frame = conn->body || conn->rlen > conn->roff;
   int stalled_write = conn->out_head != NULL;

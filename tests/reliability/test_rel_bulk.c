@@ -107,8 +107,12 @@ static void witness_get(int fd) {
   wire_reply_free(&rep);
 }
 
-static void start(const char *extra_nofile) {
-  const char *args[] = {"--max-pending", "1M", "--threads", "1", NULL};
+static void start_args(const char *extra_nofile, const char *frame_timeout) {
+  const char *args[] = {"--max-pending", "1M", "--threads", "1", NULL, NULL, NULL};
+  if (frame_timeout) {
+    args[4] = "--frame-timeout";
+    args[5] = frame_timeout;
+  }
   struct rlimit old, low;
   wire_reply rep;
   int fd;
@@ -126,6 +130,41 @@ static void start(const char *extra_nofile) {
   ASSERT_EQ(rep.resp->status, 0);
   wire_reply_free(&rep);
   close(fd);
+}
+
+static void start(const char *extra_nofile) { start_args(extra_nofile, NULL); }
+
+/* A client parked on an unread memfd with requests pipelined behind it is
+ * not closed by the stall timeout: closing would not free the memfd in its
+ * receive queue, and it could reconnect for another one, and another. It
+ * keeps its one memfd and its slot, and is served again once it reads. */
+static void parked_not_closed(void) {
+  unsigned n, more;
+  uint64_t bytes;
+  char c;
+  int fd;
+  start_args(NULL, "1");
+  fd = hostile();
+  /* Past --frame-timeout 1 and the sweep that would apply it. */
+  usleep(2500 * 1000);
+  ASSERT_EQ(recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT), 1); /* a reply, not EOF */
+  drain(fd, &n, &bytes);
+  ASSERT_EQ(n, 1);
+  /* Still open: nothing more to read, and no EOF. */
+  errno = 0;
+  ASSERT_EQ(recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT), -1);
+  ASSERT_EQ(errno, EAGAIN);
+  /* Taken: the next pipelined Get is answered within a few rechecks. */
+  more = 0;
+  for (int i = 0; i < 50 && more == 0; i++) {
+    usleep(20 * 1000);
+    drain(fd, &more, &bytes);
+  }
+  fprintf(stderr, "parked client: kept its connection past --frame-timeout, then %u more\n",
+          more);
+  ASSERT_GE(more, 1);
+  close(fd);
+  test_daemon_stop(&env, SIGTERM);
 }
 
 static void budget_per_client(void) {
@@ -328,6 +367,8 @@ int main(int argc, char **argv) {
     fds_in_flight();
   if (rel_part_wanted(argc, argv, "refused"))
     refused_by_kernel();
+  if (rel_part_wanted(argc, argv, "parked"))
+    parked_not_closed();
   for (unsigned i = 0; i < 8; i++)
     wire_item_free(&items[i]);
   test_env_cleanup(&env);
