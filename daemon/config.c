@@ -11,6 +11,8 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "ops.h"
+#include "proto/desc_check.h"
 #include "proto/frame.h"
 
 static void usage(FILE *out) {
@@ -212,4 +214,14 @@ uint64_t pcd_config_map_size(const pcd_config *c) {
   if (largest < c->max_blob)
     largest = c->max_blob;
   return 2 * c->max_size + 2 * largest + (32ull << 20);
+}
+
+/* Allocations one request may cost when unpacked: a Put of max_hashes
+ * items, each naming up to PCACHE_DESC_MAX_MODULES modules, or a
+ * PutSnapshot of its most hashes, whichever is more, plus slack for the
+ * few fields around them. */
+uint64_t pcd_config_max_allocations(const pcd_config *c) {
+  uint64_t put = (uint64_t)c->max_hashes * (1 + PCACHE_DESC_MAX_MODULES);
+  uint64_t snapshot = PCD_MAX_SNAPSHOT_HASHES;
+  return (put > snapshot ? put : snapshot) + 64;
 }

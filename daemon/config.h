@@ -33,6 +33,10 @@ typedef struct pcd_config {
  */
 int pcd_config_parse(int argc, char **argv, pcd_config *ret_config);
 
+/* What unpacking one request may allocate, one struct at a time
+ * (pcache__request_decode's max_allocations). */
+uint64_t pcd_config_max_allocations(const pcd_config *config);
+
 /* The LMDB map size: --map-size, else derived from the size limits. */
 uint64_t pcd_config_map_size(const pcd_config *config);
 

@@ -198,12 +198,22 @@ static void fail(pcd_conn *c, int status, const char *msg) {
 
 static void frame_done(pcd_conn *c, const uint8_t *body, uint32_t len) {
   Pcachepb__Request *req = NULL;
-  int r = pcache__request_decode(body, len, &req);
+  int r = pcache__request_decode(body, len, pcd_config_max_allocations(c->srv->config), &req);
   atomic_fetch_add(&c->srv->stats.requests, 1);
   if (r == PCACHE_EUNKNOWN_REQUEST) {
     /* A newer client: answer, and keep the connection. */
     pcd_out out;
     if (pcd_reply_error(r, "request kind not known to this daemon", &out) == 0)
+      pcd_conn_send(c, &out);
+    return;
+  }
+  if (r == PCACHE_ETOO_MANY_HASHES) {
+    /* Refused before anything was allocated; the frame was read whole, so
+     * the stream is still in step and the connection stays. */
+    pcd_out out;
+    log_warn("connection: a %u-byte frame would unpack into more than %llu structures; refused",
+             len, (unsigned long long)pcd_config_max_allocations(c->srv->config));
+    if (pcd_reply_error(r, "request has more elements than any request may", &out) == 0)
       pcd_conn_send(c, &out);
     return;
   }

@@ -22,8 +22,81 @@ void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t
   pcache__put_le32(header, length);
 }
 
-int pcache__request_decode(const uint8_t *data, size_t size, Pcachepb__Request **ret_request) {
-  Pcachepb__Request *req = pcachepb__request__unpack(&pcache__pb_allocator, size, data);
+/* A base-128 varint at *p (below end): 0 and the value, or -1. */
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t b = *(*p)++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *ret = v;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* Adds to *count what unpacking data as desc allocates one by one: each
+ * sub-message, each element of a repeated field, each unknown field.
+ * Stops (-1) as soon as *count passes budget, or at bytes that do not
+ * parse (unpack then refuses them too). */
+static int count_allocations(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                             const uint8_t *end, uint64_t budget, uint64_t *count, int depth) {
+  if (depth > 16)
+    return -1;
+  while (p < end) {
+    uint64_t tag, len = 0;
+    const ProtobufCFieldDescriptor *f;
+    if (read_varint(&p, end, &tag) < 0)
+      return -1;
+    switch (tag & 7) {
+    case 0:
+      if (read_varint(&p, end, &len) < 0)
+        return -1;
+      len = 0;
+      break;
+    case 1:
+      len = 8;
+      break;
+    case 5:
+      len = 4;
+      break;
+    case 2:
+      if (read_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+        return -1;
+      break;
+    default:
+      return -1; /* groups: never in this schema */
+    }
+    if (len > (uint64_t)(end - p))
+      return -1;
+    f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
+                               : NULL;
+    if (!f || f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE)
+      (*count)++;
+    if (*count > budget)
+      return -1;
+    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && (tag & 7) == 2 &&
+        count_allocations(f->descriptor, p, p + len, budget, count, depth + 1) < 0)
+      return -1;
+    p += len;
+  }
+  return 0;
+}
+
+int pcache__request_decode(const uint8_t *data, size_t size, uint64_t max_allocations,
+                           Pcachepb__Request **ret_request) {
+  Pcachepb__Request *req;
+  /* protobuf-c allocates a struct for every sub-message and array element
+   * it unpacks, before anything can check the counts: two bytes of an
+   * empty repeated message cost a hundred of heap. Count first. */
+  if (max_allocations) {
+    uint64_t count = 0;
+    if (count_allocations(&pcachepb__request__descriptor, data, data + size, max_allocations,
+                          &count, 0) < 0)
+      return count > max_allocations ? PCACHE_ETOO_MANY_HASHES : PCACHE_EPROTO;
+  }
+  req = pcachepb__request__unpack(&pcache__pb_allocator, size, data);
   if (!req)
     return PCACHE_EPROTO;
   /* protobuf-c keeps fields of a newer schema as unknown fields and leaves

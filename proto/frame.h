@@ -31,9 +31,13 @@ void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t
  * pcache__request_decode / pcache__response_decode - unpack one frame body.
  * A message with no body set, or of a kind this build does not know, is
  * PCACHE_EUNKNOWN_REQUEST; bytes protobuf-c cannot parse are PCACHE_EPROTO.
+ * max_allocations (0: no limit) bounds what unpacking may allocate one by
+ * one (sub-messages, repeated elements, unknown fields), counted before
+ * anything is allocated: over it, PCACHE_ETOO_MANY_HASHES.
  * Free the result with pcache__request_free / pcache__response_free.
  */
-int pcache__request_decode(const uint8_t *data, size_t size, Pcachepb__Request **ret_request);
+int pcache__request_decode(const uint8_t *data, size_t size, uint64_t max_allocations,
+                           Pcachepb__Request **ret_request);
 void pcache__request_free(Pcachepb__Request *request);
 int pcache__response_decode(const uint8_t *data, size_t size, Pcachepb__Response **ret_response);
 void pcache__response_free(Pcachepb__Response *response);

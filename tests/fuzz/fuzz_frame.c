@@ -58,7 +58,7 @@ static void request(const uint8_t *body, size_t size) {
   uint8_t *buf;
   size_t n;
   uint32_t len;
-  int r = pcache__request_decode(body, size, &req);
+  int r = pcache__request_decode(body, size, 0, &req);
   CHECK(r == 0 || r == PCACHE_EPROTO || r == PCACHE_EUNKNOWN_REQUEST);
   if (r < 0)
     return;
@@ -68,7 +68,7 @@ static void request(const uint8_t *body, size_t size) {
     CHECK(n > PCACHE_FRAME_HEADER_SIZE);
     CHECK(pcache__frame_length(buf, UINT32_MAX, &len) == 0);
     CHECK(len == n - PCACHE_FRAME_HEADER_SIZE);
-    CHECK(pcache__request_decode(buf + PCACHE_FRAME_HEADER_SIZE, len, &again) == 0);
+    CHECK(pcache__request_decode(buf + PCACHE_FRAME_HEADER_SIZE, len, 0, &again) == 0);
     CHECK(again->body_case == req->body_case);
     pcache__request_free(again);
     pcache__free(buf);

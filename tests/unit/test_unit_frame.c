@@ -34,7 +34,7 @@ int main(void) {
   ASSERT_OK(pcache__request_encode(&req, PCACHE_DEFAULT_MAX_FRAME, &buf, &size));
   ASSERT_OK(pcache__frame_length(buf, PCACHE_DEFAULT_MAX_FRAME, &len));
   ASSERT_EQ(len + 4, size);
-  ASSERT_OK(pcache__request_decode(buf + 4, len, &back));
+  ASSERT_OK(pcache__request_decode(buf + 4, len, 0, &back));
   ASSERT_EQ(back->body_case, PCACHEPB__REQUEST__BODY_HELLO);
   ASSERT_STREQ(back->hello->app, "unit");
   ASSERT_STREQ(pcache__request_kind_name(back), "hello");
@@ -46,8 +46,36 @@ int main(void) {
   ASSERT_TRUE(buf == NULL);
 
   /* Garbage and an empty oneof. */
-  ASSERT_ERR(pcache__request_decode((const uint8_t *)"\xff\xff\xff", 3, &back), PCACHE_EPROTO);
-  ASSERT_ERR(pcache__request_decode((const uint8_t *)"", 0, &back), PCACHE_EUNKNOWN_REQUEST);
+  ASSERT_ERR(pcache__request_decode((const uint8_t *)"\xff\xff\xff", 3, 0, &back), PCACHE_EPROTO);
+  ASSERT_ERR(pcache__request_decode((const uint8_t *)"", 0, 0, &back), PCACHE_EUNKNOWN_REQUEST);
+
+  /* A Put of N empty items is 2 bytes an item on the wire but a struct
+   * each when unpacked: the count is checked before anything is. */
+  {
+    enum { N = 70000 };
+    size_t body = 2u * N, n = 0;
+    uint8_t *frame = pcache__malloc(body + 8);
+    ASSERT_TRUE(frame != NULL);
+    frame[n++] = 0x22; /* Request.put, length-delimited */
+    for (size_t v = body;; v >>= 7) {
+      frame[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+      if (v < 0x80)
+        break;
+    }
+    for (size_t i = 0; i < N; i++) {
+      frame[n++] = 0x12; /* Put.items (field 2), an empty PutItem */
+      frame[n++] = 0x00;
+    }
+    ASSERT_ERR(pcache__request_decode(frame, n, 65600, &back), PCACHE_ETOO_MANY_HASHES);
+    ASSERT_OK(pcache__request_decode(frame, n, N + 1, &back));
+    ASSERT_EQ(back->put->n_items, N);
+    pcache__request_free(back);
+    ASSERT_OK(pcache__request_decode(frame, n, 0, &back));
+    pcache__request_free(back);
+    /* Truncated inside a length: refused, not read past the end. */
+    ASSERT_ERR(pcache__request_decode(frame, 2, 65600, &back), PCACHE_EPROTO);
+    pcache__free(frame);
+  }
 
   resp.status = PCACHE_ECHECKSUM;
   resp.message = (char *)"bad";
