@@ -137,6 +137,34 @@ static void arm_idle(pcd_server *srv) {
 
 static void on_idle_async(uv_async_t *h) { arm_idle(h->data); }
 
+/* How long accepting pauses when the process is out of fds (or the
+ * kernel out of memory for sockets), and how often that is said. */
+#define ACCEPT_PAUSE_MS 100
+#define ACCEPT_WARN_INTERVAL_US (10u * 1000000u)
+
+static void on_listen(uv_poll_t *h, int status, int events);
+
+static void on_accept_timer(uv_timer_t *t) {
+  pcd_server *srv = t->data;
+  if (!srv->stopping)
+    uv_poll_start(&srv->listen_poll, UV_READABLE, on_listen);
+}
+
+/* Out of fds: the pending connection stays queued and the listening
+ * socket stays readable, so polling it again at once would spin and log
+ * without end. Pause accepting for a moment instead; the queued clients
+ * are served once fds free up (a closing client, a finished job). */
+static void pause_accepting(pcd_server *srv, int err) {
+  uint64_t now = pcache__mono_us();
+  if (now - srv->accept_warned_us >= ACCEPT_WARN_INTERVAL_US || !srv->accept_warned_us) {
+    log_warn("accept: %s; pausing new connections for %d ms at a time (raise LimitNOFILE=)",
+             strerror(err), ACCEPT_PAUSE_MS);
+    srv->accept_warned_us = now;
+  }
+  uv_poll_stop(&srv->listen_poll);
+  uv_timer_start(&srv->accept_timer, on_accept_timer, ACCEPT_PAUSE_MS, 0);
+}
+
 static void on_listen(uv_poll_t *h, int status, int events) {
   pcd_server *srv = h->data;
   (void)events;
@@ -150,7 +178,9 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     if (fd < 0) {
       if (errno == EINTR)
         continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        pause_accepting(srv, errno);
+      else if (errno != EAGAIN && errno != EWOULDBLOCK)
         log_warn("accept: %s", strerror(errno));
       return;
     }
@@ -238,6 +268,8 @@ int pcd_server_start(pcd_server *srv) {
   uv_poll_start(&srv->listen_poll, UV_READABLE, on_listen);
   uv_timer_init(srv->loop, &srv->idle_timer);
   srv->idle_timer.data = srv;
+  uv_timer_init(srv->loop, &srv->accept_timer);
+  srv->accept_timer.data = srv;
   uv_async_init(srv->loop, &srv->idle_async, on_idle_async);
   srv->idle_async.data = srv;
   srv->idle_async_ready = 1;
@@ -273,6 +305,7 @@ void pcd_server_stop(pcd_server *srv) {
   srv->writer = NULL;
   srv->idle_async_ready = 0;
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
+  uv_close((uv_handle_t *)&srv->accept_timer, NULL);
   uv_close((uv_handle_t *)&srv->idle_async, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);

@@ -29,6 +29,8 @@ typedef struct pcd_server {
   int activated;              /* the fd came from systemd: never unlink */
   uv_poll_t listen_poll;
   uv_timer_t idle_timer;      /* --idle-exit */
+  uv_timer_t accept_timer;    /* resumes accepting after fds ran out */
+  uint64_t accept_warned_us;  /* last "out of fds" warning (monotonic) */
   uv_async_t idle_async;      /* a worker closed the last connection */
   int idle_async_ready;
   uv_signal_t sigterm, sigint;
