@@ -1,6 +1,10 @@
 #include "log.h"
 
+#include "common/clock.h"
+
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,37 +30,108 @@ int pcache_log_parse_level(const char *name) {
   return -1;
 }
 
-/* Writes text into out (size > 4) with every control byte as \xNN, so
- * nothing a client sent (an app name, a path, a message) can end the line
- * and start a forged one such as "\n<0>..." that journald would file as an
- * emergency. Returns the length written, stopping at a whole escape. */
+/* The length of the well-formed UTF-8 sequence at s (at most len bytes)
+ * if it is printable, else 0: overlong forms, surrogates, C1 controls
+ * (U+0080..U+009F, NEL among them) and the line and paragraph separators
+ * U+2028/U+2029 are not. */
+static size_t printable_utf8(const unsigned char *s, size_t len) {
+  uint32_t cp;
+  size_t n;
+  if (s[0] >= 0xc2 && s[0] <= 0xdf)
+    n = 2, cp = s[0] & 0x1f;
+  else if (s[0] >= 0xe0 && s[0] <= 0xef)
+    n = 3, cp = s[0] & 0x0f;
+  else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+    n = 4, cp = s[0] & 0x07;
+  else
+    return 0;
+  if (n > len)
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = cp << 6 | (s[i] & 0x3f);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+      (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
+    return 0;
+  return n;
+}
+
+/* Writes text into out (size > 4) with every control byte, and every byte
+ * that is not part of printable UTF-8, as \xNN, so nothing a client sent
+ * (an app name, a path, a message) can end the line and start a forged one
+ * such as "\n<0>..." that journald would file as an emergency, nor steer a
+ * terminal (8-bit CSI, NEL) or make journald store the line as binary.
+ * Returns the length written, stopping at a whole escape. */
 static size_t escape_controls(const char *text, size_t len, char *out, size_t size) {
   static const char hex[] = "0123456789abcdef";
   size_t n = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)text[i];
-    if (ch >= 0x20 && ch != 0x7f) {
-      if (n + 1 >= size)
+  for (size_t i = 0; i < len;) {
+    const unsigned char *p = (const unsigned char *)text + i;
+    size_t keep = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? printable_utf8(p, len - i) : 0;
+    if (keep) {
+      if (n + keep >= size)
         break;
-      out[n++] = (char)ch;
+      memcpy(out + n, p, keep);
+      n += keep;
+      i += keep;
       continue;
     }
     if (n + 4 >= size)
       break;
     out[n++] = '\\';
     out[n++] = 'x';
-    out[n++] = hex[ch >> 4];
-    out[n++] = hex[ch & 15];
+    out[n++] = hex[*p >> 4];
+    out[n++] = hex[*p & 15];
+    i++;
   }
   return n;
 }
 
-void pcache_log(int level, const char *fmt, ...) {
+/* Warning, notice and info lines a client can cause (a refused Hello, a
+ * refused connection) must not flood the journal, which would then drop
+ * lines of its own accord, the important ones too: at most
+ * LOG_BURST such lines at once, refilled at LOG_RATE a second. Errors are
+ * never held back, and debug is asked for. What is held back is counted
+ * and said with the next line that goes out. */
+#define LOG_RATE 50u
+#define LOG_BURST 200u
+
+static pthread_mutex_t rate_lock = PTHREAD_MUTEX_INITIALIZER;
+static double rate_tokens = LOG_BURST;
+static uint64_t rate_last_us, rate_dropped;
+
+/* 1 to write the line (*ret_dropped: lines held back before it), 0 to
+ * hold it back. */
+static int rate_allow(int level, uint64_t *ret_dropped) {
+  int ok = 1;
+  *ret_dropped = 0;
+  if (level <= PCACHE_LOG_ERR || level >= PCACHE_LOG_DEBUG)
+    return 1;
+  pthread_mutex_lock(&rate_lock);
+  uint64_t now = pcache__mono_us();
+  if (rate_last_us)
+    rate_tokens += (double)(now - rate_last_us) * LOG_RATE / 1e6;
+  if (rate_tokens > LOG_BURST)
+    rate_tokens = LOG_BURST;
+  rate_last_us = now;
+  if (rate_tokens >= 1) {
+    rate_tokens -= 1;
+    *ret_dropped = rate_dropped;
+    rate_dropped = 0;
+  } else {
+    rate_dropped++;
+    ok = 0;
+  }
+  pthread_mutex_unlock(&rate_lock);
+  return ok;
+}
+
+/* Formats, escapes and writes one line. */
+static void emit(int level, const char *fmt, va_list ap) {
   char line[2048], text[2048];
-  va_list ap;
   int n, t;
-  if (level > log_level)
-    return;
   /* One write() per line so lines from threads never interleave. */
   if (isatty(STDERR_FILENO)) {
     static const char *const words[] = {"emerg", "alert", "crit", "error", "warning",
@@ -67,9 +142,7 @@ void pcache_log(int level, const char *fmt, ...) {
   }
   if (log_ident && n < (int)sizeof line)
     n += snprintf(line + n, sizeof line - (size_t)n, "%s: ", log_ident);
-  va_start(ap, fmt);
   t = vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
   if (t < 0)
     t = 0;
   if ((size_t)t >= sizeof text)
@@ -83,4 +156,25 @@ void pcache_log(int level, const char *fmt, ...) {
     n = (int)sizeof line - 2;
   line[n++] = '\n';
   (void)!write(STDERR_FILENO, line, (size_t)n);
+}
+
+static void emit_fmt(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit_fmt(int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit(level, fmt, ap);
+  va_end(ap);
+}
+
+void pcache_log(int level, const char *fmt, ...) {
+  uint64_t dropped;
+  va_list ap;
+  if (level > log_level || !rate_allow(level, &dropped))
+    return;
+  if (dropped)
+    emit_fmt(PCACHE_LOG_WARNING, "(%llu log lines held back: more than %u a second)",
+             (unsigned long long)dropped, LOG_RATE);
+  va_start(ap, fmt);
+  emit(level, fmt, ap);
+  va_end(ap);
 }
