@@ -25,6 +25,10 @@ static int parse_scaled(const char *text, const char *const units[], const uint6
       double r = v * (double)scales[i];
       if (r >= 18446744073709551615.0)
         return -ERANGE;
+      /* Less than one unit would become 0: "0.5s" must not mean "older
+       * than nothing", which purges everything. */
+      if (r > 0 && r < 1)
+        return -EINVAL;
       *ret = (uint64_t)r;
       return 0;
     }

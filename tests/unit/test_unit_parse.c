@@ -45,6 +45,11 @@ int main(void) {
   ASSERT_EQ(secs_of("18446744073709"), PCACHE_DURATION_MAX_S);
   ASSERT_ERR(pcache__parse_duration("18446744073710", &v), -ERANGE);
   ASSERT_ERR(pcache__parse_duration("213503983d", &v), -ERANGE);
+  /* Less than a second would be 0 seconds: "older than nothing". */
+  ASSERT_ERR(pcache__parse_duration("0.5s", &v), -EINVAL);
+  ASSERT_ERR(pcache__parse_duration("0.001", &v), -EINVAL);
+  ASSERT_OK(pcache__parse_duration("1.5s", &v));
+  ASSERT_EQ(v, 1);
   ASSERT_ERR(pcache__parse_duration("30600000w", &v), -ERANGE);
   ASSERT_ERR(pcache__parse_duration("1e300", &v), -ERANGE);
 
