@@ -121,7 +121,8 @@ out_refuse_msg:
 }
 
 uint64_t pcd_item_cost(const pcd_item *item) {
-  uint64_t n = item->blob_size + item->desc_size;
+  uint64_t n = item->blob_size + item->desc_size +
+               pcd_entry_index_cost(item->app ? strnlen(item->app, PCD_MAX_APP) : 0);
   /* Modules the item carries may be stored already (and then cost
    * nothing more); counting them all keeps the bound simple and safe. */
   for (size_t i = 0; i < item->n_modules; i++)

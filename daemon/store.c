@@ -493,7 +493,9 @@ int pcd_totals_get(pcd_txn *txn, pcd_totals *ret_totals) {
   if ((r = get_counter(txn, "module_bytes", &t.module_bytes)) < 0 ||
       (r = get_counter(txn, "device_bytes", &t.device_bytes)) < 0)
     return r;
-  t.bytes = t.entry_bytes + t.module_bytes + t.device_bytes;
+  if ((r = get_counter(txn, "index_bytes", &t.index_bytes)) < 0)
+    return r;
+  t.bytes = t.entry_bytes + t.module_bytes + t.device_bytes + t.index_bytes;
   t.entries = db_count(txn, txn->store->entries);
   t.devices = db_count(txn, txn->store->devices);
   t.modules = db_count(txn, txn->store->modules);
@@ -929,6 +931,16 @@ static int delete_indexes(pcd_txn *t, const pcd_entry *e) {
   return del(t, t->store->apps, ak, app_key(ak, e->key, e->app), "del app");
 }
 
+uint64_t pcd_entry_index_cost(size_t app_len) {
+  return PCD_ENTRY_KEY_SIZE + META_SIZE + app_len               /* entries */
+         + LRU_KEY_SIZE                                         /* lru */
+         + PCACHE_DEVKEY_SIZE + app_len + 1 + PCACHE_HASH_SIZE; /* apps */
+}
+
+static int64_t index_cost_of(const pcd_entry *e) {
+  return (int64_t)pcd_entry_index_cost(strnlen(e->app, PCD_MAX_APP));
+}
+
 int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, const void *desc) {
   uint8_t meta[META_SIZE + PCD_MAX_APP], lk[LRU_KEY_SIZE],
       ak[PCACHE_DEVKEY_SIZE + PCD_MAX_APP + 1 + PCACHE_HASH_SIZE];
@@ -958,6 +970,8 @@ int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, cons
       (r = put(txn, txn->store->apps, ak, app_key(ak, e.key, e.app), "", 0, "put app")) < 0)
     return r;
   r = add_bytes(txn, (int64_t)(e.blob_size + e.desc_size) - old_bytes);
+  if (r == 0)
+    r = add_counter(txn, "index_bytes", index_cost_of(&e) - (had ? index_cost_of(&old) : 0));
   if (r < 0)
     return r;
   return device_add(txn, e.key, 1 - had, (int64_t)(e.blob_size + e.desc_size) - old_bytes);
@@ -980,6 +994,7 @@ int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64
       (r = del(txn, txn->store->descs, key, PCD_ENTRY_KEY_SIZE, "del desc")) < 0 ||
       (r = del(txn, txn->store->entries, key, PCD_ENTRY_KEY_SIZE, "del entry")) < 0 ||
       (r = add_bytes(txn, -(int64_t)bytes)) < 0 ||
+      (r = add_counter(txn, "index_bytes", -index_cost_of(&e))) < 0 ||
       (r = device_add(txn, key, -1, -(int64_t)bytes)) < 0)
     return r;
   if (ret_bytes)
@@ -1144,7 +1159,8 @@ int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *h
     memcpy(v.mv_data, hashes, hash_bytes);
   if (snapshot->blob_size)
     memcpy((uint8_t *)v.mv_data + hash_bytes, blob, snapshot->blob_size);
-  if ((r = put(txn, txn->store->snapshots, key, key_size, meta, SNAP_SIZE, "put snapshot")) < 0)
+  if ((r = put(txn, txn->store->snapshots, key, key_size, meta, SNAP_SIZE, "put snapshot")) < 0 ||
+      (r = add_counter(txn, "index_bytes", (int64_t)(2 * key_size + SNAP_SIZE))) < 0)
     return r;
   return add_snap_bytes(txn, (int64_t)(hash_bytes + snapshot->blob_size));
 }
@@ -1169,6 +1185,7 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
   if ((r = del(txn, txn->store->snapdata, key, key_size, "del snapdata")) < 0 ||
       (r = del(txn, txn->store->snapshots, key, key_size, "del snapshot")) < 0 ||
       (r = add_snap_bytes(txn, -(int64_t)bytes)) < 0 ||
+      (r = add_counter(txn, "index_bytes", -(int64_t)(2 * key_size + SNAP_SIZE))) < 0 ||
       (r = device_drop_if_unused(txn, device_key)) < 0)
     return r;
   if (ret_bytes)
@@ -1203,13 +1220,40 @@ static int recount(pcd_txn *t, MDB_dbi dbi, const char *name, int *ret_done) {
   return put(t, t->store->info, name, strlen(name), buf, 8, name);
 }
 
+static int recount_key(void *ctx, const MDB_val *k, const MDB_val *v) {
+  ((struct recount *)ctx)->bytes += k->mv_size;
+  return 0;
+}
+
+/* index_bytes, when absent: the entries, lru, apps and snapshots records,
+ * and the snapshots' keys once more for their snapdata. */
+static int recount_index(pcd_txn *t, int *ret_done) {
+  static const char name[] = "index_bytes";
+  struct recount c = {0};
+  uint8_t buf[8];
+  MDB_val v;
+  int r = get(t, t->store->info, name, sizeof name - 1, &v, name);
+  if (r != PCACHE_ENOT_FOUND)
+    return r;
+  if ((r = scan_prefix(t, t->store->entries, NULL, 0, recount_kv, &c)) < 0 ||
+      (r = scan_prefix(t, t->store->lru, NULL, 0, recount_kv, &c)) < 0 ||
+      (r = scan_prefix(t, t->store->apps, NULL, 0, recount_kv, &c)) < 0 ||
+      (r = scan_prefix(t, t->store->snapshots, NULL, 0, recount_kv, &c)) < 0 ||
+      (r = scan_prefix(t, t->store->snapshots, NULL, 0, recount_key, &c)) < 0)
+    return r;
+  pcache__put_le64(buf, c.bytes);
+  *ret_done = 1;
+  return put(t, t->store->info, name, sizeof name - 1, buf, 8, name);
+}
+
 int pcd_store_count_sizes(pcd_store *store) {
   pcd_txn *t;
   int done = 0, r = pcd_txn_begin(store, 1, &t);
   if (r < 0)
     return r;
   if ((r = recount(t, store->modules, "module_bytes", &done)) < 0 ||
-      (r = recount(t, store->devices, "device_bytes", &done)) < 0 || !done) {
+      (r = recount(t, store->devices, "device_bytes", &done)) < 0 ||
+      (r = recount_index(t, &done)) < 0 || !done) {
     pcd_txn_abort(t);
     return r;
   }

@@ -51,10 +51,18 @@ typedef struct pcd_totals {
   /* What counts against --max-size besides snapshots: entries' blobs and
    * descriptions, SPIR-V modules (key, count and code, once however many
    * entries name them) and device records (key and record). */
-  uint64_t bytes; /* entry_bytes + module_bytes + device_bytes */
+  uint64_t bytes; /* entry_bytes + module_bytes + device_bytes + index_bytes */
   uint64_t entry_bytes, module_bytes, device_bytes;
+  /* The records that find entries and snapshots: each entry's metadata,
+   * LRU and app-index records, each snapshot's metadata and keys (key and
+   * value bytes; an app name is in three of them). */
+  uint64_t index_bytes;
   uint64_t snapshots, snapshot_bytes; /* counted in the size cap with bytes */
 } pcd_totals;
+
+/* The index bytes (pcd_totals.index_bytes) an entry filed under an app
+ * name of app_len bytes costs. */
+uint64_t pcd_entry_index_cost(size_t app_len);
 
 /* A (device, app) snapshot's metadata (docs/storage.md "Snapshots"). */
 typedef struct pcd_snapshot {

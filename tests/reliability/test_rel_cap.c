@@ -55,7 +55,10 @@ static Pcachepb__StatsReply stats_of(int fd) {
 }
 
 /* Stats' bytes and data.mdb against the cap, after attack `what`. */
-static void check_bound(int fd, const char *what) {
+static void check_bound_file(int fd, const char *what, long file_bound);
+static void check_bound(int fd, const char *what) { check_bound_file(fd, what, FILE_BOUND); }
+
+static void check_bound_file(int fd, const char *what, long file_bound) {
   Pcachepb__StatsReply s = stats_of(fd);
   long file = data_mdb_size();
   printf("%-10s: status %llu + %llu snapshot bytes of %u; %llu entries, %llu devices, %llu "
@@ -70,8 +73,9 @@ static void check_bound(int fd, const char *what) {
     snprintf(name, sizeof name, "cap_%s_data_mdb", what);
     rel_figure(name, "%ld", file);
   }
+  fflush(stdout);
   ASSERT_LE(s.bytes_used + s.snapshot_bytes, CAP);
-  ASSERT_LE(file, FILE_BOUND);
+  ASSERT_LE(file, file_bound);
 }
 
 /* Deletes info's module_bytes and device_bytes and adds a device record
@@ -358,6 +362,36 @@ int main(void) {
     ASSERT_EQ(s.devices, 0);
     ASSERT_EQ(s.modules, 0);
     ASSERT_EQ(s.bytes_used, 0);
+  }
+
+  /* Index records: many tiny entries filed under a 200-byte app name,
+   * whose metadata, LRU and app-index records outweigh their blobs many
+   * times over. Uncounted (hostile tester, after issue 12), 1 MiB of
+   * counted bytes was 11 MB of data.mdb. */
+  {
+    enum { BATCH = 500, BATCHES = 40 };
+    static wire_item tiny_items[BATCH];
+    char app[201];
+    int tiny;
+    memset(app, 'x', 200);
+    app[200] = '\0';
+    tiny = wire_open(&env, app);
+    for (unsigned b = 0; b < BATCHES; b++) {
+      for (unsigned i = 0; i < BATCH; i++)
+        wire_item_make(&tiny_items[i], &key, 100000 + b * BATCH + i, 32);
+      wire_put(tiny, &key, tiny_items, BATCH, &rep);
+      ASSERT_EQ(rep.resp->status, 0);
+      wire_reply_free(&rep);
+      for (unsigned i = 0; i < BATCH; i++)
+        wire_item_free(&tiny_items[i]);
+    }
+    /* The records themselves are counted now (44 times the cap before);
+     * what LMDB adds around records this small (half-full pages, node
+     * headers, pages freed by the churn and not yet reused) still makes
+     * the file some 9 times the cap here: docs/RELIABILITY.md, 12.3. */
+    check_bound_file(fd, "index", 12l * CAP);
+    close(tiny);
+    ASSERT_GT(purge_all(fd), 0);
   }
 
   /* A restart serves the store. */
