@@ -96,6 +96,15 @@ static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
 
 /* ------------------------------------------------------------------ parked */
 
+/* A client that read its reply memfd can still show bytes in the
+ * daemon's send queue for a moment after it asks again: the kernel frees
+ * the message a little later. So a connection just parked is rechecked
+ * every millisecond for PCD_BULK_FAST_CHECKS checks (the common case, a
+ * well-behaved client, waits well under a millisecond), then every
+ * PCD_BULK_RECHECK_MS (a client that really does not read costs one
+ * ioctl per 20 ms, not one per millisecond). */
+#define PCD_BULK_FAST_CHECKS 10
+
 static void on_bulk_timer(uv_timer_t *t) {
   pcd_worker *w = t->data;
   for (pcd_conn *c = w->conns, *next; c; c = next) {
@@ -103,11 +112,17 @@ static void on_bulk_timer(uv_timer_t *t) {
     if (c->bulk_parked)
       pcd_conn_bulk_recheck(c);
   }
+  if (w->n_parked && ++w->bulk_checks == PCD_BULK_FAST_CHECKS)
+    uv_timer_set_repeat(&w->bulk_timer, PCD_BULK_RECHECK_MS);
 }
 
 static void conn_park(pcd_worker *w) {
-  if (w->n_parked++ == 0 && !w->stopping)
-    uv_timer_start(&w->bulk_timer, on_bulk_timer, PCD_BULK_RECHECK_MS, PCD_BULK_RECHECK_MS);
+  w->n_parked++;
+  if (w->stopping)
+    return;
+  /* A newly parked connection starts the fast checks again. */
+  w->bulk_checks = 0;
+  uv_timer_start(&w->bulk_timer, on_bulk_timer, 1, 1);
 }
 
 static void conn_unpark(pcd_worker *w) {

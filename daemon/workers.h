@@ -29,6 +29,7 @@ typedef struct pcd_worker {
   uv_timer_t sweep_timer;     /* frame timeouts and touch flushes */
   uv_timer_t bulk_timer;      /* parked connections (pcd_conn_owner.park) */
   uint64_t n_parked;
+  unsigned bulk_checks; /* bulk timer fires since the last park */
   int sweep_started;
   /* Filled by other threads, under lock. */
   pthread_mutex_t lock;
