@@ -185,36 +185,38 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
   update_events(conn);
 }
 
+/* Queues an error reply. 0, or <0 when not even that could be encoded. */
+static int send_error(pcd_conn *c, int status, const char *msg) {
+  pcd_out out;
+  int r = pcd_reply_error(status, msg, &out);
+  if (r == 0)
+    pcd_conn_send(c, &out);
+  return r;
+}
+
 /* Replies with an error, then closes once it is sent. */
 static void fail(pcd_conn *c, int status, const char *msg) {
-  pcd_out out;
   c->close_after_flush = 1;
-  if (pcd_reply_error(status, msg, &out) < 0) {
+  if (send_error(c, status, msg) < 0)
     pcd_conn_close(c);
-    return;
-  }
-  pcd_conn_send(c, &out);
 }
 
 static void frame_done(pcd_conn *c, const uint8_t *body, uint32_t len) {
   Pcachepb__Request *req = NULL;
-  int r = pcache__request_decode(body, len, pcd_config_max_allocations(c->srv->config), &req);
+  uint64_t max_allocations = pcd_config_max_allocations(c->srv->config);
+  int r = pcache__request_decode(body, len, max_allocations, &req);
   atomic_fetch_add(&c->srv->stats.requests, 1);
+  /* Both leave the stream in step (the frame was read whole), so the
+   * connection stays: a newer client's request kind, and a frame refused
+   * before anything was allocated for it. */
   if (r == PCACHE_EUNKNOWN_REQUEST) {
-    /* A newer client: answer, and keep the connection. */
-    pcd_out out;
-    if (pcd_reply_error(r, "request kind not known to this daemon", &out) == 0)
-      pcd_conn_send(c, &out);
+    send_error(c, r, "request kind not known to this daemon");
     return;
   }
   if (r == PCACHE_ETOO_MANY_HASHES) {
-    /* Refused before anything was allocated; the frame was read whole, so
-     * the stream is still in step and the connection stays. */
-    pcd_out out;
     log_warn("connection: a %u-byte frame would unpack into more than %llu structures; refused",
-             len, (unsigned long long)pcd_config_max_allocations(c->srv->config));
-    if (pcd_reply_error(r, "request has more elements than any request may", &out) == 0)
-      pcd_conn_send(c, &out);
+             len, (unsigned long long)max_allocations);
+    send_error(c, r, "request has more elements than any request may");
     return;
   }
   if (r < 0) {

@@ -1204,46 +1204,35 @@ static int recount_kv(void *ctx, const MDB_val *k, const MDB_val *v) {
   return 0;
 }
 
-/* Sets counter `name` to the key + value bytes of dbi when it is absent:
- * a store written before the counter existed. */
-static int recount(pcd_txn *t, MDB_dbi dbi, const char *name, int *ret_done) {
+static int recount_key(void *ctx, const MDB_val *k, const MDB_val *v) {
+  ((struct recount *)ctx)->bytes += k->mv_size;
+  return 0;
+}
+
+/* What a counter sums: the key and value bytes of a database, or only its
+ * keys (a snapshot's snapdata key, which has the snapshots record's key). */
+typedef struct recount_source {
+  MDB_dbi dbi;
+  int keys_only;
+} recount_source;
+
+/* Sets counter `name` to the bytes of sources when it is absent: a store
+ * written before the counter existed. */
+static int recount(pcd_txn *t, const char *name, const recount_source *sources, size_t n,
+                   int *ret_done) {
   struct recount c = {0};
   uint8_t buf[8];
   MDB_val v;
   int r = get(t, t->store->info, name, strlen(name), &v, name);
   if (r != PCACHE_ENOT_FOUND)
     return r;
-  if ((r = scan_prefix(t, dbi, NULL, 0, recount_kv, &c)) < 0)
-    return r;
+  for (size_t i = 0; i < n; i++)
+    if ((r = scan_prefix(t, sources[i].dbi, NULL, 0,
+                         sources[i].keys_only ? recount_key : recount_kv, &c)) < 0)
+      return r;
   pcache__put_le64(buf, c.bytes);
   *ret_done = 1;
   return put(t, t->store->info, name, strlen(name), buf, 8, name);
-}
-
-static int recount_key(void *ctx, const MDB_val *k, const MDB_val *v) {
-  ((struct recount *)ctx)->bytes += k->mv_size;
-  return 0;
-}
-
-/* index_bytes, when absent: the entries, lru, apps and snapshots records,
- * and the snapshots' keys once more for their snapdata. */
-static int recount_index(pcd_txn *t, int *ret_done) {
-  static const char name[] = "index_bytes";
-  struct recount c = {0};
-  uint8_t buf[8];
-  MDB_val v;
-  int r = get(t, t->store->info, name, sizeof name - 1, &v, name);
-  if (r != PCACHE_ENOT_FOUND)
-    return r;
-  if ((r = scan_prefix(t, t->store->entries, NULL, 0, recount_kv, &c)) < 0 ||
-      (r = scan_prefix(t, t->store->lru, NULL, 0, recount_kv, &c)) < 0 ||
-      (r = scan_prefix(t, t->store->apps, NULL, 0, recount_kv, &c)) < 0 ||
-      (r = scan_prefix(t, t->store->snapshots, NULL, 0, recount_kv, &c)) < 0 ||
-      (r = scan_prefix(t, t->store->snapshots, NULL, 0, recount_key, &c)) < 0)
-    return r;
-  pcache__put_le64(buf, c.bytes);
-  *ret_done = 1;
-  return put(t, t->store->info, name, sizeof name - 1, buf, 8, name);
 }
 
 int pcd_store_count_sizes(pcd_store *store) {
@@ -1251,9 +1240,17 @@ int pcd_store_count_sizes(pcd_store *store) {
   int done = 0, r = pcd_txn_begin(store, 1, &t);
   if (r < 0)
     return r;
-  if ((r = recount(t, store->modules, "module_bytes", &done)) < 0 ||
-      (r = recount(t, store->devices, "device_bytes", &done)) < 0 ||
-      (r = recount_index(t, &done)) < 0 || !done) {
+  const recount_source modules[] = {{store->modules, 0}}, devices[] = {{store->devices, 0}};
+  /* index_bytes: each entry's entries, lru and apps records, each
+   * snapshot's record and its key once more for its snapdata. */
+  const recount_source index[] = {{store->entries, 0},
+                                  {store->lru, 0},
+                                  {store->apps, 0},
+                                  {store->snapshots, 0},
+                                  {store->snapshots, 1}};
+  if ((r = recount(t, "module_bytes", modules, 1, &done)) < 0 ||
+      (r = recount(t, "device_bytes", devices, 1, &done)) < 0 ||
+      (r = recount(t, "index_bytes", index, 5, &done)) < 0 || !done) {
     pcd_txn_abort(t);
     return r;
   }

@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "rel_util.h"
@@ -38,19 +36,6 @@ static long cpu_ticks(pid_t pid) {
   return ut + st;
 }
 
-static int raw_connect(const char *path) {
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_TRUE(fd >= 0);
-  ASSERT_LT(strlen(path), sizeof a.sun_path);
-  memcpy(a.sun_path, path, strlen(path) + 1);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 int main(void) {
   struct rlimit old, low;
   test_env env;
@@ -68,7 +53,7 @@ int main(void) {
   ASSERT_OK(setrlimit(RLIMIT_NOFILE, &old));
 
   for (int i = 0; i < BURST; i++) {
-    int fd = raw_connect(env.socket_path);
+    int fd = test_raw_connect(&env);
     if (fd >= 0)
       fds[n++] = fd;
   }
