@@ -13,8 +13,9 @@
 #include "client/upload.h"
 #include "common/alloc.h"
 
-static int resolve(pcache_device *d, PFN_vkGetInstanceProcAddr gipa) {
-  PFN_vkGetDeviceProcAddr gdpa = (PFN_vkGetDeviceProcAddr)gipa(d->instance, "vkGetDeviceProcAddr");
+static int resolve(pcache_device *d, PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa) {
+  if (!gdpa)
+    gdpa = (PFN_vkGetDeviceProcAddr)gipa(d->instance, "vkGetDeviceProcAddr");
   if (!gdpa)
     return -EINVAL;
 #define DEV(name) d->name = (PFN_vk##name)gdpa(d->vk_device, "vk" #name)
@@ -77,22 +78,16 @@ static void identify(pcache_device *d, PFN_vkGetInstanceProcAddr gipa) {
   }
 }
 
-PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_info *caller_info,
-                                    pcache_device **ret_device) {
-  pcache_device_info info_copy;
-  const pcache_device_info *info = &info_copy;
+int pcache__device_create(pcache_client *client, const pcache_device_info *info,
+                          PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa,
+                          pcache_device **ret_device) {
   VkPipelineCacheCreateInfo cache_ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  PFN_vkGetInstanceProcAddr gipa;
   pcache_device *d;
   pthread_rwlockattr_t rwattr;
   int r = -ENOMEM;
 
-  if (!caller_info || pcache__struct_in(&info_copy, sizeof info_copy, caller_info,
-                                        PCACHE__V1_SIZE(pcache_device_info, no_prefetch)) < 0)
+  if (!info->instance || !info->physical_device || !info->device || !gipa || !ret_device)
     return -EINVAL;
-  if (!info->instance || !info->physical_device || !info->device || !ret_device)
-    return -EINVAL;
-  gipa = info->get_instance_proc_addr ? info->get_instance_proc_addr : vkGetInstanceProcAddr;
   d = pcache__calloc(1, sizeof *d);
   if (!d)
     return -ENOMEM;
@@ -105,7 +100,7 @@ PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_i
     d->allocator = &d->allocator_copy;
   }
   d->creation_feedback = info->creation_feedback;
-  if (resolve(d, gipa) < 0) {
+  if (resolve(d, gipa, gdpa) < 0) {
     r = -EINVAL;
     goto out_free;
   }
@@ -140,7 +135,12 @@ PCACHE_API int pcache_device_create(pcache_client *client, const pcache_device_i
     goto out_hash_tiers;
   if (pcache__table_init(&d->prefetched) < 0)
     goto out_app_tiers;
+  if (pcache__table_init(&d->built) < 0) {
+    pcache__table_fini(&d->prefetched, NULL, NULL);
+    goto out_app_tiers;
+  }
   if (pthread_mutex_init(&d->held_lock, NULL) != 0) {
+    pcache__table_fini(&d->built, NULL, NULL);
     pcache__table_fini(&d->prefetched, NULL, NULL);
     goto out_app_tiers;
   }
@@ -172,6 +172,7 @@ out_cache:
   d->DestroyPipelineCache(d->vk_device, d->cache, d->allocator);
 out_prefetched:
   pthread_mutex_destroy(&d->held_lock);
+  pcache__table_fini(&d->built, NULL, NULL);
   pcache__table_fini(&d->prefetched, NULL, NULL);
 out_app_tiers:
   pcache__table_fini(&d->app_tiers, NULL, NULL);
@@ -205,6 +206,7 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   pcache__pipeline_release_all(device);
   device->DestroyPipelineCache(device->vk_device, device->cache, device->allocator);
   pcache__table_fini(&device->prefetched, NULL, NULL);
+  pcache__table_fini(&device->built, NULL, NULL);
   pcache_vec_free(&device->held);
   pthread_mutex_destroy(&device->held_lock);
   pcache__objmap_free(device->objects);

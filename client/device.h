@@ -1,7 +1,8 @@
-/* The device context's data (struct pcache_device) and the small helpers
- * every file of the client core shares. Types only: each file's functions
- * are declared in that file's own header (objmap.h, blobs.h, snapshot.h,
- * prefetch.h, upload.h, pipeline.h), so no header ties two files together. */
+/* The device context's data (struct pcache_device), its core constructor
+ * (device.c), and the small helpers every file of the client core shares.
+ * Each other file's functions are declared in that file's own header
+ * (objmap.h, record.h, blobs.h, snapshot.h, prefetch.h, upload.h, build.h,
+ * pipeline.h), so no header ties two files together. */
 #ifndef PCACHE_CLIENT_DEVICE_H
 #define PCACHE_CLIENT_DEVICE_H
 
@@ -84,6 +85,10 @@ struct pcache_device {
    * not ask the daemon again. Grows while the upload thread fetches later
    * prefetch pages; readers probe its published part without a lock. */
   pcache__table prefetched;
+  /* State hashes built in this process (value 1), whose pipelines the
+   * device cache therefore holds; a build in flight is a claim others wait
+   * on (build.c). */
+  pcache__table built;
 
   pcache__objmap *objects;
   pcache__desc_lookup lookup;
@@ -136,6 +141,19 @@ struct pcache_device {
         snapshots_uploaded;
   } stats;
 };
+
+/*
+ * pcache__device_create - the core of pcache_device_create, shared by
+ * libpcache (client/loader.c, which checks the app's struct and defaults
+ * gipa to the loader's) and the Vulkan layer (which passes the next
+ * layer's entry points). gdpa may be NULL: then gipa's vkGetDeviceProcAddr.
+ * Nothing here references a symbol of the Vulkan loader, so the layer can
+ * link it without binding to an app's globals named like Vulkan functions.
+ * Returns 0, -ENOMEM, -EINVAL, or -EIO when the driver refuses the cache.
+ */
+int pcache__device_create(pcache_client *client, const pcache_device_info *info,
+                          PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa,
+                          pcache_device **ret_device);
 
 /* The DeviceInfo that Put and PutSnapshot carry; points into d. */
 static inline void pcache__device_info_message(const pcache_device *d,

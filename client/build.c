@@ -1,0 +1,306 @@
+/* Building one pipeline: see build.h. The order of sources, for a state
+ * hash this process has not built yet: the prefetched set (the blob is
+ * already in the device cache), one Get, then the driver with a fresh
+ * cache of the pipeline's own, whose data is uploaded. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "client/blobs.h"
+#include "client/build.h"
+#include "client/prefetch.h"
+#include "client/snapshot.h"
+#include "client/upload.h"
+#include "common/alloc.h"
+
+static const VkPipelineCreationFeedbackCreateInfo *find_feedback(const void *chain) {
+  for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+    if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
+      return (const VkPipelineCreationFeedbackCreateInfo *)s;
+  return NULL;
+}
+
+/* Creates the pipeline through cache. With creation feedback on (libpcache
+ * apps that asked for the count of driver cache hits), a feedback struct
+ * is chained onto a copy of the app's create info (never the app's own);
+ * one the app chained itself is used as is. */
+static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipelineCache cache,
+                                VkPipeline *ret_pipeline) {
+  VkPipelineCreationFeedback feedback = {0};
+  VkPipelineCreationFeedback stage_feedback[8];
+  VkPipelineCreationFeedbackCreateInfo fb = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+      .pPipelineCreationFeedback = &feedback,
+      .pPipelineStageCreationFeedbacks = stage_feedback};
+  const void *app_chain = b->graphics ? b->graphics->pNext : b->compute->pNext;
+  const VkPipelineCreationFeedbackCreateInfo *theirs = find_feedback(app_chain);
+  const VkPipelineCreationFeedback *result = NULL;
+  VkResult vr;
+  if (b->graphics) {
+    VkGraphicsPipelineCreateInfo ci = *b->graphics;
+    if (d->creation_feedback && !theirs) {
+      fb.pipelineStageCreationFeedbackCount = ci.stageCount <= 8 ? ci.stageCount : 0;
+      fb.pNext = ci.pNext;
+      ci.pNext = &fb;
+      result = &feedback;
+    }
+    vr = d->CreateGraphicsPipelines(d->vk_device, cache, 1, &ci, b->allocator, ret_pipeline);
+  } else {
+    VkComputePipelineCreateInfo ci = *b->compute;
+    if (d->creation_feedback && !theirs) {
+      fb.pipelineStageCreationFeedbackCount = 1;
+      fb.pNext = ci.pNext;
+      ci.pNext = &fb;
+      result = &feedback;
+    }
+    vr = d->CreateComputePipelines(d->vk_device, cache, 1, &ci, b->allocator, ret_pipeline);
+  }
+  if (theirs && d->creation_feedback)
+    result = theirs->pPipelineCreationFeedback;
+  if (vr == VK_SUCCESS && result && (result->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+      (result->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+    atomic_fetch_add(&d->stats.driver_cache_hits, 1);
+  if (vr == VK_SUCCESS && *ret_pipeline == VK_NULL_HANDLE)
+    vr = VK_ERROR_UNKNOWN;
+  return vr;
+}
+
+/* Through the app cache when it received the entry (in_app_cache), else
+ * the device cache. */
+static VkResult create_cached(pcache_device *d, const pcache__build *b, int in_app_cache,
+                              VkPipeline *ret_pipeline) {
+  VkResult vr;
+  if (in_app_cache) {
+    pthread_rwlock_rdlock(b->app_cache_lock);
+    vr = create_pipeline(d, b, b->app_cache, ret_pipeline);
+    pthread_rwlock_unlock(b->app_cache_lock);
+    return vr;
+  }
+  pthread_rwlock_rdlock(&d->cache_lock);
+  vr = create_pipeline(d, b, d->cache, ret_pipeline);
+  pthread_rwlock_unlock(&d->cache_lock);
+  return vr;
+}
+
+/* Gives the app cache one pipeline's entry. 1 when it has it. */
+static int merge_into_app_cache(pcache_device *d, const pcache__build *b, VkPipelineCache src) {
+  VkResult vr;
+  if (b->app_cache == VK_NULL_HANDLE)
+    return 0;
+  pthread_rwlock_wrlock(b->app_cache_lock);
+  vr = d->MergePipelineCaches(d->vk_device, b->app_cache, 1, &src);
+  pthread_rwlock_unlock(b->app_cache_lock);
+  return vr == VK_SUCCESS;
+}
+
+/* One Get for state_hash. Returns 1 when the daemon's blob is now merged
+ * into the device cache, and into the app cache if there is one
+ * (*ret_in_app_cache). A blob that fails the checks is reported. */
+static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
+                             const pcache__hash *state_hash, int *ret_in_app_cache) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
+  pcache__reply reply = {0};
+  int merged = 0;
+  get.device_key.data = d->key.bytes;
+  get.device_key.len = PCACHE_DEVKEY_SIZE;
+  get.state_hashes = &hash;
+  get.n_state_hashes = 1;
+  request.body_case = PCACHEPB__REQUEST__BODY_GET;
+  request.get = &get;
+  if (!d->client || pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET,
+                                       d->client->timeout_ms, &reply) != 0)
+    return 0;
+  const Pcachepb__GetReply *got = reply.response->get;
+  for (size_t i = 0; i < got->n_blobs && !merged; i++) {
+    const Pcachepb__Blob *blob = got->blobs[i];
+    const uint8_t *bytes;
+    size_t size;
+    VkPipelineCache loaded;
+    uint8_t ok = 0;
+    Pcachepb__ReportReason reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
+    if (blob->state_hash.len != PCACHE_HASH_SIZE ||
+        memcmp(blob->state_hash.data, state_hash->bytes, PCACHE_HASH_SIZE) != 0)
+      continue;
+    bytes = pcache__reply_bytes(&reply, blob->blob, blob->blob_offset, blob->blob_size, &size);
+    if (pcache__blob_load(d, bytes, size, blob->checksum, &loaded, &reason) == 0) {
+      /* The app cache first: merge_loaded destroys the loaded cache. */
+      *ret_in_app_cache = merge_into_app_cache(d, b, loaded);
+      pcache__blob_merge_loaded(d, &loaded, 1, &ok);
+    }
+    if (ok) {
+      merged = 1;
+      pcache__snapshot_hold(d, state_hash->bytes, 1);
+      break;
+    }
+    atomic_fetch_add(&d->stats.rejected_blobs, 1);
+    Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
+    const Pcachepb__ReportItem *items[1] = {&item};
+    item.state_hash = hash;
+    item.reason = reason;
+    pcache__blob_report(d, items, 1);
+  }
+  pcache__reply_release(&reply);
+  return merged;
+}
+
+static pcache__upload *upload_new(pcache_device *d, const pcache__build *b,
+                                  const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                                  const void *blob, size_t blob_size, uint64_t compile_ns) {
+  pcache__upload *u = pcache__calloc(1, sizeof *u);
+  if (!u)
+    return NULL;
+  u->state_hash = keys->state_hash;
+  u->kind = b->kind;
+  u->compile_ns = compile_ns;
+  u->blob = pcache__malloc(blob_size);
+  u->desc = pcache__malloc(desc->size);
+  if (!u->blob || !u->desc) {
+    pcache__upload_free(u);
+    return NULL;
+  }
+  memcpy(u->blob, blob, blob_size);
+  u->blob_size = blob_size;
+  memcpy(u->desc, desc->data, desc->size);
+  u->desc_size = desc->size;
+  /* The code travels with the item: the app may destroy its modules before
+   * the upload thread gets to it. */
+  if (b->graphics) {
+    for (uint32_t i = 0; i < b->graphics->stageCount && u->n_modules < PCACHE_DESC_MAX_MODULES;
+         i++) {
+      pcache__module *m = pcache__objmap_module(d->objects, b->graphics->pStages[i].module);
+      if (m)
+        u->modules[u->n_modules++] = m;
+    }
+  } else {
+    pcache__module *m = pcache__objmap_module(d->objects, b->compute->stage.module);
+    if (m)
+      u->modules[u->n_modules++] = m;
+  }
+  return u;
+}
+
+/* A miss nobody could serve: compile with a fresh cache of its own, so its
+ * data is this pipeline's alone (the daemon keys blobs per pipeline), then
+ * merge that into the device cache (and the app cache) and queue the
+ * upload. */
+static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                        const pcache__desc_buf *desc, VkPipeline *ret_pipeline) {
+  VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkPipelineCache fresh;
+  VkPipeline pipeline;
+  uint64_t start, compile_ns;
+  size_t size = 0;
+  void *data = NULL;
+  VkResult vr;
+
+  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
+    fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
+  start = pcache__now_ns();
+  vr = create_pipeline(d, b, fresh, &pipeline);
+  compile_ns = pcache__now_ns() - start;
+  if (vr != VK_SUCCESS)
+    goto out_cache;
+  atomic_fetch_add(&d->stats.compiles, 1);
+  if (fresh == VK_NULL_HANDLE)
+    goto out_done;
+  (void)merge_into_app_cache(d, b, fresh);
+  if (d->GetPipelineCacheData(d->vk_device, fresh, &size, NULL) == VK_SUCCESS && size > 0 &&
+      (data = pcache__malloc(size)) != NULL &&
+      d->GetPipelineCacheData(d->vk_device, fresh, &size, data) == VK_SUCCESS) {
+    VkResult merged;
+    pthread_rwlock_wrlock(&d->cache_lock);
+    merged = d->MergePipelineCaches(d->vk_device, d->cache, 1, &fresh);
+    pthread_rwlock_unlock(&d->cache_lock);
+    if (merged == VK_SUCCESS)
+      pcache__snapshot_hold(d, keys->state_hash.bytes, 1);
+    if (d->client) {
+      pcache__upload *u = upload_new(d, b, keys, desc, data, size, compile_ns);
+      if (u)
+        pcache__upload_enqueue(d, u);
+    }
+  }
+out_done:
+  *ret_pipeline = pipeline;
+out_cache:
+  pcache__free(data);
+  if (fresh != VK_NULL_HANDLE)
+    d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
+  return vr;
+}
+
+/* The device cache holds the pipeline (prefetched, or built earlier here):
+ * an app cache still needs this pipeline's own entry, which only the
+ * daemon has as a blob of its own. Without it (daemon gone, upload not yet
+ * done) the pipeline comes from the device cache and the app cache goes
+ * without, as it would have had the pipeline not been built here at all. */
+static VkResult create_held(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                            VkPipeline *ret_pipeline) {
+  int in_app_cache = 0;
+  if (b->app_cache != VK_NULL_HANDLE)
+    (void)fetch_from_daemon(d, b, &keys->state_hash, &in_app_cache);
+  return create_cached(d, b, in_app_cache, ret_pipeline);
+}
+
+static VkResult build_first(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                            const pcache__desc_buf *desc, VkPipeline *ret_pipeline,
+                            pcache__build_source *ret_source) {
+  int in_app_cache = 0;
+  atomic_fetch_add(&d->stats.misses, 1);
+  if (d->client && pcache__prefetch_known(d, &keys->state_hash)) {
+    *ret_source = PCACHE__BUILT_DAEMON;
+    atomic_fetch_add(&d->stats.daemon_hits, 1);
+    return create_held(d, b, keys, ret_pipeline);
+  }
+  if (d->client && fetch_from_daemon(d, b, &keys->state_hash, &in_app_cache)) {
+    *ret_source = PCACHE__BUILT_DAEMON;
+    atomic_fetch_add(&d->stats.daemon_hits, 1);
+    return create_cached(d, b, in_app_cache, ret_pipeline);
+  }
+  *ret_source = PCACHE__BUILT_COMPILED;
+  return compile(d, b, keys, desc, ret_pipeline);
+}
+
+VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
+                              const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                              VkPipeline *ret_pipeline, pcache__build_source *ret_source) {
+  pcache_pending *claim;
+  uint64_t k0, k1, v;
+  VkResult vr;
+  pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
+  switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
+  case PCACHE__TABLE_FOUND:
+    *ret_source = PCACHE__BUILT_LOCAL;
+    return create_held(d, b, keys, ret_pipeline);
+  case PCACHE__TABLE_CLAIMED:
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    /* A failure is not remembered: the next caller tries again. */
+    pcache__table_complete(&d->built, claim, vr == VK_SUCCESS ? 1 : 0, (int)vr);
+    return vr;
+  case PCACHE__TABLE_FAILED:
+    /* The build we waited for failed (maybe only for its caller: a
+     * compile-required answer, an allocator that ran out): our own try. */
+    return build_first(d, b, keys, desc, ret_pipeline, ret_source);
+  default:
+    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  }
+}
+
+VkResult pcache__build_unhashable(pcache_device *d, const pcache__build *b,
+                                  VkPipeline *ret_pipeline) {
+  atomic_fetch_add(&d->stats.misses, 1);
+  atomic_fetch_add(&d->stats.unhashable, 1);
+  /* The app cache's read side even here: another thread may be merging an
+   * entry into it, which the app cannot know to synchronize with. */
+  return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
+}
+
+int pcache__build_describe(pcache_device *d, const pcache__build *b, pcache__desc_buf *buf,
+                           pcache__desc_keys *ret_keys) {
+  void *token = pcache__objmap_read_begin(d->objects);
+  int r = b->graphics ? pcache__desc_graphics(b->graphics, &d->lookup, buf, ret_keys)
+                      : pcache__desc_compute(b->compute, &d->lookup, buf, ret_keys);
+  pcache__objmap_read_end(token);
+  return r;
+}

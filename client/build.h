@@ -1,0 +1,60 @@
+/* Building one pipeline (build.c): from the daemon's blob, from what this
+ * process already built, or by compiling and queueing the upload. Shared by
+ * libpcache's create-info path and tiers (pipeline.c) and the Vulkan layer
+ * (layer/pipelines.c), which differ only in who owns the pipeline and in
+ * whether an app cache must receive it. */
+#ifndef PCACHE_CLIENT_BUILD_H
+#define PCACHE_CLIENT_BUILD_H
+
+#include <pthread.h>
+
+#include "client/device.h"
+
+/* One pipeline to build. */
+typedef struct pcache__build {
+  uint32_t kind;                                /* Pcachepb__EntryKind */
+  const VkGraphicsPipelineCreateInfo *graphics; /* exactly one of the two */
+  const VkComputePipelineCreateInfo *compute;
+  const VkAllocationCallbacks *allocator; /* the pipeline's own */
+  /* The app's own cache, or VK_NULL_HANDLE (then only the device cache is
+   * used). It receives this pipeline's entry, and only that: never other
+   * pipelines' entries, so what the app saves stays its own. Merges into it
+   * take app_cache_lock's write side and creations its read side, since the
+   * app may create pipelines with it from other threads while we merge. */
+  VkPipelineCache app_cache;
+  pthread_rwlock_t *app_cache_lock;
+} pcache__build;
+
+/* Where a built pipeline came from. */
+typedef enum pcache__build_source {
+  PCACHE__BUILT_DAEMON = 1, /* the daemon's blob (prefetched or fetched by one Get) */
+  PCACHE__BUILT_LOCAL,      /* the device cache already held it (built earlier here) */
+  PCACHE__BUILT_COMPILED,   /* compiled now; its blob is queued for upload */
+  PCACHE__BUILT_UNHASHABLE, /* not describable: built through the driver alone */
+} pcache__build_source;
+
+/*
+ * pcache__build_hashed - builds the pipeline whose description and keys
+ * the caller made. Two threads building the same state hash build it once:
+ * the second waits and then finds it in the device cache. Returns the
+ * driver's VkResult (VK_PIPELINE_COMPILE_REQUIRED included, when the app
+ * asked not to compile), with the pipeline (the caller's to destroy) and
+ * where it came from.
+ */
+VkResult pcache__build_hashed(pcache_device *device, const pcache__build *build,
+                              const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                              VkPipeline *ret_pipeline, pcache__build_source *ret_source);
+
+/* An unhashable pipeline: through the app cache if there is one, else the
+ * device cache, as the driver would without pcache. */
+VkResult pcache__build_unhashable(pcache_device *device, const pcache__build *build,
+                                  VkPipeline *ret_pipeline);
+
+/*
+ * pcache__build_describe - describes build's create info (inside an object
+ * map read section). Returns 0, -ENOMEM or PCACHE_EUNHASHABLE.
+ */
+int pcache__build_describe(pcache_device *device, const pcache__build *build, pcache__desc_buf *buf,
+                           pcache__desc_keys *ret_keys);
+
+#endif

@@ -1,0 +1,32 @@
+/* Recording objects by content (record.c): after the driver made an object,
+ * describe it and put it in the device's object map, so pipelines naming
+ * its handle can be described. Shared by libpcache's wrappers
+ * (wrappers.c) and the Vulkan layer (layer/objects.c): one describer for
+ * both. An object whose description fails (unhashable, out of memory) still
+ * works and is simply not recorded; pipelines naming it are then
+ * unhashable. Never fails, never calls the driver. */
+#ifndef PCACHE_CLIENT_RECORD_H
+#define PCACHE_CLIENT_RECORD_H
+
+#include "client/device.h"
+
+void pcache__record_shader_module(pcache_device *device, const VkShaderModuleCreateInfo *info,
+                                  VkShaderModule handle);
+void pcache__record_set_layout(pcache_device *device, const VkDescriptorSetLayoutCreateInfo *info,
+                               VkDescriptorSetLayout handle);
+void pcache__record_pipeline_layout(pcache_device *device, const VkPipelineLayoutCreateInfo *info,
+                                    VkPipelineLayout handle);
+void pcache__record_render_pass(pcache_device *device, const VkRenderPassCreateInfo *info,
+                                VkRenderPass handle);
+void pcache__record_render_pass2(pcache_device *device, const VkRenderPassCreateInfo2 *info,
+                                 VkRenderPass handle);
+void pcache__record_sampler(pcache_device *device, const VkSamplerCreateInfo *info,
+                            VkSampler handle);
+
+/* Forgets (type, handle) before the driver destroys it: the driver may
+ * hand the same value to a new object. */
+static inline void pcache__record_forget(pcache_device *device, uint32_t type, uint64_t handle) {
+  pcache__objmap_remove(device->objects, type, handle);
+}
+
+#endif
