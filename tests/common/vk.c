@@ -100,16 +100,24 @@ const uint32_t *test_vk_shader_code(const char *name, size_t *ret_size) {
   TEST_FAIL_("no test shader %s", name);
 }
 
-static VkShaderModule make_module(pcache_device *device, const uint32_t *code, size_t size) {
+/* Through pcache's wrappers when the objects have a pcache device, else
+ * straight to Vulkan (the layer tests: a plain program). */
+#define MAKE(o, wrapper, vk_create, info, ret)                                                     \
+  ASSERT_VK((o)->device ? wrapper((o)->device, (info), NULL, (ret))                                \
+                        : vk_create((o)->vk_device, (info), NULL, (ret)))
+#define UNMAKE(o, wrapper, vk_destroy, handle)                                                     \
+  ((o)->device ? wrapper((o)->device, (handle), NULL) : vk_destroy((o)->vk_device, (handle), NULL))
+
+static VkShaderModule make_module(const test_objects *o, const uint32_t *code, size_t size) {
   VkShaderModuleCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                  .codeSize = size,
                                  .pCode = code};
   VkShaderModule m;
-  ASSERT_VK(pcache_create_shader_module(device, &ci, NULL, &m));
+  MAKE(o, pcache_create_shader_module, vkCreateShaderModule, &ci, &m);
   return m;
 }
 
-void test_objects_create(test_objects *o, pcache_device *device) {
+static void objects_create(test_objects *o) {
   VkDescriptorSetLayoutBinding bindings[2] = {
       {.binding = 0,
        .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
@@ -148,24 +156,34 @@ void test_objects_create(test_objects *o, pcache_device *device) {
                                .subpassCount = 1,
                                .pSubpasses = &subpass};
 
+  o->vert = make_module(o, test_shaders_tri_vert, sizeof test_shaders_tri_vert);
+  o->frag = make_module(o, test_shaders_tri_frag, sizeof test_shaders_tri_frag);
+  o->comp = make_module(o, test_shaders_fill_comp, sizeof test_shaders_fill_comp);
+  MAKE(o, pcache_create_descriptor_set_layout, vkCreateDescriptorSetLayout, &dsl, &o->set_layout);
+  pl.pSetLayouts = &o->set_layout;
+  MAKE(o, pcache_create_pipeline_layout, vkCreatePipelineLayout, &pl, &o->layout);
+  MAKE(o, pcache_create_render_pass, vkCreateRenderPass, &rp, &o->render_pass);
+}
+
+void test_objects_create(test_objects *o, pcache_device *device) {
   memset(o, 0, sizeof *o);
   o->device = device;
-  o->vert = make_module(device, test_shaders_tri_vert, sizeof test_shaders_tri_vert);
-  o->frag = make_module(device, test_shaders_tri_frag, sizeof test_shaders_tri_frag);
-  o->comp = make_module(device, test_shaders_fill_comp, sizeof test_shaders_fill_comp);
-  ASSERT_VK(pcache_create_descriptor_set_layout(device, &dsl, NULL, &o->set_layout));
-  pl.pSetLayouts = &o->set_layout;
-  ASSERT_VK(pcache_create_pipeline_layout(device, &pl, NULL, &o->layout));
-  ASSERT_VK(pcache_create_render_pass(device, &rp, NULL, &o->render_pass));
+  objects_create(o);
+}
+
+void test_objects_create_plain(test_objects *o, VkDevice device) {
+  memset(o, 0, sizeof *o);
+  o->vk_device = device;
+  objects_create(o);
 }
 
 void test_objects_destroy(test_objects *o) {
-  pcache_destroy_render_pass(o->device, o->render_pass, NULL);
-  pcache_destroy_pipeline_layout(o->device, o->layout, NULL);
-  pcache_destroy_descriptor_set_layout(o->device, o->set_layout, NULL);
-  pcache_destroy_shader_module(o->device, o->comp, NULL);
-  pcache_destroy_shader_module(o->device, o->frag, NULL);
-  pcache_destroy_shader_module(o->device, o->vert, NULL);
+  UNMAKE(o, pcache_destroy_render_pass, vkDestroyRenderPass, o->render_pass);
+  UNMAKE(o, pcache_destroy_pipeline_layout, vkDestroyPipelineLayout, o->layout);
+  UNMAKE(o, pcache_destroy_descriptor_set_layout, vkDestroyDescriptorSetLayout, o->set_layout);
+  UNMAKE(o, pcache_destroy_shader_module, vkDestroyShaderModule, o->comp);
+  UNMAKE(o, pcache_destroy_shader_module, vkDestroyShaderModule, o->frag);
+  UNMAKE(o, pcache_destroy_shader_module, vkDestroyShaderModule, o->vert);
   memset(o, 0, sizeof *o);
 }
 

@@ -31,7 +31,8 @@ const uint32_t *test_vk_shader_code(const char *name, size_t *ret_size);
 /* Objects the test pipelines use, made through pcache's wrappers so that
  * pipelines naming them are hashable. */
 typedef struct test_objects {
-  pcache_device *device;
+  pcache_device *device; /* NULL: made with plain Vulkan on vk_device */
+  VkDevice vk_device;
   VkShaderModule vert, frag, comp;
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout layout;
@@ -39,6 +40,9 @@ typedef struct test_objects {
 } test_objects;
 
 void test_objects_create(test_objects *objects, pcache_device *device);
+/* The same objects made with plain Vulkan, as a program that knows nothing
+ * of pcache makes them (the layer tests). */
+void test_objects_create_plain(test_objects *objects, VkDevice device);
 void test_objects_destroy(test_objects *objects);
 
 /* A graphics create info and the structures it points at. Do not copy it

@@ -47,6 +47,32 @@ if nm -D --defined-only "$libdir/libpcache.so" | awk '{ print $3 }' | grep -q '^
   fail "libpcache.so exports pcache__ internals"
 fi
 
+# The Vulkan layer: its manifest where the loader looks for implicit layers,
+# off unless PCACHE_LAYER=1, naming the installed library by its configured
+# path. The library exports only the loader's entry point and references no
+# Vulkan symbol: an app's (or plugin's) globals named like Vulkan functions
+# could be bound in their place.
+manifest=$prefix/share/vulkan/implicit_layer.d/VkLayer_pcache.json
+[ -e "$manifest" ] || fail "the layer manifest is not installed"
+[ -e "$libdir/libVkLayer_pcache.so" ] || fail "libVkLayer_pcache.so is not installed"
+python3 - "$manifest" <<'PY' || fail "the layer manifest is wrong"
+import json, os, sys
+layer = json.load(open(sys.argv[1]))["layer"]
+assert layer["name"] == "VK_LAYER_PCACHE_pipeline_cache", layer["name"]
+assert layer["type"] == "GLOBAL"
+assert os.path.isabs(layer["library_path"]), layer["library_path"]
+assert os.path.basename(layer["library_path"]) == "libVkLayer_pcache.so"
+assert layer["enable_environment"] == {"PCACHE_LAYER": "1"}, layer["enable_environment"]
+assert layer["disable_environment"] == {"PCACHE_LAYER_DISABLE": "1"}
+PY
+exported=$(nm -D --defined-only "$libdir/libVkLayer_pcache.so" | awk '$2 ~ /^[TDBVWRi]$/ { print $3 }' |
+           grep -v '^_\(init\|fini\|edata\|end\|_bss_start\)$' || true)
+[ "$exported" = "vkNegotiateLoaderLayerInterfaceVersion" ] ||
+  fail "the layer exports more than its entry point: $(echo $exported)"
+if nm -D --undefined-only "$libdir/libVkLayer_pcache.so" | awk '{ print $2 }' | grep -q '^vk'; then
+  fail "the layer references Vulkan symbols: $(nm -D --undefined-only "$libdir/libVkLayer_pcache.so" | grep ' vk' | tr '\n' ' ')"
+fi
+
 # 1. pkg-config
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 [ "$(pkg-config --modversion pcache)" = "$(sed -n 's/.*PCACHE_VERSION_STRING "\(.*\)"/\1/p' \

@@ -1,0 +1,282 @@
+/* The loader interface (version 2: vkNegotiateLoaderLayerInterfaceVersion
+ * is the only exported symbol, so nothing here can collide with an app's
+ * globals named like Vulkan functions), instance and device creation, and
+ * the table of what the layer intercepts: object and pipeline creation
+ * only, never anything called per draw. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/record.h"
+#include "common/alloc.h"
+#include "layer/layer.h"
+
+/* The loader's link for this layer in a create info's chain. */
+static void *find_link(const void *chain, VkStructureType stype) {
+  for (const VkBaseInStructure *s = chain; s; s = s->pNext) {
+    /* VkLayerInstanceCreateInfo and VkLayerDeviceCreateInfo share this
+     * layout: sType, pNext, then the function. */
+    const VkLayerInstanceCreateInfo *link = (const VkLayerInstanceCreateInfo *)s;
+    if (s->sType == stype && link->function == VK_LAYER_LINK_INFO)
+      return (void *)s;
+  }
+  return NULL;
+}
+
+static pcache_client *open_client(const VkInstanceCreateInfo *ci) {
+  pcache_client_options options = PCACHE_STRUCT_INIT(pcache_client_options);
+  pcache_client *client = NULL;
+  const char *name = getenv("PCACHE_APP_NAME");
+  options.app_name = name && *name ? name : NULL;
+  if (ci->pApplicationInfo)
+    options.application_name = ci->pApplicationInfo->pApplicationName;
+  /* Out of memory: the app runs without the daemon. */
+  (void)pcache_client_open(&options, &client);
+  return client;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateInstance(const VkInstanceCreateInfo *ci,
+                                                           const VkAllocationCallbacks *allocator,
+                                                           VkInstance *ret_instance) {
+  VkLayerInstanceCreateInfo *link =
+      find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO);
+  PFN_vkGetInstanceProcAddr next_gipa;
+  PFN_vkCreateInstance create;
+  layer_instance *li;
+  VkResult vr;
+  if (!link || !link->u.pLayerInfo)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  next_gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  create = (PFN_vkCreateInstance)next_gipa(VK_NULL_HANDLE, "vkCreateInstance");
+  if (!create)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  /* The record first: once the instance exists, the layer must be able to
+   * answer for it. */
+  li = pcache__calloc(1, sizeof *li);
+  if (!li)
+    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  /* The next layer finds its own link in the same chain. */
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  vr = create(ci, allocator, ret_instance);
+  if (vr != VK_SUCCESS) {
+    pcache__free(li);
+    return vr;
+  }
+  li->key = layer_key(*ret_instance);
+  li->instance = *ret_instance;
+  li->next_gipa = next_gipa;
+  li->DestroyInstance = (PFN_vkDestroyInstance)next_gipa(*ret_instance, "vkDestroyInstance");
+  li->CreateDevice = (PFN_vkCreateDevice)next_gipa(*ret_instance, "vkCreateDevice");
+  if (!li->DestroyInstance || !li->CreateDevice || layer_registry_add_instance(li) < 0) {
+    if (li->DestroyInstance)
+      li->DestroyInstance(*ret_instance, allocator);
+    pcache__free(li);
+    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  li->client = open_client(ci);
+  return VK_SUCCESS;
+}
+
+static VKAPI_ATTR void VKAPI_CALL layer_DestroyInstance(VkInstance instance,
+                                                        const VkAllocationCallbacks *allocator) {
+  layer_instance *li;
+  if (instance == VK_NULL_HANDLE)
+    return;
+  li = layer_registry_remove_instance(layer_key(instance));
+  if (!li)
+    return;
+  li->DestroyInstance(instance, allocator);
+  pcache_client_close(li->client);
+  pcache__free(li);
+}
+
+static void resolve_device(layer_device *ld) {
+#define NEXT(name) ld->name = (PFN_vk##name)ld->next_gdpa(ld->device, "vk" #name)
+  NEXT(DestroyDevice);
+  NEXT(CreateShaderModule);
+  NEXT(DestroyShaderModule);
+  NEXT(CreateSampler);
+  NEXT(DestroySampler);
+  NEXT(CreateDescriptorSetLayout);
+  NEXT(DestroyDescriptorSetLayout);
+  NEXT(CreatePipelineLayout);
+  NEXT(DestroyPipelineLayout);
+  NEXT(CreateRenderPass);
+  NEXT(CreateRenderPass2);
+  NEXT(DestroyRenderPass);
+  NEXT(CreatePipelineCache);
+  NEXT(DestroyPipelineCache);
+  NEXT(GetPipelineCacheData);
+  NEXT(MergePipelineCaches);
+  NEXT(CreateGraphicsPipelines);
+  NEXT(CreateComputePipelines);
+#undef NEXT
+  ld->CreateRenderPass2KHR =
+      (PFN_vkCreateRenderPass2)ld->next_gdpa(ld->device, "vkCreateRenderPass2KHR");
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physical_device,
+                                                         const VkDeviceCreateInfo *ci,
+                                                         const VkAllocationCallbacks *allocator,
+                                                         VkDevice *ret_device) {
+  VkLayerDeviceCreateInfo *link = find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO);
+  layer_instance *li = layer_registry_instance(layer_key(physical_device));
+  PFN_vkGetInstanceProcAddr next_gipa;
+  PFN_vkGetDeviceProcAddr next_gdpa;
+  PFN_vkCreateDevice create;
+  layer_device *ld;
+  VkResult vr;
+  if (!link || !link->u.pLayerInfo)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  next_gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  next_gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+  create = li ? li->CreateDevice : (PFN_vkCreateDevice)next_gipa(VK_NULL_HANDLE, "vkCreateDevice");
+  if (!create)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  ld = pcache__calloc(1, sizeof *ld);
+  if (!ld)
+    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  vr = create(physical_device, ci, allocator, ret_device);
+  if (vr != VK_SUCCESS) {
+    pcache__free(ld);
+    return vr;
+  }
+  ld->key = layer_key(*ret_device);
+  ld->device = *ret_device;
+  ld->instance = li;
+  ld->next_gdpa = next_gdpa;
+  resolve_device(ld);
+  layer_stats_init(&ld->stats);
+  if (!ld->DestroyDevice || layer_registry_add_device(ld) < 0) {
+    if (ld->DestroyDevice)
+      ld->DestroyDevice(*ret_device, allocator);
+    layer_stats_fini(&ld->stats);
+    pcache__free(ld);
+    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  if (li) {
+    pcache_device_info info = PCACHE_STRUCT_INIT(pcache_device_info);
+    info.instance = li->instance;
+    info.physical_device = physical_device;
+    info.device = *ret_device;
+    info.allocator = allocator;
+    /* Fails only for want of memory or of a core entry point; the device
+     * then passes everything through. */
+    pcache_device *pc = NULL;
+    if (pcache__device_create(li->client, &info, next_gipa, next_gdpa, &pc) == 0)
+      ld->pc = pc;
+  }
+  return VK_SUCCESS;
+}
+
+static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,
+                                                      const VkAllocationCallbacks *allocator) {
+  layer_device *ld;
+  if (device == VK_NULL_HANDLE)
+    return;
+  ld = layer_registry_remove_device(layer_key(device));
+  if (!ld)
+    return;
+  /* The uploads still queued are sent within the client's timeout, then
+   * the report (it counts them), then the core's cache and upload thread go
+   * before the device they use. */
+  if (ld->pc)
+    (void)pcache_device_flush(ld->pc);
+  layer_stats_report(ld);
+  pcache_device_destroy(ld->pc);
+  ld->pc = NULL;
+  ld->DestroyDevice(device, allocator);
+  layer_stats_fini(&ld->stats);
+  pcache__free(ld);
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL layer_GetDeviceProcAddr(VkDevice device,
+                                                                        const char *name);
+
+/* Ours, for a name the layer intercepts, only when the next one has it too:
+ * the layer never makes a function appear that the device lacks. */
+static PFN_vkVoidFunction device_proc(const char *name) {
+  if (!strcmp(name, "vkGetDeviceProcAddr"))
+    return (PFN_vkVoidFunction)layer_GetDeviceProcAddr;
+  if (!strcmp(name, "vkDestroyDevice"))
+    return (PFN_vkVoidFunction)layer_DestroyDevice;
+  PFN_vkVoidFunction f = layer_objects_proc(name);
+  return f ? f : layer_pipelines_proc(name);
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL layer_GetDeviceProcAddr(VkDevice device,
+                                                                        const char *name) {
+  layer_device *ld;
+  PFN_vkVoidFunction next, ours;
+  if (device == VK_NULL_HANDLE || !name)
+    return NULL;
+  ld = layer_registry_device(layer_key(device));
+  if (!ld)
+    return NULL;
+  next = ld->next_gdpa(device, name);
+  ours = device_proc(name);
+  return next && ours ? ours : next;
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL layer_GetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name);
+
+static PFN_vkVoidFunction instance_proc(const char *name) {
+  if (!strcmp(name, "vkGetInstanceProcAddr"))
+    return (PFN_vkVoidFunction)layer_GetInstanceProcAddr;
+  if (!strcmp(name, "vkCreateInstance"))
+    return (PFN_vkVoidFunction)layer_CreateInstance;
+  if (!strcmp(name, "vkDestroyInstance"))
+    return (PFN_vkVoidFunction)layer_DestroyInstance;
+  if (!strcmp(name, "vkCreateDevice"))
+    return (PFN_vkVoidFunction)layer_CreateDevice;
+  return NULL;
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL layer_GetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name) {
+  layer_instance *li;
+  PFN_vkVoidFunction ours, next;
+  if (!name)
+    return NULL;
+  ours = instance_proc(name);
+  if (ours && (instance == VK_NULL_HANDLE || strcmp(name, "vkCreateInstance") == 0))
+    return ours;
+  if (instance == VK_NULL_HANDLE)
+    return NULL;
+  li = layer_registry_instance(layer_key(instance));
+  if (!li)
+    return NULL;
+  next = li->next_gipa(instance, name);
+  if (!ours)
+    ours = device_proc(name);
+  return next && ours ? ours : next;
+}
+
+/* The one exported symbol (see the version script). */
+VK_LAYER_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *version) {
+  if (!version || version->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  if (version->loaderLayerInterfaceVersion < 2)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  version->loaderLayerInterfaceVersion = 2;
+  version->pfnGetInstanceProcAddr = layer_GetInstanceProcAddr;
+  version->pfnGetDeviceProcAddr = layer_GetDeviceProcAddr;
+  version->pfnGetPhysicalDeviceProcAddr = NULL;
+  return VK_SUCCESS;
+}
+
+/* At exit, devices the app never destroyed: their queued uploads get the
+ * client's timeout, and their report is written. No Vulkan call is made:
+ * the driver may be gone. The library is never unmapped (-z nodelete), so
+ * this runs at process exit, with the upload threads still alive. */
+static void flush_at_exit(layer_device *ld) {
+  if (ld->pc)
+    (void)pcache_device_flush(ld->pc);
+  layer_stats_report(ld);
+}
+
+__attribute__((destructor)) static void layer_exit(void) {
+  layer_registry_each_device(flush_at_exit);
+}

@@ -1,0 +1,142 @@
+/* VK_LAYER_PCACHE_pipeline_cache: what the layer's files share.
+ *
+ *   dispatch.c   the loader interface, instance and device creation, and
+ *                which functions the layer intercepts
+ *   registry.c   instances, devices and app pipeline caches by handle
+ *   objects.c    objects a pipeline's description needs (recorded by
+ *                content through the client core's record.c)
+ *   pipelines.c  graphics and compute pipelines, app pipeline caches
+ *   stats.c      what the layer did, printed at exit on request
+ *
+ * Everything pcache-specific (describing, hashing, the daemon, blob checks,
+ * uploads) is the client core's, the same code libpcache runs. The layer
+ * adds only the interception and the app's own caches. Any failure of its
+ * own makes the call go to the driver as if the layer were not there. */
+#ifndef PCACHE_LAYER_LAYER_H
+#define PCACHE_LAYER_LAYER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include "client/device.h"
+
+#define PCACHE_LAYER_NAME "VK_LAYER_PCACHE_pipeline_cache"
+
+/* Why a pipeline could not be described, counted per (reason, sType). */
+typedef struct layer_unhashable {
+  const char *reason;
+  uint32_t stype;
+  uint64_t count;
+} layer_unhashable;
+
+#define LAYER_MAX_REASONS 32
+
+typedef struct layer_stats {
+  atomic_uint_fast64_t pipelines; /* create infos the app passed */
+  atomic_uint_fast64_t hashable;  /* of those, described and hashed */
+  atomic_uint_fast64_t daemon_hits, local_hits, compiles, unhashable, failed;
+  pthread_mutex_t reasons_lock;
+  layer_unhashable reasons[LAYER_MAX_REASONS];
+  size_t n_reasons;
+} layer_stats;
+
+typedef struct layer_instance {
+  void *key; /* the loader's dispatch key, shared by its physical devices */
+  VkInstance instance;
+  PFN_vkGetInstanceProcAddr next_gipa;
+  PFN_vkDestroyInstance DestroyInstance;
+  PFN_vkCreateDevice CreateDevice;
+  pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
+} layer_instance;
+
+typedef struct layer_device {
+  void *key;
+  VkDevice device;
+  layer_instance *instance;
+  PFN_vkGetDeviceProcAddr next_gdpa;
+  /* The next layer's (or the driver's) entry points the layer wraps. */
+  PFN_vkDestroyDevice DestroyDevice;
+  PFN_vkCreateShaderModule CreateShaderModule;
+  PFN_vkDestroyShaderModule DestroyShaderModule;
+  PFN_vkCreateSampler CreateSampler;
+  PFN_vkDestroySampler DestroySampler;
+  PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
+  PFN_vkDestroyDescriptorSetLayout DestroyDescriptorSetLayout;
+  PFN_vkCreatePipelineLayout CreatePipelineLayout;
+  PFN_vkDestroyPipelineLayout DestroyPipelineLayout;
+  PFN_vkCreateRenderPass CreateRenderPass;
+  PFN_vkCreateRenderPass2 CreateRenderPass2;
+  PFN_vkCreateRenderPass2 CreateRenderPass2KHR;
+  PFN_vkDestroyRenderPass DestroyRenderPass;
+  PFN_vkCreatePipelineCache CreatePipelineCache;
+  PFN_vkDestroyPipelineCache DestroyPipelineCache;
+  PFN_vkGetPipelineCacheData GetPipelineCacheData;
+  PFN_vkMergePipelineCaches MergePipelineCaches;
+  PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
+  PFN_vkCreateComputePipelines CreateComputePipelines;
+  /* The client core's context; NULL when it could not be made, and then
+   * every call passes straight through. */
+  pcache_device *pc;
+  layer_stats stats;
+} layer_device;
+
+/* An app's own VkPipelineCache, and the lock that orders the layer's
+ * merges into it against the app's use of it (build.h). */
+typedef struct layer_cache {
+  void *device_key; /* non-dispatchable handles are unique per device only */
+  VkPipelineCache handle;
+  pthread_rwlock_t lock;
+} layer_cache;
+
+/* The dispatch key of a dispatchable handle: the loader's table pointer,
+ * the same for an instance and its physical devices, and for a device and
+ * its queues and command buffers. */
+static inline void *layer_key(const void *dispatchable) { return *(void *const *)dispatchable; }
+
+/* registry.c. Lookups never fail for handles the layer has seen; NULL
+ * otherwise. */
+int layer_registry_add_instance(layer_instance *instance);
+layer_instance *layer_registry_instance(const void *key);
+layer_instance *layer_registry_remove_instance(const void *key);
+int layer_registry_add_device(layer_device *device);
+layer_device *layer_registry_device(const void *key);
+layer_device *layer_registry_remove_device(const void *key);
+/* Every live device, for the exit report. Calls fn under the registry's
+ * lock. */
+void layer_registry_each_device(void (*fn)(layer_device *device));
+int layer_registry_add_cache(layer_cache *cache);
+layer_cache *layer_registry_cache(const void *device_key, VkPipelineCache handle);
+layer_cache *layer_registry_remove_cache(const void *device_key, VkPipelineCache handle);
+
+/* objects.c and pipelines.c: the intercepted functions by name, or NULL. */
+PFN_vkVoidFunction layer_objects_proc(const char *name);
+PFN_vkVoidFunction layer_pipelines_proc(const char *name);
+
+/* A table of intercepted functions by name, and its lookup. */
+typedef struct layer_proc {
+  const char *name;
+  PFN_vkVoidFunction fn;
+} layer_proc;
+#define LAYER_PROC(Name)                                                                           \
+  { "vk" #Name, (PFN_vkVoidFunction)layer_##Name }
+
+static inline PFN_vkVoidFunction layer_find_proc(const layer_proc *table, size_t n,
+                                                 const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(name, table[i].name))
+      return table[i].fn;
+  return NULL;
+}
+
+/* stats.c */
+void layer_stats_init(layer_stats *stats);
+void layer_stats_fini(layer_stats *stats);
+void layer_stats_unhashable(layer_stats *stats, const char *reason, uint32_t stype);
+/* Writes the device's report where PCACHE_LAYER_STATS / _FILE ask. */
+void layer_stats_report(layer_device *device);
+
+#endif

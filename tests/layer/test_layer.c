@@ -1,0 +1,199 @@
+/* The Vulkan layer with a plain Vulkan program (this test links no pcache
+ * code into its Vulkan path: its objects and pipelines are made with
+ * vkCreate*, and the loader puts the layer in between). Against the real
+ * pcached, in phases, each a fresh instance and device:
+ *   1. a fresh daemon: every distinct hashable pipeline compiles and is
+ *      uploaded; an unknown pNext is passed through and reported;
+ *   2. the same daemon: every distinct pipeline is a daemon hit, nothing
+ *      compiles;
+ *   3. the daemon stalled (SIGSTOP): each call is bounded by the client's
+ *      timeout, every pipeline still builds;
+ *   4. the daemon killed: the same, with no daemon at all;
+ *   5. PCACHE_LAYER_DISABLE=1: the layer is not loaded.
+ * In each phase: a batch with a derivative naming its base by index, an app
+ * cache that receives pipelines, is saved, and reloaded, and two threads
+ * creating the same pipeline. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layer_util.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_BATCH 6   /* graphics variants 0..5 in one call */
+#define N_APP 2     /* graphics variants 6..7 through the app cache */
+#define N_COMPUTE 2 /* compute variants 0..1 */
+#define RACE_VARIANT 9
+#define UNKNOWN_VARIANT 8
+
+typedef struct race_arg {
+  VkDevice device;
+  const VkGraphicsPipelineCreateInfo *info;
+  VkPipeline pipeline;
+  VkResult vr;
+} race_arg;
+
+static void *race(void *p) {
+  race_arg *a = p;
+  a->vr = vkCreateGraphicsPipelines(a->device, VK_NULL_HANDLE, 1, a->info, NULL, &a->pipeline);
+  return NULL;
+}
+
+/* One run of the "program". */
+static void run_program(void) {
+  test_vk vk;
+  test_objects o;
+  test_graphics g[N_BATCH + N_APP + 2];
+  VkGraphicsPipelineCreateInfo batch[N_BATCH];
+  VkPipeline batch_out[N_BATCH], app_out[N_APP], compute_out[N_COMPUTE], unknown, reloaded;
+  test_compute c[N_COMPUTE];
+  VkPipelineCacheCreateInfo cache_ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkPipelineCache app_cache, app_cache2;
+  /* A struct no describer knows: the layer must pass the pipeline through. */
+  VkBaseInStructure unknown_ext = {.sType = (VkStructureType)1000999000};
+  race_arg ra[2];
+  pthread_t threads[2];
+  size_t size = 0;
+  void *saved;
+
+  test_vk_init(&vk);
+  test_objects_create_plain(&o, vk.device);
+  for (uint32_t i = 0; i < N_BATCH; i++) {
+    test_graphics_info(&g[i], &o, i);
+    batch[i] = g[i].info;
+  }
+  /* A derivative whose base is an earlier element of the same batch. */
+  batch[0].flags |= VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT;
+  batch[1].flags |= VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  batch[1].basePipelineIndex = 0;
+  batch[1].basePipelineHandle = VK_NULL_HANDLE;
+  ASSERT_VK(vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, N_BATCH, batch, NULL, batch_out));
+  for (uint32_t i = 0; i < N_BATCH; i++)
+    ASSERT_TRUE(batch_out[i] != VK_NULL_HANDLE);
+
+  ASSERT_VK(vkCreatePipelineCache(vk.device, &cache_ci, NULL, &app_cache));
+  for (uint32_t i = 0; i < N_APP; i++) {
+    test_graphics_info(&g[N_BATCH + i], &o, N_BATCH + i);
+    ASSERT_VK(vkCreateGraphicsPipelines(vk.device, app_cache, 1, &g[N_BATCH + i].info, NULL,
+                                        &app_out[i]));
+  }
+  for (uint32_t i = 0; i < N_COMPUTE; i++) {
+    test_compute_info(&c[i], &o, i);
+    ASSERT_VK(
+        vkCreateComputePipelines(vk.device, VK_NULL_HANDLE, 1, &c[i].info, NULL, &compute_out[i]));
+  }
+
+  test_graphics_info(&g[N_BATCH + N_APP], &o, UNKNOWN_VARIANT);
+  unknown_ext.pNext = g[N_BATCH + N_APP].info.pNext;
+  g[N_BATCH + N_APP].info.pNext = &unknown_ext;
+  ASSERT_VK(vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g[N_BATCH + N_APP].info, NULL,
+                                      &unknown));
+
+  test_graphics_info(&g[N_BATCH + N_APP + 1], &o, RACE_VARIANT);
+  for (int t = 0; t < 2; t++) {
+    ra[t] = (race_arg){.device = vk.device, .info = &g[N_BATCH + N_APP + 1].info};
+    ASSERT_EQ(pthread_create(&threads[t], NULL, race, &ra[t]), 0);
+  }
+  for (int t = 0; t < 2; t++) {
+    pthread_join(threads[t], NULL);
+    ASSERT_VK(ra[t].vr);
+    ASSERT_TRUE(ra[t].pipeline != VK_NULL_HANDLE);
+  }
+  ASSERT_TRUE(ra[0].pipeline != ra[1].pipeline); /* each call its own pipeline */
+
+  /* The app saves its cache and a later "run" loads it. */
+  ASSERT_VK(vkGetPipelineCacheData(vk.device, app_cache, &size, NULL));
+  ASSERT_GT(size, 0);
+  saved = malloc(size);
+  ASSERT_TRUE(saved != NULL);
+  ASSERT_VK(vkGetPipelineCacheData(vk.device, app_cache, &size, saved));
+  cache_ci.initialDataSize = size;
+  cache_ci.pInitialData = saved;
+  ASSERT_VK(vkCreatePipelineCache(vk.device, &cache_ci, NULL, &app_cache2));
+  ASSERT_VK(vkMergePipelineCaches(vk.device, app_cache2, 1, &app_cache));
+  ASSERT_VK(vkCreateGraphicsPipelines(vk.device, app_cache2, 1, &g[N_BATCH].info, NULL, &reloaded));
+  free(saved);
+
+  vkDestroyPipeline(vk.device, reloaded, NULL);
+  for (int t = 0; t < 2; t++)
+    vkDestroyPipeline(vk.device, ra[t].pipeline, NULL);
+  vkDestroyPipeline(vk.device, unknown, NULL);
+  for (uint32_t i = 0; i < N_COMPUTE; i++)
+    vkDestroyPipeline(vk.device, compute_out[i], NULL);
+  for (uint32_t i = 0; i < N_APP; i++)
+    vkDestroyPipeline(vk.device, app_out[i], NULL);
+  for (uint32_t i = 0; i < N_BATCH; i++)
+    vkDestroyPipeline(vk.device, batch_out[i], NULL);
+  vkDestroyPipelineCache(vk.device, app_cache2, NULL);
+  vkDestroyPipelineCache(vk.device, app_cache, NULL);
+  test_objects_destroy(&o);
+  test_vk_fini(&vk);
+}
+
+/* Distinct hashable pipelines: the batch, the app-cache pair, the compute
+ * pair, the raced one. The reload and the second racer repeat one each. */
+#define DISTINCT (N_BATCH + N_APP + N_COMPUTE + 1)
+#define CREATIONS (DISTINCT + 2 + 1)
+
+static void expect_common(const layer_report *r) {
+  ASSERT_EQ(r->lines, 1);
+  ASSERT_EQ(r->pipelines, CREATIONS);
+  ASSERT_EQ(r->hashable, CREATIONS - 1);
+  ASSERT_EQ(r->unhashable, 1);
+  ASSERT_EQ(r->unhashable_lines, 1);
+  ASSERT_EQ(r->passed_through, 0);
+  /* The second racer and the reload find what this process built. */
+  ASSERT_EQ(r->local_hits, 2);
+}
+
+int main(void) {
+  test_env env;
+  layer_report r;
+  layer_test_start(&env, "layer");
+
+  /* 1. Fresh daemon: everything compiles and is uploaded. */
+  run_program();
+  layer_report_read(&r);
+  expect_common(&r);
+  ASSERT_EQ(r.daemon_hits, 0);
+  ASSERT_EQ(r.compiles, DISTINCT);
+  ASSERT_EQ(r.uploaded, DISTINCT);
+
+  /* 2. Same daemon: every distinct pipeline comes from it. */
+  run_program();
+  layer_report_read(&r);
+  expect_common(&r);
+  ASSERT_EQ(r.daemon_hits, DISTINCT);
+  ASSERT_EQ(r.compiles, 0);
+
+  /* 3. A stalled daemon: bounded waits, everything still builds. */
+  setenv("PCACHE_TIMEOUT_MS", "200", 1);
+  test_daemon_pause(&env);
+  run_program();
+  layer_report_read(&r);
+  expect_common(&r);
+  ASSERT_EQ(r.daemon_hits + r.compiles, DISTINCT);
+  kill(env.daemon_pid, SIGCONT);
+
+  /* 4. The daemon killed: no daemon at all. */
+  test_daemon_stop(&env, SIGKILL);
+  run_program();
+  layer_report_read(&r);
+  expect_common(&r);
+  ASSERT_EQ(r.daemon_hits, 0);
+  ASSERT_EQ(r.compiles, DISTINCT);
+
+  /* 5. Disabled: the loader does not load the layer, so no report. */
+  setenv("PCACHE_LAYER_DISABLE", "1", 1);
+  run_program();
+  layer_report_read(&r);
+  ASSERT_EQ(r.lines, 0);
+
+  test_env_cleanup(&env);
+  printf("test_layer: ok\n");
+  return 0;
+}
