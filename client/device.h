@@ -108,6 +108,7 @@ struct pcache_device {
   pcache__upload *queue_head, *queue_tail;
   size_t queue_len, in_flight;
   uint64_t upload_dropped;
+  uint64_t upload_failures; /* batches the daemon did not take (away, slow, refused) */
   int upload_stop, upload_thread_running;
   int retry_now; /* a flush wants the next try now, not after the backoff */
   pthread_t upload_thread;

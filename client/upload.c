@@ -296,6 +296,7 @@ static void *upload_main(void *arg) {
       if (!d->queue_tail)
         d->queue_tail = last;
       d->queue_len += n;
+      d->upload_failures++;
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
         backoff = BACKOFF_MAX_MS;
@@ -383,6 +384,10 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
   pcache__upload_free(dropped);
 }
 
+static int upload_pending(const pcache_device *d) {
+  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight;
+}
+
 int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   struct timespec ts;
   int r = 0;
@@ -390,10 +395,27 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   pthread_mutex_lock(&d->upload_lock);
   d->retry_now = 1;
   pthread_cond_signal(&d->upload_cond);
-  while ((d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight) &&
-         r != ETIMEDOUT)
+  while (upload_pending(d) && r != ETIMEDOUT)
     r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
-  r = d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ? -ETIMEDOUT : 0;
+  r = upload_pending(d) ? -ETIMEDOUT : 0;
+  pthread_mutex_unlock(&d->upload_lock);
+  return r;
+}
+
+int pcache__upload_drain(pcache_device *d, uint32_t budget_ms) {
+  struct timespec ts;
+  uint64_t failures;
+  int r = 0;
+  if (!d->upload_thread_running)
+    return 0;
+  deadline_after(&ts, budget_ms);
+  pthread_mutex_lock(&d->upload_lock);
+  failures = d->upload_failures;
+  d->retry_now = 1;
+  pthread_cond_signal(&d->upload_cond);
+  while (upload_pending(d) && d->upload_failures == failures && r != ETIMEDOUT)
+    r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
+  r = !upload_pending(d) ? 0 : d->upload_failures != failures ? PCACHE_EUNAVAILABLE : -ETIMEDOUT;
   pthread_mutex_unlock(&d->upload_lock);
   return r;
 }

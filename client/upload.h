@@ -11,6 +11,16 @@ int pcache__upload_start(pcache_device *device);
 void pcache__upload_enqueue(pcache_device *device, pcache__upload *item);
 /* Waits up to timeout_ms for the queue to drain. 0 or -ETIMEDOUT. */
 int pcache__upload_flush(pcache_device *device, uint32_t timeout_ms);
+/*
+ * pcache__upload_drain - at the end (the layer's vkDestroyDevice, process
+ * exit): waits up to budget_ms for every queued upload and the snapshot,
+ * as long as the daemon takes them. Returns 0 when all went,
+ * PCACHE_EUNAVAILABLE as soon as a batch fails (daemon absent, stalled past
+ * the client's timeout, or refusing), -ETIMEDOUT when the budget ran out.
+ * So a healthy daemon gets the whole budget to commit, and an absent or
+ * stalled one costs at most one client timeout.
+ */
+int pcache__upload_drain(pcache_device *device, uint32_t budget_ms);
 void pcache__upload_stop(pcache_device *device);
 void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);

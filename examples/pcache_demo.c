@@ -48,6 +48,8 @@ typedef struct demo_options {
   const char *app_name;
   uint32_t device_index;
   int no_daemon;
+  int plain;              /* no pcache code: plain Vulkan (what the layer serves) */
+  const char *cache_file; /* --plain: the app's own VkPipelineCache file */
 } demo_options;
 
 typedef struct demo_vk {
@@ -77,11 +79,16 @@ static double now_ms(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
-          "[--no-daemon]\n"
+          "[--no-daemon] [--plain [--cache-file FILE]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
-          "  --no-daemon      never contact pcached (same as PCACHE_DISABLE=1)\n",
+          "  --no-daemon      never contact pcached (same as PCACHE_DISABLE=1)\n"
+          "  --plain          use no pcache code at all: plain vkCreate* calls, as a\n"
+          "                   program that never heard of pcache makes them (run it\n"
+          "                   with PCACHE_LAYER=1 to see the layer serve it)\n"
+          "  --cache-file F   with --plain: load the app's own pipeline cache from F\n"
+          "                   if it exists, save it there at exit\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -107,6 +114,11 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       return 1;
     } else if (!strcmp(a, "--no-daemon")) {
       opts.no_daemon = 1;
+    } else if (!strcmp(a, "--plain")) {
+      opts.plain = 1;
+    } else if (!strcmp(a, "--cache-file") && val && *val) {
+      opts.cache_file = val;
+      i++;
     } else if (!strcmp(a, "--pipelines") && val) {
       if (parse_u32(val, 1, DEMO_MAX_PIPELINES, &opts.pipelines) < 0)
         goto out_usage;
@@ -122,6 +134,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       goto out_usage;
     }
   }
+  if (opts.cache_file && !opts.plain)
+    goto out_usage;
   *ret_opts = opts;
   return 0;
 
@@ -274,6 +288,22 @@ static VkFormat pick_depth_format(VkPhysicalDevice pd) {
   return VK_FORMAT_D16_UNORM; /* required by the spec */
 }
 
+/* Through pcache's wrappers, or (pdev NULL, --plain) straight to Vulkan. */
+#define OBJ_CREATE(wrapper, plain, info, ret)                                                      \
+  (pdev ? wrapper(pdev, (info), NULL, (ret)) : plain(vk->device, (info), NULL, (ret)))
+#define OBJ_DESTROY(wrapper, plain, handle)                                                        \
+  (pdev ? wrapper(pdev, (handle), NULL) : plain(vk->device, (handle), NULL))
+
+static void objects_destroy(pcache_device *pdev, const demo_vk *vk, demo_objects *o) {
+  /* Each destroy accepts VK_NULL_HANDLE, as vkDestroy* does. */
+  OBJ_DESTROY(pcache_destroy_render_pass, vkDestroyRenderPass, o->render_pass);
+  OBJ_DESTROY(pcache_destroy_pipeline_layout, vkDestroyPipelineLayout, o->pipeline_layout);
+  OBJ_DESTROY(pcache_destroy_descriptor_set_layout, vkDestroyDescriptorSetLayout, o->set_layout);
+  OBJ_DESTROY(pcache_destroy_sampler, vkDestroySampler, o->sampler);
+  OBJ_DESTROY(pcache_destroy_shader_module, vkDestroyShaderModule, o->frag);
+  OBJ_DESTROY(pcache_destroy_shader_module, vkDestroyShaderModule, o->vert);
+}
+
 static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_objects *ret_objs) {
   demo_objects o = {0};
   VkResult vr;
@@ -284,10 +314,10 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
   VkShaderModuleCreateInfo fsi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                   .codeSize = sizeof demo_shaders_pbr_frag,
                                   .pCode = demo_shaders_pbr_frag};
-  vr = pcache_create_shader_module(pdev, &vsi, NULL, &o.vert);
+  vr = OBJ_CREATE(pcache_create_shader_module, vkCreateShaderModule, &vsi, &o.vert);
   if (vr != VK_SUCCESS)
     goto out;
-  vr = pcache_create_shader_module(pdev, &fsi, NULL, &o.frag);
+  vr = OBJ_CREATE(pcache_create_shader_module, vkCreateShaderModule, &fsi, &o.frag);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -301,7 +331,7 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
       .addressModeW = VK_SAMPLER_ADDRESS_MODE_REPEAT,
       .maxLod = VK_LOD_CLAMP_NONE,
   };
-  vr = pcache_create_sampler(pdev, &sci, NULL, &o.sampler);
+  vr = OBJ_CREATE(pcache_create_sampler, vkCreateSampler, &sci, &o.sampler);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -322,7 +352,8 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
       .bindingCount = 2,
       .pBindings = bindings,
   };
-  vr = pcache_create_descriptor_set_layout(pdev, &dsl, NULL, &o.set_layout);
+  vr = OBJ_CREATE(pcache_create_descriptor_set_layout, vkCreateDescriptorSetLayout, &dsl,
+                  &o.set_layout);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -334,7 +365,7 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
       .pushConstantRangeCount = 1,
       .pPushConstantRanges = &push,
   };
-  vr = pcache_create_pipeline_layout(pdev, &pli, NULL, &o.pipeline_layout);
+  vr = OBJ_CREATE(pcache_create_pipeline_layout, vkCreatePipelineLayout, &pli, &o.pipeline_layout);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -371,7 +402,7 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
       .subpassCount = 1,
       .pSubpasses = &subpass,
   };
-  vr = pcache_create_render_pass(pdev, &rpi, NULL, &o.render_pass);
+  vr = OBJ_CREATE(pcache_create_render_pass, vkCreateRenderPass, &rpi, &o.render_pass);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -379,23 +410,8 @@ static VkResult objects_create(pcache_device *pdev, const demo_vk *vk, demo_obje
   return VK_SUCCESS;
 
 out:
-  /* Each destroy accepts VK_NULL_HANDLE, as vkDestroy* does. */
-  pcache_destroy_render_pass(pdev, o.render_pass, NULL);
-  pcache_destroy_pipeline_layout(pdev, o.pipeline_layout, NULL);
-  pcache_destroy_descriptor_set_layout(pdev, o.set_layout, NULL);
-  pcache_destroy_sampler(pdev, o.sampler, NULL);
-  pcache_destroy_shader_module(pdev, o.frag, NULL);
-  pcache_destroy_shader_module(pdev, o.vert, NULL);
+  objects_destroy(pdev, vk, &o);
   return vr;
-}
-
-static void objects_destroy(pcache_device *pdev, demo_objects *o) {
-  pcache_destroy_render_pass(pdev, o->render_pass, NULL);
-  pcache_destroy_pipeline_layout(pdev, o->pipeline_layout, NULL);
-  pcache_destroy_descriptor_set_layout(pdev, o->set_layout, NULL);
-  pcache_destroy_sampler(pdev, o->sampler, NULL);
-  pcache_destroy_shader_module(pdev, o->frag, NULL);
-  pcache_destroy_shader_module(pdev, o->vert, NULL);
 }
 
 /* Everything one VkGraphicsPipelineCreateInfo points at, so a variant can be
@@ -522,6 +538,121 @@ static int is_software_driver(const VkPhysicalDeviceProperties *props) {
          strstr(props->deviceName, "llvmpipe") || strstr(props->deviceName, "lavapipe");
 }
 
+/* --plain: the app's own cache file, read if it exists. */
+static VkPipelineCache plain_cache_load(const demo_vk *vk, const char *path, size_t *ret_bytes) {
+  VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  void *data = NULL;
+  long size = 0;
+  FILE *f = fopen(path, "rb");
+  *ret_bytes = 0;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (data = malloc((size_t)size)) != NULL && fread(data, 1, (size_t)size, f) == (size_t)size) {
+    ci.initialDataSize = (size_t)size;
+    ci.pInitialData = data;
+    *ret_bytes = (size_t)size;
+  }
+  if (f)
+    fclose(f);
+  /* The driver checks the header and ignores data it cannot use. */
+  if (vkCreatePipelineCache(vk->device, &ci, NULL, &cache) != VK_SUCCESS)
+    cache = VK_NULL_HANDLE;
+  free(data);
+  return cache;
+}
+
+static void plain_cache_save(const demo_vk *vk, VkPipelineCache cache, const char *path) {
+  size_t size = 0;
+  void *data;
+  FILE *f;
+  if (vkGetPipelineCacheData(vk->device, cache, &size, NULL) != VK_SUCCESS || !size ||
+      !(data = malloc(size)))
+    return;
+  if (vkGetPipelineCacheData(vk->device, cache, &size, data) == VK_SUCCESS &&
+      (f = fopen(path, "wb")) != NULL) {
+    if (fwrite(data, 1, size, f) != size)
+      log_err("writing %s failed", path);
+    fclose(f);
+  }
+  free(data);
+}
+
+/*
+ * --plain: the same pipelines with no pcache code, as an app that never
+ * heard of pcache builds them: plain objects, vkCreateGraphicsPipelines
+ * with the app's own cache (--cache-file) or none. With PCACHE_LAYER=1 the
+ * Vulkan layer serves it; its report (PCACHE_LAYER_STATS=1) says how.
+ */
+static int run_plain(const demo_options *opts, const demo_vk *vk, double device_ms) {
+  demo_objects objs = {0};
+  demo_variant *variant = malloc(sizeof *variant);
+  VkPipeline *pipelines = calloc(opts->pipelines, sizeof *pipelines);
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  size_t loaded_bytes = 0, saved_bytes = 0;
+  uint32_t hits = 0, built = 0;
+  double t0 = now_ms(), load_ms, create_ms;
+  int exit_code = 1;
+
+  if (opts->cache_file)
+    cache = plain_cache_load(vk, opts->cache_file, &loaded_bytes);
+  load_ms = now_ms() - t0;
+  if (!variant || !pipelines || objects_create(NULL, vk, &objs) != VK_SUCCESS) {
+    log_err("out of memory, or the driver refused the demo's objects");
+    goto out;
+  }
+  t0 = now_ms();
+  for (uint32_t i = 0; i < opts->pipelines; i++) {
+    VkPipelineCreationFeedback fb = {0};
+    VkPipelineCreationFeedbackCreateInfo fci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+        .pPipelineCreationFeedback = &fb};
+    VkResult vr;
+    variant_fill(variant, &objs, i);
+    if (vk->creation_feedback)
+      variant->info.pNext = &fci;
+    vr = vkCreateGraphicsPipelines(vk->device, cache, 1, &variant->info, NULL, &pipelines[i]);
+    if (vr != VK_SUCCESS) {
+      log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)vr);
+      goto out;
+    }
+    built++;
+    hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+            (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+  }
+  create_ms = now_ms() - t0;
+  if (cache != VK_NULL_HANDLE) {
+    plain_cache_save(vk, cache, opts->cache_file);
+    (void)vkGetPipelineCacheData(vk->device, cache, &saved_bytes, NULL);
+  }
+
+  printf("mode=plain\n");
+  printf("device=%s\n", vk->props.deviceName);
+  printf("device_type=%s\n", is_software_driver(&vk->props) ? "cpu" : "gpu");
+  printf("creation_feedback=%d\n", vk->creation_feedback);
+  printf("pipelines=%" PRIu32 "\n", opts->pipelines);
+  printf("device_ms=%.3f\n", device_ms);
+  printf("cache_load_ms=%.3f\n", load_ms);
+  printf("cache_loaded_bytes=%zu\n", loaded_bytes);
+  printf("create_ms=%.3f\n", create_ms);
+  printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
+  printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
+  printf("driver_cache_hits=%" PRIu32 "\n", hits);
+  printf("cache_data_bytes=%zu\n", saved_bytes);
+  printf("\n%s --plain: %" PRIu32 " pipelines on %s, %.3f ms per pipeline, %" PRIu32
+         " driver cache hits\n",
+         DEMO_NAME, opts->pipelines, vk->props.deviceName, create_ms / opts->pipelines, hits);
+  exit_code = 0;
+out:
+  for (uint32_t i = 0; i < built; i++)
+    vkDestroyPipeline(vk->device, pipelines[i], NULL);
+  objects_destroy(NULL, vk, &objs);
+  if (cache != VK_NULL_HANDLE)
+    vkDestroyPipelineCache(vk->device, cache, NULL);
+  free(pipelines);
+  free(variant);
+  return exit_code;
+}
+
 int main(int argc, char **argv) {
   demo_options opts;
   demo_vk vk = {0};
@@ -549,8 +680,13 @@ int main(int argc, char **argv) {
     goto out_free;
   }
 
+  t0 = now_ms();
   if (vk_init(&opts, &vk) < 0)
     goto out_free;
+  if (opts.plain) {
+    exit_code = run_plain(&opts, &vk, now_ms() - t0);
+    goto out_vk;
+  }
 
   pcache_client_options copts = {
       .app_name = opts.app_name,
@@ -695,7 +831,7 @@ int main(int argc, char **argv) {
   exit_code = 0;
 
 out_objects:
-  objects_destroy(pdev, &objs);
+  objects_destroy(pdev, &vk, &objs);
 out_device:
   pcache_device_destroy(pdev);
 out_client:

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "client/record.h"
+#include "client/upload.h"
 #include "common/alloc.h"
 #include "layer/layer.h"
 
@@ -169,6 +170,25 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
   return VK_SUCCESS;
 }
 
+/* What a short-lived program compiled must reach the daemon before it
+ * exits, or the next run compiles again: a healthy daemon gets up to
+ * PCACHE_LAYER_FLUSH_MS (default 2000) to take the uploads and the
+ * snapshot, an absent or stalled one costs at most one client timeout. */
+static void layer_drain(layer_device *ld) {
+  const char *env = getenv("PCACHE_LAYER_FLUSH_MS");
+  unsigned long budget = 2000;
+  if (!ld->pc)
+    return;
+  if (env && *env) {
+    char *end;
+    unsigned long v = strtoul(env, &end, 10);
+    if (!*end && v <= 600000)
+      budget = v;
+  }
+  pcache__upload_want_snapshot(ld->pc);
+  (void)pcache__upload_drain(ld->pc, (uint32_t)budget);
+}
+
 static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,
                                                       const VkAllocationCallbacks *allocator) {
   layer_device *ld;
@@ -177,11 +197,10 @@ static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,
   ld = layer_registry_remove_device(layer_key(device));
   if (!ld)
     return;
-  /* The uploads still queued are sent within the client's timeout, then
-   * the report (it counts them), then the core's cache and upload thread go
-   * before the device they use. */
-  if (ld->pc)
-    (void)pcache_device_flush(ld->pc);
+  /* The uploads still queued go first (layer_drain), then the report
+   * (it counts them), then the core's cache and upload thread, before the
+   * device they use. */
+  layer_drain(ld);
   layer_stats_report(ld);
   pcache_device_destroy(ld->pc);
   ld->pc = NULL;
@@ -272,8 +291,7 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *version) {
  * the driver may be gone. The library is never unmapped (-z nodelete), so
  * this runs at process exit, with the upload threads still alive. */
 static void flush_at_exit(layer_device *ld) {
-  if (ld->pc)
-    (void)pcache_device_flush(ld->pc);
+  layer_drain(ld);
   layer_stats_report(ld);
 }
 

@@ -13,6 +13,7 @@
  * In each phase: a batch with a derivative naming its base by index, an app
  * cache that receives pipelines, is saved, and reloaded, and two threads
  * creating the same pipeline. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +44,36 @@ static void *race(void *p) {
   return NULL;
 }
 
+/* Which shared object a function the device hands out lives in. */
+static int in_layer(VkDevice device, const char *name) {
+  PFN_vkVoidFunction f = vkGetDeviceProcAddr(device, name);
+  Dl_info info;
+  ASSERT_TRUE(f != NULL);
+  ASSERT_TRUE(dladdr((void *)f, &info) != 0 && info.dli_fname != NULL);
+  return strstr(info.dli_fname, "libVkLayer_pcache") != NULL;
+}
+
+/* Nothing per draw goes through the layer: the device's functions for
+ * recording and submitting are the next layer's (the driver's), while
+ * pipeline creation is the layer's (which shows the check can tell). */
+static void check_interception(VkDevice device) {
+  static const char *const per_draw[] = {"vkCmdDraw",
+                                         "vkCmdDrawIndexed",
+                                         "vkCmdBindPipeline",
+                                         "vkCmdBindDescriptorSets",
+                                         "vkCmdDispatch",
+                                         "vkQueueSubmit",
+                                         "vkCmdBeginRenderPass",
+                                         "vkCmdPushConstants",
+                                         "vkBeginCommandBuffer",
+                                         "vkCmdSetViewport"};
+  for (size_t i = 0; i < sizeof per_draw / sizeof per_draw[0]; i++)
+    if (in_layer(device, per_draw[i]))
+      TEST_FAIL_("%s goes through the layer", per_draw[i]);
+  ASSERT_TRUE(in_layer(device, "vkCreateGraphicsPipelines"));
+  ASSERT_TRUE(in_layer(device, "vkCreateShaderModule"));
+}
+
 /* One run of the "program". */
 static void run_program(void) {
   test_vk vk;
@@ -61,6 +92,8 @@ static void run_program(void) {
   void *saved;
 
   test_vk_init(&vk);
+  if (getenv("PCACHE_LAYER_DISABLE") == NULL)
+    check_interception(vk.device);
   test_objects_create_plain(&o, vk.device);
   for (uint32_t i = 0; i < N_BATCH; i++) {
     test_graphics_info(&g[i], &o, i);
