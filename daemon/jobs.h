@@ -3,9 +3,9 @@
  * writer runs, commits, counts and encodes a job through job->ops, and
  * never switches over its type. Each write request's file defines its
  * table (ops_put.c, ops_snapshot.c: PutSnapshot and its drop,
- * ops_report.c, ops_purge.c, ops_verify.c, ops_archive.c: Export and
- * Import; ops.c: the internal touch and drop batches); jobs.c maps the
- * types to them. */
+ * ops_report.c, ops_purge.c, ops_verify.c, ops_export.c, ops_import.c;
+ * ops.c: the internal touch and drop batches); jobs.c maps the types to
+ * them. */
 #ifndef PCD_JOBS_H
 #define PCD_JOBS_H
 

@@ -1,12 +1,14 @@
 /* Write-side requests, one file a family (ops_put.c, ops_snapshot.c,
- * ops_report.c, ops_purge.c, ops_verify.c, ops_archive.c; ops.c has what
- * they share and the writer's own touch and drop batches): their job
+ * ops_report.c, ops_purge.c, ops_verify.c, ops_export.c, ops_import.c;
+ * ops.c has what they share and the touch and drop batches): their job
  * tables are in jobs.h. What they share is here. */
 #ifndef PCD_OPS_H
 #define PCD_OPS_H
 
 #include <stdint.h>
+#include <string.h>
 
+#include "common/hash.h"
 #include "common/vec.h"
 #include "eviction.h"
 #include "item.h"
@@ -21,11 +23,25 @@
 /* Problems an ImportReply lists; any more are only counted in refused. */
 #define PCD_IMPORT_MAX_PROBLEMS 1024
 
-/* Export and Import (ops_archive.c) run in slices: when a slice leaves
- * work, it sets job->more, and the writer queues the job again behind what
- * other clients queued meanwhile. Import's slices commit with the writer's
- * batch; Export only reads (pcd_job_ops.read_only), and the writer runs
- * each of its slices in a read transaction of its own. */
+/* Export and Import (ops_export.c, ops_import.c) run in slices: when a
+ * slice leaves work, it sets job->more, and the writer queues the job
+ * again behind what other clients queued meanwhile. Import's slices
+ * commit with the writer's batch; Export only reads
+ * (pcd_job_ops.read_only), and the writer runs each of its slices in a
+ * read transaction of its own. */
+
+/* A callback's value that ends a slice (pcache__archive_read_from, the
+ * entry walks). */
+#define PCD_SLICE_PAUSE 1
+
+/* A module's key in a pcd_pos_index (the modules an export wrote, those
+ * an import read): module hashes are XXH3-128, their bytes already well
+ * mixed. */
+static inline uint64_t pcd_module_hash_key(const pcache__hash *h) {
+  uint64_t v;
+  memcpy(&v, h->bytes, sizeof v);
+  return v;
+}
 
 /* Entry keys collected by a walk, to act on after it: a walk's callback
  * must not write through its transaction. oom: a key could not be
