@@ -2,9 +2,10 @@
  * vk_pipeline_cache keeps per-type behaviour in one ops struct): the
  * writer runs, commits, counts and encodes a job through job->ops, and
  * never switches over its type. Each write request's file defines its
- * table (ops.c: Put, PutSnapshot, Report, Purge, Verify and the internal
- * touch and drop batches; ops_archive.c: Export and Import); jobs.c maps
- * the types to them. */
+ * table (ops_put.c, ops_snapshot.c: PutSnapshot and its drop,
+ * ops_report.c, ops_purge.c, ops_verify.c, ops_export.c, ops_import.c;
+ * ops.c: the internal touch and drop batches); jobs.c maps the types to
+ * them. */
 #ifndef PCD_JOBS_H
 #define PCD_JOBS_H
 
@@ -43,7 +44,7 @@ struct pcd_job_ops {
 /* The table of a job type. */
 const pcd_job_ops *pcd_job_ops_of(pcd_job_type type);
 
-/* The tables (ops.c, ops_archive.c). */
+/* The tables (ops*.c). */
 extern const pcd_job_ops pcd_job_put, pcd_job_snapshot, pcd_job_snapshot_drop, pcd_job_report,
     pcd_job_purge, pcd_job_verify, pcd_job_touch, pcd_job_drop;
 extern const pcd_job_ops pcd_job_export, pcd_job_import;

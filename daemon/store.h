@@ -1,7 +1,8 @@
-/* The LMDB store (docs/storage.md). store.c is the only file that includes
- * lmdb.h: everything else sees transactions as pcd_txn and records as the
- * plain structs below. Read transactions may be used from any thread
- * (MDB_NOTLS); write transactions belong to the writer thread. */
+/* The LMDB store (docs/storage.md). Only its own files (store*.c, listed
+ * in store_internal.h) include lmdb.h: everything else sees transactions
+ * as pcd_txn and records as the plain structs below. Read transactions
+ * may be used from any thread (MDB_NOTLS); write transactions belong to
+ * the writer thread. */
 #ifndef PCD_STORE_H
 #define PCD_STORE_H
 

@@ -4,7 +4,7 @@
  * overflow page header aborts the transaction that frees it. So the whole
  * store is walked in a child process, where any of those only ends the
  * child, and values are checked in process before LMDB frees them.
- * Part of the store: only store.c and store_check.c include this. */
+ * Part of the store: only store*.c include this. */
 #ifndef PCD_STORE_CHECK_H
 #define PCD_STORE_CHECK_H
 

@@ -80,7 +80,8 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
     r = check_key(&req->export->device_key, 1, msg, size);
     return r < 0 ? r : check_app(req->export->app, msg, size);
   default:
-    /* Put and PutSnapshot: per item, with their reply bodies (ops.c). */
+    /* Put and PutSnapshot: per item, with their reply bodies (ops_put.c,
+     * ops_snapshot.c). */
     return 0;
   }
 }

@@ -14,8 +14,8 @@
  * required or given), state hashes (16 bytes), hash count (Get: at most
  * config->max_hashes) and app names (at most PCD_MAX_APP bytes: a longer
  * one would be cut to the key of another app). Put and PutSnapshot items
- * are judged one by one by the writer (ops.c). Returns 0, or a PCACHE_E*
- * code with the reason written to msg.
+ * are judged one by one by the writer (ops_put.c, ops_snapshot.c).
+ * Returns 0, or a PCACHE_E* code with the reason written to msg.
  */
 int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config, char *msg,
                          size_t size);

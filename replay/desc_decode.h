@@ -1,6 +1,6 @@
-/* Pipeline descriptions decoded back into Vulkan objects (desc_decode.c):
- * for tests, fuzzers and the replayer, never inside libpcache.so, which
- * only ever describes. */
+/* Pipeline descriptions decoded back into Vulkan objects (desc_decode*.c,
+ * desc_create.c): for tests, fuzzers and the replayer, never inside
+ * libpcache.so, which only ever describes. */
 #ifndef PCACHE_REPLAY_DESC_DECODE_H
 #define PCACHE_REPLAY_DESC_DECODE_H
 

@@ -1,0 +1,571 @@
+/* The describer's graphics pipelines: the fixed-function state and the
+ * pNext structs that change it, what dynamic state leaves out, and which
+ * state the subpass or rendering info makes count. */
+#include "desc_internal.h"
+
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+/* ------------------------------------------------------------ reading back */
+
+/* Minimal protobuf reading of our own render pass encoding: the describer
+ * needs to know whether a subpass has color and depth/stencil attachments,
+ * since the create info's pointers to that state are to be ignored (and may
+ * be garbage) when it has none. */
+typedef struct reader {
+  const uint8_t *p, *end;
+} reader;
+
+static int rd_varint(reader *r, uint64_t *ret) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 64 && r->p < r->end; shift += 7) {
+    uint8_t b = *r->p++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *ret = v;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* Next field: its number and, for length-delimited ones, the body. */
+static int rd_field(reader *r, uint32_t *ret_field, uint64_t *ret_value, reader *ret_body) {
+  uint64_t tag, v;
+  if (rd_varint(r, &tag))
+    return -1;
+  switch (tag & 7) {
+  case WT_VARINT:
+    if (rd_varint(r, &v))
+      return -1;
+    break;
+  case WT_LEN:
+    if (rd_varint(r, &v) || v > (uint64_t)(r->end - r->p))
+      return -1;
+    ret_body->p = r->p;
+    ret_body->end = r->p + v;
+    r->p += v;
+    break;
+  case WT_FIXED32:
+    if (r->end - r->p < 4)
+      return -1;
+    r->p += 4;
+    v = 0;
+    break;
+  default:
+    return -1;
+  }
+  *ret_field = (uint32_t)(tag >> 3);
+  *ret_value = v;
+  return 0;
+}
+
+static uint32_t ref_attachment(reader body) {
+  uint32_t f;
+  uint64_t v;
+  reader sub;
+  uint32_t att = 0;
+  while (body.p < body.end && !rd_field(&body, &f, &v, &sub))
+    if (f == 1)
+      att = (uint32_t)v;
+  return att;
+}
+
+static int subpass_usage(const pcache__desc_object *rp, uint32_t subpass, int *ret_color,
+                         int *ret_depth) {
+  reader r = {rp->encoded, rp->encoded + rp->encoded_size}, body, sub, ref;
+  uint32_t f, index = 0;
+  uint64_t v;
+  while (r.p < r.end) {
+    if (rd_field(&r, &f, &v, &body))
+      return -1;
+    if (f != 3 || index++ != subpass)
+      continue;
+    *ret_color = 0;
+    *ret_depth = 0;
+    while (body.p < body.end) {
+      if (rd_field(&body, &f, &v, &sub))
+        return -1;
+      ref = sub;
+      if (f == 4 && ref_attachment(ref) != VK_ATTACHMENT_UNUSED)
+        *ret_color = 1;
+      if (f == 6 && ref_attachment(ref) != VK_ATTACHMENT_UNUSED)
+        *ret_depth = 1;
+    }
+    return 0;
+  }
+  return -1;
+}
+
+/* ------------------------------------------------------------ state */
+
+/* Dynamic states the describer acts on, as bits. */
+enum {
+  DYN_VIEWPORT = 1u << 0,
+  DYN_SCISSOR = 1u << 1,
+  DYN_LINE_WIDTH = 1u << 2,
+  DYN_DEPTH_BIAS = 1u << 3,
+  DYN_BLEND_CONSTANTS = 1u << 4,
+  DYN_DEPTH_BOUNDS = 1u << 5,
+  DYN_STENCIL_COMPARE_MASK = 1u << 6,
+  DYN_STENCIL_WRITE_MASK = 1u << 7,
+  DYN_STENCIL_REFERENCE = 1u << 8,
+  DYN_CULL_MODE = 1u << 9,
+  DYN_FRONT_FACE = 1u << 10,
+  DYN_PRIMITIVE_TOPOLOGY = 1u << 11,
+  DYN_VIEWPORT_WITH_COUNT = 1u << 12,
+  DYN_SCISSOR_WITH_COUNT = 1u << 13,
+  DYN_VERTEX_INPUT_BINDING_STRIDE = 1u << 14,
+  DYN_DEPTH_TEST_ENABLE = 1u << 15,
+  DYN_DEPTH_WRITE_ENABLE = 1u << 16,
+  DYN_DEPTH_COMPARE_OP = 1u << 17,
+  DYN_DEPTH_BOUNDS_TEST_ENABLE = 1u << 18,
+  DYN_STENCIL_TEST_ENABLE = 1u << 19,
+  DYN_STENCIL_OP = 1u << 20,
+  DYN_PATCH_CONTROL_POINTS = 1u << 21,
+  DYN_RASTERIZER_DISCARD_ENABLE = 1u << 22,
+  DYN_DEPTH_BIAS_ENABLE = 1u << 23,
+  DYN_LOGIC_OP = 1u << 24,
+  DYN_PRIMITIVE_RESTART_ENABLE = 1u << 25,
+  DYN_LINE_STIPPLE = 1u << 26,
+  DYN_COLOR_WRITE_ENABLE = 1u << 27,
+  DYN_VERTEX_INPUT = 1u << 28,
+};
+
+static uint32_t dyn_bit(VkDynamicState s) {
+  if ((uint32_t)s <= VK_DYNAMIC_STATE_STENCIL_REFERENCE)
+    return 1u << s;
+  if (s >= VK_DYNAMIC_STATE_CULL_MODE && s <= VK_DYNAMIC_STATE_STENCIL_OP)
+    return 1u << (9 + (s - VK_DYNAMIC_STATE_CULL_MODE));
+  if (s >= VK_DYNAMIC_STATE_PATCH_CONTROL_POINTS_EXT &&
+      s <= VK_DYNAMIC_STATE_PRIMITIVE_RESTART_ENABLE)
+    return 1u << (21 + (s - VK_DYNAMIC_STATE_PATCH_CONTROL_POINTS_EXT));
+  if (s == VK_DYNAMIC_STATE_LINE_STIPPLE_EXT)
+    return DYN_LINE_STIPPLE;
+  if (s == VK_DYNAMIC_STATE_COLOR_WRITE_ENABLE_EXT)
+    return DYN_COLOR_WRITE_ENABLE;
+  if (s == VK_DYNAMIC_STATE_VERTEX_INPUT_EXT)
+    return DYN_VERTEX_INPUT;
+  return 0;
+}
+
+#define MAX_DYNAMIC 64
+
+static int put_vertex_input(pcache__desc_writer *w, const VkPipelineVertexInputStateCreateInfo *vi,
+                            uint32_t dyn) {
+  const VkPipelineVertexInputDivisorStateCreateInfoEXT *div = NULL;
+  size_t m;
+  for (const VkBaseInStructure *s = vi->pNext; s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO_EXT)
+      return PCACHE_EUNHASHABLE;
+    div = (const void *)s;
+  }
+  m = msg_begin(w, 9);
+  for (uint32_t i = 0; i < vi->vertexBindingDescriptionCount; i++) {
+    const VkVertexInputBindingDescription *b = &vi->pVertexBindingDescriptions[i];
+    size_t n = msg_begin(w, 1);
+    put_u32(w, 1, b->binding);
+    if (!(dyn & DYN_VERTEX_INPUT_BINDING_STRIDE))
+      put_u32(w, 2, b->stride);
+    put_u32(w, 3, b->inputRate);
+    if (b->inputRate == VK_VERTEX_INPUT_RATE_INSTANCE) {
+      uint32_t d = 1;
+      for (uint32_t j = 0; div && j < div->vertexBindingDivisorCount; j++)
+        if (div->pVertexBindingDivisors[j].binding == b->binding)
+          d = div->pVertexBindingDivisors[j].divisor;
+      put_u32(w, 4, d);
+    }
+    msg_end(w, n);
+  }
+  for (uint32_t i = 0; i < vi->vertexAttributeDescriptionCount; i++) {
+    const VkVertexInputAttributeDescription *a = &vi->pVertexAttributeDescriptions[i];
+    size_t n = msg_begin(w, 2);
+    put_u32(w, 1, a->location);
+    put_u32(w, 2, a->binding);
+    put_u32(w, 3, a->format);
+    put_u32(w, 4, a->offset);
+    msg_end(w, n);
+  }
+  msg_end(w, m);
+  return 0;
+}
+
+static int put_rasterization(pcache__desc_writer *w,
+                             const VkPipelineRasterizationStateCreateInfo *rs, uint32_t dyn) {
+  const VkPipelineRasterizationConservativeStateCreateInfoEXT *cons = NULL;
+  const VkPipelineRasterizationStateStreamCreateInfoEXT *stream = NULL;
+  const VkPipelineRasterizationLineStateCreateInfoEXT *line = NULL;
+  const VkPipelineRasterizationDepthClipStateCreateInfoEXT *clip = NULL;
+  const VkPipelineRasterizationProvokingVertexStateCreateInfoEXT *provoking = NULL;
+  int bias;
+  size_t m;
+  for (const VkBaseInStructure *s = rs->pNext; s; s = s->pNext) {
+    switch (s->sType) {
+    case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_CONSERVATIVE_STATE_CREATE_INFO_EXT:
+      cons = (const void *)s;
+      break;
+    case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_STREAM_CREATE_INFO_EXT:
+      stream = (const void *)s;
+      break;
+    case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_LINE_STATE_CREATE_INFO_EXT:
+      line = (const void *)s;
+      break;
+    case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_DEPTH_CLIP_STATE_CREATE_INFO_EXT:
+      clip = (const void *)s;
+      break;
+    case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_PROVOKING_VERTEX_STATE_CREATE_INFO_EXT:
+      provoking = (const void *)s;
+      break;
+    default:
+      return PCACHE_EUNHASHABLE;
+    }
+  }
+  bias = (dyn & DYN_DEPTH_BIAS_ENABLE) || rs->depthBiasEnable;
+  m = msg_begin(w, 13);
+  put_bool(w, 1, rs->depthClampEnable);
+  if (!(dyn & DYN_RASTERIZER_DISCARD_ENABLE))
+    put_bool(w, 2, rs->rasterizerDiscardEnable);
+  put_u32(w, 3, rs->polygonMode);
+  if (!(dyn & DYN_CULL_MODE))
+    put_u32(w, 4, rs->cullMode);
+  if (!(dyn & DYN_FRONT_FACE))
+    put_u32(w, 5, rs->frontFace);
+  if (!(dyn & DYN_DEPTH_BIAS_ENABLE))
+    put_bool(w, 6, rs->depthBiasEnable);
+  if (bias && !(dyn & DYN_DEPTH_BIAS)) {
+    put_float(w, 7, rs->depthBiasConstantFactor);
+    put_float(w, 8, rs->depthBiasClamp);
+    put_float(w, 9, rs->depthBiasSlopeFactor);
+  }
+  if (!(dyn & DYN_LINE_WIDTH))
+    put_float(w, 10, rs->lineWidth);
+  if (cons) {
+    put_u32(w, 11, cons->conservativeRasterizationMode);
+    if (cons->conservativeRasterizationMode == VK_CONSERVATIVE_RASTERIZATION_MODE_OVERESTIMATE_EXT)
+      put_float(w, 12, cons->extraPrimitiveOverestimationSize);
+  }
+  if (stream)
+    put_u32(w, 13, stream->rasterizationStream);
+  if (line) {
+    put_u32(w, 14, line->lineRasterizationMode);
+    put_bool(w, 15, line->stippledLineEnable);
+    if (line->stippledLineEnable && !(dyn & DYN_LINE_STIPPLE)) {
+      put_u32(w, 16, line->lineStippleFactor);
+      put_u32(w, 17, line->lineStipplePattern);
+    }
+  }
+  /* Without the struct depth clip follows !depthClampEnable; only a
+   * departure from that is state. */
+  if (clip && !clip->depthClipEnable != !rs->depthClampEnable)
+    put_bool(w, 18, 1);
+  if (provoking)
+    put_u32(w, 19, provoking->provokingVertexMode);
+  msg_end(w, m);
+  return 0;
+}
+
+static void put_stencil(pcache__desc_writer *w, uint32_t field, const VkStencilOpState *s,
+                        uint32_t dyn) {
+  size_t m = msg_begin(w, field);
+  if (!(dyn & DYN_STENCIL_OP)) {
+    put_u32(w, 1, s->failOp);
+    put_u32(w, 2, s->passOp);
+    put_u32(w, 3, s->depthFailOp);
+    put_u32(w, 4, s->compareOp);
+  }
+  if (!(dyn & DYN_STENCIL_COMPARE_MASK))
+    put_u32(w, 5, s->compareMask);
+  if (!(dyn & DYN_STENCIL_WRITE_MASK))
+    put_u32(w, 6, s->writeMask);
+  if (!(dyn & DYN_STENCIL_REFERENCE))
+    put_u32(w, 7, s->reference);
+  msg_end(w, m);
+}
+
+static int put_depth_stencil(pcache__desc_writer *w,
+                             const VkPipelineDepthStencilStateCreateInfo *ds, uint32_t dyn) {
+  int depth = (dyn & DYN_DEPTH_TEST_ENABLE) || ds->depthTestEnable;
+  int bounds = (dyn & DYN_DEPTH_BOUNDS_TEST_ENABLE) || ds->depthBoundsTestEnable;
+  int stencil = (dyn & DYN_STENCIL_TEST_ENABLE) || ds->stencilTestEnable;
+  size_t m;
+  if (ds->pNext)
+    return PCACHE_EUNHASHABLE;
+  m = msg_begin(w, 15);
+  put_u32(w, 1, ds->flags);
+  if (!(dyn & DYN_DEPTH_TEST_ENABLE))
+    put_bool(w, 2, ds->depthTestEnable);
+  if (depth && !(dyn & DYN_DEPTH_WRITE_ENABLE))
+    put_bool(w, 3, ds->depthWriteEnable);
+  if (depth && !(dyn & DYN_DEPTH_COMPARE_OP))
+    put_u32(w, 4, ds->depthCompareOp);
+  if (!(dyn & DYN_DEPTH_BOUNDS_TEST_ENABLE))
+    put_bool(w, 5, ds->depthBoundsTestEnable);
+  if (!(dyn & DYN_STENCIL_TEST_ENABLE))
+    put_bool(w, 6, ds->stencilTestEnable);
+  if (stencil) {
+    put_stencil(w, 7, &ds->front, dyn);
+    put_stencil(w, 8, &ds->back, dyn);
+  }
+  if (bounds && !(dyn & DYN_DEPTH_BOUNDS)) {
+    put_float(w, 9, ds->minDepthBounds);
+    put_float(w, 10, ds->maxDepthBounds);
+  }
+  msg_end(w, m);
+  return 0;
+}
+
+static int put_color_blend(pcache__desc_writer *w, const VkPipelineColorBlendStateCreateInfo *cb,
+                           uint32_t dyn) {
+  const VkPipelineColorWriteCreateInfoEXT *cw = NULL;
+  size_t m;
+  for (const VkBaseInStructure *s = cb->pNext; s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_COLOR_WRITE_CREATE_INFO_EXT)
+      return PCACHE_EUNHASHABLE;
+    cw = (const void *)s;
+  }
+  if (dyn & DYN_COLOR_WRITE_ENABLE)
+    cw = NULL;
+  if (cw && cw->attachmentCount != cb->attachmentCount)
+    return PCACHE_EUNHASHABLE;
+  m = msg_begin(w, 16);
+  put_u32(w, 1, cb->flags);
+  put_bool(w, 2, cb->logicOpEnable);
+  if (cb->logicOpEnable && !(dyn & DYN_LOGIC_OP))
+    put_u32(w, 3, cb->logicOp);
+  for (uint32_t i = 0; i < cb->attachmentCount; i++) {
+    const VkPipelineColorBlendAttachmentState *a = &cb->pAttachments[i];
+    size_t n = msg_begin(w, 4);
+    put_bool(w, 1, a->blendEnable);
+    if (a->blendEnable) {
+      put_u32(w, 2, a->srcColorBlendFactor);
+      put_u32(w, 3, a->dstColorBlendFactor);
+      put_u32(w, 4, a->colorBlendOp);
+      put_u32(w, 5, a->srcAlphaBlendFactor);
+      put_u32(w, 6, a->dstAlphaBlendFactor);
+      put_u32(w, 7, a->alphaBlendOp);
+    }
+    put_u32(w, 8, a->colorWriteMask);
+    if (cw)
+      put_bool(w, 9, !cw->pColorWriteEnables[i]);
+    msg_end(w, n);
+  }
+  if (!(dyn & DYN_BLEND_CONSTANTS)) {
+    size_t n = msg_begin(w, 5);
+    for (int i = 0; i < 4; i++)
+      raw_float(w, cb->blendConstants[i]);
+    msg_end(w, n);
+  }
+  msg_end(w, m);
+  return 0;
+}
+
+static void put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCreateInfo *vp,
+                         uint32_t dyn) {
+  size_t m = msg_begin(w, 12);
+  if (!(dyn & DYN_VIEWPORT_WITH_COUNT))
+    put_u32(w, 1, vp->viewportCount);
+  if (!(dyn & DYN_SCISSOR_WITH_COUNT))
+    put_u32(w, 2, vp->scissorCount);
+  if (!(dyn & (DYN_VIEWPORT | DYN_VIEWPORT_WITH_COUNT)) && vp->pViewports) {
+    for (uint32_t i = 0; i < vp->viewportCount; i++) {
+      const VkViewport *v = &vp->pViewports[i];
+      size_t n = msg_begin(w, 3);
+      put_float(w, 1, v->x);
+      put_float(w, 2, v->y);
+      put_float(w, 3, v->width);
+      put_float(w, 4, v->height);
+      put_float(w, 5, v->minDepth);
+      put_float(w, 6, v->maxDepth);
+      msg_end(w, n);
+    }
+  }
+  if (!(dyn & (DYN_SCISSOR | DYN_SCISSOR_WITH_COUNT)) && vp->pScissors) {
+    for (uint32_t i = 0; i < vp->scissorCount; i++) {
+      const VkRect2D *s = &vp->pScissors[i];
+      size_t n = msg_begin(w, 4);
+      put_i32(w, 1, s->offset.x);
+      put_i32(w, 2, s->offset.y);
+      put_u32(w, 3, s->extent.width);
+      put_u32(w, 4, s->extent.height);
+      msg_end(w, n);
+    }
+  }
+  msg_end(w, m);
+}
+
+static int put_multisample(pcache__desc_writer *w, const VkPipelineMultisampleStateCreateInfo *ms) {
+  size_t m;
+  if (ms->pNext)
+    return PCACHE_EUNHASHABLE;
+  m = msg_begin(w, 14);
+  put_u32(w, 1, ms->rasterizationSamples);
+  put_bool(w, 2, ms->sampleShadingEnable);
+  if (ms->sampleShadingEnable)
+    put_float(w, 3, ms->minSampleShading);
+  if (ms->pSampleMask) {
+    /* Only the bits of samples that exist; an all-ones mask is no mask. */
+    uint32_t words[2], n = ms->rasterizationSamples > 32 ? 2 : 1, full = 1;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t bits = ms->rasterizationSamples >= 32 ? 32 : ms->rasterizationSamples;
+      uint32_t valid = bits == 32 ? 0xffffffffu : (1u << bits) - 1;
+      words[i] = ms->pSampleMask[i] & valid;
+      full &= words[i] == valid;
+    }
+    if (!full)
+      put_packed_u32(w, 4, words, n);
+  }
+  put_bool(w, 5, ms->alphaToCoverageEnable);
+  put_bool(w, 6, ms->alphaToOneEnable);
+  msg_end(w, m);
+  return 0;
+}
+
+int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
+                          const pcache__desc_lookup *lookup, pcache__desc_buf *buf,
+                          pcache__desc_keys *ret_keys) {
+  const VkPipelineRenderingCreateInfo *rendering = NULL;
+  const VkPipelineRasterizationStateCreateInfo *rs = info->pRasterizationState;
+  const pcache__desc_object *layout, *rp = NULL;
+  uint32_t dyn = 0, stage_mask = 0, samples = 0, dyn_list[MAX_DYNAMIC], n_dyn = 0;
+  int has_color = 0, has_depth = 0, discard, r;
+  size_t global_start, global_end;
+  pcache__desc_writer w = {buf, 0};
+
+  for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
+    switch (s->sType) {
+    case VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO:
+      rendering = (const void *)s;
+      break;
+    case VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO:
+      break;
+    default:
+      return PCACHE_EUNHASHABLE;
+    }
+  }
+  if (info->pDynamicState) {
+    const VkPipelineDynamicStateCreateInfo *d = info->pDynamicState;
+    if (d->pNext || d->dynamicStateCount > MAX_DYNAMIC)
+      return PCACHE_EUNHASHABLE;
+    for (uint32_t i = 0; i < d->dynamicStateCount; i++) {
+      uint32_t v = d->pDynamicStates[i], j = n_dyn;
+      dyn |= dyn_bit(d->pDynamicStates[i]);
+      while (j > 0 && dyn_list[j - 1] > v) {
+        dyn_list[j] = dyn_list[j - 1];
+        j--;
+      }
+      if (j > 0 && dyn_list[j - 1] == v) { /* duplicate: undo the shift */
+        memmove(&dyn_list[j], &dyn_list[j + 1], (n_dyn - j) * sizeof(*dyn_list));
+        continue;
+      }
+      dyn_list[j] = v;
+      n_dyn++;
+    }
+  }
+  layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
+  if (!layout)
+    return PCACHE_EUNHASHABLE;
+  if (info->renderPass) {
+    rp = lookup->render_pass ? lookup->render_pass(lookup->ctx, info->renderPass) : NULL;
+    if (!rp || subpass_usage(rp, info->subpass, &has_color, &has_depth))
+      return PCACHE_EUNHASHABLE;
+  } else if (rendering) {
+    has_color = rendering->colorAttachmentCount > 0;
+    has_depth = rendering->depthAttachmentFormat != VK_FORMAT_UNDEFINED ||
+                rendering->stencilAttachmentFormat != VK_FORMAT_UNDEFINED;
+  }
+  if (!rs)
+    return PCACHE_EUNHASHABLE;
+  discard = !(dyn & DYN_RASTERIZER_DISCARD_ENABLE) && rs->rasterizerDiscardEnable;
+
+  buf->size = 0;
+  put_u32(&w, 1, PCACHE_DESC_FORMAT_VERSION);
+  put_u32(&w, 2, 1 /* ENTRY_KIND_GRAPHICS */);
+  put_u32(&w, 3, info->flags & ~(uint32_t)IGNORED_PIPELINE_FLAGS);
+  r = pcache__desc_put_stages(&w, info->pStages, info->stageCount, lookup, &stage_mask);
+  if (r < 0)
+    return r;
+  put_object(&w, 5, layout);
+  global_start = buf->size;
+  if (rp) {
+    put_object(&w, 6, rp);
+    put_u32(&w, 7, info->subpass);
+  } else {
+    /* No render pass and no VkPipelineRenderingCreateInfo means no
+     * attachments: the same as an all-zero one. */
+    size_t m = msg_begin(&w, 8);
+    if (rendering) {
+      put_u32(&w, 1, rendering->viewMask);
+      put_packed_u32(&w, 2, (const uint32_t *)rendering->pColorAttachmentFormats,
+                     rendering->colorAttachmentCount);
+      put_u32(&w, 3, rendering->depthAttachmentFormat);
+      put_u32(&w, 4, rendering->stencilAttachmentFormat);
+    }
+    msg_end(&w, m);
+  }
+  global_end = buf->size;
+  if (!(stage_mask & VK_SHADER_STAGE_MESH_BIT_EXT)) {
+    if (info->pVertexInputState && !(dyn & DYN_VERTEX_INPUT)) {
+      r = put_vertex_input(&w, info->pVertexInputState, dyn);
+      if (r < 0)
+        return r;
+    }
+    if (info->pInputAssemblyState) {
+      const VkPipelineInputAssemblyStateCreateInfo *ia = info->pInputAssemblyState;
+      size_t m;
+      if (ia->pNext)
+        return PCACHE_EUNHASHABLE;
+      /* The topology stays even when dynamic: its class still matters. */
+      m = msg_begin(&w, 10);
+      put_u32(&w, 1, ia->topology);
+      if (!(dyn & DYN_PRIMITIVE_RESTART_ENABLE))
+        put_bool(&w, 2, ia->primitiveRestartEnable);
+      msg_end(&w, m);
+    }
+  }
+  if ((stage_mask & VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT) && info->pTessellationState) {
+    const VkPipelineTessellationStateCreateInfo *ts = info->pTessellationState;
+    const VkPipelineTessellationDomainOriginStateCreateInfo *origin = NULL;
+    size_t m;
+    for (const VkBaseInStructure *s = ts->pNext; s; s = s->pNext) {
+      if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO)
+        return PCACHE_EUNHASHABLE;
+      origin = (const void *)s;
+    }
+    m = msg_begin(&w, 11);
+    if (!(dyn & DYN_PATCH_CONTROL_POINTS))
+      put_u32(&w, 1, ts->patchControlPoints);
+    if (origin)
+      put_u32(&w, 2, origin->domainOrigin);
+    msg_end(&w, m);
+  }
+  if (!discard && info->pViewportState) {
+    if (info->pViewportState->pNext)
+      return PCACHE_EUNHASHABLE;
+    put_viewport(&w, info->pViewportState, dyn);
+  }
+  r = put_rasterization(&w, rs, dyn);
+  if (r < 0)
+    return r;
+  if (!discard && info->pMultisampleState) {
+    samples = info->pMultisampleState->rasterizationSamples;
+    r = put_multisample(&w, info->pMultisampleState);
+    if (r < 0)
+      return r;
+  }
+  if (!discard && has_depth && info->pDepthStencilState) {
+    r = put_depth_stencil(&w, info->pDepthStencilState, dyn);
+    if (r < 0)
+      return r;
+  }
+  if (!discard && has_color && info->pColorBlendState) {
+    r = put_color_blend(&w, info->pColorBlendState, dyn);
+    if (r < 0)
+      return r;
+  }
+  put_packed_u32(&w, 17, dyn_list, n_dyn);
+  if (w.err)
+    return w.err;
+  pcache__desc_finish_keys(&w, global_start, global_end, samples, ret_keys);
+  return 0;
+}

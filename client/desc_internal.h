@@ -1,0 +1,182 @@
+/* What the describer's files share (desc.h is what the rest of libpcache
+ * sees): the protobuf writer, static inline so that the hit path's puts
+ * stay inlined in every file, and the parts every pipeline has.
+ *
+ * The files, each calling only those listed after it:
+ *   desc_graphics.c  graphics pipelines: their state and its pNext structs
+ *   desc_objects.c   objects: shader modules, samplers, set layouts,
+ *                    pipeline layouts, render passes
+ *   desc.c           the buffer, shader stages, the keys, compute pipelines */
+#ifndef PCACHE_CLIENT_DESC_INTERNAL_H
+#define PCACHE_CLIENT_DESC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "desc.h"
+
+/* ------------------------------------------------------------ the writer */
+
+#define WT_VARINT 0
+#define WT_LEN 2
+#define WT_FIXED32 5
+
+/* Errors are sticky so the encoders read as straight lines of puts. */
+typedef struct pcache__desc_writer {
+  pcache__desc_buf *buf;
+  int err;
+} pcache__desc_writer;
+
+/* Grows the buffer for extra more bytes; the slow path of reserve.
+ * Returns 0, or -1 with w->err set. */
+int pcache__desc_buf_grow(pcache__desc_writer *w, size_t extra);
+
+static inline int reserve(pcache__desc_writer *w, size_t extra) {
+  if (w->buf->capacity - w->buf->size >= extra && !w->err)
+    return 0;
+  return pcache__desc_buf_grow(w, extra);
+}
+
+static inline void raw_varint(pcache__desc_writer *w, uint64_t v) {
+  uint8_t *p;
+  if (reserve(w, 10))
+    return;
+  p = w->buf->data + w->buf->size;
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  w->buf->size = (size_t)(p - w->buf->data);
+}
+
+static inline void raw_bytes(pcache__desc_writer *w, const void *data, size_t size) {
+  if (size == 0 || reserve(w, size))
+    return;
+  memcpy(w->buf->data + w->buf->size, data, size);
+  w->buf->size += size;
+}
+
+static inline void put_tag(pcache__desc_writer *w, uint32_t field, uint32_t wire_type) {
+  raw_varint(w, (uint64_t)field << 3 | wire_type);
+}
+
+static inline void put_u32(pcache__desc_writer *w, uint32_t field, uint32_t v) {
+  if (v) {
+    put_tag(w, field, WT_VARINT);
+    raw_varint(w, v);
+  }
+}
+
+/* protobuf int32: negative values are sign-extended to ten bytes. */
+static inline void put_i32(pcache__desc_writer *w, uint32_t field, int32_t v) {
+  if (v) {
+    put_tag(w, field, WT_VARINT);
+    raw_varint(w, (uint64_t)(int64_t)v);
+  }
+}
+
+static inline void put_bool(pcache__desc_writer *w, uint32_t field, VkBool32 v) {
+  put_u32(w, field, v ? 1 : 0);
+}
+
+static inline void raw_float(pcache__desc_writer *w, float f) {
+  uint32_t bits;
+  uint8_t le[4];
+  memcpy(&bits, &f, 4);
+  le[0] = (uint8_t)bits;
+  le[1] = (uint8_t)(bits >> 8);
+  le[2] = (uint8_t)(bits >> 16);
+  le[3] = (uint8_t)(bits >> 24);
+  raw_bytes(w, le, 4);
+}
+
+/* protobuf-c leaves out a float that compares equal to 0, -0.0 included. */
+static inline void put_float(pcache__desc_writer *w, uint32_t field, float f) {
+  if (f != 0.0f) {
+    put_tag(w, field, WT_FIXED32);
+    raw_float(w, f);
+  }
+}
+
+static inline void put_bytes(pcache__desc_writer *w, uint32_t field, const void *data,
+                             size_t size) {
+  if (size) {
+    put_tag(w, field, WT_LEN);
+    raw_varint(w, size);
+    raw_bytes(w, data, size);
+  }
+}
+
+/* A length-delimited field whose size is known only at its end: one length
+ * byte is reserved, and the body moves when it turns out longer than 127. */
+static inline size_t msg_begin(pcache__desc_writer *w, uint32_t field) {
+  put_tag(w, field, WT_LEN);
+  if (reserve(w, 1))
+    return 0;
+  w->buf->data[w->buf->size++] = 0;
+  return w->buf->size;
+}
+
+static inline void msg_end(pcache__desc_writer *w, size_t start) {
+  size_t len, n = 1;
+  uint8_t *p;
+  if (w->err)
+    return;
+  len = w->buf->size - start;
+  if (len < 0x80) {
+    w->buf->data[start - 1] = (uint8_t)len;
+    return;
+  }
+  for (size_t v = len; v >= 0x80; v >>= 7)
+    n++;
+  if (reserve(w, n - 1))
+    return;
+  p = w->buf->data + start;
+  memmove(p + n - 1, p, len);
+  p--;
+  for (size_t v = len; v >= 0x80; v >>= 7)
+    *p++ = (uint8_t)(v | 0x80);
+  *p = (uint8_t)(len >> (7 * (n - 1)));
+  w->buf->size += n - 1;
+}
+
+static inline void put_packed_u32(pcache__desc_writer *w, uint32_t field, const uint32_t *v,
+                                  size_t n) {
+  size_t m;
+  if (!n)
+    return;
+  m = msg_begin(w, field);
+  for (size_t i = 0; i < n; i++)
+    raw_varint(w, v[i]);
+  msg_end(w, m);
+}
+
+static inline void put_object(pcache__desc_writer *w, uint32_t field,
+                              const pcache__desc_object *o) {
+  put_tag(w, field, WT_LEN);
+  raw_varint(w, o->encoded_size);
+  raw_bytes(w, o->encoded, o->encoded_size);
+}
+
+/* ------------------------------------------------------------ pipelines */
+
+/* Flags that change how the call behaves, not what is compiled. */
+#define IGNORED_PIPELINE_FLAGS                                                                     \
+  (VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT | VK_PIPELINE_CREATE_DERIVATIVE_BIT |                  \
+   VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |                                      \
+   VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT)
+
+/* Writes the shader stages (field 4), sorted by stage bit, and their
+ * stage bits to *ret_stage_mask. Returns 0 or PCACHE_EUNHASHABLE. */
+int pcache__desc_put_stages(pcache__desc_writer *w, const VkPipelineShaderStageCreateInfo *stages,
+                            uint32_t count, const pcache__desc_lookup *lookup,
+                            uint32_t *ret_stage_mask);
+/* The state hash over the whole buffer, and the tier-1 key over its
+ * global part [global_start, global_end) seeded with the sample count. */
+void pcache__desc_finish_keys(pcache__desc_writer *w, size_t global_start, size_t global_end,
+                              uint32_t samples, pcache__desc_keys *ret_keys);
+
+#endif

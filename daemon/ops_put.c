@@ -1,0 +1,138 @@
+/* Put: a batch of pipelines for one device, each validated and stored
+ * (item.c) or refused on its own, then eviction down to --max-size. */
+#include "ops.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "common/log.h"
+
+static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  const Pcachepb__Put *put = job->req->put;
+  Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  pcache__devkey key;
+  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0;
+  const char *app = put->app && *put->app ? put->app : job->app;
+  int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
+
+  if (!reply)
+    return -ENOMEM;
+  pcachepb__put_reply__init(reply);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_PUT;
+  job->resp.put = reply;
+  if (put->n_items > cfg->max_hashes) {
+    job->resp.status = PCACHE_ETOO_MANY_HASHES;
+    job->resp.message =
+        pcd_arena_printf(&job->arena, "%zu items, the limit is %u", put->n_items, cfg->max_hashes);
+    job->rejected = put->n_items;
+    return 0;
+  }
+  if (strlen(app) > PCD_MAX_APP) {
+    job->resp.status = PCACHE_EBAD_SIZE;
+    job->resp.message = pcd_arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
+    job->rejected = put->n_items;
+    return 0;
+  }
+  reply->results = pcd_arena_alloc(&job->arena, (put->n_items + 1) * sizeof *reply->results);
+  if (!reply->results)
+    return -ENOMEM;
+  if (key_ok) {
+    pcd_device d;
+    room = cfg->max_size > PCD_DEVICE_COST_MAX ? cfg->max_size - PCD_DEVICE_COST_MAX : 0;
+    memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
+    if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
+      return r;
+    new_device = r == PCACHE_ENOT_FOUND;
+    if ((r = pcd_device_touch(txn, put->device, now / 1000000)) < 0)
+      return r;
+  } else {
+    job->resp.status = PCACHE_EBAD_KEY;
+    job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
+  }
+  for (size_t i = 0; i < put->n_items; i++) {
+    const Pcachepb__PutItem *it = put->items[i];
+    Pcachepb__PutResult *res = pcd_arena_alloc(&job->arena, sizeof *res);
+    pcd_item item = {
+        .state_hash = it->state_hash.data,
+        .state_hash_len = it->state_hash.len,
+        .kind = (uint32_t)it->kind,
+        .blob = it->blob.data,
+        .blob_size = it->blob.len,
+        .desc = it->desc.data,
+        .desc_size = it->desc.len,
+        .modules = it->modules,
+        .n_modules = it->n_modules,
+        .app = app,
+        .compile_ns = it->compile_ns,
+        .created_us = now,
+        .last_used_us = now,
+    };
+    int st = PCACHE_EBAD_KEY;
+    char *msg = NULL;
+    uint64_t cost = pcd_item_cost(&item);
+    if (!res)
+      return -ENOMEM;
+    pcachepb__put_result__init(res);
+    res->state_hash.data = it->state_hash.data;
+    res->state_hash.len = it->state_hash.len;
+    /* What this Put stores must fit under the cap together: the eviction
+     * that follows would otherwise drop items just acknowledged. */
+    if (key_ok && cost > room - put_bytes) {
+      st = PCACHE_EFULL;
+      msg = pcd_arena_printf(&job->arena,
+                             "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
+                             "taken by this request)",
+                             (unsigned long long)cost, (unsigned long long)cfg->max_size,
+                             (unsigned long long)put_bytes);
+    } else if (key_ok &&
+               (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0) {
+      return r;
+    }
+    if (st == 0)
+      put_bytes += cost;
+    res->status = st;
+    if (st < 0) {
+      res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
+      job->rejected++;
+      log_debug("put: item %zu refused: %s", i, res->message);
+    } else {
+      reply->stored++;
+      job->stored++;
+    }
+    reply->results[reply->n_results++] = res;
+  }
+  /* The device record was made first so its counters include the items;
+   * when every item was refused, a new device leaves no trace either. */
+  if (new_device && !job->stored && (r = pcd_device_forget(txn, key.bytes)) < 0)
+    return r;
+  if (job->stored) {
+    uint64_t n = 0;
+    if ((r = pcd_evict(txn, cfg->max_size, &n, NULL)) < 0)
+      return r;
+    reply->evicted = (uint32_t)n;
+    job->evicted = n;
+  }
+  return 0;
+}
+
+static void count_put(const pcd_job *job, pcd_stats *stats, int failed) {
+  if (failed) {
+    atomic_fetch_add(&stats->put_rejected, job->req->put->n_items);
+    return;
+  }
+  atomic_fetch_add(&stats->puts, job->stored);
+  atomic_fetch_add(&stats->put_rejected, job->rejected);
+  atomic_fetch_add(&stats->evictions, job->evicted);
+}
+
+static uint64_t bytes_put(const pcd_job *job) {
+  uint64_t n = 0;
+  for (size_t i = 0; job->req && i < job->req->put->n_items; i++)
+    n += job->req->put->items[i]->blob.len + job->req->put->items[i]->desc.len;
+  return n;
+}
+
+const pcd_job_ops pcd_job_put = {
+    .name = "put", .run = op_put, .count = count_put, .bytes = bytes_put};
