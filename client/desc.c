@@ -27,6 +27,8 @@ void pcache__desc_buf_init(pcache__desc_buf *buf) {
   buf->size = 0;
   buf->capacity = sizeof(buf->inline_storage);
   buf->heap = 0;
+  buf->unhashable_reason = NULL;
+  buf->unhashable_stype = 0;
 }
 
 void pcache__desc_buf_release(pcache__desc_buf *buf) {
@@ -72,13 +74,13 @@ static int put_stage(pcache__desc_writer *w, const VkPipelineShaderStageCreateIn
   size_t m;
   for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext) {
     if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
     subgroup = (const void *)s;
   }
   module = st->module && lookup->shader_module ? lookup->shader_module(lookup->ctx, st->module)
                                                : NULL;
   if (!module)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(w, "unrecorded_shader_module", 0);
   m = msg_begin(w, 4);
   put_u32(w, 1, st->stage);
   put_u32(w, 2, st->flags);
@@ -91,7 +93,7 @@ static int put_stage(pcache__desc_writer *w, const VkPipelineShaderStageCreateIn
     /* Only the bytes an entry names are hashed, so padding and unused
      * data in pData do not split entries. */
     if (e->offset > spec->dataSize || e->size > spec->dataSize - e->offset)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(w, "bad_specialization", 0);
     n = msg_begin(w, 5);
     put_u32(w, 1, e->constantID);
     put_bytes(w, 2, (const uint8_t *)spec->pData + e->offset, e->size);
@@ -110,7 +112,7 @@ int pcache__desc_put_stages(pcache__desc_writer *w, const VkPipelineShaderStageC
   uint32_t mask = 0;
   int r;
   if (count > MAX_STAGES)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(w, "too_many_stages", 0);
   /* Sorted by stage bit (insertion sort: at most a handful). */
   for (uint32_t i = 0; i < count; i++) {
     uint32_t j = i;
@@ -147,10 +149,10 @@ int pcache__desc_compute(const VkComputePipelineCreateInfo *info, const pcache__
   int r;
   for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext)
     if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
   layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
   if (!layout)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
   buf->size = 0;
   put_u32(&w, 1, PCACHE_DESC_FORMAT_VERSION);
   put_u32(&w, 2, 2 /* ENTRY_KIND_COMPUTE */);

@@ -64,6 +64,11 @@ typedef struct pcache__desc_buf {
   uint8_t *data;
   size_t size, capacity;
   int heap; /* data was malloc'ed */
+  /* Why the description failed with PCACHE_EUNHASHABLE: a word
+   * (docs/layer.md lists them) and the sType of the struct that caused it,
+   * 0 when no struct did. Static strings; set by the first failure. */
+  const char *unhashable_reason;
+  uint32_t unhashable_stype;
   uint8_t inline_storage[2048];
 } pcache__desc_buf;
 

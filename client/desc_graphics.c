@@ -158,7 +158,7 @@ static int put_vertex_input(pcache__desc_writer *w, const VkPipelineVertexInputS
   size_t m;
   for (const VkBaseInStructure *s = vi->pNext; s; s = s->pNext) {
     if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO_EXT)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
     div = (const void *)s;
   }
   m = msg_begin(w, 9);
@@ -218,7 +218,7 @@ static int put_rasterization(pcache__desc_writer *w,
       provoking = (const void *)s;
       break;
     default:
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
     }
   }
   bias = (dyn & DYN_DEPTH_BIAS_ENABLE) || rs->depthBiasEnable;
@@ -290,7 +290,7 @@ static int put_depth_stencil(pcache__desc_writer *w,
   int stencil = (dyn & DYN_STENCIL_TEST_ENABLE) || ds->stencilTestEnable;
   size_t m;
   if (ds->pNext)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(w, "pnext", pnext_stype(ds->pNext));
   m = msg_begin(w, 15);
   put_u32(w, 1, ds->flags);
   if (!(dyn & DYN_DEPTH_TEST_ENABLE))
@@ -321,13 +321,13 @@ static int put_color_blend(pcache__desc_writer *w, const VkPipelineColorBlendSta
   size_t m;
   for (const VkBaseInStructure *s = cb->pNext; s; s = s->pNext) {
     if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_COLOR_WRITE_CREATE_INFO_EXT)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
     cw = (const void *)s;
   }
   if (dyn & DYN_COLOR_WRITE_ENABLE)
     cw = NULL;
   if (cw && cw->attachmentCount != cb->attachmentCount)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(w, "bad_color_write", 0);
   m = msg_begin(w, 16);
   put_u32(w, 1, cb->flags);
   put_bool(w, 2, cb->logicOpEnable);
@@ -397,7 +397,7 @@ static void put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCr
 static int put_multisample(pcache__desc_writer *w, const VkPipelineMultisampleStateCreateInfo *ms) {
   size_t m;
   if (ms->pNext)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(w, "pnext", pnext_stype(ms->pNext));
   m = msg_begin(w, 14);
   put_u32(w, 1, ms->rasterizationSamples);
   put_bool(w, 2, ms->sampleShadingEnable);
@@ -440,13 +440,14 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
     case VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO:
       break;
     default:
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
     }
   }
   if (info->pDynamicState) {
     const VkPipelineDynamicStateCreateInfo *d = info->pDynamicState;
     if (d->pNext || d->dynamicStateCount > MAX_DYNAMIC)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(&w, d->pNext ? "pnext" : "too_many_dynamic_states",
+                             pnext_stype(d->pNext));
     for (uint32_t i = 0; i < d->dynamicStateCount; i++) {
       uint32_t v = d->pDynamicStates[i], j = n_dyn;
       dyn |= dyn_bit(d->pDynamicStates[i]);
@@ -464,18 +465,18 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
   }
   layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
   if (!layout)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
   if (info->renderPass) {
     rp = lookup->render_pass ? lookup->render_pass(lookup->ctx, info->renderPass) : NULL;
     if (!rp || subpass_usage(rp, info->subpass, &has_color, &has_depth))
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(&w, "unrecorded_render_pass", 0);
   } else if (rendering) {
     has_color = rendering->colorAttachmentCount > 0;
     has_depth = rendering->depthAttachmentFormat != VK_FORMAT_UNDEFINED ||
                 rendering->stencilAttachmentFormat != VK_FORMAT_UNDEFINED;
   }
   if (!rs)
-    return PCACHE_EUNHASHABLE;
+    return desc_unhashable(&w, "no_rasterization_state", 0);
   discard = !(dyn & DYN_RASTERIZER_DISCARD_ENABLE) && rs->rasterizerDiscardEnable;
 
   buf->size = 0;
@@ -514,7 +515,7 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
       const VkPipelineInputAssemblyStateCreateInfo *ia = info->pInputAssemblyState;
       size_t m;
       if (ia->pNext)
-        return PCACHE_EUNHASHABLE;
+        return desc_unhashable(&w, "pnext", pnext_stype(ia->pNext));
       /* The topology stays even when dynamic: its class still matters. */
       m = msg_begin(&w, 10);
       put_u32(&w, 1, ia->topology);
@@ -529,7 +530,7 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
     size_t m;
     for (const VkBaseInStructure *s = ts->pNext; s; s = s->pNext) {
       if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO)
-        return PCACHE_EUNHASHABLE;
+        return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
       origin = (const void *)s;
     }
     m = msg_begin(&w, 11);
@@ -541,7 +542,7 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
   }
   if (!discard && info->pViewportState) {
     if (info->pViewportState->pNext)
-      return PCACHE_EUNHASHABLE;
+      return desc_unhashable(&w, "pnext", pnext_stype(info->pViewportState->pNext));
     put_viewport(&w, info->pViewportState, dyn);
   }
   r = put_rasterization(&w, rs, dyn);

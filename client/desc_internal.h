@@ -16,6 +16,7 @@
 #include <vulkan/vulkan.h>
 
 #include "desc.h"
+#include <pcache/pcache.h> /* PCACHE_EUNHASHABLE */
 
 /* ------------------------------------------------------------ the writer */
 
@@ -28,6 +29,21 @@ typedef struct pcache__desc_writer {
   pcache__desc_buf *buf;
   int err;
 } pcache__desc_writer;
+
+/* Records why the pipeline cannot be described (the first reason wins)
+ * and returns PCACHE_EUNHASHABLE. reason is a static string. */
+static inline int desc_unhashable(pcache__desc_writer *w, const char *reason, uint32_t stype) {
+  if (!w->buf->unhashable_reason) {
+    w->buf->unhashable_reason = reason;
+    w->buf->unhashable_stype = stype;
+  }
+  return PCACHE_EUNHASHABLE;
+}
+
+/* The sType of the first struct of a pNext chain, 0 for none. */
+static inline uint32_t pnext_stype(const void *chain) {
+  return chain ? (uint32_t)((const VkBaseInStructure *)chain)->sType : 0;
+}
 
 /* Grows the buffer for extra more bytes; the slow path of reserve.
  * Returns 0, or -1 with w->err set. */

@@ -72,7 +72,8 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
   r = pcache__build_describe(ld->pc, &b, &buf, &keys);
   if (r == PCACHE_EUNHASHABLE) {
     atomic_fetch_add(&ld->stats.unhashable, 1);
-    layer_stats_unhashable(&ld->stats, "unhashable", 0);
+    layer_stats_unhashable(&ld->stats, buf.unhashable_reason ? buf.unhashable_reason : "unknown",
+                           buf.unhashable_stype);
     vr = pass_through(ld, cache, app, p, allocator, ret_pipeline);
   } else if (r < 0) {
     atomic_fetch_add(&ld->stats.failed, 1);

@@ -334,6 +334,9 @@ static VkBaseInStructure unknown = {VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE
     pcache__desc_buf_init(&b_);                                                                    \
     if (fx_describe(p_, &w, &b_, &k_) != PCACHE_EUNHASHABLE)                                       \
       TEST_FAIL_("%s: unknown struct in %s not refused", fx_names[fixture], #member);              \
+    /* The reason names the struct, for the layer's report. */                                     \
+    ASSERT_TRUE(b_.unhashable_reason && !strcmp(b_.unhashable_reason, "pnext"));                   \
+    ASSERT_TRUE(b_.unhashable_stype == (uint32_t)unknown.sType);                                   \
     pcache__desc_buf_release(&b_);                                                                 \
     fx_free(p_);                                                                                   \
     n_unhashable++;                                                                                \
@@ -601,14 +604,21 @@ int main(void) {
     pcache__desc_buf b;
     pcache__desc_keys k;
     pcache__desc_buf_init(&b);
+#define REFUSED_FOR(why)                                                                           \
+  do {                                                                                             \
+    b.unhashable_reason = NULL;                                                                    \
+    ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);                                    \
+    ASSERT_TRUE(b.unhashable_reason && !strcmp(b.unhashable_reason, why));                         \
+  } while (0)
     p->stages[1].module = (VkShaderModule)0x4242;
-    ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);
+    REFUSED_FOR("unrecorded_shader_module");
     p->stages[1].module = w.fs;
     p->info.layout = (VkPipelineLayout)0x4242;
-    ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);
+    REFUSED_FOR("unrecorded_pipeline_layout");
     p->info.layout = w.layout;
     p->info.renderPass = (VkRenderPass)0x4242;
-    ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);
+    REFUSED_FOR("unrecorded_render_pass");
+#undef REFUSED_FOR
     p->info.renderPass = w.rp_color;
     p->info.subpass = 1; /* no such subpass */
     ASSERT_ERR(fx_describe(p, &w, &b, &k), PCACHE_EUNHASHABLE);

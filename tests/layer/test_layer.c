@@ -195,6 +195,9 @@ int main(void) {
   ASSERT_EQ(r.daemon_hits, 0);
   ASSERT_EQ(r.compiles, DISTINCT);
   ASSERT_EQ(r.uploaded, DISTINCT);
+  /* The unknown struct is named: the reason and its sType. */
+  ASSERT_EQ(strcmp(r.unhashable_reason, "pnext"), 0);
+  ASSERT_EQ(r.unhashable_stype, 1000999000u);
 
   /* 2. Same daemon: every distinct pipeline comes from it. */
   run_program();
