@@ -129,6 +129,7 @@ static int rate_allow(int level, uint64_t *ret_dropped) {
 }
 
 /* Formats, escapes and writes one line. */
+static void emit(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void emit(int level, const char *fmt, va_list ap) {
   char line[2048], text[2048];
   int n, t;

@@ -221,6 +221,7 @@ static int report_fd = -1;
 static MDB_env *child_env; /* closed before the child exits: that frees its reader slot */
 
 /* One line to the parent: progress ("walking X") or the verdict. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
   char buf[600];
   va_list ap;

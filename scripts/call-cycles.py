@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 
-DEFAULT_DIRS = ["common", "proto", "client", "daemon", "tools", "replay"]
+DEFAULT_DIRS = ["common", "proto", "client", "layer", "daemon", "tools", "replay"]
 
 
 def source_of(build, obj):
