@@ -360,9 +360,16 @@ static int put_color_blend(pcache__desc_writer *w, const VkPipelineColorBlendSta
   return 0;
 }
 
-static void put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCreateInfo *vp,
-                         uint32_t dyn) {
-  size_t m = msg_begin(w, 12);
+static int put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCreateInfo *vp,
+                        uint32_t dyn) {
+  const VkPipelineViewportDepthClipControlCreateInfoEXT *clip = NULL;
+  size_t m;
+  for (const VkBaseInStructure *s = vp->pNext; s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT)
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
+    clip = (const void *)s;
+  }
+  m = msg_begin(w, 12);
   if (!(dyn & DYN_VIEWPORT_WITH_COUNT))
     put_u32(w, 1, vp->viewportCount);
   if (!(dyn & DYN_SCISSOR_WITH_COUNT))
@@ -391,7 +398,10 @@ static void put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCr
       msg_end(w, n);
     }
   }
+  if (clip)
+    put_bool(w, 5, clip->negativeOneToOne);
   msg_end(w, m);
+  return 0;
 }
 
 static int put_multisample(pcache__desc_writer *w, const VkPipelineMultisampleStateCreateInfo *ms) {
@@ -541,9 +551,9 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
     msg_end(&w, m);
   }
   if (!discard && info->pViewportState) {
-    if (info->pViewportState->pNext)
-      return desc_unhashable(&w, "pnext", pnext_stype(info->pViewportState->pNext));
-    put_viewport(&w, info->pViewportState, dyn);
+    r = put_viewport(&w, info->pViewportState, dyn);
+    if (r < 0)
+      return r;
   }
   r = put_rasterization(&w, rs, dyn);
   if (r < 0)

@@ -175,6 +175,13 @@ int pcache__desc_decode_fixed_function(struct pcache__desc_arena *a,
                            {v->scissors[i]->width, v->scissors[i]->height}};
       vp->pScissors = ss;
     }
+    if (v->negative_one_to_one) {
+      VkPipelineViewportDepthClipControlCreateInfoEXT *clip;
+      ALLOC(a, clip, 1);
+      clip->sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT;
+      clip->negativeOneToOne = VK_TRUE;
+      vp->pNext = clip;
+    }
     g->pViewportState = vp;
   }
   if (m->rasterization && (r = decode_rasterization(a, m->rasterization, g)) < 0)

@@ -276,12 +276,13 @@ const char *const fx_names[FX_COUNT] = {
     "gfx_basic",     "gfx_depth_stencil", "gfx_dynamic_rendering", "gfx_dynamic_state",
     "gfx_blend",     "gfx_msaa",          "gfx_full",              "gfx_discard",
     "gfx_multiview", "gfx_rp2",           "compute_basic",         "compute_spec",
+    "gfx_depth_clip_control",
 };
 
 int fx_replayable(int i) {
-  /* gfx_full chains extension state lavapipe need not have enabled;
-   * compute_spec asks for a subgroup size. */
-  return i != 6 && i != 11;
+  /* gfx_full and gfx_depth_clip_control chain extension state lavapipe
+   * need not have enabled; compute_spec asks for a subgroup size. */
+  return i != 6 && i != 11 && i != 12;
 }
 
 static void fill_base(fx_pipeline *p, const fx_world *w) {
@@ -402,7 +403,7 @@ static void add_dyn(fx_pipeline *p, VkDynamicState s) {
 }
 
 static void fill(fx_pipeline *p, const fx_world *w, int i) {
-  if (i >= 10) {
+  if (i == 10 || i == 11) {
     fill_compute(p, w);
     if (i == 11) {
       p->spec_entries[1] = (VkSpecializationMapEntry){1, 4, 4};
@@ -590,6 +591,12 @@ static void fill(fx_pipeline *p, const fx_world *w, int i) {
     break;
   case 9: /* gfx_rp2 */
     p->info.renderPass = w->rp2_color;
+    break;
+  case 12: /* gfx_depth_clip_control: OpenGL's depth range, as Zink asks */
+    p->vp_clip = (VkPipelineViewportDepthClipControlCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT,
+        .negativeOneToOne = VK_TRUE};
+    p->vp.pNext = &p->vp_clip;
     break;
   }
 }

@@ -62,6 +62,7 @@ typedef struct fx_pipeline {
   VkPipelineTessellationStateCreateInfo ts;
   VkPipelineTessellationDomainOriginStateCreateInfo ts_origin;
   VkPipelineViewportStateCreateInfo vp;
+  VkPipelineViewportDepthClipControlCreateInfoEXT vp_clip;
   VkViewport viewports[1];
   VkRect2D scissors[1];
   VkPipelineRasterizationStateCreateInfo rs;
@@ -85,7 +86,7 @@ typedef struct fx_pipeline {
   VkPipelineCreationFeedback feedback_pipeline, feedback_stages[4];
 } fx_pipeline;
 
-#define FX_COUNT 12
+#define FX_COUNT 13
 extern const char *const fx_names[FX_COUNT];
 /* Whether lavapipe can build fixture i as it is. */
 int fx_replayable(int i);
