@@ -17,19 +17,20 @@ BUILD=${PCACHE_GPU_BUILD_DIR:-$SRC/build-gpu}
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPCACHE_BUILD_TESTS=OFF \
   -DPCACHE_BUILD_EXAMPLES=ON -DPCACHE_BUILD_BENCH=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target pcached pcachectl pcache-demo bench_warm \
-  bench_delivery bench_ingest bench_tiers bench_desc bench_merge >/dev/null
+  bench_delivery bench_ingest bench_tiers bench_desc bench_merge VkLayer_pcache >/dev/null
 
 rm -rf "$OUT"
-mkdir -p "$OUT/daemon" "$OUT/bench" "$OUT/tools" "$OUT/examples" "$OUT/lib" "$OUT/debs"
+mkdir -p "$OUT/daemon" "$OUT/bench" "$OUT/tools" "$OUT/examples" "$OUT/lib" "$OUT/debs" "$OUT/layer"
 cp "$BUILD/daemon/pcached" "$OUT/daemon/"
 cp "$BUILD/tools/pcachectl" "$OUT/tools/"
 cp "$BUILD/examples/pcache-demo" "$OUT/examples/"
 cp "$BUILD"/bench/bench_{warm,delivery,ingest,tiers,desc,merge} "$OUT/bench/"
-strip "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/*
+cp "$BUILD/layer/libVkLayer_pcache.so" "$OUT/layer/"
+strip "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/* "$OUT"/layer/*
 
 # Every library ldd resolves outside glibc and the Vulkan loader (which
 # comes from the packages below, as the device README prescribes).
-ldd "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/* |
+ldd "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/* "$OUT"/layer/* |
   awk '/=> \// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libvulkan)\.so' |
   while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
@@ -42,5 +43,5 @@ apt-get $o update >/dev/null
 (cd "$OUT/debs" && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 \
   libgles2 >/dev/null 2>&1)
 rm -rf "$lists"
-cp "$SRC/bench/gpu-run.sh" "$OUT/"
+cp "$SRC/bench/gpu-run.sh" "$SRC/layer/VkLayer_pcache.json.in" "$OUT/"
 du -sh "$OUT"
