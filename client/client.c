@@ -12,18 +12,11 @@
 #include "client/abi.h"
 #include "client/client.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/paths.h"
 
 #define DEFAULT_TIMEOUT_MS 50u
 #define RECONNECT_INTERVAL_MS 1000u
-
-uint64_t pcache__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t pcache__now_ms(void) { return pcache__now_ns() / 1000000u; }
 
 static uint32_t env_timeout_ms(void) {
   const char *v = getenv("PCACHE_TIMEOUT_MS");
@@ -59,7 +52,7 @@ static char *program_name(void) {
 static void drop_transport_locked(pcache_client *client) {
   pcache__transport_close(client->transport);
   client->transport = NULL;
-  client->last_attempt_ms = pcache__now_ms();
+  client->last_attempt_ms = pcache__mono_ms();
   client->attempted = 1;
   atomic_store(&client->connected, 0);
 }
@@ -70,7 +63,7 @@ static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
   int r;
   if (client->transport)
     return 0;
-  if (client->attempted && pcache__now_ms() - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
+  if (client->attempted && pcache__mono_ms() - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
     return PCACHE_EUNAVAILABLE;
   r = pcache__transport_open(client->socket_path, client->app_name, timeout_ms, &client->transport,
                              NULL);
@@ -90,7 +83,7 @@ static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
 
 int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
                         uint32_t timeout_ms, pcache__reply *ret_reply) {
-  uint64_t start = pcache__now_ms(), spent;
+  uint64_t start = pcache__mono_ms(), spent;
   struct timespec deadline;
   int r;
   if (!client || client->disabled || !client->socket_path)
@@ -108,17 +101,17 @@ int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
   r = pthread_mutex_timedlock(&client->lock, &deadline);
   if (r != 0)
     return r == ETIMEDOUT ? -ETIMEDOUT : -r;
-  spent = pcache__now_ms() - start;
+  spent = pcache__mono_ms() - start;
   if (spent >= timeout_ms) {
     r = -ETIMEDOUT;
     goto out_unlock;
   }
   timeout_ms -= (uint32_t)spent;
-  start = pcache__now_ms();
+  start = pcache__mono_ms();
   r = connect_locked(client, timeout_ms);
   if (r < 0)
     goto out_unlock;
-  spent = pcache__now_ms() - start;
+  spent = pcache__mono_ms() - start;
   if (spent >= timeout_ms) {
     r = -ETIMEDOUT;
     goto out_unlock; /* connected, just out of time: keep the connection */

@@ -28,10 +28,6 @@ struct pcache_client {
   atomic_int connected;
 };
 
-/* Monotonic clock. */
-uint64_t pcache__now_ms(void);
-uint64_t pcache__now_ns(void);
-
 /*
  * pcache__client_call - one request/reply exchange within timeout_ms,
  * connecting first if needed and allowed (at most once a second). Returns

@@ -10,6 +10,7 @@
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 
 typedef struct pipeline_request {
   uint32_t kind; /* Pcachepb__EntryKind */
@@ -222,9 +223,9 @@ static VkResult compile(pcache_device *d, const pipeline_request *req,
 
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
-  start = pcache__now_ns();
+  start = pcache__mono_ns();
   vr = create_pipeline(d, req, fresh, &pipeline);
-  compile_ns = pcache__now_ns() - start;
+  compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
   atomic_fetch_add(&d->stats.compiles, 1);

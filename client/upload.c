@@ -11,6 +11,7 @@
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 
 #define QUEUE_MAX 4096u
 /* Small enough that a Put fits the client's timeout on a local socket. */
@@ -189,10 +190,10 @@ static void prefetch_rest(pcache_device *d) {
       d->prefetch_pending = 0; /* misses ask the daemon one by one instead */
       break;
     }
-    retry_at = pcache__now_ms() + PREFETCH_RETRY_MS;
-    while (!d->upload_stop && pcache__now_ms() < retry_at) {
+    retry_at = pcache__mono_ms() + PREFETCH_RETRY_MS;
+    while (!d->upload_stop && pcache__mono_ms() < retry_at) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__now_ms());
+      deadline_after(&ts, retry_at - pcache__mono_ms());
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
     }
   }
@@ -255,9 +256,9 @@ static void *upload_main(void *arg) {
     }
     if (d->retry_now) {
       d->retry_now = 0; /* a flush is waiting: one try at once */
-    } else if (retry_at > pcache__now_ms()) {
+    } else if (retry_at > pcache__mono_ms()) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__now_ms());
+      deadline_after(&ts, retry_at - pcache__mono_ms());
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
       continue;
     }
@@ -299,7 +300,7 @@ static void *upload_main(void *arg) {
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
         backoff = BACKOFF_MAX_MS;
-      retry_at = pcache__now_ms() + backoff;
+      retry_at = pcache__mono_ms() + backoff;
       pthread_cond_broadcast(&d->flush_cond);
       continue;
     }
