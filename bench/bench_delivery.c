@@ -25,6 +25,7 @@
 
 #include "bench_entry.h"
 #include "bench_util.h"
+#include "common/clock.h"
 
 typedef struct options {
   const char *socket_path;
@@ -110,11 +111,10 @@ static void *get_main(void *arg) {
     req.body_case = PCACHEPB__REQUEST__BODY_GET;
     req.get = &get;
     t0 = bench_now_ns();
-    r = pcache__transport_call(t, &req, 5000, &reply);
-    if (r == 0 && (reply.response->status != 0 ||
-                   reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET ||
-                   reply.response->get->n_blobs != 1))
-      r = reply.response->status ? reply.response->status : PCACHE_ENOT_FOUND;
+    r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 5000,
+                              &reply);
+    if (r == 0 && reply.response->get->n_blobs != 1)
+      r = PCACHE_ENOT_FOUND;
     pcache__reply_release(&reply);
     w->lat[k] = bench_now_ns() - t0;
     if (r < 0) {
@@ -178,13 +178,12 @@ static void bench_prefetch(void) {
     pf.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
     req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     req.prefetch = &pf;
-    r = pcache__transport_call(t, &req, 60000, &reply);
+    r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_PREFETCH, pcache__mono_ms() + 60000,
+                              &reply);
     call_ns = bench_now_ns() - t0;
     if (r < 0)
-      bench_die("prefetch: %s", pcache_strerror(r));
-    if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PREFETCH)
-      bench_die("prefetch: daemon said %d (%s)", reply.response->status,
-                reply.response->message ? reply.response->message : "");
+      bench_die("prefetch: %s (%s)", pcache_strerror(r),
+                reply.response ? reply.response->message : "no reply");
     gr = reply.response->prefetch;
     got = gr->n_blobs;
     bytes = 0;
@@ -253,11 +252,11 @@ static void bench_get_all(void) {
       get.state_hashes = hb;
       req.body_case = PCACHEPB__REQUEST__BODY_GET;
       req.get = &get;
-      r = pcache__transport_call(t, &req, 60000, &reply);
+      r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 60000,
+                                &reply);
       if (r < 0)
-        bench_die("get all: %s", pcache_strerror(r));
-      if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET)
-        bench_die("get all: daemon said %d", reply.response->status);
+        bench_die("get all: %s (%s)", pcache_strerror(r),
+                  reply.response ? reply.response->message : "no reply");
       gr = reply.response->get;
       for (size_t i = 0; i < gr->n_blobs; i++) {
         const Pcachepb__Blob *b = gr->blobs[i];

@@ -135,6 +135,7 @@ static int fetch_from_daemon(pcache_device *d, const pcache__hash *state_hash) {
   Pcachepb__Get get = PCACHEPB__GET__INIT;
   ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
   pcache__reply reply = {0};
+  const Pcachepb__GetReply *got;
   int merged = 0;
   get.device_key.data = d->key.bytes;
   get.device_key.len = PCACHE_DEVKEY_SIZE;
@@ -144,8 +145,8 @@ static int fetch_from_daemon(pcache_device *d, const pcache__hash *state_hash) {
   request.get = &get;
   if (pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET, d->client->timeout_ms,
                          &reply) != 0)
-    return 0;
-  const Pcachepb__GetReply *got = reply.response->get;
+    goto out;
+  got = reply.response->get;
   for (size_t i = 0; i < got->n_blobs && !merged; i++) {
     const Pcachepb__Blob *b = got->blobs[i];
     const uint8_t *bytes;
@@ -167,6 +168,7 @@ static int fetch_from_daemon(pcache_device *d, const pcache__hash *state_hash) {
     item.reason = reason;
     pcache__blob_report(d, items, 1);
   }
+out:
   pcache__reply_release(&reply);
   return merged;
 }

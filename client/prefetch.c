@@ -65,7 +65,7 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   if (ret_call_ns)
     *ret_call_ns = pcache__mono_ns() - start;
   if (r != 0)
-    return r;
+    goto out;
   got = reply.response->prefetch;
   if (offset == 0 && got->snapshot && atomic_load(&device->stats.snapshot_loaded) == 0)
     pcache__snapshot_load(device, &reply, got);

@@ -117,11 +117,11 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n, pcache_
 
   /* The client's timeout, like every call: pcache_device_destroy joins
    * this thread and must not wait longer than that for a stuck daemon. */
-  r = pcache__client_call(d->client, &request, d->client->timeout_ms, &reply);
-  if (r < 0)
-    goto out;
-  if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PUT) {
-    r = 0; /* refused as a whole (limits, malformed): retrying would not help */
+  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_PUT, d->client->timeout_ms,
+                         &reply);
+  if (r < 0) {
+    if (reply.response)
+      r = 0; /* refused as a whole (limits, malformed): retrying would not help */
     goto out_release;
   }
   i = 0;
@@ -227,7 +227,7 @@ static void *upload_main(void *arg) {
   uint64_t backoff = 0, retry_at = 0;
   /* Destroy must not wait out a long call (a background prefetch page has
    * ten times the timeout): pcache__upload_stop cancels it. */
-  pcache__transport_set_cancel_fd(d->cancel_fd);
+  pcache__rpc_set_cancel_fd(d->cancel_fd);
   pthread_mutex_lock(&d->upload_lock);
   while (!d->upload_stop) {
     pcache__upload *batch, *retry = NULL, *last;

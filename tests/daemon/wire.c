@@ -6,13 +6,11 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
 #include "common/blob.h"
-#include "proto/frame.h"
+#include "common/clock.h"
 #include "test.h"
 
 int wire_send_raw(int fd, const void *data, size_t size) {
@@ -31,88 +29,22 @@ int wire_send_raw(int fd, const void *data, size_t size) {
 }
 
 int wire_send(int fd, const Pcachepb__Request *req) {
-  uint8_t *buf;
-  size_t size;
-  int r = pcache__request_encode(req, UINT32_MAX, &buf, &size);
-  if (r < 0)
-    return r;
-  r = wire_send_raw(fd, buf, size);
-  pcache__free(buf);
-  return r;
-}
-
-/* Reads exactly size bytes, collecting a passed fd if one comes. */
-static int read_full(int fd, void *data, size_t size, int *ret_fd) {
-  uint8_t *p = data;
-  while (size) {
-    union {
-      char buf[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {p, size};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                         .msg_controllen = sizeof ctl.buf};
-    ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (n == 0)
-      return -EPIPE;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
-        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
-    p += n;
-    size -= (size_t)n;
-  }
-  return 0;
+  return pcache__rpc_send(fd, req, UINT32_MAX, pcache__mono_ms() + WIRE_TIMEOUT_MS);
 }
 
 int wire_recv(int fd, wire_reply *ret) {
-  uint8_t hdr[4], *body;
-  uint32_t len;
-  int r, passed = -1;
-  memset(ret, 0, sizeof *ret);
-  ret->fd = -1;
-  if ((r = read_full(fd, hdr, 4, &passed)) < 0)
-    return r;
-  len = pcache__le32(hdr);
-  body = malloc(len ? len : 1);
-  if ((r = read_full(fd, body, len, &passed)) < 0) {
-    free(body);
-    return r;
-  }
-  r = pcache__response_decode(body, len, &ret->resp);
-  free(body);
-  if (r < 0)
-    return r;
-  if (ret->resp->body_case == PCACHEPB__RESPONSE__BODY_BULK) {
-    Pcachepb__Bulk *b = ret->resp->bulk;
-    Pcachepb__Response *inner;
-    ASSERT_TRUE(passed >= 0);
-    ret->fd = passed;
-    ret->seals = fcntl(passed, F_GET_SEALS);
-    ret->map_size = b->size;
-    ret->map = mmap(NULL, b->size, PROT_READ, MAP_PRIVATE, passed, 0);
-    ASSERT_TRUE(ret->map != MAP_FAILED);
-    ASSERT_TRUE(b->response_offset + b->response_size <= b->size);
-    r = pcache__response_decode(ret->map + b->response_offset, b->response_size, &inner);
-    ASSERT_OK(r);
-    pcache__response_free(ret->resp);
-    ret->resp = inner;
-  } else if (passed >= 0) {
-    close(passed);
-  }
-  return 0;
+  int r = pcache__rpc_recv(fd, PCACHEPB__RESPONSE__BODY__NOT_SET, UINT32_MAX,
+                           pcache__mono_ms() + WIRE_TIMEOUT_MS, &ret->reply);
+  ret->resp = ret->reply.response;
+  ret->fd = ret->reply.bulk ? ret->reply.memfd : -1;
+  ret->seals = ret->fd >= 0 ? fcntl(ret->fd, F_GET_SEALS) : 0;
+  ret->map = ret->reply.bulk;
+  ret->map_size = ret->reply.bulk_size;
+  return ret->resp ? 0 : r; /* a refusal is for the test to check */
 }
 
 void wire_reply_free(wire_reply *r) {
-  pcache__response_free(r->resp);
-  if (r->map)
-    munmap(r->map, r->map_size);
-  if (r->fd >= 0)
-    close(r->fd);
+  pcache__reply_release(&r->reply);
   memset(r, 0, sizeof *r);
   r->fd = -1;
 }
@@ -123,22 +55,8 @@ void wire_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
 }
 
 int wire_open(const test_env *env, const char *app) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Hello h = PCACHEPB__HELLO__INIT;
-  wire_reply rep;
-  int fd = test_raw_connect(env);
+  int fd = test_open(env, app, WIRE_TIMEOUT_MS);
   ASSERT_GE(fd, 0);
-  h.protocol_version = PCACHE_PROTOCOL_VERSION;
-  h.app = (char *)app;
-  h.pid = (uint32_t)getpid();
-  h.client_version = (char *)"test";
-  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
-  req.hello = &h;
-  wire_call(fd, &req, &rep);
-  ASSERT_EQ(rep.resp->status, 0);
-  ASSERT_EQ(rep.resp->body_case, PCACHEPB__RESPONSE__BODY_HELLO);
-  ASSERT_EQ(rep.resp->hello->protocol_version, PCACHE_PROTOCOL_VERSION);
-  wire_reply_free(&rep);
   return fd;
 }
 
@@ -283,13 +201,10 @@ void wire_stats(int fd, wire_reply *ret) {
 }
 
 const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size) {
-  if (b->blob.len || !r->map) {
-    *ret_size = b->blob.len;
-    return b->blob.data;
-  }
-  ASSERT_TRUE(b->blob_offset + b->blob_size <= r->map_size);
-  *ret_size = b->blob_size;
-  return r->map + b->blob_offset;
+  const uint8_t *p =
+      pcache__reply_bytes(&r->reply, b->blob, b->blob_offset, b->blob_size, ret_size);
+  ASSERT_TRUE(p || !r->map); /* a range outside the memfd */
+  return p;
 }
 
 static test_env *guarded;

@@ -1,6 +1,7 @@
-/* Raw protocol for the daemon tests: frames over a Unix socket, bulk
- * replies through the memfd, and makers of valid blobs and descriptions.
- * Deliberately independent of libpcache. */
+/* The protocol for the daemon tests: requests through the wire layer's RPC
+ * helper (proto/rpc.h), raw bytes for the tests that send malformed frames
+ * on purpose, and makers of valid blobs and descriptions. Deliberately
+ * independent of libpcache. */
 #ifndef PCACHE_TESTS_WIRE_H
 #define PCACHE_TESTS_WIRE_H
 
@@ -10,22 +11,30 @@
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "harness.h"
-#include "proto/pcache.pb-c.h"
+#include "proto/rpc.h"
 
+/* A reply as the tests read it: views of what reply holds. */
 typedef struct wire_reply {
+  pcache__reply reply;
   Pcachepb__Response *resp;
-  int fd;          /* the memfd of a bulk reply, else -1 */
-  int seals;       /* F_GET_SEALS of fd */
-  uint8_t *map;    /* fd mapped read-only */
+  int fd;             /* the memfd of a bulk reply, else -1 */
+  int seals;          /* F_GET_SEALS of fd */
+  const uint8_t *map; /* fd mapped read-only */
   size_t map_size;
 } wire_reply;
 
-/* Sends one request frame; 0 or -errno. */
+/* Longer than any call of a passing test takes, even under sanitizers: a
+ * daemon that stalls fails the test at the call, with its log (wire_guard). */
+#define WIRE_TIMEOUT_MS 60000u
+
+/* Sends one request frame, of any size (the daemon's limit is under test);
+ * 0 or a negative code. */
 int wire_send(int fd, const Pcachepb__Request *req);
 /* Writes raw bytes; 0 or -errno. */
 int wire_send_raw(int fd, const void *data, size_t size);
-/* Reads one response, resolving a bulk reply (blobs then point into map).
- * Returns 0, -errno, or -EPIPE at end of stream. */
+/* Reads one response, whatever its status and body, resolving a bulk reply
+ * (blobs then point into map). Returns 0 or pcache__rpc's failure of the
+ * exchange: -EPIPE or -ECONNRESET at end of stream. */
 int wire_recv(int fd, wire_reply *ret);
 void wire_reply_free(wire_reply *r);
 /* send + recv; aborts the test on transport failure. */

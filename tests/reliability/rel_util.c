@@ -138,30 +138,6 @@ int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
   return wire_recv(fd, ret);
 }
 
-int rel_open(const test_env *env, const char *app) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Hello h = PCACHEPB__HELLO__INIT;
-  wire_reply rep;
-  int fd = test_raw_connect(env), r;
-  if (fd < 0)
-    return fd;
-  h.protocol_version = PCACHE_PROTOCOL_VERSION;
-  h.app = (char *)app;
-  h.pid = (uint32_t)getpid();
-  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
-  req.hello = &h;
-  r = rel_call(fd, &req, &rep);
-  if (r == 0) {
-    r = rep.resp->status;
-    wire_reply_free(&rep);
-  }
-  if (r < 0) {
-    close(fd);
-    return r;
-  }
-  return fd;
-}
-
 int rel_put(int fd, const pcache__devkey *key, wire_item *items, size_t n) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;

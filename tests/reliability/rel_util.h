@@ -54,8 +54,6 @@ void rel_figure(const char *name, const char *fmt, ...) __attribute__((format(pr
 
 /* Makes a valid item (wire_item_make under a lock: it shares buffers). */
 void rel_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size);
-/* Connects and says Hello; returns the fd or a negative code. */
-int rel_open(const test_env *env, const char *app);
 /* Sends req and reads the reply; 0 or a negative transport code (the
  * reply's own status is in ret->resp). */
 int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret);

@@ -35,7 +35,7 @@ static atomic_uint_fast64_t puts_sent;
 static size_t blob_size_for(uint64_t salt) { return 64 + (salt * 2654435761u) % 8000; }
 
 static void *client(void *arg) {
-  int fd = rel_open(&env, "crash");
+  int fd = test_open(&env, "crash", WIRE_TIMEOUT_MS);
   (void)arg;
   while (fd >= 0 && !atomic_load(&stop)) {
     /* 1 to 4 items per Put: group commits mix requests of all sizes. */

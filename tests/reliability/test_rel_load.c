@@ -178,7 +178,7 @@ static void simple(int fd, int op) {
 
 static void *run(void *arg) {
   client *c = arg;
-  int fd = rel_open(&env, "load");
+  int fd = test_open(&env, "load", WIRE_TIMEOUT_MS);
   if (fd < 0) {
     fail("connect", fd);
     return NULL;
