@@ -2,7 +2,8 @@
  * pipeline's description needs. Each calls the driver, then records what
  * the object was made from in the device's object map; an object whose
  * description fails (unhashable, out of memory) still works and is simply
- * not recorded. */
+ * not recorded. The shader module's is written out (it also keeps the
+ * code); the others are one macro each over their types. */
 #include "client/device.h"
 
 PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,
@@ -32,148 +33,80 @@ PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,
   return VK_SUCCESS;
 }
 
-PCACHE_API void pcache_destroy_shader_module(pcache_device *device, VkShaderModule module,
-                                             const VkAllocationCallbacks *allocator) {
-  if (!device || module == VK_NULL_HANDLE)
-    return;
-  pcache__objmap_remove(device->objects, PCACHE_OBJ_SHADER, PCACHE_HANDLE_U64(module));
-  device->DestroyShaderModule(device->vk_device, module, allocator);
-}
+/* The describers, as CREATE_WRAPPER calls them. Set and pipeline layouts
+ * name other objects, which they read from the object map under its read
+ * side; render passes and samplers stand alone. */
+#define DESCRIBE_WITH_LOOKUP(describe, Info)                                                       \
+  static int describe##_of(pcache_device *device, const Info *info,                                \
+                           pcache__desc_object **ret_desc) {                                       \
+    void *token = pcache__objmap_read_begin(device->objects);                                      \
+    int r = describe(info, &device->lookup, ret_desc);                                             \
+    pcache__objmap_read_end(token);                                                                \
+    return r;                                                                                      \
+  }
+#define DESCRIBE_ALONE(describe, Info)                                                             \
+  static int describe##_of(pcache_device *device, const Info *info,                                \
+                           pcache__desc_object **ret_desc) {                                       \
+    (void)device;                                                                                  \
+    return describe(info, ret_desc);                                                               \
+  }
+DESCRIBE_WITH_LOOKUP(pcache__desc_set_layout, VkDescriptorSetLayoutCreateInfo)
+DESCRIBE_WITH_LOOKUP(pcache__desc_pipeline_layout, VkPipelineLayoutCreateInfo)
+DESCRIBE_ALONE(pcache__desc_render_pass, VkRenderPassCreateInfo)
+DESCRIBE_ALONE(pcache__desc_render_pass2, VkRenderPassCreateInfo2)
+DESCRIBE_ALONE(pcache__desc_sampler, VkSamplerCreateInfo)
 
-PCACHE_API VkResult pcache_create_descriptor_set_layout(pcache_device *device,
-                                                        const VkDescriptorSetLayoutCreateInfo *info,
-                                                        const VkAllocationCallbacks *allocator,
-                                                        VkDescriptorSetLayout *ret_layout) {
-  pcache__desc_object *desc;
-  VkDescriptorSetLayout handle;
-  VkResult vr;
-  void *token;
-  int r;
-  if (!device || !info || !ret_layout)
-    return VK_ERROR_INITIALIZATION_FAILED;
-  vr = device->CreateDescriptorSetLayout(device->vk_device, info, allocator, &handle);
-  if (vr != VK_SUCCESS)
-    return vr;
-  token = pcache__objmap_read_begin(device->objects);
-  r = pcache__desc_set_layout(info, &device->lookup, &desc);
-  pcache__objmap_read_end(token);
-  if (r == 0)
-    pcache__objmap_put(device->objects, PCACHE_OBJ_SET_LAYOUT, PCACHE_HANDLE_U64(handle), desc,
-                       NULL);
-  *ret_layout = handle;
-  return VK_SUCCESS;
-}
+/* pcache_create_<name>: the driver's Create (VK_ERROR_EXTENSION_NOT_PRESENT
+ * when the device did not load it), then the description, recorded under
+ * kind when it succeeds. The same for every object but the shader module,
+ * over types that differ: hence a macro. */
+#define CREATE_WRAPPER(name, Info, Handle, Create, kind, describe)                                 \
+  PCACHE_API VkResult pcache_create_##name(pcache_device *device, const Info *info,                \
+                                           const VkAllocationCallbacks *allocator,                 \
+                                           Handle *ret_handle) {                                   \
+    pcache__desc_object *desc;                                                                     \
+    Handle handle;                                                                                 \
+    VkResult vr;                                                                                   \
+    if (!device || !info || !ret_handle)                                                           \
+      return VK_ERROR_INITIALIZATION_FAILED;                                                       \
+    if (!device->Create)                                                                           \
+      return VK_ERROR_EXTENSION_NOT_PRESENT;                                                       \
+    vr = device->Create(device->vk_device, info, allocator, &handle);                              \
+    if (vr != VK_SUCCESS)                                                                          \
+      return vr;                                                                                   \
+    if (describe(device, info, &desc) == 0)                                                        \
+      pcache__objmap_put(device->objects, kind, PCACHE_HANDLE_U64(handle), desc, NULL);            \
+    *ret_handle = handle;                                                                          \
+    return VK_SUCCESS;                                                                             \
+  }
 
-PCACHE_API void pcache_destroy_descriptor_set_layout(pcache_device *device,
-                                                     VkDescriptorSetLayout layout,
-                                                     const VkAllocationCallbacks *allocator) {
-  if (!device || layout == VK_NULL_HANDLE)
-    return;
-  pcache__objmap_remove(device->objects, PCACHE_OBJ_SET_LAYOUT, PCACHE_HANDLE_U64(layout));
-  device->DestroyDescriptorSetLayout(device->vk_device, layout, allocator);
-}
+/* pcache_destroy_<name>: forget the object, then the driver's Destroy. */
+#define DESTROY_WRAPPER(name, Handle, Destroy, kind)                                               \
+  PCACHE_API void pcache_destroy_##name(pcache_device *device, Handle object,                      \
+                                        const VkAllocationCallbacks *allocator) {                  \
+    if (!device || object == VK_NULL_HANDLE)                                                       \
+      return;                                                                                      \
+    pcache__objmap_remove(device->objects, kind, PCACHE_HANDLE_U64(object));                       \
+    device->Destroy(device->vk_device, object, allocator);                                         \
+  }
 
-PCACHE_API VkResult pcache_create_pipeline_layout(pcache_device *device,
-                                                  const VkPipelineLayoutCreateInfo *info,
-                                                  const VkAllocationCallbacks *allocator,
-                                                  VkPipelineLayout *ret_layout) {
-  pcache__desc_object *desc;
-  VkPipelineLayout handle;
-  VkResult vr;
-  void *token;
-  int r;
-  if (!device || !info || !ret_layout)
-    return VK_ERROR_INITIALIZATION_FAILED;
-  vr = device->CreatePipelineLayout(device->vk_device, info, allocator, &handle);
-  if (vr != VK_SUCCESS)
-    return vr;
-  token = pcache__objmap_read_begin(device->objects);
-  r = pcache__desc_pipeline_layout(info, &device->lookup, &desc);
-  pcache__objmap_read_end(token);
-  if (r == 0)
-    pcache__objmap_put(device->objects, PCACHE_OBJ_PIPELINE_LAYOUT, PCACHE_HANDLE_U64(handle), desc,
-                       NULL);
-  *ret_layout = handle;
-  return VK_SUCCESS;
-}
+/* clang-format off */
+CREATE_WRAPPER(descriptor_set_layout, VkDescriptorSetLayoutCreateInfo, VkDescriptorSetLayout,
+               CreateDescriptorSetLayout, PCACHE_OBJ_SET_LAYOUT, pcache__desc_set_layout_of)
+CREATE_WRAPPER(pipeline_layout, VkPipelineLayoutCreateInfo, VkPipelineLayout,
+               CreatePipelineLayout, PCACHE_OBJ_PIPELINE_LAYOUT, pcache__desc_pipeline_layout_of)
+CREATE_WRAPPER(render_pass, VkRenderPassCreateInfo, VkRenderPass,
+               CreateRenderPass, PCACHE_OBJ_RENDER_PASS, pcache__desc_render_pass_of)
+CREATE_WRAPPER(render_pass2, VkRenderPassCreateInfo2, VkRenderPass,
+               CreateRenderPass2, PCACHE_OBJ_RENDER_PASS, pcache__desc_render_pass2_of)
+CREATE_WRAPPER(sampler, VkSamplerCreateInfo, VkSampler,
+               CreateSampler, PCACHE_OBJ_SAMPLER, pcache__desc_sampler_of)
 
-PCACHE_API void pcache_destroy_pipeline_layout(pcache_device *device, VkPipelineLayout layout,
-                                               const VkAllocationCallbacks *allocator) {
-  if (!device || layout == VK_NULL_HANDLE)
-    return;
-  pcache__objmap_remove(device->objects, PCACHE_OBJ_PIPELINE_LAYOUT, PCACHE_HANDLE_U64(layout));
-  device->DestroyPipelineLayout(device->vk_device, layout, allocator);
-}
-
-PCACHE_API VkResult pcache_create_render_pass(pcache_device *device,
-                                              const VkRenderPassCreateInfo *info,
-                                              const VkAllocationCallbacks *allocator,
-                                              VkRenderPass *ret_render_pass) {
-  pcache__desc_object *desc;
-  VkRenderPass handle;
-  VkResult vr;
-  if (!device || !info || !ret_render_pass)
-    return VK_ERROR_INITIALIZATION_FAILED;
-  vr = device->CreateRenderPass(device->vk_device, info, allocator, &handle);
-  if (vr != VK_SUCCESS)
-    return vr;
-  if (pcache__desc_render_pass(info, &desc) == 0)
-    pcache__objmap_put(device->objects, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(handle), desc,
-                       NULL);
-  *ret_render_pass = handle;
-  return VK_SUCCESS;
-}
-
-PCACHE_API VkResult pcache_create_render_pass2(pcache_device *device,
-                                               const VkRenderPassCreateInfo2 *info,
-                                               const VkAllocationCallbacks *allocator,
-                                               VkRenderPass *ret_render_pass) {
-  pcache__desc_object *desc;
-  VkRenderPass handle;
-  VkResult vr;
-  if (!device || !info || !ret_render_pass)
-    return VK_ERROR_INITIALIZATION_FAILED;
-  if (!device->CreateRenderPass2)
-    return VK_ERROR_EXTENSION_NOT_PRESENT;
-  vr = device->CreateRenderPass2(device->vk_device, info, allocator, &handle);
-  if (vr != VK_SUCCESS)
-    return vr;
-  if (pcache__desc_render_pass2(info, &desc) == 0)
-    pcache__objmap_put(device->objects, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(handle), desc,
-                       NULL);
-  *ret_render_pass = handle;
-  return VK_SUCCESS;
-}
-
-PCACHE_API void pcache_destroy_render_pass(pcache_device *device, VkRenderPass render_pass,
-                                           const VkAllocationCallbacks *allocator) {
-  if (!device || render_pass == VK_NULL_HANDLE)
-    return;
-  pcache__objmap_remove(device->objects, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(render_pass));
-  device->DestroyRenderPass(device->vk_device, render_pass, allocator);
-}
-
-PCACHE_API VkResult pcache_create_sampler(pcache_device *device, const VkSamplerCreateInfo *info,
-                                          const VkAllocationCallbacks *allocator,
-                                          VkSampler *ret_sampler) {
-  pcache__desc_object *desc;
-  VkSampler handle;
-  VkResult vr;
-  if (!device || !info || !ret_sampler)
-    return VK_ERROR_INITIALIZATION_FAILED;
-  vr = device->CreateSampler(device->vk_device, info, allocator, &handle);
-  if (vr != VK_SUCCESS)
-    return vr;
-  if (pcache__desc_sampler(info, &desc) == 0)
-    pcache__objmap_put(device->objects, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(handle), desc, NULL);
-  *ret_sampler = handle;
-  return VK_SUCCESS;
-}
-
-PCACHE_API void pcache_destroy_sampler(pcache_device *device, VkSampler sampler,
-                                       const VkAllocationCallbacks *allocator) {
-  if (!device || sampler == VK_NULL_HANDLE)
-    return;
-  pcache__objmap_remove(device->objects, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(sampler));
-  device->DestroySampler(device->vk_device, sampler, allocator);
-}
+DESTROY_WRAPPER(shader_module, VkShaderModule, DestroyShaderModule, PCACHE_OBJ_SHADER)
+DESTROY_WRAPPER(descriptor_set_layout, VkDescriptorSetLayout, DestroyDescriptorSetLayout,
+                PCACHE_OBJ_SET_LAYOUT)
+DESTROY_WRAPPER(pipeline_layout, VkPipelineLayout, DestroyPipelineLayout,
+                PCACHE_OBJ_PIPELINE_LAYOUT)
+DESTROY_WRAPPER(render_pass, VkRenderPass, DestroyRenderPass, PCACHE_OBJ_RENDER_PASS)
+DESTROY_WRAPPER(sampler, VkSampler, DestroySampler, PCACHE_OBJ_SAMPLER)
+/* clang-format on */
