@@ -182,8 +182,7 @@ static void bench_prefetch(void) {
                               &reply);
     call_ns = bench_now_ns() - t0;
     if (r < 0)
-      bench_die("prefetch: %s (%s)", pcache_strerror(r),
-                reply.response ? reply.response->message : "no reply");
+      bench_die("prefetch: %s", pcache__reply_why(&reply, r));
     gr = reply.response->prefetch;
     got = gr->n_blobs;
     bytes = 0;
@@ -255,8 +254,7 @@ static void bench_get_all(void) {
       r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 60000,
                                 &reply);
       if (r < 0)
-        bench_die("get all: %s (%s)", pcache_strerror(r),
-                  reply.response ? reply.response->message : "no reply");
+        bench_die("get all: %s", pcache__reply_why(&reply, r));
       gr = reply.response->get;
       for (size_t i = 0; i < gr->n_blobs; i++) {
         const Pcachepb__Blob *b = gr->blobs[i];

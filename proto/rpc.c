@@ -250,6 +250,12 @@ int pcache__rpc(int fd, const Pcachepb__Request *request, Pcachepb__Response__Bo
   return r < 0 ? r : pcache__rpc_recv(fd, expect, max_frame, deadline_ms, ret_reply);
 }
 
+const char *pcache__reply_why(const pcache__reply *reply, int err) {
+  if (reply && reply->response && reply->response->message && *reply->response->message)
+    return reply->response->message;
+  return pcache_strerror(err);
+}
+
 void pcache__reply_release(pcache__reply *reply) {
   if (!reply)
     return;

@@ -59,6 +59,10 @@ int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_f
  */
 void pcache__rpc_set_cancel_fd(int fd);
 
+/* Why a call failed, for a person: the message of the daemon's refusal
+ * when it gave one, else pcache_strerror(err). */
+const char *pcache__reply_why(const pcache__reply *reply, int err);
+
 /* Frees the response, unmaps and closes the bulk memfd. Accepts a zeroed
  * reply; leaves it zeroed. */
 void pcache__reply_release(pcache__reply *reply);

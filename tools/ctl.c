@@ -139,11 +139,10 @@ int ctl_connect(ctl *c) {
   return EXIT_OK;
 }
 
-void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Response *response) {
+void ctl_print_refusal(const Pcachepb__Request *request, const pcache__reply *reply) {
+  int status = reply->response->status;
   log_error("pcached refused %s (%s): %s", pcache__request_kind_name(request),
-            pcache_err_name(response->status),
-            response->message && *response->message ? response->message
-                                                    : pcache_strerror(response->status));
+            pcache_err_name(status), pcache__reply_why(reply, status));
 }
 
 static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,
@@ -170,7 +169,7 @@ static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__Bo
     return EXIT_FAIL;
   }
   if (reply.response->status != 0)
-    ctl_print_refusal(request, reply.response);
+    ctl_print_refusal(request, &reply);
   else
     log_error("pcached sent an unexpected reply to %s", pcache__request_kind_name(request));
   pcache__reply_release(&reply);

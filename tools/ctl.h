@@ -102,7 +102,8 @@ int ctl_call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyC
              pcache__reply *ret_reply);
 int ctl_call_keep_refused(ctl *c, const Pcachepb__Request *request,
                           Pcachepb__Response__BodyCase expected, pcache__reply *ret_reply);
-void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Response *response);
+/* "pcached refused <kind> (<status>): <why>" for a reply with a status. */
+void ctl_print_refusal(const Pcachepb__Request *request, const pcache__reply *reply);
 
 /* ------------------------------------------------------------- printing */
 

@@ -110,7 +110,7 @@ static int cmd_import(ctl *c, int argc, char **argv) {
   /* A damaged archive is refused as a whole, yet what came before the
    * damage was kept: say both. */
   if (reply.response->status != 0)
-    ctl_print_refusal(&request, reply.response);
+    ctl_print_refusal(&request, &reply);
 
   if (c->json) {
     ctl_json j;

@@ -185,8 +185,7 @@ void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_
   r = pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PUT, pcache__mono_ms() + 5000,
                             &reply);
   if (r < 0)
-    TEST_FAIL_("put failed: %s (%s)", pcache_err_name(r),
-               reply.response ? reply.response->message : "no reply");
+    TEST_FAIL_("put failed: %s (%s)", pcache_err_name(r), pcache__reply_why(&reply, r));
   for (size_t i = 0; i < reply.response->put->n_results; i++)
     if (reply.response->put->results[i]->status != 0)
       TEST_FAIL_("put item %zu refused: %s (%s)", i,
