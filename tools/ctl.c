@@ -101,6 +101,8 @@ int ctl_parse(ctl *c, const ctl_command *cmd, int argc, char **argv, ctl_option_
     if (r < 0)
       return r;
   }
+  if (!cmd->takes_arguments && optind < argc)
+    return -ctl_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
   return 1;
 }
 

@@ -150,4 +150,5 @@ const ctl_command ctl_verb_import = {
             "anything was refused.\n",
     .options = NULL,
     .short_options = NULL,
+    .takes_arguments = 1,
 };
