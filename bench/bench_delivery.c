@@ -162,6 +162,23 @@ static void bench_get(unsigned clients) {
 
 /* -------------------------------------------------------------- prefetch */
 
+/* Reads every blob of a Get or Prefetch reply through its checksum, as the
+ * client's check does; adds their bytes to *io_bytes and returns how many
+ * failed. */
+static uint64_t check_blobs(const pcache__reply *reply, const Pcachepb__GetReply *gr,
+                            uint64_t *io_bytes) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < gr->n_blobs; i++) {
+    const Pcachepb__Blob *b = gr->blobs[i];
+    size_t size;
+    const uint8_t *p = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
+    if (!p || pcache__checksum64(p, size) != b->checksum)
+      bad++;
+    *io_bytes += size;
+  }
+  return bad;
+}
+
 static void bench_prefetch(void) {
   pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   double best = 0;
@@ -186,16 +203,7 @@ static void bench_prefetch(void) {
     gr = reply.response->prefetch;
     got = gr->n_blobs;
     bytes = 0;
-    for (size_t i = 0; i < gr->n_blobs; i++) {
-      const Pcachepb__Blob *b = gr->blobs[i];
-      size_t size;
-      const uint8_t *p =
-          pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-      /* The checksum reads every byte, as the client's check does. */
-      if (!p || pcache__checksum64(p, size) != b->checksum)
-        bad++;
-      bytes += size;
-    }
+    bad = check_blobs(&reply, gr, &bytes);
     pcache__reply_release(&reply);
     ns = bench_now_ns() - t0;
     if (bad)
@@ -256,15 +264,8 @@ static void bench_get_all(void) {
       if (r < 0)
         bench_die("get all: %s", pcache__reply_why(&reply, r));
       gr = reply.response->get;
-      for (size_t i = 0; i < gr->n_blobs; i++) {
-        const Pcachepb__Blob *b = gr->blobs[i];
-        size_t size;
-        const uint8_t *p =
-            pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-        if (!p || pcache__checksum64(p, size) != b->checksum)
-          bench_die("get all: a blob failed its checksum");
-        bytes += size;
-      }
+      if (check_blobs(&reply, gr, &bytes))
+        bench_die("get all: a blob failed its checksum");
       got += gr->n_blobs;
       pcache__reply_release(&reply);
     }
