@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -49,9 +50,32 @@ void wire_reply_free(wire_reply *r) {
   r->fd = -1;
 }
 
+int wire_try_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
+  int r = wire_send(fd, req);
+  if (r < 0)
+    return r;
+  return wire_recv(fd, ret);
+}
+
 void wire_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
-  ASSERT_OK(wire_send(fd, req));
-  ASSERT_OK(wire_recv(fd, ret));
+  ASSERT_OK(wire_try_call(fd, req, ret));
+}
+
+int wire_closed_with(int fd) {
+  wire_reply rep;
+  int status = 0, r;
+  struct pollfd p = {fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  r = wire_recv(fd, &rep);
+  if (r == 0) {
+    status = rep.resp->status;
+    wire_reply_free(&rep);
+    ASSERT_EQ(poll(&p, 1, 5000), 1);
+    r = wire_recv(fd, &rep);
+  }
+  ASSERT_TRUE(r == -EPIPE || r == -ECONNRESET);
+  close(fd);
+  return status;
 }
 
 int wire_open(const test_env *env, const char *app) {
@@ -152,23 +176,35 @@ void wire_item_free(wire_item *it) {
   free(it->item.desc.data);
 }
 
-void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
-  Pcachepb__PutItem **pi = calloc(n + 1, sizeof *pi);
+void wire_put_msg_init(wire_put_msg *m, const pcache__devkey *key, const char *name,
+                       wire_item *items, size_t n) {
+  pcachepb__request__init(&m->req);
+  pcachepb__put__init(&m->put);
+  pcachepb__device_info__init(&m->dev);
+  m->items = calloc(n + 1, sizeof *m->items);
+  ASSERT_TRUE(m->items != NULL);
   for (size_t i = 0; i < n; i++)
-    pi[i] = &items[i].item;
-  dev.key.data = (uint8_t *)key->bytes;
-  dev.key.len = PCACHE_DEVKEY_SIZE;
-  dev.name = (char *)"test device";
-  put.device = &dev;
-  put.items = pi;
-  put.n_items = n;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
-  wire_call(fd, &req, ret);
-  free(pi);
+    m->items[i] = &items[i].item;
+  m->dev.key.data = (uint8_t *)key->bytes;
+  m->dev.key.len = PCACHE_DEVKEY_SIZE;
+  m->dev.name = (char *)name;
+  m->put.device = &m->dev;
+  m->put.items = m->items;
+  m->put.n_items = n;
+  m->req.body_case = PCACHEPB__REQUEST__BODY_PUT;
+  m->req.put = &m->put;
+}
+
+void wire_put_msg_free(wire_put_msg *m) {
+  free(m->items);
+  m->items = NULL;
+}
+
+void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret) {
+  wire_put_msg m;
+  wire_put_msg_init(&m, key, "test device", items, n);
+  wire_call(fd, &m.req, ret);
+  wire_put_msg_free(&m);
 }
 
 void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
@@ -198,6 +234,15 @@ void wire_stats(int fd, wire_reply *ret) {
   wire_call(fd, &req, ret);
   ASSERT_EQ(ret->resp->status, 0);
   ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_STATS);
+}
+
+Pcachepb__StatsReply wire_stats_of(int fd) {
+  Pcachepb__StatsReply s;
+  wire_reply rep;
+  wire_stats(fd, &rep);
+  s = *rep.resp->stats;
+  wire_reply_free(&rep);
+  return s;
 }
 
 const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size) {
