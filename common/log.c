@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,7 +28,7 @@ int pcache_log_parse_level(const char *name) {
     return PCACHE_LOG_INFO;
   if (!strcmp(name, "debug"))
     return PCACHE_LOG_DEBUG;
-  return -1;
+  return -EINVAL;
 }
 
 size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp) {

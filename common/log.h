@@ -18,7 +18,7 @@ enum pcache_log_level {
 
 void pcache_log_set_level(int level);
 int pcache_log_get_level(void);
-/* "error", "warn", "info", "debug" -> level; -1 if unknown. */
+/* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
 int pcache_log_parse_level(const char *name);
 void pcache_log_set_ident(const char *ident);
 
