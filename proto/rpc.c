@@ -1,3 +1,7 @@
+/* The one RPC helper (rpc.h). Every send and receive is non-blocking
+ * (MSG_DONTWAIT) and waits in poll() up to the caller's deadline, so a
+ * daemon that stalls never holds the caller past it, whether the socket
+ * is blocking (the tests') or not (transport.c's). */
 #include "rpc.h"
 
 #include <errno.h>
