@@ -25,6 +25,7 @@
 
 #include "bench_entry.h"
 #include "bench_util.h"
+#include "common/clock.h"
 
 typedef struct options {
   const char *socket_path;
@@ -110,11 +111,10 @@ static void *get_main(void *arg) {
     req.body_case = PCACHEPB__REQUEST__BODY_GET;
     req.get = &get;
     t0 = bench_now_ns();
-    r = pcache__transport_call(t, &req, 5000, &reply);
-    if (r == 0 && (reply.response->status != 0 ||
-                   reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET ||
-                   reply.response->get->n_blobs != 1))
-      r = reply.response->status ? reply.response->status : PCACHE_ENOT_FOUND;
+    r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 5000,
+                              &reply);
+    if (r == 0 && reply.response->get->n_blobs != 1)
+      r = PCACHE_ENOT_FOUND;
     pcache__reply_release(&reply);
     w->lat[k] = bench_now_ns() - t0;
     if (r < 0) {
@@ -162,6 +162,23 @@ static void bench_get(unsigned clients) {
 
 /* -------------------------------------------------------------- prefetch */
 
+/* Reads every blob of a Get or Prefetch reply through its checksum, as the
+ * client's check does; adds their bytes to *io_bytes and returns how many
+ * failed. */
+static uint64_t check_blobs(const pcache__reply *reply, const Pcachepb__GetReply *gr,
+                            uint64_t *io_bytes) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < gr->n_blobs; i++) {
+    const Pcachepb__Blob *b = gr->blobs[i];
+    size_t size;
+    const uint8_t *p = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
+    if (!p || pcache__checksum64(p, size) != b->checksum)
+      bad++;
+    *io_bytes += size;
+  }
+  return bad;
+}
+
 static void bench_prefetch(void) {
   pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   double best = 0;
@@ -178,26 +195,15 @@ static void bench_prefetch(void) {
     pf.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
     req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     req.prefetch = &pf;
-    r = pcache__transport_call(t, &req, 60000, &reply);
+    r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_PREFETCH, pcache__mono_ms() + 60000,
+                              &reply);
     call_ns = bench_now_ns() - t0;
     if (r < 0)
-      bench_die("prefetch: %s", pcache_strerror(r));
-    if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PREFETCH)
-      bench_die("prefetch: daemon said %d (%s)", reply.response->status,
-                reply.response->message ? reply.response->message : "");
+      bench_die("prefetch: %s", pcache__reply_why(&reply, r));
     gr = reply.response->prefetch;
     got = gr->n_blobs;
     bytes = 0;
-    for (size_t i = 0; i < gr->n_blobs; i++) {
-      const Pcachepb__Blob *b = gr->blobs[i];
-      size_t size;
-      const uint8_t *p =
-          pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-      /* The checksum reads every byte, as the client's check does. */
-      if (!p || pcache__checksum64(p, size) != b->checksum)
-        bad++;
-      bytes += size;
-    }
+    bad = check_blobs(&reply, gr, &bytes);
     pcache__reply_release(&reply);
     ns = bench_now_ns() - t0;
     if (bad)
@@ -253,21 +259,13 @@ static void bench_get_all(void) {
       get.state_hashes = hb;
       req.body_case = PCACHEPB__REQUEST__BODY_GET;
       req.get = &get;
-      r = pcache__transport_call(t, &req, 60000, &reply);
+      r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 60000,
+                                &reply);
       if (r < 0)
-        bench_die("get all: %s", pcache_strerror(r));
-      if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_GET)
-        bench_die("get all: daemon said %d", reply.response->status);
+        bench_die("get all: %s", pcache__reply_why(&reply, r));
       gr = reply.response->get;
-      for (size_t i = 0; i < gr->n_blobs; i++) {
-        const Pcachepb__Blob *b = gr->blobs[i];
-        size_t size;
-        const uint8_t *p =
-            pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-        if (!p || pcache__checksum64(p, size) != b->checksum)
-          bench_die("get all: a blob failed its checksum");
-        bytes += size;
-      }
+      if (check_blobs(&reply, gr, &bytes))
+        bench_die("get all: a blob failed its checksum");
       got += gr->n_blobs;
       pcache__reply_release(&reply);
     }

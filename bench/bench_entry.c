@@ -8,6 +8,7 @@
 
 #include "bench_util.h"
 #include "common/blob.h"
+#include "common/clock.h"
 #include "common/paths.h"
 
 void bench_entry_devkey(pcache__devkey *ret_key) {
@@ -115,12 +116,8 @@ int bench_put(pcache__transport *t, const pcache__devkey *key, bench_put_item *i
   put.items = ptrs;
   req.body_case = PCACHEPB__REQUEST__BODY_PUT;
   req.put = &put;
-  r = pcache__transport_call(t, &req, timeout_ms, &reply);
-  if (r < 0)
-    return r;
-  r = reply.response->status;
-  if (r == 0 && reply.response->body_case != PCACHEPB__RESPONSE__BODY_PUT)
-    r = PCACHE_EPROTO;
+  r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_PUT, pcache__mono_ms() + timeout_ms,
+                            &reply);
   if (r == 0) {
     const Pcachepb__PutReply *pr = reply.response->put;
     for (size_t i = 0; i < pr->n_results && r == 0; i++)

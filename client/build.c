@@ -12,6 +12,7 @@
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 
 static const VkPipelineCreationFeedbackCreateInfo *find_feedback(const void *chain) {
   for (const VkBaseInStructure *s = chain; s; s = s->pNext)
@@ -109,9 +110,12 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
   get.n_state_hashes = 1;
   request.body_case = PCACHEPB__REQUEST__BODY_GET;
   request.get = &get;
-  if (!d->client || pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET,
-                                       d->client->timeout_ms, &reply) != 0)
+  if (!d->client)
     return 0;
+  /* Released in every case: a refusal keeps its Response (proto/rpc.h). */
+  if (pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET, d->client->timeout_ms,
+                         &reply) != 0)
+    goto out;
   const Pcachepb__GetReply *got = reply.response->get;
   for (size_t i = 0; i < got->n_blobs && !merged; i++) {
     const Pcachepb__Blob *blob = got->blobs[i];
@@ -141,6 +145,7 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
     item.reason = reason;
     pcache__blob_report(d, items, 1);
   }
+out:
   pcache__reply_release(&reply);
   return merged;
 }
@@ -197,9 +202,9 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
 
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
-  start = pcache__now_ns();
+  start = pcache__mono_ns();
   vr = create_pipeline(d, b, fresh, &pipeline);
-  compile_ns = pcache__now_ns() - start;
+  compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
   atomic_fetch_add(&d->stats.compiles, 1);

@@ -12,18 +12,11 @@
 #include "client/abi.h"
 #include "client/client.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/paths.h"
 
 #define DEFAULT_TIMEOUT_MS 50u
 #define RECONNECT_INTERVAL_MS 1000u
-
-uint64_t pcache__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t pcache__now_ms(void) { return pcache__now_ns() / 1000000u; }
 
 static uint32_t env_timeout_ms(void) {
   const char *v = getenv("PCACHE_TIMEOUT_MS");
@@ -59,21 +52,24 @@ static char *program_name(void) {
 static void drop_transport_locked(pcache_client *client) {
   pcache__transport_close(client->transport);
   client->transport = NULL;
-  client->last_attempt_ms = pcache__now_ms();
+  client->last_attempt_ms = pcache__mono_ms();
   client->attempted = 1;
   atomic_store(&client->connected, 0);
 }
 
 /* Under the lock. */
-static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
+static int connect_locked(pcache_client *client, uint64_t deadline_ms) {
   const Pcachepb__HelloReply *hello;
+  uint64_t now = pcache__mono_ms();
   int r;
   if (client->transport)
     return 0;
-  if (client->attempted && pcache__now_ms() - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
+  if (client->attempted && now - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
     return PCACHE_EUNAVAILABLE;
-  r = pcache__transport_open(client->socket_path, client->app_name, timeout_ms, &client->transport,
-                             NULL);
+  if (now >= deadline_ms)
+    return -ETIMEDOUT;
+  r = pcache__transport_open(client->socket_path, client->app_name, (uint32_t)(deadline_ms - now),
+                             &client->transport, NULL);
   if (r < 0) {
     client->transport = NULL;
     drop_transport_locked(client);
@@ -88,61 +84,42 @@ static int connect_locked(pcache_client *client, uint32_t timeout_ms) {
   return 0;
 }
 
-int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
-                        uint32_t timeout_ms, pcache__reply *ret_reply) {
-  uint64_t start = pcache__now_ms(), spent;
-  struct timespec deadline;
+int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
+                       Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
+                       pcache__reply *ret_reply) {
+  uint64_t deadline_ms = pcache__mono_ms() + timeout_ms;
+  struct timespec lock_deadline;
   int r;
+  *ret_reply = (pcache__reply){0};
   if (!client || client->disabled || !client->socket_path)
     return PCACHE_EDISABLED;
   /* Another thread's request holds the connection: wait for it no longer
    * than our own budget. (timedlock's realtime clock rather than
    * pthread_mutex_clocklock: sanitizers do not know the latter.) */
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += timeout_ms / 1000;
-  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
+  clock_gettime(CLOCK_REALTIME, &lock_deadline);
+  lock_deadline.tv_sec += timeout_ms / 1000;
+  lock_deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (lock_deadline.tv_nsec >= 1000000000L) {
+    lock_deadline.tv_sec++;
+    lock_deadline.tv_nsec -= 1000000000L;
   }
-  r = pthread_mutex_timedlock(&client->lock, &deadline);
+  r = pthread_mutex_timedlock(&client->lock, &lock_deadline);
   if (r != 0)
     return r == ETIMEDOUT ? -ETIMEDOUT : -r;
-  spent = pcache__now_ms() - start;
-  if (spent >= timeout_ms) {
-    r = -ETIMEDOUT;
-    goto out_unlock;
-  }
-  timeout_ms -= (uint32_t)spent;
-  start = pcache__now_ms();
-  r = connect_locked(client, timeout_ms);
+  r = connect_locked(client, deadline_ms);
   if (r < 0)
     goto out_unlock;
-  spent = pcache__now_ms() - start;
-  if (spent >= timeout_ms) {
+  if (pcache__mono_ms() >= deadline_ms) {
     r = -ETIMEDOUT;
     goto out_unlock; /* connected, just out of time: keep the connection */
   }
-  r = pcache__transport_call(client->transport, request, timeout_ms - (uint32_t)spent, ret_reply);
-  if (r < 0)
+  r = pcache__transport_rpc(client->transport, request, expect, deadline_ms, ret_reply);
+  if (r < 0 && !ret_reply->response)
     drop_transport_locked(client); /* a late reply would desync the stream */
   else
     atomic_store(&client->connected, 1);
 out_unlock:
   pthread_mutex_unlock(&client->lock);
-  return r;
-}
-
-int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
-                       Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
-                       pcache__reply *ret_reply) {
-  int r = pcache__client_call(client, request, timeout_ms, ret_reply);
-  if (r != 0)
-    return r;
-  if (ret_reply->response->status != 0 || ret_reply->response->body_case != expect) {
-    r = ret_reply->response->status < 0 ? ret_reply->response->status : PCACHE_EPROTO;
-    pcache__reply_release(ret_reply);
-  }
   return r;
 }
 
@@ -189,7 +166,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
    * failure only delays the next try. */
   if (!client->disabled && client->socket_path) {
     pthread_mutex_lock(&client->lock);
-    connect_locked(client, client->timeout_ms);
+    connect_locked(client, pcache__mono_ms() + client->timeout_ms);
     pthread_mutex_unlock(&client->lock);
   }
   *ret_client = client;

@@ -28,26 +28,16 @@ struct pcache_client {
   atomic_int connected;
 };
 
-/* Monotonic clock. */
-uint64_t pcache__now_ms(void);
-uint64_t pcache__now_ns(void);
-
 /*
- * pcache__client_call - one request/reply exchange within timeout_ms,
- * connecting first if needed and allowed (at most once a second). Returns
- * 0 with a reply whose status the caller checks, PCACHE_EDISABLED,
- * PCACHE_EUNAVAILABLE, -ETIMEDOUT, or a transport failure (the connection
- * is then closed and the client marked disconnected).
- */
-int pcache__client_call(pcache_client *client, const Pcachepb__Request *request,
-                        uint32_t timeout_ms, pcache__reply *ret_reply);
-
-/*
- * pcache__client_rpc - pcache__client_call, then the verdict: 0 when the
- * daemon answered status 0 with the body `expect` (the reply is the
- * caller's to release); otherwise the reply is released and the result is
- * the call's failure, the daemon's status (< 0), or PCACHE_EPROTO for a
- * reply with another body.
+ * pcache__client_rpc - one request and its reply within timeout_ms
+ * (pcache__rpc's verdict), connecting first if needed and allowed (at most
+ * once a second). Returns 0 when the daemon answered status 0 with the
+ * body `expect`; otherwise PCACHE_EDISABLED, PCACHE_EUNAVAILABLE,
+ * -ETIMEDOUT, or pcache__rpc's result: the daemon's refusal (its Response
+ * then in ret_reply->response) or a failure of the exchange (the
+ * connection is then closed and the client marked disconnected). As with
+ * pcache__rpc, *ret_reply is written in every case: release it in every
+ * case.
  */
 int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,

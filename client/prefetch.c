@@ -10,6 +10,7 @@
 #include "client/prefetch.h"
 #include "client/snapshot.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 
 int pcache__prefetch_known(const pcache_device *device, const pcache__hash *hash) {
   uint64_t k0, k1;
@@ -48,7 +49,7 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   pcache__reply reply = {0};
   page_work w = {0};
   const Pcachepb__GetReply *got;
-  uint64_t start = pcache__now_ns();
+  uint64_t start = pcache__mono_ns();
   size_t n, n_known = 0;
   int r;
 
@@ -62,9 +63,9 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   r = pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_PREFETCH, timeout_ms,
                          &reply);
   if (ret_call_ns)
-    *ret_call_ns = pcache__now_ns() - start;
+    *ret_call_ns = pcache__mono_ns() - start;
   if (r != 0)
-    return r;
+    goto out;
   got = reply.response->prefetch;
   if (offset == 0 && got->snapshot && atomic_load(&device->stats.snapshot_loaded) == 0)
     pcache__snapshot_load(device, &reply, got);

@@ -33,8 +33,9 @@ static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = &report;
   /* Best effort, as for blobs: an unreported snapshot is refused again. */
-  if (pcache__client_call(device->client, &request, device->client->timeout_ms, &reply) == 0)
-    pcache__reply_release(&reply);
+  pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_REPORT,
+                     device->client->timeout_ms, &reply);
+  pcache__reply_release(&reply);
 }
 
 void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
@@ -168,14 +169,15 @@ out_unlock:
   ps.n_state_hashes = u;
   request.body_case = PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT;
   request.put_snapshot = &ps;
-  r = pcache__client_call(d->client, &request, d->client->timeout_ms, &reply);
+  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT,
+                         d->client->timeout_ms, &reply);
+  if (r == 0)
+    atomic_fetch_add(&d->stats.snapshots_uploaded, 1);
+  else if (reply.response)
+    r = 0; /* refused (limits, an old daemon): trying again would not help */
+  pcache__reply_release(&reply);
   if (r < 0)
     goto out_dirty;
-  /* Refused (limits, an old daemon): trying again would not help. */
-  if (reply.response->status == 0 &&
-      reply.response->body_case == PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT)
-    atomic_fetch_add(&d->stats.snapshots_uploaded, 1);
-  pcache__reply_release(&reply);
   goto out;
 
 out_dirty:

@@ -11,6 +11,7 @@
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 
 #define QUEUE_MAX 4096u
 /* Small enough that a Put fits the client's timeout on a local socket. */
@@ -116,11 +117,11 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n, pcache_
 
   /* The client's timeout, like every call: pcache_device_destroy joins
    * this thread and must not wait longer than that for a stuck daemon. */
-  r = pcache__client_call(d->client, &request, d->client->timeout_ms, &reply);
-  if (r < 0)
-    goto out;
-  if (reply.response->status != 0 || reply.response->body_case != PCACHEPB__RESPONSE__BODY_PUT) {
-    r = 0; /* refused as a whole (limits, malformed): retrying would not help */
+  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_PUT, d->client->timeout_ms,
+                         &reply);
+  if (r < 0) {
+    if (reply.response)
+      r = 0; /* refused as a whole (limits, malformed): retrying would not help */
     goto out_release;
   }
   i = 0;
@@ -189,10 +190,10 @@ static void prefetch_rest(pcache_device *d) {
       d->prefetch_pending = 0; /* misses ask the daemon one by one instead */
       break;
     }
-    retry_at = pcache__now_ms() + PREFETCH_RETRY_MS;
-    while (!d->upload_stop && pcache__now_ms() < retry_at) {
+    retry_at = pcache__mono_ms() + PREFETCH_RETRY_MS;
+    while (!d->upload_stop && pcache__mono_ms() < retry_at) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__now_ms());
+      deadline_after(&ts, retry_at - pcache__mono_ms());
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
     }
   }
@@ -226,7 +227,7 @@ static void *upload_main(void *arg) {
   uint64_t backoff = 0, retry_at = 0;
   /* Destroy must not wait out a long call (a background prefetch page has
    * ten times the timeout): pcache__upload_stop cancels it. */
-  pcache__transport_set_cancel_fd(d->cancel_fd);
+  pcache__rpc_set_cancel_fd(d->cancel_fd);
   pthread_mutex_lock(&d->upload_lock);
   while (!d->upload_stop) {
     pcache__upload *batch, *retry = NULL, *last;
@@ -255,9 +256,9 @@ static void *upload_main(void *arg) {
     }
     if (d->retry_now) {
       d->retry_now = 0; /* a flush is waiting: one try at once */
-    } else if (retry_at > pcache__now_ms()) {
+    } else if (retry_at > pcache__mono_ms()) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__now_ms());
+      deadline_after(&ts, retry_at - pcache__mono_ms());
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
       continue;
     }
@@ -300,7 +301,7 @@ static void *upload_main(void *arg) {
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
         backoff = BACKOFF_MAX_MS;
-      retry_at = pcache__now_ms() + backoff;
+      retry_at = pcache__mono_ms() + backoff;
       pthread_cond_broadcast(&d->flush_cond);
       continue;
     }

@@ -8,8 +8,11 @@
 
 #include <stdint.h>
 
-/* CLOCK_MONOTONIC in microseconds: only differences mean anything. */
+/* CLOCK_MONOTONIC in nanoseconds, microseconds or milliseconds: only
+ * differences mean anything (and deadlines made of them). */
+uint64_t pcache__mono_ns(void);
 uint64_t pcache__mono_us(void);
+uint64_t pcache__mono_ms(void);
 /* CLOCK_REALTIME in microseconds since the Unix epoch. */
 uint64_t pcache__real_us(void);
 

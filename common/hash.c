@@ -24,6 +24,7 @@ void pcache__hex(const void *data, size_t size, char *out) {
   out[2 * size] = '\0';
 }
 
+/* The value of hex digit c, or -1 when it is none. */
 static int hex_value(char c) {
   if (c >= '0' && c <= '9')
     return c - '0';

@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,33 +28,46 @@ int pcache_log_parse_level(const char *name) {
     return PCACHE_LOG_INFO;
   if (!strcmp(name, "debug"))
     return PCACHE_LOG_DEBUG;
-  return -1;
+  return -EINVAL;
 }
 
-/* The length of the well-formed UTF-8 sequence at s (at most len bytes)
- * if it is printable, else 0: overlong forms, surrogates, C1 controls
- * (U+0080..U+009F, NEL among them) and the line and paragraph separators
- * U+2028/U+2029 are not. */
-static size_t printable_utf8(const unsigned char *s, size_t len) {
+size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp) {
   uint32_t cp;
-  size_t n;
+  size_t len;
+  if (s[0] < 0x80) {
+    *ret_cp = s[0];
+    return 1;
+  }
   if (s[0] >= 0xc2 && s[0] <= 0xdf)
-    n = 2, cp = s[0] & 0x1f;
+    len = 2, cp = s[0] & 0x1f;
   else if (s[0] >= 0xe0 && s[0] <= 0xef)
-    n = 3, cp = s[0] & 0x0f;
+    len = 3, cp = s[0] & 0x0f;
   else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-    n = 4, cp = s[0] & 0x07;
+    len = 4, cp = s[0] & 0x07;
   else
     return 0;
-  if (n > len)
+  if (len > n)
     return 0;
-  for (size_t i = 1; i < n; i++) {
+  for (size_t i = 1; i < len; i++) {
     if ((s[i] & 0xc0) != 0x80)
       return 0;
     cp = cp << 6 | (s[i] & 0x3f);
   }
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-      (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+      (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  *ret_cp = cp;
+  return len;
+}
+
+/* The length of the well-formed UTF-8 sequence at s (at most len bytes,
+ * s[0] >= 0x80) if it is printable, else 0: C1 controls (U+0080..U+009F,
+ * NEL among them) and the line and paragraph separators U+2028/U+2029 are
+ * not. */
+static size_t printable_utf8(const unsigned char *s, size_t len) {
+  uint32_t cp;
+  size_t n = pcache__utf8_decode(s, len, &cp);
+  if (n == 0 || cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
     return 0;
   return n;
 }

@@ -5,6 +5,9 @@
 #ifndef PCACHE_COMMON_LOG_H
 #define PCACHE_COMMON_LOG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 enum pcache_log_level {
   PCACHE_LOG_ERR = 3,
   PCACHE_LOG_WARNING = 4,
@@ -15,7 +18,7 @@ enum pcache_log_level {
 
 void pcache_log_set_level(int level);
 int pcache_log_get_level(void);
-/* "error", "warn", "info", "debug" -> level; -1 if unknown. */
+/* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
 int pcache_log_parse_level(const char *name);
 void pcache_log_set_ident(const char *ident);
 
@@ -26,5 +29,14 @@ void pcache_log(int level, const char *fmt, ...) __attribute__((format(printf, 2
 #define log_notice(...) pcache_log(PCACHE_LOG_NOTICE, __VA_ARGS__)
 #define log_info(...) pcache_log(PCACHE_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) pcache_log(PCACHE_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * pcache__utf8_decode - the length of the well-formed UTF-8 sequence at s
+ * (at most n bytes, n > 0; ASCII is 1), its code point in *ret_cp; 0 when
+ * there is none there: a stray or cut sequence, an overlong form, a
+ * surrogate, past U+10FFFF. The log's escaping and pcachectl's JSON both
+ * judge what clients send with it.
+ */
+size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp);
 
 #endif

@@ -18,7 +18,7 @@
 
 #define LISTEN_FDS_START 3
 
-int pcd_activation_listen_fd(void) {
+int pcd_activation_listen_fd(int *ret_fd) {
   int n;
 #if PCACHE_HAVE_LIBSYSTEMD
   n = sd_listen_fds(1);
@@ -45,13 +45,12 @@ int pcd_activation_listen_fd(void) {
   for (int fd = LISTEN_FDS_START; fd < LISTEN_FDS_START + n; fd++)
     fcntl(fd, F_SETFD, FD_CLOEXEC);
 #endif
-  if (n == 0)
-    return -1;
   if (n > 1) {
     log_error("activation: %d sockets passed, expected one", n);
     return -EINVAL;
   }
-  return LISTEN_FDS_START;
+  *ret_fd = n == 1 ? LISTEN_FDS_START : -1;
+  return 0;
 }
 
 void pcd_notify(const char *state) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,24 +53,84 @@ static void usage(FILE *out) {
           PCACHE_DEFAULT_MAX_HASHES);
 }
 
-static int parse_u64(const char *opt, const char *text, int duration, uint64_t min, uint64_t max,
-                     uint64_t *ret) {
+enum {
+  OPT_SOCKET = 256,
+  OPT_DATA_DIR,
+  OPT_MAX_SIZE,
+  OPT_MAX_BLOB,
+  OPT_MAX_FRAME,
+  OPT_MAX_HASHES,
+  OPT_MAX_CONN,
+  OPT_MAX_PENDING,
+  OPT_FRAME_TIMEOUT,
+  OPT_FLUSH,
+  OPT_IDLE_EXIT,
+  OPT_LOG_LEVEL,
+  OPT_MAP_SIZE,
+  OPT_MAX_SNAPSHOT,
+  OPT_THREADS,
+  OPT_HELLO_TIMEOUT,
+  OPT_VERSION,
+  OPT_HELP,
+};
+
+/* The numeric options: a size (or a count) or a duration in seconds,
+ * its bounds, and the field of pcd_config it sets (8 or 4 bytes wide). */
+typedef struct number_option {
+  int opt;
+  const char *name;
+  int duration;
+  uint64_t min, max;
+  size_t offset, width;
+} number_option;
+
+#define FIELD(f) offsetof(pcd_config, f), sizeof(((pcd_config *)0)->f)
+/* clang-format off */
+static const number_option numbers[] = {
+    {OPT_MAX_SIZE,      "max-size",        0, 4096,      1ull << 46,      FIELD(max_size)},
+    {OPT_MAX_BLOB,      "max-blob",        0, 32,        1ull << 30,      FIELD(max_blob)},
+    {OPT_MAX_SNAPSHOT,  "max-snapshot",    0, 32,        1ull << 32,      FIELD(max_snapshot)},
+    {OPT_MAX_FRAME,     "max-frame",       0, 1024,      UINT32_MAX,      FIELD(max_frame)},
+    {OPT_MAX_HASHES,    "max-hashes",      0, 1,         1u << 20,        FIELD(max_hashes)},
+    {OPT_MAX_CONN,      "max-connections", 0, 1,         65536,           FIELD(max_connections)},
+    {OPT_THREADS,       "threads",         0, 1,         PCD_MAX_THREADS, FIELD(threads)},
+    {OPT_MAX_PENDING,   "max-pending",     0, 4096,      1ull << 34,      FIELD(max_pending)},
+    {OPT_FRAME_TIMEOUT, "frame-timeout",   1, 1,         86400,           FIELD(frame_timeout_s)},
+    {OPT_HELLO_TIMEOUT, "hello-timeout",   1, 1,         86400,           FIELD(hello_timeout_s)},
+    {OPT_FLUSH,         "flush-interval",  0, 10,        3600000,         FIELD(flush_interval_ms)},
+    {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
+    {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
+};
+/* clang-format on */
+#undef FIELD
+
+/* opt's entry in numbers, or NULL. */
+static const number_option *find_number(int opt) {
+  for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+    if (numbers[i].opt == opt)
+      return &numbers[i];
+  return NULL;
+}
+
+/* Sets n's field of c from text: 0, or -EINVAL after saying what was
+ * wrong. */
+static int set_number(pcd_config *c, const number_option *n, const char *text) {
   uint64_t v;
-  int r = duration ? pcache__parse_duration(text, &v) : pcache__parse_size(text, &v);
-  if (r < 0 || v < min || v > max) {
-    fprintf(stderr, "pcached: invalid value for --%s: '%s'\n", opt, text);
+  int r = n->duration ? pcache__parse_duration(text, &v) : pcache__parse_size(text, &v);
+  if (r < 0 || v < n->min || v > n->max) {
+    fprintf(stderr, "pcached: invalid value for --%s: '%s'\n", n->name, text);
     return -EINVAL;
   }
-  *ret = v;
+  if (n->width == sizeof(uint32_t)) {
+    uint32_t v32 = (uint32_t)v;
+    memcpy((char *)c + n->offset, &v32, sizeof v32);
+  } else {
+    memcpy((char *)c + n->offset, &v, sizeof v);
+  }
   return 0;
 }
 
 int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
-  enum {
-    OPT_SOCKET = 256, OPT_DATA_DIR, OPT_MAX_SIZE, OPT_MAX_BLOB, OPT_MAX_FRAME, OPT_MAX_HASHES,
-    OPT_MAX_CONN, OPT_MAX_PENDING, OPT_FRAME_TIMEOUT, OPT_FLUSH, OPT_IDLE_EXIT, OPT_LOG_LEVEL, OPT_MAP_SIZE,
-    OPT_MAX_SNAPSHOT, OPT_THREADS, OPT_HELLO_TIMEOUT, OPT_VERSION, OPT_HELP,
-  };
   static const struct option options[] = {
       {"socket", required_argument, NULL, OPT_SOCKET},
       {"data-dir", required_argument, NULL, OPT_DATA_DIR},
@@ -105,7 +166,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .log_level = PCACHE_LOG_INFO,
   };
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t v;
+  const number_option *n;
   int opt;
 
   /* One loop per core keeps concurrent Gets from queueing behind each
@@ -114,68 +175,17 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
 
   optind = 1;
   while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    if ((n = find_number(opt))) {
+      if (set_number(&c, n, optarg) < 0)
+        return -EINVAL;
+      continue;
+    }
     switch (opt) {
     case OPT_SOCKET:
       c.socket_arg = optarg;
       break;
     case OPT_DATA_DIR:
       c.data_dir_arg = optarg;
-      break;
-    case OPT_MAX_SIZE:
-      if (parse_u64("max-size", optarg, 0, 4096, 1ull << 46, &c.max_size) < 0)
-        return -EINVAL;
-      break;
-    case OPT_MAX_BLOB:
-      if (parse_u64("max-blob", optarg, 0, 32, 1ull << 30, &c.max_blob) < 0)
-        return -EINVAL;
-      break;
-    case OPT_MAX_SNAPSHOT:
-      if (parse_u64("max-snapshot", optarg, 0, 32, 1ull << 32, &c.max_snapshot) < 0)
-        return -EINVAL;
-      break;
-    case OPT_MAX_FRAME:
-      if (parse_u64("max-frame", optarg, 0, 1024, UINT32_MAX, &v) < 0)
-        return -EINVAL;
-      c.max_frame = (uint32_t)v;
-      break;
-    case OPT_MAX_HASHES:
-      if (parse_u64("max-hashes", optarg, 0, 1, 1u << 20, &v) < 0)
-        return -EINVAL;
-      c.max_hashes = (uint32_t)v;
-      break;
-    case OPT_MAX_CONN:
-      if (parse_u64("max-connections", optarg, 0, 1, 65536, &v) < 0)
-        return -EINVAL;
-      c.max_connections = (uint32_t)v;
-      break;
-    case OPT_THREADS:
-      if (parse_u64("threads", optarg, 0, 1, PCD_MAX_THREADS, &v) < 0)
-        return -EINVAL;
-      c.threads = (uint32_t)v;
-      break;
-    case OPT_MAX_PENDING:
-      if (parse_u64("max-pending", optarg, 0, 4096, 1ull << 34, &c.max_pending) < 0)
-        return -EINVAL;
-      break;
-    case OPT_FRAME_TIMEOUT:
-      if (parse_u64("frame-timeout", optarg, 1, 1, 86400, &c.frame_timeout_s) < 0)
-        return -EINVAL;
-      break;
-    case OPT_HELLO_TIMEOUT:
-      if (parse_u64("hello-timeout", optarg, 1, 1, 86400, &c.hello_timeout_s) < 0)
-        return -EINVAL;
-      break;
-    case OPT_FLUSH:
-      if (parse_u64("flush-interval", optarg, 0, 10, 3600000, &c.flush_interval_ms) < 0)
-        return -EINVAL;
-      break;
-    case OPT_IDLE_EXIT:
-      if (parse_u64("idle-exit", optarg, 1, 0, 1ull << 32, &c.idle_exit_s) < 0)
-        return -EINVAL;
-      break;
-    case OPT_MAP_SIZE:
-      if (parse_u64("map-size", optarg, 0, 1ull << 20, 1ull << 46, &c.map_size) < 0)
-        return -EINVAL;
       break;
     case OPT_LOG_LEVEL:
       c.log_level = pcache_log_parse_level(optarg);

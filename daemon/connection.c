@@ -478,7 +478,7 @@ int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn *
   c->fd = fd;
   c->refs = 1;
   c->opened_us = c->last_io_us = pcache__mono_us();
-  r = uv_poll_init(w->loop, &c->poll, fd);
+  r = pcd_uv_err(uv_poll_init(w->loop, &c->poll, fd));
   if (r < 0) {
     pcache__free(c);
     return r;

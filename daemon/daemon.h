@@ -3,6 +3,7 @@
 #ifndef PCD_DAEMON_H
 #define PCD_DAEMON_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,12 @@ typedef struct pcd_touch {
 /* Real time, for what is stored (created, last used). Timeouts use
  * pcache__mono_us (common/clock.h). */
 static inline uint64_t pcd_now_us(void) { return pcache__real_us(); }
+
+/* A libuv result as pcache's error convention, so that no UV_* code leaves
+ * a daemon function: on Unix libuv reports a system error as -errno
+ * (UV__ERR), but its own codes (UV_EOF, UV_EAI_*, UV_ECHARSET, ...: all
+ * at or below -3000) are no errno, and become -EIO. */
+static inline int pcd_uv_err(int r) { return r <= -3000 ? -EIO : r; }
 
 /* A request that moved at least this much through malloc (a big reply, a
  * large touch batch) is followed by a trim (pcd_server_trim). */

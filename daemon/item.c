@@ -14,6 +14,10 @@
 #include "common/log.h"
 #include "proto/desc_check.h"
 
+/* The code of module hash, carried by the item or found by its
+ * find_module: 1 with *code and *size when found, 0 when not (the store
+ * may have it). A module the item carries that fails its check is not an
+ * error of the call but the item's refusal: 0 with *ret_status set. */
 static int find_item_module(const pcd_item *item, const pcache__hash *hash, const void **code,
                             size_t *size, int *ret_status) {
   for (size_t i = 0; i < item->n_modules; i++) {

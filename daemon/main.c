@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     goto out_store;
   }
   if ((r = pcd_server_start(&srv)) < 0) {
-    log_error("cannot start serving: %s", uv_strerror(r));
+    log_error("cannot start serving: %s", pcache_strerror(r));
     pcd_writer_stop(srv.writer);
     goto out_store;
   }

@@ -91,9 +91,9 @@ static int bind_path(pcd_server *srv) {
 }
 
 int pcd_server_listen(pcd_server *srv) {
-  int fd = pcd_activation_listen_fd();
-  if (fd < -1)
-    return fd;
+  int fd, r = pcd_activation_listen_fd(&fd);
+  if (r < 0)
+    return r;
   if (fd >= 0) {
     struct sockaddr_un sun;
     socklen_t len = sizeof sun;
@@ -262,7 +262,7 @@ int pcd_server_start(pcd_server *srv) {
       goto out_workers;
   }
   srv->n_workers = n;
-  if ((r = uv_poll_init(srv->loop, &srv->listen_poll, srv->listen_fd)) < 0)
+  if ((r = pcd_uv_err(uv_poll_init(srv->loop, &srv->listen_poll, srv->listen_fd))) < 0)
     goto out_workers;
   srv->listen_poll.data = srv;
   uv_poll_start(&srv->listen_poll, UV_READABLE, on_listen);

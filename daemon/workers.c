@@ -208,12 +208,12 @@ int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
   w->done_tail = &w->done_head;
   w->last_flush_us = pcache__mono_us();
   if (!loop) {
-    if ((r = uv_loop_init(&w->own_loop)) < 0)
+    if ((r = pcd_uv_err(uv_loop_init(&w->own_loop))) < 0)
       return r;
     loop = &w->own_loop;
   }
   w->loop = loop;
-  if ((r = uv_async_init(loop, &w->wake, on_wake)) < 0) {
+  if ((r = pcd_uv_err(uv_async_init(loop, &w->wake, on_wake))) < 0) {
     if (loop == &w->own_loop)
       uv_loop_close(loop);
     return r;

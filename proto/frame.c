@@ -22,7 +22,7 @@ void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t
   pcache__put_le32(header, length);
 }
 
-/* A base-128 varint at *p (below end): 0 and the value, or -1. */
+/* A base-128 varint at *p (below end): 0 and the value, or PCACHE_EPROTO. */
 static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
   uint64_t v = 0;
   for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
@@ -33,26 +33,27 @@ static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
       return 0;
     }
   }
-  return -1;
+  return PCACHE_EPROTO;
 }
 
 /* Adds to *count what unpacking data as desc allocates one by one: each
  * sub-message, each element of a repeated field, each unknown field.
- * Stops (-1) as soon as *count passes budget, or at bytes that do not
- * parse (unpack then refuses them too). */
+ * Stops with PCACHE_ETOO_MANY_HASHES as soon as *count passes budget, or
+ * with PCACHE_EPROTO at bytes that do not parse (unpack then refuses them
+ * too). */
 static int count_allocations(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
                              const uint8_t *end, uint64_t budget, uint64_t *count, int depth) {
   if (depth > 16)
-    return -1;
+    return PCACHE_EPROTO;
   while (p < end) {
     uint64_t tag, len = 0;
     const ProtobufCFieldDescriptor *f;
     if (read_varint(&p, end, &tag) < 0)
-      return -1;
+      return PCACHE_EPROTO;
     switch (tag & 7) {
     case 0:
       if (read_varint(&p, end, &len) < 0)
-        return -1;
+        return PCACHE_EPROTO;
       len = 0;
       break;
     case 1:
@@ -63,22 +64,24 @@ static int count_allocations(const ProtobufCMessageDescriptor *desc, const uint8
       break;
     case 2:
       if (read_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
-        return -1;
+        return PCACHE_EPROTO;
       break;
     default:
-      return -1; /* groups: never in this schema */
+      return PCACHE_EPROTO; /* groups: never in this schema */
     }
     if (len > (uint64_t)(end - p))
-      return -1;
+      return PCACHE_EPROTO;
     f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
                                : NULL;
     if (!f || f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE)
       (*count)++;
     if (*count > budget)
-      return -1;
-    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && (tag & 7) == 2 &&
-        count_allocations(f->descriptor, p, p + len, budget, count, depth + 1) < 0)
-      return -1;
+      return PCACHE_ETOO_MANY_HASHES;
+    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && (tag & 7) == 2) {
+      int r = count_allocations(f->descriptor, p, p + len, budget, count, depth + 1);
+      if (r < 0)
+        return r;
+    }
     p += len;
   }
   return 0;
@@ -92,9 +95,10 @@ int pcache__request_decode(const uint8_t *data, size_t size, uint64_t max_alloca
    * empty repeated message cost a hundred of heap. Count first. */
   if (max_allocations) {
     uint64_t count = 0;
-    if (count_allocations(&pcachepb__request__descriptor, data, data + size, max_allocations,
-                          &count, 0) < 0)
-      return count > max_allocations ? PCACHE_ETOO_MANY_HASHES : PCACHE_EPROTO;
+    int r = count_allocations(&pcachepb__request__descriptor, data, data + size, max_allocations,
+                              &count, 0);
+    if (r < 0)
+      return r;
   }
   req = pcachepb__request__unpack(&pcache__pb_allocator, size, data);
   if (!req)

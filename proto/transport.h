@@ -1,22 +1,16 @@
-/* The one implementation of the client side of the wire protocol: connect,
- * Hello, send a request, read the reply (mapping a bulk memfd when one
- * comes). libpcache's client uses it, and so does pcachectl: there is no
- * second copy of the protocol. Blocking I/O bounded by a timeout per call. */
-#ifndef PCACHE_CLIENT_TRANSPORT_H
-#define PCACHE_CLIENT_TRANSPORT_H
+/* The client side of a connection to pcached: connect, check that the
+ * daemon runs as us, exchange Hello, then make requests on it with the one
+ * RPC helper (proto/rpc.h). libpcache's client uses it, and so does
+ * pcachectl: there is no second copy of the protocol. */
+#ifndef PCACHE_PROTO_TRANSPORT_H
+#define PCACHE_PROTO_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/frame.h"
+#include "proto/rpc.h"
 
 typedef struct pcache__transport pcache__transport;
-
-typedef struct pcache__reply {
-  Pcachepb__Response *response; /* never NULL after a successful call */
-  const uint8_t *bulk;          /* the mapped memfd, or NULL for inline */
-  size_t bulk_size;
-} pcache__reply;
 
 /*
  * pcache__transport_open - connect to socket_path and exchange Hello
@@ -37,34 +31,14 @@ void pcache__transport_close(pcache__transport *transport);
 const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport);
 
 /*
- * pcache__transport_call - send request, wait for its reply. Returns 0 when
- * a reply arrived (check reply->response->status for the daemon's verdict),
- * or a transport failure: -ETIMEDOUT, -EPIPE/-ECONNRESET (the daemon went
- * away), PCACHE_EPROTO, PCACHE_EFRAME_TOO_LARGE. After a failure the
- * transport is unusable: close it and open a new one. Not thread-safe: one
- * call at a time per transport.
+ * pcache__transport_rpc - pcache__rpc on the transport's connection, with
+ * the frame limit the daemon announced; -EINVAL (ret_reply zeroed) for a
+ * NULL transport. After a failure with no Response (ret_reply->response
+ * NULL) the stream is out of step: close the transport and open a new one.
+ * Not thread-safe: one call at a time per transport.
  */
-int pcache__transport_call(pcache__transport *transport, const Pcachepb__Request *request,
-                           uint32_t timeout_ms, pcache__reply *ret_reply);
-
-/*
- * pcache__transport_set_cancel_fd - from now on, every wait of the calling
- * thread's transport I/O (connect, Hello, calls) also watches fd, an
- * eventfd or pipe (-1: none), and gives up with -ECANCELED as soon as it is
- * readable. This is how a background thread is stopped in the middle of a
- * call without another thread touching its socket. Thread-local.
- */
-void pcache__transport_set_cancel_fd(int fd);
-
-/* Frees the response and unmaps the bulk memfd. Accepts a zeroed reply. */
-void pcache__reply_release(pcache__reply *reply);
-
-/*
- * pcache__reply_bytes - the bytes a Blob (or an ExportReply archive) stands
- * for: the inline field when set, else [offset, offset + size) of the bulk
- * mapping. NULL (and *ret_size 0) when the range is outside the mapping.
- */
-const uint8_t *pcache__reply_bytes(const pcache__reply *reply, ProtobufCBinaryData inline_data,
-                                   uint64_t offset, uint64_t size, size_t *ret_size);
+int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request *request,
+                          Pcachepb__Response__BodyCase expect, uint64_t deadline_ms,
+                          pcache__reply *ret_reply);
 
 #endif

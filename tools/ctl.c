@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -100,6 +101,8 @@ int ctl_parse(ctl *c, const ctl_command *cmd, int argc, char **argv, ctl_option_
     if (r < 0)
       return r;
   }
+  if (!cmd->takes_arguments && optind < argc)
+    return -ctl_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
   return 1;
 }
 
@@ -138,21 +141,25 @@ int ctl_connect(ctl *c) {
   return EXIT_OK;
 }
 
-void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Response *response) {
+void ctl_print_refusal(const Pcachepb__Request *request, const pcache__reply *reply) {
+  int status = reply->response->status;
   log_error("pcached refused %s (%s): %s", pcache__request_kind_name(request),
-            pcache_err_name(response->status),
-            response->message && *response->message ? response->message
-                                                    : pcache_strerror(response->status));
+            pcache_err_name(status), pcache__reply_why(reply, status));
 }
 
 static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,
                 int keep_refused, pcache__reply *ret_reply) {
-  pcache__reply reply = {0};
+  pcache__reply reply;
   int r = ctl_connect(c);
   if (r != EXIT_OK)
     return r;
-  r = pcache__transport_call(c->transport, request, c->timeout_ms, &reply);
-  if (r < 0) {
+  r = pcache__transport_rpc(c->transport, request, expected, pcache__mono_ms() + c->timeout_ms,
+                            &reply);
+  if (r == 0 || (keep_refused && reply.response && reply.response->body_case == expected)) {
+    *ret_reply = reply;
+    return EXIT_OK;
+  }
+  if (!reply.response) {
     /* The daemon went away or stalled mid-request: the caller cannot know
      * whether it was done, so this is a failure, not "unreachable". */
     log_error("%s request to pcached failed: %s", pcache__request_kind_name(request),
@@ -163,18 +170,12 @@ static int call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__Bo
     c->transport = NULL;
     return EXIT_FAIL;
   }
-  if (reply.response->status != 0 && !(keep_refused && reply.response->body_case == expected)) {
-    ctl_print_refusal(request, reply.response);
-    pcache__reply_release(&reply);
-    return EXIT_FAIL;
-  }
-  if (reply.response->body_case != expected) {
+  if (reply.response->status != 0)
+    ctl_print_refusal(request, &reply);
+  else
     log_error("pcached sent an unexpected reply to %s", pcache__request_kind_name(request));
-    pcache__reply_release(&reply);
-    return EXIT_FAIL;
-  }
-  *ret_reply = reply;
-  return EXIT_OK;
+  pcache__reply_release(&reply);
+  return EXIT_FAIL;
 }
 
 int ctl_call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expected,

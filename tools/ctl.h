@@ -46,6 +46,9 @@ typedef struct ctl_command {
    * and their short letters; the global ones are added by ctl_parse. */
   const struct option *options;
   const char *short_options;
+  /* Takes arguments after the options (a FILE), which it checks itself;
+   * otherwise ctl_parse refuses any. */
+  int takes_arguments;
 } ctl_command;
 
 /* The verbs (verb_*.c). */
@@ -81,7 +84,8 @@ typedef int (*ctl_option_fn)(ctl *c, const ctl_command *cmd, int opt, const char
 
 /*
  * ctl_parse - the verb's command line: the global options and the verb's
- * own (cmd->options, each handed to own with state). systemd's convention:
+ * own (cmd->options, each handed to own with state), and no arguments
+ * after them unless cmd->takes_arguments. systemd's convention:
  * returns 1 to go on (optind is the first argument), 0 when the verb is
  * done and successful (--help was printed), or -exit code.
  */
@@ -102,7 +106,8 @@ int ctl_call(ctl *c, const Pcachepb__Request *request, Pcachepb__Response__BodyC
              pcache__reply *ret_reply);
 int ctl_call_keep_refused(ctl *c, const Pcachepb__Request *request,
                           Pcachepb__Response__BodyCase expected, pcache__reply *ret_reply);
-void ctl_print_refusal(const Pcachepb__Request *request, const Pcachepb__Response *response);
+/* "pcached refused <kind> (<status>): <why>" for a reply with a status. */
+void ctl_print_refusal(const Pcachepb__Request *request, const pcache__reply *reply);
 
 /* ------------------------------------------------------------- printing */
 

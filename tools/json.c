@@ -3,6 +3,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/log.h"
+
 void ctl_json_init(ctl_json *j, FILE *out) {
   memset(j, 0, sizeof *j);
   j->out = out;
@@ -48,34 +50,6 @@ void ctl_json_object_end(ctl_json *j) { close_container(j, '}'); }
 void ctl_json_array_begin(ctl_json *j) { open_container(j, '['); }
 void ctl_json_array_end(ctl_json *j) { close_container(j, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid.
- * Overlong forms, surrogates and code points past U+10FFFF are invalid. */
-static size_t utf8_sequence(const unsigned char *s, size_t n) {
-  uint32_t cp;
-  size_t len;
-  if (s[0] < 0x80)
-    return 1;
-  if (s[0] >= 0xc2 && s[0] <= 0xdf)
-    len = 2, cp = s[0] & 0x1f;
-  else if (s[0] >= 0xe0 && s[0] <= 0xef)
-    len = 3, cp = s[0] & 0x0f;
-  else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-    len = 4, cp = s[0] & 0x07;
-  else
-    return 0;
-  if (len > n)
-    return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-      (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
-}
-
 void ctl_json_string_n(ctl_json *j, const char *s, size_t n) {
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0;
@@ -83,6 +57,7 @@ void ctl_json_string_n(ctl_json *j, const char *s, size_t n) {
   fputc('"', j->out);
   while (i < n) {
     unsigned char c = p[i];
+    uint32_t cp;
     size_t len;
     switch (c) {
     case '"':
@@ -110,7 +85,7 @@ void ctl_json_string_n(ctl_json *j, const char *s, size_t n) {
       if (c < 0x20 || c == 0x7f) {
         fprintf(j->out, "\\u%04x", c);
       } else if (c >= 0x80) {
-        len = utf8_sequence(p + i, n - i);
+        len = pcache__utf8_decode(p + i, n - i, &cp);
         if (len == 0) {
           fputs("\\ufffd", j->out); /* not UTF-8: keep the document valid */
         } else {

@@ -1,7 +1,8 @@
 /* pcachectl: look at and manage what pcached holds.
  *
- * It speaks the daemon's protocol through libpcache's transport
- * (proto/transport.h), never a copy of it. Every verb is one or a few
+ * It speaks the daemon's protocol through the wire layer's connection and
+ * RPC helper (proto/transport.h, proto/rpc.h), never a copy of them, and
+ * does not link libpcache. Every verb is one or a few
  * requests; what comes back is printed as an aligned table for a person or
  * one JSON document (--json, docs/pcachectl.md) for a script. This file is
  * the verb table, the global options and help; each verb is its own file

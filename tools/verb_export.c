@@ -228,4 +228,5 @@ const ctl_command ctl_verb_export = {
             "(the summary then goes to stderr).\n",
     .options = ctl_filter_options,
     .short_options = CTL_FILTER_SHORT,
+    .takes_arguments = 1,
 };

@@ -110,7 +110,7 @@ static int cmd_import(ctl *c, int argc, char **argv) {
   /* A damaged archive is refused as a whole, yet what came before the
    * damage was kept: say both. */
   if (reply.response->status != 0)
-    ctl_print_refusal(&request, reply.response);
+    ctl_print_refusal(&request, &reply);
 
   if (c->json) {
     ctl_json j;
@@ -150,4 +150,5 @@ const ctl_command ctl_verb_import = {
             "anything was refused.\n",
     .options = NULL,
     .short_options = NULL,
+    .takes_arguments = 1,
 };

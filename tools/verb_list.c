@@ -134,8 +134,6 @@ static int cmd_list(ctl *c, int argc, char **argv) {
   dev = filter.dev;
   have_dev = filter.have_dev;
   app = filter.app;
-  if (optind < argc)
-    return ctl_usage_error("list", "unexpected argument '%s'", argv[optind]);
 
   request.body_case = PCACHEPB__REQUEST__BODY_LIST;
   request.list = &list;

@@ -97,8 +97,6 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
 
   if ((r = ctl_parse(c, &ctl_verb_purge, argc, argv, purge_option, &a)) <= 0)
     return -r;
-  if (optind < argc)
-    return ctl_usage_error("purge", "unexpected argument '%s'", argv[optind]);
   /* Purging asks nothing, so it must be told exactly one thing to do. */
   if (a.selectors != 1)
     return ctl_usage_error("purge",

@@ -21,8 +21,6 @@ static int cmd_status(ctl *c, int argc, char **argv) {
 
   if ((r = ctl_parse(c, &ctl_verb_status, argc, argv, NULL, NULL)) <= 0)
     return -r;
-  if (optind < argc)
-    return ctl_usage_error("status", "unexpected argument '%s'", argv[optind]);
 
   request.body_case = PCACHEPB__REQUEST__BODY_STATS;
   request.stats = &stats_req;

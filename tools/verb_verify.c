@@ -27,8 +27,6 @@ static int cmd_verify(ctl *c, int argc, char **argv) {
 
   if ((r = ctl_parse(c, &ctl_verb_verify, argc, argv, verify_option, &verify)) <= 0)
     return -r;
-  if (optind < argc)
-    return ctl_usage_error("verify", "unexpected argument '%s'", argv[optind]);
 
   request.body_case = PCACHEPB__REQUEST__BODY_VERIFY;
   request.verify = &verify;

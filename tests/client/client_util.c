@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "proto/transport.h"
 #include "test.h"
 
@@ -17,13 +18,13 @@ pcache_client *util_client(uint32_t timeout_ms) {
   return client;
 }
 
-static void call(const Pcachepb__Request *request, pcache__reply *reply) {
+static void call(const Pcachepb__Request *request, Pcachepb__Response__BodyCase expect,
+                 pcache__reply *reply) {
   pcache__transport *t;
   ASSERT_OK(pcache__transport_open(getenv("PCACHE_SOCKET"), "pcache-client-test-check", 5000, &t,
                                    NULL));
-  ASSERT_OK(pcache__transport_call(t, request, 5000, reply));
+  ASSERT_OK(pcache__transport_rpc(t, request, expect, pcache__mono_ms() + 5000, reply));
   pcache__transport_close(t);
-  ASSERT_EQ(reply->response->status, 0);
 }
 
 static Pcachepb__Response *list_response(pcache__reply *reply) {
@@ -32,8 +33,7 @@ static Pcachepb__Response *list_response(pcache__reply *reply) {
   list.entries = 1;
   request.body_case = PCACHEPB__REQUEST__BODY_LIST;
   request.list = &list;
-  call(&request, reply);
-  ASSERT_EQ(reply->response->body_case, PCACHEPB__RESPONSE__BODY_LIST);
+  call(&request, PCACHEPB__RESPONSE__BODY_LIST, reply);
   return reply->response;
 }
 
@@ -63,8 +63,7 @@ Pcachepb__Response *util_stats(void) {
   Pcachepb__Response *resp;
   request.body_case = PCACHEPB__REQUEST__BODY_STATS;
   request.stats = &stats;
-  call(&request, &reply);
-  ASSERT_EQ(reply.response->body_case, PCACHEPB__RESPONSE__BODY_STATS);
+  call(&request, PCACHEPB__RESPONSE__BODY_STATS, &reply);
   ASSERT_TRUE(reply.bulk == NULL);
   resp = reply.response;
   reply.response = NULL;

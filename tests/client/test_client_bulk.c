@@ -8,6 +8,7 @@
 #include "client/device.h"
 #include "client_util.h"
 #include "common/blob.h"
+#include "common/clock.h"
 #include "harness.h"
 #include "test.h"
 #include "vk.h"
@@ -64,9 +65,8 @@ static void put_entries(pcache_device *device, const test_objects *o) {
     put.app = (char *)"pcache-client-test";
     request.body_case = PCACHEPB__REQUEST__BODY_PUT;
     request.put = &put;
-    ASSERT_OK(pcache__transport_call(t, &request, 10000, &reply));
-    ASSERT_EQ(reply.response->status, 0);
-    ASSERT_EQ(reply.response->body_case, PCACHEPB__RESPONSE__BODY_PUT);
+    ASSERT_OK(pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PUT,
+                                    pcache__mono_ms() + 10000, &reply));
     ASSERT_EQ(reply.response->put->stored, PER_PUT);
     pcache__reply_release(&reply);
     for (uint32_t i = 0; i < PER_PUT; i++)
@@ -81,8 +81,8 @@ static void put_entries(pcache_device *device, const test_objects *o) {
     pre.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->key.bytes};
     request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     request.prefetch = &pre;
-    ASSERT_OK(pcache__transport_call(t, &request, 10000, &reply));
-    ASSERT_EQ(reply.response->body_case, PCACHEPB__RESPONSE__BODY_PREFETCH);
+    ASSERT_OK(pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                                    pcache__mono_ms() + 10000, &reply));
     ASSERT_TRUE(reply.bulk != NULL);
     ASSERT_EQ(reply.response->prefetch->n_blobs, N_ENTRIES);
     for (size_t i = 0; i < N_ENTRIES; i++) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "proto/transport.h"
 #include "client_util.h"
 #include "harness.h"
@@ -47,8 +48,8 @@ static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
   pre.device_key.len = sizeof key;
   request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
   request.prefetch = &pre;
-  ASSERT_OK(pcache__transport_call(t, &request, 5000, &reply));
-  ASSERT_EQ(reply.response->status, 0);
+  ASSERT_OK(pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                                  pcache__mono_ms() + 5000, &reply));
   ASSERT_EQ(reply.response->prefetch->n_blobs, 3);
   more = reply.response->prefetch->more;
   pcache__reply_release(&reply);
@@ -60,12 +61,14 @@ static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
     uint8_t first[3][16];
     pre2.offset = 0;
     again.prefetch = &pre2;
-    ASSERT_OK(pcache__transport_call(t, &again, 5000, &reply));
+    ASSERT_OK(pcache__transport_rpc(t, &again, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                                    pcache__mono_ms() + 5000, &reply));
     for (int i = 0; i < 3; i++)
       memcpy(first[i], reply.response->prefetch->blobs[i]->state_hash.data, 16);
     pcache__reply_release(&reply);
     pre2.offset = 3;
-    ASSERT_OK(pcache__transport_call(t, &again, 5000, &reply));
+    ASSERT_OK(pcache__transport_rpc(t, &again, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                                    pcache__mono_ms() + 5000, &reply));
     ASSERT_EQ(reply.response->prefetch->n_blobs, 3);
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++)

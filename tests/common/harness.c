@@ -10,15 +10,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "proto/frame.h"
+#include "common/clock.h"
+#include "proto/rpc.h"
 #include "test.h"
 
 #ifndef PCACHE_TEST_PCACHED
@@ -67,51 +66,39 @@ int test_raw_connect(const test_env *env) {
   return fd;
 }
 
-/* Reads exactly size bytes (the socket has a receive timeout). */
-static int read_full(int fd, uint8_t *buf, size_t size) {
-  while (size > 0) {
-    ssize_t n = read(fd, buf, size);
-    if (n <= 0)
-      return -1;
-    buf += n;
-    size -= (size_t)n;
+int test_open(const test_env *env, const char *app, uint32_t timeout_ms) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
+  pcache__reply reply;
+  int r, fd = test_raw_connect(env);
+  if (fd < 0)
+    return fd;
+  hello.protocol_version = PCACHE_PROTOCOL_VERSION;
+  hello.app = (char *)app;
+  hello.pid = (uint32_t)getpid();
+  hello.client_version = (char *)"test";
+  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
+  req.hello = &hello;
+  r = pcache__rpc(fd, &req, PCACHEPB__RESPONSE__BODY_HELLO, PCACHE_DEFAULT_MAX_FRAME,
+                  pcache__mono_ms() + timeout_ms, &reply);
+  if (r == 0 && reply.response->hello->protocol_version != PCACHE_PROTOCOL_VERSION)
+    r = PCACHE_EVERSION;
+  pcache__reply_release(&reply);
+  if (r < 0) {
+    close(fd);
+    return r;
   }
-  return 0;
+  return fd;
 }
 
 /* Ready means serving: a Hello answered, not just a socket that accepts
  * (pcached listens before its store is open). */
 static int hello_answered(const test_env *env) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
-  Pcachepb__Response *resp = NULL;
-  struct timeval tv = {1, 0};
-  uint8_t *frame = NULL, header[PCACHE_FRAME_HEADER_SIZE], *body = NULL;
-  size_t frame_size;
-  uint32_t len;
-  int ok = 0, fd = test_raw_connect(env);
+  int fd = test_open(env, "test-harness", 1000);
   if (fd < 0)
     return 0;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  hello.protocol_version = PCACHE_PROTOCOL_VERSION;
-  hello.app = (char *)"test-harness";
-  hello.pid = (uint32_t)getpid();
-  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
-  req.hello = &hello;
-  if (pcache__request_encode(&req, PCACHE_DEFAULT_MAX_FRAME, &frame, &frame_size) < 0)
-    goto out;
-  if (write(fd, frame, frame_size) != (ssize_t)frame_size || read_full(fd, header, sizeof header))
-    goto out;
-  if (pcache__frame_length(header, PCACHE_DEFAULT_MAX_FRAME, &len) < 0 || !(body = malloc(len)))
-    goto out;
-  if (read_full(fd, body, len) == 0 && pcache__response_decode(body, len, &resp) == 0)
-    ok = resp->status == 0;
-out:
-  pcache__response_free(resp);
-  free(body);
-  pcache__free(frame);
   close(fd);
-  return ok;
+  return 1;
 }
 
 pid_t test_daemon_start(test_env *env, const char *const *extra_args) {

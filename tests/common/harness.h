@@ -4,6 +4,7 @@
 #define PCACHE_TESTS_HARNESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct test_env {
@@ -54,5 +55,10 @@ int test_count_aside(const test_env *env);
 
 /* Connects a raw Unix socket to env's daemon; returns the fd or -errno. */
 int test_raw_connect(const test_env *env);
+
+/* Connects and says Hello as app (pcache__rpc, within timeout_ms); returns
+ * the fd, or the negative code of the failure or of the daemon's refusal
+ * (PCACHE_EVERSION also when it answers another protocol version). */
+int test_open(const test_env *env, const char *app, uint32_t timeout_ms);
 
 #endif

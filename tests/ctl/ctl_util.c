@@ -14,6 +14,7 @@
 #include "proto/transport.h"
 #include "common/alloc.h"
 #include "common/blob.h"
+#include "common/clock.h"
 #include "test.h"
 
 #ifndef PCACHECTL_PATH
@@ -140,6 +141,7 @@ void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_
   Pcachepb__Module **module_ptrs = calloc(count, sizeof *module_ptrs);
   pcache__hash *hashes = calloc(count, sizeof *hashes);
   pcache__reply reply = {0};
+  int r;
   ASSERT_TRUE(items && item_ptrs && blobs && descs && hashes && spirv && module_hashes &&
               modules && module_ptrs);
 
@@ -180,11 +182,10 @@ void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_
   put.items = item_ptrs;
   request.body_case = PCACHEPB__REQUEST__BODY_PUT;
   request.put = &put;
-  ASSERT_OK(pcache__transport_call(t, &request, 5000, &reply));
-  if (reply.response->status != 0)
-    TEST_FAIL_("put refused: %s (%s)", pcache_err_name(reply.response->status),
-               reply.response->message);
-  ASSERT_EQ(reply.response->body_case, PCACHEPB__RESPONSE__BODY_PUT);
+  r = pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PUT, pcache__mono_ms() + 5000,
+                            &reply);
+  if (r < 0)
+    TEST_FAIL_("put failed: %s (%s)", pcache_err_name(r), pcache__reply_why(&reply, r));
   for (size_t i = 0; i < reply.response->put->n_results; i++)
     if (reply.response->put->results[i]->status != 0)
       TEST_FAIL_("put item %zu refused: %s (%s)", i,

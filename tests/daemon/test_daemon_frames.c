@@ -24,24 +24,6 @@ static void witness_ok(void) {
   wire_reply_free(&rep);
 }
 
-/* Waits for the daemon to close fd; returns the reply it sent first, if
- * any (status, or 0 when none). */
-static int closed_with(int fd) {
-  wire_reply rep;
-  int status = 0, r;
-  struct pollfd p = {fd, POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 5000), 1);
-  r = wire_recv(fd, &rep);
-  if (r == 0) {
-    status = rep.resp->status;
-    wire_reply_free(&rep);
-    r = wire_recv(fd, &rep);
-  }
-  ASSERT_TRUE(r == -EPIPE || r == -ECONNRESET);
-  close(fd);
-  return status;
-}
-
 int main(void) {
   const char *args[] = {"--max-frame", "1M",         "--frame-timeout", "1",
                         "--max-pending", "8K",      "--max-connections", "3", NULL};
@@ -58,21 +40,21 @@ int main(void) {
   pcache__put_le32(hdr, 6);
   ASSERT_OK(wire_send_raw(fd, hdr, 4));
   ASSERT_OK(wire_send_raw(fd, "\xff\xff\xff\xff\xff\xff", 6));
-  ASSERT_ERR(closed_with(fd), PCACHE_EPROTO);
+  ASSERT_ERR(wire_closed_with(fd), PCACHE_EPROTO);
   witness_ok();
 
   /* Zero length: an error reply, then the connection is closed. */
   fd = wire_open(&env, "zero");
   pcache__put_le32(hdr, 0);
   ASSERT_OK(wire_send_raw(fd, hdr, 4));
-  ASSERT_ERR(closed_with(fd), PCACHE_EEMPTY_FRAME);
+  ASSERT_ERR(wire_closed_with(fd), PCACHE_EEMPTY_FRAME);
   witness_ok();
 
   /* Announced length over --max-frame: closed, nothing allocated. */
   fd = wire_open(&env, "huge");
   pcache__put_le32(hdr, 0xfffffff0u);
   ASSERT_OK(wire_send_raw(fd, hdr, 4));
-  ASSERT_EQ(closed_with(fd), 0);
+  ASSERT_EQ(wire_closed_with(fd), 0);
   witness_ok();
 
   /* Truncated: half a frame, then the client goes away. */
@@ -86,7 +68,7 @@ int main(void) {
   /* Stalled mid-frame: closed after --frame-timeout. */
   fd = wire_open(&env, "stalled");
   ASSERT_OK(wire_send_raw(fd, hdr, 2));
-  ASSERT_EQ(closed_with(fd), 0);
+  ASSERT_EQ(wire_closed_with(fd), 0);
   witness_ok();
 
   /* A client that sends but never reads: once its replies pile up past
@@ -146,7 +128,7 @@ int main(void) {
     int a = wire_open(&env, "a"), b = wire_open(&env, "b");
     int c = test_raw_connect(&env);
     ASSERT_GE(c, 0);
-    ASSERT_ERR(closed_with(c), PCACHE_ETOO_MANY_CONNECTIONS);
+    ASSERT_ERR(wire_closed_with(c), PCACHE_ETOO_MANY_CONNECTIONS);
     close(a);
     close(b);
     usleep(100000);

@@ -51,15 +51,6 @@ static int put_snapshot(int fd, const Pcachepb__DeviceInfo *dev, const char *app
   return st;
 }
 
-static Pcachepb__StatsReply stats_of(int fd) {
-  Pcachepb__StatsReply s;
-  wire_reply rep;
-  wire_stats(fd, &rep);
-  s = *rep.resp->stats;
-  wire_reply_free(&rep);
-  return s;
-}
-
 static void prefetch(int fd, const pcache__devkey *key, uint32_t offset, int snapshot,
                      wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
@@ -198,18 +189,18 @@ int main(void) {
       many[i] = (ProtobufCBinaryData){16, zero16};
     ASSERT_EQ(put_snapshot(fd, &dev, APP, blob, 100, many, (1u << 20) + 1),
               PCACHE_ETOO_MANY_HASHES);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     ASSERT_EQ(s.snapshots, 0);
     ASSERT_EQ(s.snapshot_bytes, 0);
   }
 
   /* Stored, then replaced by a newer one. */
   ASSERT_EQ(put_snapshot(fd, &dev, APP, blob, 100, hashes + 2, COVERED - 2 + 1), 0);
-  s = stats_of(fd);
+  s = wire_stats_of(fd);
   ASSERT_EQ(s.snapshots, 1);
   ASSERT_EQ(s.snapshot_bytes, 100 + (COVERED - 1) * 16);
   ASSERT_EQ(put_snapshot(fd, &dev, APP, blob2, 200, hashes, COVERED + 1), 0);
-  s = stats_of(fd);
+  s = wire_stats_of(fd);
   ASSERT_EQ(s.snapshots, 1);
   ASSERT_EQ(s.snapshot_bytes, 200 + (COVERED + 1) * 16);
   {
@@ -299,7 +290,7 @@ int main(void) {
     ASSERT_EQ(rep.resp->report->snapshots, 1);
     wire_reply_free(&rep);
   }
-  ASSERT_EQ(stats_of(fd).snapshots, 0);
+  ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
 
   /* Purge by app: another app's purge leaves it, its own removes it; so
    * do --device and --all. */
@@ -322,7 +313,7 @@ int main(void) {
   pg.device_key.data = key.bytes;
   ASSERT_EQ(purge(fd, &pg, &purged), 0);
   ASSERT_EQ(purged, 1);
-  s = stats_of(fd);
+  s = wire_stats_of(fd);
   ASSERT_EQ(s.snapshots, 0);
   ASSERT_EQ(s.snapshot_bytes, 0);
   ASSERT_EQ(s.entries, 0);
@@ -342,7 +333,7 @@ int main(void) {
   verify(fd, 1, &problems, &removed);
   ASSERT_EQ(problems, 1);
   ASSERT_EQ(removed, 1);
-  ASSERT_EQ(stats_of(fd).snapshots, 0);
+  ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
 
   /* A damaged snapshot is never sent, and dropped. */
   ASSERT_EQ(put_snapshot(fd, &dev, APP, blob2, 200, hashes, COVERED), 0);
@@ -355,12 +346,12 @@ int main(void) {
   ASSERT_TRUE(rep.resp->prefetch->snapshot == NULL);
   ASSERT_EQ(rep.resp->prefetch->n_snapshot_hashes, 0);
   wire_reply_free(&rep);
-  s = stats_of(fd);
+  s = wire_stats_of(fd);
   ASSERT_GE(s.checksum_failures, 1);
   /* The drop is a write: a verify behind it sees its result. */
   verify(fd, 0, &problems, &removed);
   ASSERT_EQ(problems, 0);
-  ASSERT_EQ(stats_of(fd).snapshots, 0);
+  ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
   close(fd);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
 
@@ -375,13 +366,13 @@ int main(void) {
     ASSERT_EQ(rep.resp->put->stored, 4);
     wire_reply_free(&rep);
     ASSERT_EQ(put_snapshot(fd, &dev, APP, huge, 6000, hashes, 2), 0);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     ASSERT_EQ(s.snapshots, 1);
     ASSERT_LE(s.bytes_used + s.snapshot_bytes, 8192);
     ASSERT_EQ(s.entries, 4);
     /* Another app's snapshot: the older one goes, not entries. */
     ASSERT_EQ(put_snapshot(fd, &dev, "second", huge, 6000, hashes, 2), 0);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     ASSERT_EQ(s.snapshots, 1);
     ASSERT_EQ(s.entries, 4);
     ASSERT_LE(s.bytes_used + s.snapshot_bytes, 8192);

@@ -87,9 +87,26 @@ static void test_idle_exit(void) {
   ASSERT_LT(time(NULL) - t0, 10);
 }
 
+/* Appends the sd_notify datagrams that arrive on nfd to got, one a line,
+ * until one holds word: at most tries of them, each within timeout_ms. */
+static void notified(int nfd, const char *word, int tries, int timeout_ms, char *got,
+                     size_t got_size) {
+  char buf[512];
+  for (int i = 0; i < tries && !strstr(got, word); i++) {
+    struct pollfd p = {nfd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, timeout_ms), 1);
+    ssize_t n = recv(nfd, buf, sizeof buf - 1, 0);
+    ASSERT_GT(n, 0);
+    buf[n] = '\0';
+    strncat(got, buf, got_size - strlen(got) - 2);
+    strcat(got, "\n");
+  }
+  ASSERT_TRUE(strstr(got, word) != NULL);
+}
+
 static void test_activation(void) {
   struct sockaddr_un sun = {.sun_family = AF_UNIX}, nsun = {.sun_family = AF_UNIX};
-  char notify_path[400], buf[512], got[2048] = "";
+  char notify_path[400], got[2048] = "";
   int lfd, nfd, status;
   pid_t pid;
 
@@ -124,31 +141,13 @@ static void test_activation(void) {
   close(lfd);
   env.daemon_pid = pid;
   /* READY=1 arrives once it serves. */
-  for (int i = 0; i < 3 && !strstr(got, "READY=1"); i++) {
-    struct pollfd p = {nfd, POLLIN, 0};
-    ASSERT_EQ(poll(&p, 1, 10000), 1);
-    ssize_t n = recv(nfd, buf, sizeof buf - 1, 0);
-    ASSERT_GT(n, 0);
-    buf[n] = '\0';
-    strncat(got, buf, sizeof got - strlen(got) - 2);
-    strcat(got, "\n");
-  }
-  ASSERT_TRUE(strstr(got, "READY=1") != NULL);
+  notified(nfd, "READY=1", 3, 10000, got, sizeof got);
   close(wire_open(&env, "activated"));
   status = test_daemon_stop(&env, SIGTERM);
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
   /* STATUS= came after READY=1; STOPPING=1 follows. */
-  for (int i = 0; i < 5 && !strstr(got, "STOPPING=1"); i++) {
-    struct pollfd p = {nfd, POLLIN, 0};
-    ASSERT_EQ(poll(&p, 1, 5000), 1);
-    ssize_t n = recv(nfd, buf, sizeof buf - 1, 0);
-    ASSERT_GT(n, 0);
-    buf[n] = '\0';
-    strncat(got, buf, sizeof got - strlen(got) - 2);
-    strcat(got, "\n");
-  }
-  ASSERT_TRUE(strstr(got, "STOPPING=1") != NULL);
+  notified(nfd, "STOPPING=1", 5, 5000, got, sizeof got);
   ASSERT_TRUE(strstr(got, "STATUS=") != NULL);
   /* systemd owns the socket file: an activated daemon leaves it. */
   ASSERT_EQ(access(env.socket_path, F_OK), 0);

@@ -82,26 +82,14 @@ static void *put_until_gone(void *arg) {
   int fd = wire_open(&env, "threads");
   pthread_barrier_wait(&barrier);
   for (unsigned i = 0; p->n_acked < MAX_ACKED / CLIENTS; i++) {
-    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-    Pcachepb__Put put = PCACHEPB__PUT__INIT;
-    Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
-    Pcachepb__PutItem *items[1];
+    wire_put_msg m;
     wire_item it;
     wire_reply rep;
     int r;
     wire_item_make(&it, &key, 500000 + p->t * 10000 + i, 200);
-    items[0] = &it.item;
-    dev.key.data = key.bytes;
-    dev.key.len = PCACHE_DEVKEY_SIZE;
-    dev.name = "test device";
-    put.device = &dev;
-    put.items = items;
-    put.n_items = 1;
-    req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-    req.put = &put;
-    r = wire_send(fd, &req);
-    if (r == 0)
-      r = wire_recv(fd, &rep);
+    wire_put_msg_init(&m, &key, "test device", &it, 1);
+    r = wire_try_call(fd, &m.req, &rep);
+    wire_put_msg_free(&m);
     if (r < 0) {
       wire_item_free(&it);
       break; /* the daemon stopped: what was acknowledged must be there */

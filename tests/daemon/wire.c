@@ -2,17 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
 #include "common/blob.h"
-#include "proto/frame.h"
+#include "common/clock.h"
 #include "test.h"
 
 int wire_send_raw(int fd, const void *data, size_t size) {
@@ -31,114 +30,57 @@ int wire_send_raw(int fd, const void *data, size_t size) {
 }
 
 int wire_send(int fd, const Pcachepb__Request *req) {
-  uint8_t *buf;
-  size_t size;
-  int r = pcache__request_encode(req, UINT32_MAX, &buf, &size);
-  if (r < 0)
-    return r;
-  r = wire_send_raw(fd, buf, size);
-  pcache__free(buf);
-  return r;
-}
-
-/* Reads exactly size bytes, collecting a passed fd if one comes. */
-static int read_full(int fd, void *data, size_t size, int *ret_fd) {
-  uint8_t *p = data;
-  while (size) {
-    union {
-      char buf[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {p, size};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                         .msg_controllen = sizeof ctl.buf};
-    ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (n == 0)
-      return -EPIPE;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
-        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
-    p += n;
-    size -= (size_t)n;
-  }
-  return 0;
+  return pcache__rpc_send(fd, req, UINT32_MAX, pcache__mono_ms() + WIRE_TIMEOUT_MS);
 }
 
 int wire_recv(int fd, wire_reply *ret) {
-  uint8_t hdr[4], *body;
-  uint32_t len;
-  int r, passed = -1;
-  memset(ret, 0, sizeof *ret);
-  ret->fd = -1;
-  if ((r = read_full(fd, hdr, 4, &passed)) < 0)
-    return r;
-  len = pcache__le32(hdr);
-  body = malloc(len ? len : 1);
-  if ((r = read_full(fd, body, len, &passed)) < 0) {
-    free(body);
-    return r;
-  }
-  r = pcache__response_decode(body, len, &ret->resp);
-  free(body);
-  if (r < 0)
-    return r;
-  if (ret->resp->body_case == PCACHEPB__RESPONSE__BODY_BULK) {
-    Pcachepb__Bulk *b = ret->resp->bulk;
-    Pcachepb__Response *inner;
-    ASSERT_TRUE(passed >= 0);
-    ret->fd = passed;
-    ret->seals = fcntl(passed, F_GET_SEALS);
-    ret->map_size = b->size;
-    ret->map = mmap(NULL, b->size, PROT_READ, MAP_PRIVATE, passed, 0);
-    ASSERT_TRUE(ret->map != MAP_FAILED);
-    ASSERT_TRUE(b->response_offset + b->response_size <= b->size);
-    r = pcache__response_decode(ret->map + b->response_offset, b->response_size, &inner);
-    ASSERT_OK(r);
-    pcache__response_free(ret->resp);
-    ret->resp = inner;
-  } else if (passed >= 0) {
-    close(passed);
-  }
-  return 0;
+  int r = pcache__rpc_recv(fd, PCACHEPB__RESPONSE__BODY__NOT_SET, UINT32_MAX,
+                           pcache__mono_ms() + WIRE_TIMEOUT_MS, &ret->reply);
+  ret->resp = ret->reply.response;
+  ret->fd = ret->reply.bulk ? ret->reply.memfd : -1;
+  ret->seals = ret->fd >= 0 ? fcntl(ret->fd, F_GET_SEALS) : 0;
+  ret->map = ret->reply.bulk;
+  ret->map_size = ret->reply.bulk_size;
+  return ret->resp ? 0 : r; /* a refusal is for the test to check */
 }
 
 void wire_reply_free(wire_reply *r) {
-  pcache__response_free(r->resp);
-  if (r->map)
-    munmap(r->map, r->map_size);
-  if (r->fd >= 0)
-    close(r->fd);
+  pcache__reply_release(&r->reply);
   memset(r, 0, sizeof *r);
   r->fd = -1;
 }
 
+int wire_try_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
+  int r = wire_send(fd, req);
+  if (r < 0)
+    return r;
+  return wire_recv(fd, ret);
+}
+
 void wire_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
-  ASSERT_OK(wire_send(fd, req));
-  ASSERT_OK(wire_recv(fd, ret));
+  ASSERT_OK(wire_try_call(fd, req, ret));
+}
+
+int wire_closed_with(int fd) {
+  wire_reply rep;
+  int status = 0, r;
+  struct pollfd p = {fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  r = wire_recv(fd, &rep);
+  if (r == 0) {
+    status = rep.resp->status;
+    wire_reply_free(&rep);
+    ASSERT_EQ(poll(&p, 1, 5000), 1);
+    r = wire_recv(fd, &rep);
+  }
+  ASSERT_TRUE(r == -EPIPE || r == -ECONNRESET);
+  close(fd);
+  return status;
 }
 
 int wire_open(const test_env *env, const char *app) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Hello h = PCACHEPB__HELLO__INIT;
-  wire_reply rep;
-  int fd = test_raw_connect(env);
+  int fd = test_open(env, app, WIRE_TIMEOUT_MS);
   ASSERT_GE(fd, 0);
-  h.protocol_version = PCACHE_PROTOCOL_VERSION;
-  h.app = (char *)app;
-  h.pid = (uint32_t)getpid();
-  h.client_version = (char *)"test";
-  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
-  req.hello = &h;
-  wire_call(fd, &req, &rep);
-  ASSERT_EQ(rep.resp->status, 0);
-  ASSERT_EQ(rep.resp->body_case, PCACHEPB__RESPONSE__BODY_HELLO);
-  ASSERT_EQ(rep.resp->hello->protocol_version, PCACHE_PROTOCOL_VERSION);
-  wire_reply_free(&rep);
   return fd;
 }
 
@@ -234,23 +176,35 @@ void wire_item_free(wire_item *it) {
   free(it->item.desc.data);
 }
 
-void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
-  Pcachepb__PutItem **pi = calloc(n + 1, sizeof *pi);
+void wire_put_msg_init(wire_put_msg *m, const pcache__devkey *key, const char *name,
+                       wire_item *items, size_t n) {
+  pcachepb__request__init(&m->req);
+  pcachepb__put__init(&m->put);
+  pcachepb__device_info__init(&m->dev);
+  m->items = calloc(n + 1, sizeof *m->items);
+  ASSERT_TRUE(m->items != NULL);
   for (size_t i = 0; i < n; i++)
-    pi[i] = &items[i].item;
-  dev.key.data = (uint8_t *)key->bytes;
-  dev.key.len = PCACHE_DEVKEY_SIZE;
-  dev.name = (char *)"test device";
-  put.device = &dev;
-  put.items = pi;
-  put.n_items = n;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
-  wire_call(fd, &req, ret);
-  free(pi);
+    m->items[i] = &items[i].item;
+  m->dev.key.data = (uint8_t *)key->bytes;
+  m->dev.key.len = PCACHE_DEVKEY_SIZE;
+  m->dev.name = (char *)name;
+  m->put.device = &m->dev;
+  m->put.items = m->items;
+  m->put.n_items = n;
+  m->req.body_case = PCACHEPB__REQUEST__BODY_PUT;
+  m->req.put = &m->put;
+}
+
+void wire_put_msg_free(wire_put_msg *m) {
+  free(m->items);
+  m->items = NULL;
+}
+
+void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wire_reply *ret) {
+  wire_put_msg m;
+  wire_put_msg_init(&m, key, "test device", items, n);
+  wire_call(fd, &m.req, ret);
+  wire_put_msg_free(&m);
 }
 
 void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
@@ -282,14 +236,20 @@ void wire_stats(int fd, wire_reply *ret) {
   ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_STATS);
 }
 
+Pcachepb__StatsReply wire_stats_of(int fd) {
+  Pcachepb__StatsReply s;
+  wire_reply rep;
+  wire_stats(fd, &rep);
+  s = *rep.resp->stats;
+  wire_reply_free(&rep);
+  return s;
+}
+
 const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size) {
-  if (b->blob.len || !r->map) {
-    *ret_size = b->blob.len;
-    return b->blob.data;
-  }
-  ASSERT_TRUE(b->blob_offset + b->blob_size <= r->map_size);
-  *ret_size = b->blob_size;
-  return r->map + b->blob_offset;
+  const uint8_t *p =
+      pcache__reply_bytes(&r->reply, b->blob, b->blob_offset, b->blob_size, ret_size);
+  ASSERT_TRUE(p || !r->map); /* a range outside the memfd */
+  return p;
 }
 
 static test_env *guarded;

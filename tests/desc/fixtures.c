@@ -1,5 +1,6 @@
 #include "fixtures.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -622,4 +623,16 @@ int fx_describe(const fx_pipeline *p, const fx_world *w, pcache__desc_buf *buf,
   if (p->compute)
     return pcache__desc_compute(&p->cinfo, &w->lookup, buf, ret_keys);
   return pcache__desc_graphics(&p->info, &w->lookup, buf, ret_keys);
+}
+
+void fx_keys_text(const fx_world *w, int i, size_t pad, char *out, size_t out_size,
+                  pcache__desc_buf *buf) {
+  fx_pipeline *p = fx_make(w, i, pad);
+  pcache__desc_keys keys;
+  char hex[33];
+  pcache__desc_buf_init(buf);
+  ASSERT_OK(fx_describe(p, w, buf, &keys));
+  pcache__hash_format(&keys.state_hash, hex);
+  snprintf(out, out_size, "%s %016llx", hex, (unsigned long long)keys.tier1_key);
+  fx_free(p);
 }

@@ -96,5 +96,10 @@ fx_pipeline *fx_make(const fx_world *w, int i, size_t pad);
 void fx_free(fx_pipeline *p);
 int fx_describe(const fx_pipeline *p, const fx_world *w, pcache__desc_buf *buf,
                 pcache__desc_keys *ret_keys);
+/* Fixture i (made pad bytes into its block) described, as the text
+ * "<state hash> <tier-1 key>" in out; its canonical bytes in *buf (the
+ * caller releases them). Aborts the test on failure. */
+void fx_keys_text(const fx_world *w, int i, size_t pad, char *out, size_t out_size,
+                  pcache__desc_buf *buf);
 
 #endif

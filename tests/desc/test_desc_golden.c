@@ -18,15 +18,10 @@ int main(int argc, char **argv) {
   FILE *f;
   fx_world_init(&w, 0x5000, 16);
   for (int i = 0; i < FX_COUNT; i++) {
-    fx_pipeline *p = fx_make(&w, i, 0);
     pcache__desc_buf buf;
-    pcache__desc_keys keys;
-    char hex[33];
-    pcache__desc_buf_init(&buf);
-    ASSERT_OK(fx_describe(p, &w, &buf, &keys));
-    pcache__hash_format(&keys.state_hash, hex);
-    snprintf(lines[i], sizeof(lines[i]), "%s %s %016llx", fx_names[i], hex,
-             (unsigned long long)keys.tier1_key);
+    char keys[64];
+    fx_keys_text(&w, i, 0, keys, sizeof keys, &buf);
+    snprintf(lines[i], sizeof(lines[i]), "%s %s", fx_names[i], keys);
     if (corpus) { /* seeds for tests/fuzz/corpus/desc */
       char path[512];
       snprintf(path, sizeof(path), "%s/%s.bin", corpus, fx_names[i]);
@@ -36,7 +31,6 @@ int main(int argc, char **argv) {
       ASSERT_EQ(fclose(f), 0);
     }
     pcache__desc_buf_release(&buf);
-    fx_free(p);
   }
   fx_world_free(&w);
   if (update) {

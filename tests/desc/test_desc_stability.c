@@ -15,16 +15,9 @@ static void describe_all(uint64_t base, uint64_t step, size_t pad, char out[FX_C
   fx_world w;
   fx_world_init(&w, base, step);
   for (int i = 0; i < FX_COUNT; i++) {
-    fx_pipeline *p = fx_make(&w, i, pad + 40 * (size_t)i);
     pcache__desc_buf buf;
-    pcache__desc_keys keys;
-    char hex[33];
-    pcache__desc_buf_init(&buf);
-    ASSERT_OK(fx_describe(p, &w, &buf, &keys));
-    pcache__hash_format(&keys.state_hash, hex);
-    snprintf(out[i], LINE, "%s %016llx", hex, (unsigned long long)keys.tier1_key);
+    fx_keys_text(&w, i, pad + 40 * (size_t)i, out[i], LINE, &buf);
     pcache__desc_buf_release(&buf);
-    fx_free(p);
   }
   fx_world_free(&w);
 }

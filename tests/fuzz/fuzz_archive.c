@@ -17,15 +17,7 @@
 #include "scratch.h"
 #include "store.h"
 #include "writer.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      abort();                                                                                     \
-  } while (0)
+#include "fuzz.h"
 
 typedef struct walk {
   uint64_t sum, bad;

@@ -11,14 +11,7 @@
 
 #include "common/blob.h"
 #include "common/devkey.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      abort();                                                                                     \
-  } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint8_t uuid[PCACHE_UUID_SIZE] = "val-fuzz-uuid-01";

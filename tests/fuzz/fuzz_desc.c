@@ -4,21 +4,17 @@
  * described again, and describing is idempotent from there on.
  *
  * Built with libFuzzer when PCACHE_FUZZ is on; otherwise with
- * PCACHE_FUZZ_REPLAY_MAIN, a main() that replays corpus files (or
- * directories of them) through the same entry point: the fuzz-smoke test. */
-#include <dirent.h>
+ * replay_main.c, which replays the corpus through the same entry point:
+ * the fuzz-smoke test. */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <pcache/pcache.h>
 
 #include "replay/desc_decode.h"
+#include "fuzz.h"
 #include "proto/desc_check.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Any module hash gets this (valid-looking) code. */
 static const uint32_t fake_code[] = {0x07230203, 0x00010000, 0, 1, 0};
@@ -131,60 +127,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pcache__desc_decoded_free(d);
   return 0;
 }
-
-#ifdef PCACHE_FUZZ_REPLAY_MAIN
-static int run_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  uint8_t *buf;
-  long n;
-  if (!f)
-    return -1;
-  fseek(f, 0, SEEK_END);
-  n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  buf = malloc(n > 0 ? (size_t)n : 1);
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    fclose(f);
-    free(buf);
-    return -1;
-  }
-  fclose(f);
-  LLVMFuzzerTestOneInput(buf, (size_t)n);
-  free(buf);
-  return 0;
-}
-
-int main(int argc, char **argv) {
-  int files = 0;
-  for (int i = 1; i < argc; i++) {
-    struct stat st;
-    DIR *dir;
-    struct dirent *e;
-    if (stat(argv[i], &st) != 0) {
-      fprintf(stderr, "%s: cannot stat\n", argv[i]);
-      return 1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      if (run_file(argv[i]) < 0)
-        return 1;
-      files++;
-      continue;
-    }
-    dir = opendir(argv[i]);
-    if (!dir)
-      return 1;
-    while ((e = readdir(dir))) {
-      char path[4096];
-      if (e->d_name[0] == '.')
-        continue;
-      snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
-      if (run_file(path) < 0)
-        return 1;
-      files++;
-    }
-    closedir(dir);
-  }
-  printf("%d inputs replayed\n", files);
-  return files > 0 ? 0 : 1;
-}
-#endif

@@ -26,15 +26,7 @@
 #include "scratch.h"
 #include "server.h"
 #include "wire.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      abort();                                                                                     \
-  } while (0)
+#include "fuzz.h"
 
 /* Largest input written into the socket in one go (libFuzzer -max_len). */
 #define FUZZ_MAX_INPUT (1u << 20)

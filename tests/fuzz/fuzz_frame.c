@@ -10,14 +10,7 @@
 #include "common/alloc.h"
 #include "common/devkey.h"
 #include "proto/frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      abort();                                                                                     \
-  } while (0)
+#include "fuzz.h"
 
 /* protobuf-c keeps fields it does not know, even with the invalid field
  * number 0, and packs them back as it got them: bytes it then refuses to

@@ -46,23 +46,6 @@ long rel_env_long(const char *name, long def) {
   return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-int rel_closed_with(int fd) {
-  wire_reply rep;
-  int status = 0, r;
-  struct pollfd p = {fd, POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 5000), 1);
-  r = wire_recv(fd, &rep);
-  if (r == 0) {
-    status = rep.resp->status;
-    wire_reply_free(&rep);
-    ASSERT_EQ(poll(&p, 1, 5000), 1);
-    r = wire_recv(fd, &rep);
-  }
-  ASSERT_TRUE(r == -EPIPE || r == -ECONNRESET);
-  close(fd);
-  return status;
-}
-
 int rel_part_wanted(int argc, char **argv, const char *name) {
   return argc < 2 || strcmp(argv[1], name) == 0;
 }
@@ -131,56 +114,14 @@ void rel_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size
   pthread_mutex_unlock(&item_lock);
 }
 
-int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret) {
-  int r = wire_send(fd, req);
-  if (r < 0)
-    return r;
-  return wire_recv(fd, ret);
-}
-
-int rel_open(const test_env *env, const char *app) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Hello h = PCACHEPB__HELLO__INIT;
-  wire_reply rep;
-  int fd = test_raw_connect(env), r;
-  if (fd < 0)
-    return fd;
-  h.protocol_version = PCACHE_PROTOCOL_VERSION;
-  h.app = (char *)app;
-  h.pid = (uint32_t)getpid();
-  req.body_case = PCACHEPB__REQUEST__BODY_HELLO;
-  req.hello = &h;
-  r = rel_call(fd, &req, &rep);
-  if (r == 0) {
-    r = rep.resp->status;
-    wire_reply_free(&rep);
-  }
-  if (r < 0) {
-    close(fd);
-    return r;
-  }
-  return fd;
-}
-
 int rel_put(int fd, const pcache__devkey *key, wire_item *items, size_t n) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
-  Pcachepb__PutItem *pi[64];
+  wire_put_msg m;
   wire_reply rep;
   int r;
-  ASSERT_LE(n, 64);
-  for (size_t i = 0; i < n; i++)
-    pi[i] = &items[i].item;
-  dev.key.data = (uint8_t *)key->bytes;
-  dev.key.len = PCACHE_DEVKEY_SIZE;
-  dev.name = (char *)"reliability device";
-  put.device = &dev;
-  put.items = pi;
-  put.n_items = n;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
-  if ((r = rel_call(fd, &req, &rep)) < 0)
+  wire_put_msg_init(&m, key, "reliability device", items, n);
+  r = wire_try_call(fd, &m.req, &rep);
+  wire_put_msg_free(&m);
+  if (r < 0)
     return r;
   if (rep.resp->status < 0)
     r = rep.resp->status;

@@ -30,9 +30,6 @@ long rel_rss_kb(pid_t pid);
 long rel_anon_kb(pid_t pid);
 /* An integer from the environment, or def. */
 long rel_env_long(const char *name, long def);
-/* Waits for the daemon to close fd (5 s at most) and returns the status of
- * the reply it sent before closing, 0 when it sent none. Closes fd. */
-int rel_closed_with(int fd);
 /* 1 when fd has nothing to read and is still open after ms. */
 int rel_still_open(int fd, int ms);
 /* Stats of the daemon; aborts on error. */
@@ -54,11 +51,6 @@ void rel_figure(const char *name, const char *fmt, ...) __attribute__((format(pr
 
 /* Makes a valid item (wire_item_make under a lock: it shares buffers). */
 void rel_item_make(wire_item *it, const pcache__devkey *key, uint64_t salt, size_t blob_size);
-/* Connects and says Hello; returns the fd or a negative code. */
-int rel_open(const test_env *env, const char *app);
-/* Sends req and reads the reply; 0 or a negative transport code (the
- * reply's own status is in ret->resp). */
-int rel_call(int fd, const Pcachepb__Request *req, wire_reply *ret);
 /* Puts items on key; returns the number stored, or a negative code
  * (transport failure or a request-level status). */
 int rel_put(int fd, const pcache__devkey *key, wire_item *items, size_t n);

@@ -61,7 +61,7 @@ static outcome call(int fd, const Pcachepb__Request *req) {
 static outcome raw(int fd, const void *bytes, size_t n) {
   outcome o = {0, 1};
   ASSERT_OK(wire_send_raw(fd, bytes, n));
-  o.code = rel_closed_with(fd);
+  o.code = wire_closed_with(fd);
   return o;
 }
 
@@ -119,7 +119,7 @@ static outcome row_truncated_eof(void) {
   outcome o = {0, 1};
   ASSERT_OK(wire_send_raw(fd, t, sizeof t));
   ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
-  o.code = rel_closed_with(fd);
+  o.code = wire_closed_with(fd);
   return o;
 }
 

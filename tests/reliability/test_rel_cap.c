@@ -45,21 +45,12 @@ static long data_mdb_size(void) {
   return (long)st.st_size;
 }
 
-static Pcachepb__StatsReply stats_of(int fd) {
-  Pcachepb__StatsReply s;
-  wire_reply rep;
-  wire_stats(fd, &rep);
-  s = *rep.resp->stats;
-  wire_reply_free(&rep);
-  return s;
-}
-
 /* Stats' bytes and data.mdb against the cap, after attack `what`. */
 static void check_bound_file(int fd, const char *what, long file_bound);
 static void check_bound(int fd, const char *what) { check_bound_file(fd, what, FILE_BOUND); }
 
 static void check_bound_file(int fd, const char *what, long file_bound) {
-  Pcachepb__StatsReply s = stats_of(fd);
+  Pcachepb__StatsReply s = wire_stats_of(fd);
   long file = data_mdb_size();
   printf("%-10s: status %llu + %llu snapshot bytes of %u; %llu entries, %llu devices, %llu "
          "modules; data.mdb %ld bytes\n",
@@ -129,22 +120,11 @@ static void item_with_module(wire_item *it, const pcache__devkey *key, uint64_t 
 /* A Put of items for key whose DeviceInfo carries the given strings. */
 static void put_as(int fd, const pcache__devkey *key, char *name, wire_item *items, size_t n,
                    wire_reply *ret) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__DeviceInfo dev = PCACHEPB__DEVICE_INFO__INIT;
-  Pcachepb__PutItem *pi[8];
-  ASSERT_LE(n, 8);
-  for (size_t i = 0; i < n; i++)
-    pi[i] = &items[i].item;
-  dev.key.data = (uint8_t *)key->bytes;
-  dev.key.len = PCACHE_DEVKEY_SIZE;
-  dev.name = dev.driver_name = dev.driver_info = name;
-  put.device = &dev;
-  put.items = pi;
-  put.n_items = n;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
-  wire_call(fd, &req, ret);
+  wire_put_msg m;
+  wire_put_msg_init(&m, key, name, items, n);
+  m.dev.driver_name = m.dev.driver_info = name;
+  wire_call(fd, &m.req, ret);
+  wire_put_msg_free(&m);
 }
 
 /* purge --all; the number of entries it removed. */
@@ -276,7 +256,7 @@ int main(void) {
       wire_item_free(&item);
     }
     check_bound(fd, "modules");
-    ASSERT_GE(stats_of(fd).bytes_used, 8 * sizeof code); /* the modules are counted */
+    ASSERT_GE(wire_stats_of(fd).bytes_used, 8 * sizeof code); /* the modules are counted */
   }
 
   /* 2. Device records with 60 KiB strings. */
@@ -303,7 +283,7 @@ int main(void) {
     ASSERT_ERR(put_snapshot(attacker, &key, "attacker", blob, 3u << 20), PCACHE_EFULL);
     free(blob);
     ASSERT_EQ(app_entries(fd, "victim"), 4);
-    ASSERT_EQ(stats_of(fd).snapshots, 0);
+    ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
     check_bound(fd, "snapshot");
     close(attacker);
   }
@@ -357,7 +337,7 @@ int main(void) {
   {
     Pcachepb__StatsReply s;
     ASSERT_GT(purge_all(fd), 0);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     ASSERT_EQ(s.entries, 0);
     ASSERT_EQ(s.devices, 0);
     ASSERT_EQ(s.modules, 0);
@@ -411,17 +391,17 @@ int main(void) {
    * counters removed by hand) has them counted when the daemon starts,
    * and purge --all removes a device record left with no entries. */
   {
-    uint64_t used = stats_of(fd).bytes_used;
+    uint64_t used = wire_stats_of(fd).bytes_used;
     close(fd);
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
     make_old_store();
     test_daemon_start(&env, args);
     fd = wire_open(&env, "victim");
-    ASSERT_EQ(stats_of(fd).bytes_used, used + PCACHE_DEVKEY_SIZE + 40);
-    ASSERT_EQ(stats_of(fd).devices, 2);
+    ASSERT_EQ(wire_stats_of(fd).bytes_used, used + PCACHE_DEVKEY_SIZE + 40);
+    ASSERT_EQ(wire_stats_of(fd).devices, 2);
     ASSERT_EQ(purge_all(fd), 1);
-    ASSERT_EQ(stats_of(fd).devices, 0);
-    ASSERT_EQ(stats_of(fd).bytes_used, 0);
+    ASSERT_EQ(wire_stats_of(fd).devices, 0);
+    ASSERT_EQ(wire_stats_of(fd).bytes_used, 0);
   }
   close(fd);
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
@@ -437,7 +417,7 @@ int main(void) {
     fd = wire_open(&env, "hog");
     device_attack(fd, 1000);
     device_attack(fd, 2000);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     printf("1 MiB map: %llu entries, %llu devices, %llu bytes, %llu evictions; data.mdb %ld\n",
            (unsigned long long)s.entries, (unsigned long long)s.devices,
            (unsigned long long)s.bytes_used, (unsigned long long)s.evictions, data_mdb_size());
@@ -449,9 +429,9 @@ int main(void) {
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
     test_daemon_start(&env, tight);
     fd = wire_open(&env, "hog");
-    ASSERT_EQ(stats_of(fd).entries, s.entries);
+    ASSERT_EQ(wire_stats_of(fd).entries, s.entries);
     ASSERT_GT(purge_all(fd), 0);
-    s = stats_of(fd);
+    s = wire_stats_of(fd);
     ASSERT_EQ(s.devices, 0);
     ASSERT_EQ(s.bytes_used, 0);
     close(fd);

@@ -3,7 +3,6 @@
  * opens (never moved aside), Verify finds nothing wrong, and every Put that
  * was acknowledged is there, byte for byte. PCACHE_REL_KILLS sets the
  * number of kills (5 here, 50 in scripts/reliability.sh --long). */
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -35,7 +34,7 @@ static atomic_uint_fast64_t puts_sent;
 static size_t blob_size_for(uint64_t salt) { return 64 + (salt * 2654435761u) % 8000; }
 
 static void *client(void *arg) {
-  int fd = rel_open(&env, "crash");
+  int fd = test_open(&env, "crash", WIRE_TIMEOUT_MS);
   (void)arg;
   while (fd >= 0 && !atomic_load(&stop)) {
     /* 1 to 4 items per Put: group commits mix requests of all sizes. */
@@ -100,18 +99,6 @@ static void check_all(int fd) {
   free(hashes);
 }
 
-static int moved_aside(void) {
-  DIR *d = opendir(env.data_dir);
-  struct dirent *e;
-  int found = 0;
-  while (d && (e = readdir(d)))
-    if (strstr(e->d_name, "corrupt"))
-      found = 1;
-  if (d)
-    closedir(d);
-  return found;
-}
-
 int main(void) {
   long kills = rel_env_long("PCACHE_REL_KILLS", 5);
   unsigned seed = (unsigned)rel_env_long("PCACHE_REL_SEED", (long)getpid());
@@ -139,7 +126,7 @@ int main(void) {
 
     /* Restart: the store opens as it was, verifies, and holds every ack. */
     test_daemon_start(&env, NULL);
-    ASSERT_EQ(moved_aside(), 0);
+    ASSERT_EQ(test_count_aside(&env), 0);
     fd = wire_open(&env, "check");
     ASSERT_EQ(rel_verify(fd), 0);
     check_all(fd);

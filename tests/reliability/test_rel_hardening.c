@@ -153,7 +153,7 @@ static void hello_timeout(void) {
     ASSERT_GE(silent[i] = test_raw_connect(&env), 0);
   /* They hold every slot, then are closed without a reply. */
   for (int i = 0; i < 3; i++) {
-    int st = rel_closed_with(silent[i]);
+    int st = wire_closed_with(silent[i]);
     ASSERT_TRUE(st == 0 || st == PCACHE_ETOO_MANY_CONNECTIONS);
     timed_out += st == 0;
   }

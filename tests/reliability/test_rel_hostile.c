@@ -102,7 +102,7 @@ int main(void) {
     ASSERT_OK(wire_send_raw(stall, "\x40\x00\x00\x00\x12", 5));
     while (rel_still_open(stall, 200))
       witness_ok();
-    ASSERT_EQ(rel_closed_with(stall), 0);
+    ASSERT_EQ(wire_closed_with(stall), 0);
     ASSERT_GE(rel_now_ms() - t0, 1500);
     ASSERT_LT(rel_now_ms() - t0, 6000);
   }
@@ -173,7 +173,7 @@ int main(void) {
       fds[i] = wire_open(&env, "many");
     extra = test_raw_connect(&env);
     ASSERT_GE(extra, 0);
-    ASSERT_ERR(rel_closed_with(extra), PCACHE_ETOO_MANY_CONNECTIONS);
+    ASSERT_ERR(wire_closed_with(extra), PCACHE_ETOO_MANY_CONNECTIONS);
     witness_ok();
     for (int i = 0; i < MAX_CONN - 1; i++)
       close(fds[i]);

@@ -75,7 +75,7 @@ static void do_get(int fd, client *c) {
     g.n_state_hashes = m;
     req.body_case = PCACHEPB__REQUEST__BODY_GET;
     req.get = &g;
-    if ((r = rel_call(fd, &req, &rep)) < 0)
+    if ((r = wire_try_call(fd, &req, &rep)) < 0)
       return fail("get transport", r);
   }
   if (rep.resp->status || rep.resp->body_case != PCACHEPB__RESPONSE__BODY_GET) {
@@ -135,7 +135,7 @@ static void do_purge(int fd, client *c) {
   p.state_hash = (ProtobufCBinaryData){16, c->live[at].bytes};
   req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
   req.purge = &p;
-  if ((r = rel_call(fd, &req, &rep)) < 0)
+  if ((r = wire_try_call(fd, &req, &rep)) < 0)
     return fail("purge transport", r);
   if (rep.resp->status || rep.resp->body_case != PCACHEPB__RESPONSE__BODY_PURGE ||
       rep.resp->purge->entries != 1) {
@@ -168,7 +168,7 @@ static void simple(int fd, int op) {
     req.body_case = PCACHEPB__REQUEST__BODY_STATS;
     req.stats = &s;
   }
-  if ((r = rel_call(fd, &req, &rep)) < 0)
+  if ((r = wire_try_call(fd, &req, &rep)) < 0)
     return fail("transport", r);
   if (rep.resp->status)
     fail("request", rep.resp->status);
@@ -178,7 +178,7 @@ static void simple(int fd, int op) {
 
 static void *run(void *arg) {
   client *c = arg;
-  int fd = rel_open(&env, "load");
+  int fd = test_open(&env, "load", WIRE_TIMEOUT_MS);
   if (fd < 0) {
     fail("connect", fd);
     return NULL;

@@ -1,0 +1,285 @@
+/* The one RPC helper (rpc.h). Every send and receive is non-blocking
+ * (MSG_DONTWAIT) and waits in poll() up to the caller's deadline, so a
+ * daemon that stalls never holds the caller past it, whether the socket
+ * is blocking (the tests') or not (transport.c's). */
+#include "rpc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+
+/* Milliseconds left before deadline, 0 when it has passed. */
+static int remaining_ms(uint64_t deadline) {
+  uint64_t now = pcache__mono_ms();
+  if (now >= deadline)
+    return 0;
+  return (int)(deadline - now > 0x7fffffff ? 0x7fffffff : deadline - now);
+}
+
+/* See pcache__rpc_set_cancel_fd. */
+static __thread int cancel_fd = -1;
+
+void pcache__rpc_set_cancel_fd(int fd) { cancel_fd = fd; }
+
+static int wait_fd(int fd, short events, uint64_t deadline) {
+  struct pollfd pfd[2] = {{.fd = fd, .events = events}, {.fd = cancel_fd, .events = POLLIN}};
+  for (;;) {
+    int left = remaining_ms(deadline);
+    if (left == 0)
+      return -ETIMEDOUT;
+    int n = poll(pfd, cancel_fd >= 0 ? 2 : 1, left);
+    if (n > 0 && cancel_fd >= 0 && pfd[1].revents)
+      return -ECANCELED;
+    if (n > 0)
+      return 0; /* readiness or an error: the next I/O call says which */
+    if (n == 0)
+      return -ETIMEDOUT;
+    if (errno != EINTR)
+      return -errno;
+  }
+}
+
+static int send_all(int fd, const uint8_t *buf, size_t size, uint64_t deadline) {
+  while (size > 0) {
+    ssize_t n = send(fd, buf, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      buf += n;
+      size -= (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int r = wait_fd(fd, POLLOUT, deadline);
+      if (r < 0)
+        return r;
+      continue;
+    }
+    return n < 0 ? -errno : -EPIPE;
+  }
+  return 0;
+}
+
+/* Reads exactly size bytes. A descriptor passed with SCM_RIGHTS on any of
+ * them lands in *io_fd; a second one is a protocol error (the daemon sends
+ * at most one per frame). */
+static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *io_fd) {
+  while (size > 0) {
+    union {
+      struct cmsghdr align;
+      char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = size};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        int r = wait_fd(fd, POLLIN, deadline);
+        if (r < 0)
+          return r;
+        continue;
+      }
+      return -errno;
+    }
+    int bad = (msg.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        continue;
+      size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < nfds; i++) {
+        int got;
+        memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+        if (*io_fd < 0 && !bad)
+          *io_fd = got;
+        else {
+          close(got);
+          bad = 1;
+        }
+      }
+    }
+    if (bad)
+      return PCACHE_EPROTO;
+    if (n == 0)
+      return -ECONNRESET; /* the daemon closed the connection */
+    buf += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_frame,
+                     uint64_t deadline_ms) {
+  uint8_t *buf;
+  size_t size;
+  int r = pcache__request_encode(request, max_frame, &buf, &size);
+  if (r < 0)
+    return r;
+  r = send_all(fd, buf, size, deadline_ms);
+  pcache__free(buf);
+  return r;
+}
+
+/* A bulk reply: the frame's Response only says where, in the sealed memfd
+ * that came with it, the real Response lies. The memfd must be sealed
+ * against writes and shrinking, or the daemon (or anyone holding the fd)
+ * could change the bytes after we checked them. */
+static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache__reply *reply) {
+  struct stat st;
+  int seals;
+  void *map;
+  if (fd < 0 || bulk->size == 0 || bulk->size > SIZE_MAX)
+    return PCACHE_EPROTO;
+  seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK))
+    return PCACHE_EPROTO;
+  if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < bulk->size)
+    return PCACHE_EPROTO;
+  if (bulk->response_offset > bulk->size ||
+      bulk->response_size > bulk->size - bulk->response_offset || bulk->response_size == 0)
+    return PCACHE_EPROTO;
+  /* Prefaulted: every byte is read (checksum, then the driver), and a
+   * fault per 4 KiB on first touch cost much of a large prefetch. */
+  map = mmap(NULL, (size_t)bulk->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (map == MAP_FAILED)
+    return -errno;
+  reply->bulk = map;
+  reply->bulk_size = (size_t)bulk->size;
+  reply->memfd = fd;
+  return 0;
+}
+
+/* One Response frame, resolved through its memfd when it is a bulk one. */
+static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
+                         pcache__reply *ret_reply) {
+  uint8_t header[PCACHE_FRAME_HEADER_SIZE];
+  uint8_t *body = NULL;
+  uint32_t length;
+  int fd = -1, r;
+  pcache__reply reply = {0};
+  Pcachepb__Response *outer = NULL;
+
+  r = recv_all(sock, header, sizeof header, deadline, &fd);
+  if (r < 0)
+    goto out;
+  /* Checked before anything is allocated for the body. */
+  r = pcache__frame_length(header, max_frame, &length);
+  if (r < 0)
+    goto out;
+  body = pcache__malloc(length);
+  if (!body) {
+    r = -ENOMEM;
+    goto out;
+  }
+  r = recv_all(sock, body, length, deadline, &fd);
+  if (r < 0)
+    goto out;
+  r = pcache__response_decode(body, length, &outer);
+  if (r < 0)
+    goto out;
+  if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
+    if (fd >= 0) {
+      r = PCACHE_EPROTO; /* a descriptor nobody asked for */
+      goto out_free_outer;
+    }
+    reply.response = outer;
+    outer = NULL;
+    goto done;
+  }
+  r = open_bulk(outer->bulk, fd, &reply);
+  if (r < 0)
+    goto out_free_outer;
+  fd = -1; /* the reply's now */
+  r = pcache__response_decode(reply.bulk + outer->bulk->response_offset,
+                              (size_t)outer->bulk->response_size, &reply.response);
+  if (r < 0)
+    goto out_unmap;
+  if (reply.response->body_case == PCACHEPB__RESPONSE__BODY_BULK) {
+    r = PCACHE_EPROTO; /* no bulk inside a bulk */
+    goto out_unmap;
+  }
+done:
+  *ret_reply = reply;
+  reply = (pcache__reply){0};
+  r = 0;
+out_unmap:
+  pcache__reply_release(&reply);
+out_free_outer:
+  pcache__response_free(outer);
+out:
+  if (fd >= 0)
+    close(fd);
+  pcache__free(body);
+  return r;
+}
+
+/* The verdict on a Response that arrived: see pcache__rpc. */
+static int verdict(const Pcachepb__Response *response, Pcachepb__Response__BodyCase expect) {
+  if (response->status < 0)
+    return response->status;
+  if (response->status > 0)
+    return PCACHE_EPROTO; /* not a code of ours */
+  if (expect != PCACHEPB__RESPONSE__BODY__NOT_SET && response->body_case != expect)
+    return PCACHE_EPROTO;
+  return 0;
+}
+
+int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_frame,
+                     uint64_t deadline_ms, pcache__reply *ret_reply) {
+  int r;
+  *ret_reply = (pcache__reply){0};
+  r = recv_response(fd, max_frame, deadline_ms, ret_reply);
+  return r < 0 ? r : verdict(ret_reply->response, expect);
+}
+
+int pcache__rpc(int fd, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expect,
+                uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply) {
+  int r;
+  *ret_reply = (pcache__reply){0};
+  r = pcache__rpc_send(fd, request, max_frame, deadline_ms);
+  return r < 0 ? r : pcache__rpc_recv(fd, expect, max_frame, deadline_ms, ret_reply);
+}
+
+const char *pcache__reply_why(const pcache__reply *reply, int err) {
+  if (reply && reply->response && reply->response->message && *reply->response->message)
+    return reply->response->message;
+  return pcache_strerror(err);
+}
+
+void pcache__reply_release(pcache__reply *reply) {
+  if (!reply)
+    return;
+  pcache__response_free(reply->response);
+  if (reply->bulk) {
+    munmap((void *)reply->bulk, reply->bulk_size);
+    close(reply->memfd);
+  }
+  *reply = (pcache__reply){0};
+}
+
+const uint8_t *pcache__reply_bytes(const pcache__reply *reply, ProtobufCBinaryData inline_data,
+                                   uint64_t offset, uint64_t size, size_t *ret_size) {
+  *ret_size = 0;
+  if (inline_data.len > 0) {
+    *ret_size = inline_data.len;
+    return inline_data.data;
+  }
+  if (!reply || !reply->bulk || offset > reply->bulk_size || size > reply->bulk_size - offset)
+    return NULL;
+  *ret_size = (size_t)size;
+  return reply->bulk + offset;
+}

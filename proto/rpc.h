@@ -1,0 +1,78 @@
+/* The one RPC helper of pcache: send a Request on a connected socket, read
+ * its Response (mapping the sealed memfd of a bulk reply), and give the
+ * verdict in the error convention. libpcache (through its connection,
+ * transport.c), pcachectl and the tests all make their requests with it;
+ * only tests that send raw or malformed frames on purpose go around it.
+ * Non-blocking I/O bounded by a monotonic deadline (pcache__mono_ms), so
+ * the socket may be blocking or not. */
+#ifndef PCACHE_PROTO_RPC_H
+#define PCACHE_PROTO_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/frame.h"
+
+/* A Response and what came with it; release with pcache__reply_release
+ * (a zeroed one too). */
+typedef struct pcache__reply {
+  Pcachepb__Response *response; /* NULL when no whole Response arrived */
+  const uint8_t *bulk;          /* the mapped memfd of a bulk reply, or NULL */
+  size_t bulk_size;
+  int memfd; /* that memfd, kept open until release; meaningful only when bulk is set */
+} pcache__reply;
+
+/*
+ * pcache__rpc - send request on fd and read its Response, all before
+ * deadline_ms (pcache__mono_ms). Frames over max_frame are refused either
+ * way (PCACHE_EFRAME_TOO_LARGE). Returns 0 when the daemon answered status
+ * 0 with the body `expect` (PCACHEPB__RESPONSE__BODY__NOT_SET: any body).
+ * Otherwise:
+ *   - the daemon's status (< 0) when it refused the request, or
+ *     PCACHE_EPROTO for a positive status or another body: a Response
+ *     arrived, and ret_reply->response holds it (its message, and whatever
+ *     body it carries);
+ *   - a failure of the exchange, ret_reply->response NULL: -ETIMEDOUT,
+ *     -ECANCELED (pcache__rpc_set_cancel_fd), -EPIPE or -ECONNRESET (the
+ *     peer went away), another -errno, PCACHE_EPROTO (a malformed frame or
+ *     bulk memfd), PCACHE_EFRAME_TOO_LARGE. The stream is then out of step:
+ *     close fd.
+ * Unlike most outputs, *ret_reply is written in every case, so that a
+ * refusal can be read: release it in every case.
+ */
+int pcache__rpc(int fd, const Pcachepb__Request *request, Pcachepb__Response__BodyCase expect,
+                uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply);
+
+/* The two halves of pcache__rpc, for callers that keep several requests in
+ * flight on one socket. Same results. */
+int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_frame,
+                     uint64_t deadline_ms);
+int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_frame,
+                     uint64_t deadline_ms, pcache__reply *ret_reply);
+
+/*
+ * pcache__rpc_set_cancel_fd - from now on, every wait of the calling
+ * thread's RPCs also watches fd, an eventfd or pipe (-1: none), and gives
+ * up with -ECANCELED as soon as it is readable. This is how a background
+ * thread is stopped in the middle of a call without another thread
+ * touching its socket. Thread-local.
+ */
+void pcache__rpc_set_cancel_fd(int fd);
+
+/* Why a call failed, for a person: the message of the daemon's refusal
+ * when it gave one, else pcache_strerror(err). */
+const char *pcache__reply_why(const pcache__reply *reply, int err);
+
+/* Frees the response, unmaps and closes the bulk memfd. Accepts a zeroed
+ * reply; leaves it zeroed. */
+void pcache__reply_release(pcache__reply *reply);
+
+/*
+ * pcache__reply_bytes - the bytes a Blob (or an ExportReply archive) stands
+ * for: the inline field when set, else [offset, offset + size) of the bulk
+ * mapping. NULL (and *ret_size 0) when the range is outside the mapping.
+ */
+const uint8_t *pcache__reply_bytes(const pcache__reply *reply, ProtobufCBinaryData inline_data,
+                                   uint64_t offset, uint64_t size, size_t *ret_size);
+
+#endif
