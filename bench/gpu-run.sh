@@ -7,7 +7,9 @@
 #
 # Env: OUT (folder for the log; default BUNDLE_DIR), WARM_REPEATS (run the
 # warm-start set this many times, default 1), VK_DRIVER_FILES (the
-# ICD manifest; default: the NVIDIA one where the device README puts it).
+# ICD manifest; default: the NVIDIA one where the device README puts it),
+# GPU_RUN (which parts, default "demo bench layer": the demo cold and warm,
+# run-all.sh's set, run-layer.sh's plain program through the Vulkan layer).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$1" && pwd)
@@ -33,6 +35,8 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 
+parts=" ${GPU_RUN:-demo bench layer} "
+if [[ $parts == *" demo "* ]]; then
 # The demo: a private daemon, the example app cold then warm.
 work=$(mktemp -d /tmp/pcache-gpu.XXXXXX)
 mkdir -m 0700 "$work/run"
@@ -48,7 +52,9 @@ done
 PCACHE_SOCKET=$work/sock "$B/tools/pcachectl" status | tee -a "$LOGDIR/demo-gpu.log"
 kill "$dpid"; wait "$dpid" || true
 rm -rf "$work"
+fi
 
+if [[ $parts == *" bench "* ]]; then
 BENCH_WORK=/tmp/pcache-bw "$SRC/bench/run-all.sh" --build-dir "$B" --no-build \
   --log "$LOGDIR/bench-gpu.log" "$@"
 
@@ -59,3 +65,13 @@ for k in $(seq 2 "${WARM_REPEATS:-1}"); do
   "$SRC/bench/run-warm.sh" --build-dir "$B" --sizes "256 2048" --work-dir "/tmp/pcache-bw-warm$k" |
     tee "$LOGDIR/warm-repeat-$k.log"
 done
+fi
+
+if [[ $parts == *" layer "* ]]; then
+  # A private runtime dir: the loader and the daemon want one.
+  lrun=$(mktemp -d /tmp/pcache-layer-run.XXXXXX)
+  chmod 700 "$lrun"
+  echo "# a plain Vulkan program through the layer"
+  XDG_RUNTIME_DIR=$lrun "$SRC/bench/run-layer.sh" --build-dir "$B" --work-dir /tmp/pcache-bl |
+    tee "$LOGDIR/layer-gpu.log"
+fi

@@ -267,7 +267,7 @@ void pcd_txn_abort(pcd_txn *txn) {
 }
 
 int pcd_store_nudge(pcd_store *store) {
-  pcd_txn *t;
+  pcd_txn *t = NULL; /* set by a successful begin; -O3 cannot see it */
   uint8_t fmt[4];
   int r = pcd_txn_begin(store, 1, &t);
   if (r < 0)
