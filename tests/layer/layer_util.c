@@ -30,8 +30,9 @@ void layer_report_read(layer_report *r) {
   while (fgets(line, sizeof line, f)) {
     if (strncmp(line, "pcache-layer ", 13) == 0) {
       layer_report one;
-      const char *p = strstr(line, " pipelines=");
-      ASSERT_TRUE(p != NULL);
+      const char *p = strstr(line, " pipelines="), *app = strstr(line, " app=");
+      ASSERT_TRUE(p != NULL && app != NULL);
+      ASSERT_EQ(sscanf(app, " app=%63s", r->app), 1);
       ASSERT_EQ(sscanf(p,
                        " pipelines=%llu hashable=%llu daemon_hits=%llu local_hits=%llu "
                        "compiles=%llu uploaded=%llu unhashable=%llu passed_through=%llu",

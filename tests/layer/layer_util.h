@@ -13,6 +13,7 @@ typedef struct layer_report {
   int unhashable_lines; /* "pcache-layer-unhashable" lines */
   unsigned unhashable_stype;
   char unhashable_reason[64];
+  char app[64]; /* the last report's app= */
 } layer_report;
 
 /* test_env_init, the layer's environment, then the daemon. */

@@ -14,6 +14,7 @@
  * cache that receives pipelines, is saved, and reloaded, and two threads
  * creating the same pipeline. */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +73,44 @@ static void check_interception(VkDevice device) {
       TEST_FAIL_("%s goes through the layer", per_draw[i]);
   ASSERT_TRUE(in_layer(device, "vkCreateGraphicsPipelines"));
   ASSERT_TRUE(in_layer(device, "vkCreateShaderModule"));
+}
+
+/* An allocator that counts, to see the program's callbacks reach the
+ * driver through the layer. */
+typedef struct counting {
+  atomic_int allocs, frees;
+} counting;
+
+static void *VKAPI_CALL count_alloc(void *ud, size_t size, size_t align,
+                                    VkSystemAllocationScope s) {
+  void *p = NULL;
+  (void)s;
+  if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) != 0)
+    return NULL;
+  atomic_fetch_add(&((counting *)ud)->allocs, 1);
+  return p;
+}
+
+static void *VKAPI_CALL count_realloc(void *ud, void *old, size_t size, size_t align,
+                                      VkSystemAllocationScope s) {
+  void *p;
+  (void)s;
+  if (!old)
+    return count_alloc(ud, size, align, s);
+  if (!size) {
+    atomic_fetch_add(&((counting *)ud)->frees, 1);
+    free(old);
+    return NULL;
+  }
+  p = realloc(old, size); /* the tests' drivers ask for small alignments */
+  return p;
+}
+
+static void VKAPI_CALL count_free(void *ud, void *p) {
+  if (!p)
+    return;
+  atomic_fetch_add(&((counting *)ud)->frees, 1);
+  free(p);
 }
 
 /* One run of the "program". */
@@ -151,6 +190,34 @@ static void run_program(void) {
   ASSERT_VK(vkCreateGraphicsPipelines(vk.device, app_cache2, 1, &g[N_BATCH].info, NULL, &reloaded));
   free(saved);
 
+  /* The program's allocator reaches the driver through the layer: for the
+   * objects and caches the layer intercepts, and for pipelines (which
+   * lavapipe allocates from the device's allocator whatever it is given,
+   * so only the balance can be checked there). */
+  {
+    counting counts = {0};
+    VkAllocationCallbacks cb = {.pUserData = &counts,
+                                .pfnAllocation = count_alloc,
+                                .pfnReallocation = count_realloc,
+                                .pfnFree = count_free};
+    size_t code_size;
+    const uint32_t *code = test_vk_shader_code("tri.vert", &code_size);
+    VkShaderModuleCreateInfo smci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_size, .pCode = code};
+    VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkShaderModule module;
+    VkPipelineCache counted_cache;
+    VkPipeline own;
+    ASSERT_VK(vkCreateShaderModule(vk.device, &smci, &cb, &module));
+    ASSERT_VK(vkCreatePipelineCache(vk.device, &pcci, &cb, &counted_cache));
+    ASSERT_GT(atomic_load(&counts.allocs), 1);
+    ASSERT_VK(vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g[0].info, &cb, &own));
+    vkDestroyPipeline(vk.device, own, &cb);
+    vkDestroyPipelineCache(vk.device, counted_cache, &cb);
+    vkDestroyShaderModule(vk.device, module, &cb);
+    ASSERT_EQ(atomic_load(&counts.allocs), atomic_load(&counts.frees));
+  }
+
   vkDestroyPipeline(vk.device, reloaded, NULL);
   for (int t = 0; t < 2; t++)
     vkDestroyPipeline(vk.device, ra[t].pipeline, NULL);
@@ -168,9 +235,10 @@ static void run_program(void) {
 }
 
 /* Distinct hashable pipelines: the batch, the app-cache pair, the compute
- * pair, the raced one. The reload and the second racer repeat one each. */
+ * pair, the raced one. The reload, the second racer and the one made with
+ * a counting allocator repeat one each. */
 #define DISTINCT (N_BATCH + N_APP + N_COMPUTE + 1)
-#define CREATIONS (DISTINCT + 2 + 1)
+#define CREATIONS (DISTINCT + 3 + 1)
 
 static void expect_common(const layer_report *r) {
   ASSERT_EQ(r->lines, 1);
@@ -179,8 +247,9 @@ static void expect_common(const layer_report *r) {
   ASSERT_EQ(r->unhashable, 1);
   ASSERT_EQ(r->unhashable_lines, 1);
   ASSERT_EQ(r->passed_through, 0);
-  /* The second racer and the reload find what this process built. */
-  ASSERT_EQ(r->local_hits, 2);
+  /* The second racer, the reload and the counted one find what this
+   * process built. */
+  ASSERT_EQ(r->local_hits, 3);
 }
 
 int main(void) {
@@ -188,10 +257,12 @@ int main(void) {
   layer_report r;
   layer_test_start(&env, "layer");
 
-  /* 1. Fresh daemon: everything compiles and is uploaded. */
+  /* 1. Fresh daemon: everything compiles and is uploaded, filed under
+   * VkApplicationInfo's name. */
   run_program();
   layer_report_read(&r);
   expect_common(&r);
+  ASSERT_EQ(strcmp(r.app, "pcache-test"), 0);
   ASSERT_EQ(r.daemon_hits, 0);
   ASSERT_EQ(r.compiles, DISTINCT);
   ASSERT_EQ(r.uploaded, DISTINCT);
@@ -205,6 +276,16 @@ int main(void) {
   expect_common(&r);
   ASSERT_EQ(r.daemon_hits, DISTINCT);
   ASSERT_EQ(r.compiles, 0);
+
+  /* 2b. Another app name (PCACHE_APP_NAME overrides VkApplicationInfo):
+   * still hits, since a Get is by state hash whatever the app. */
+  setenv("PCACHE_APP_NAME", "renamed-app", 1);
+  run_program();
+  layer_report_read(&r);
+  expect_common(&r);
+  ASSERT_EQ(strcmp(r.app, "renamed-app"), 0);
+  ASSERT_EQ(r.daemon_hits, DISTINCT);
+  unsetenv("PCACHE_APP_NAME");
 
   /* 3. A stalled daemon: bounded waits, everything still builds. */
   setenv("PCACHE_TIMEOUT_MS", "200", 1);
