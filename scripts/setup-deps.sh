@@ -13,6 +13,12 @@ PCACHE_DEBIAN_PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers glslang-tools vulkan-tools
   python3
   clang libclang-rt-14-dev
+  # The Vulkan layer's tests with real programs (tests/layer/, docs/testing.md).
+  # glmark2 dlopens libGL/libEGL/libGLESv2, so they are not its dependencies.
+  xvfb xauth mesa-utils libgl1 libegl1 libgles2
+  glmark2-x11 glmark2-es2-x11 mpv ffmpeg
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad
+  vulkan-validationlayers
 )
 
 missing=()
