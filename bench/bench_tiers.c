@@ -204,7 +204,8 @@ int main(int argc, char **argv) {
   pcache_device_info info = {.instance = vk.instance,
                              .physical_device = vk.physical_device,
                              .device = vk.device,
-                             .creation_feedback = vk.creation_feedback};
+                             .creation_feedback = vk.creation_feedback,
+                             .instance_api_version = VK_API_VERSION_1_3 /* pipeset.c asks 1.3 */};
   if ((r = pcache_client_open(&copt, &client)) < 0 ||
       (r = pcache_device_create(client, &info, &pdev)) < 0)
     bench_die("pcache set-up: %s", pcache_strerror(r));

@@ -170,7 +170,8 @@ int main(int argc, char **argv) {
     pcache_device_info info = {.instance = vk.instance,
                                .physical_device = vk.physical_device,
                                .device = vk.device,
-                               .creation_feedback = vk.creation_feedback};
+                               .creation_feedback = vk.creation_feedback,
+                               .instance_api_version = VK_API_VERSION_1_3 /* pipeset.c asks 1.3 */};
     int r = pcache_client_open(&copt, &client);
     if (r < 0)
       bench_die("pcache_client_open: %s", pcache_strerror(r));

@@ -62,9 +62,13 @@ static void identify(pcache_device *d, PFN_vkGetInstanceProcAddr gipa) {
   memcpy(d->device_name, props.deviceName, sizeof d->device_name);
   d->device_name[sizeof d->device_name - 1] = '\0';
   d->api_version = props.apiVersion;
-  /* VkPhysicalDeviceDriverProperties is core in 1.2; the names are only
-   * for display, so older devices go without. */
-  if (get_props2 && props.apiVersion >= VK_API_VERSION_1_2) {
+  /* VkPhysicalDeviceDriverProperties is core in 1.2, and the app's
+   * instance must have asked for 1.2 too (the effective version is the
+   * lower of the two: calling past it is a validation error the app would
+   * see as its own). The names are only for display, so older ones go
+   * without. */
+  if (get_props2 && props.apiVersion >= VK_API_VERSION_1_2 &&
+      d->instance_api_version >= VK_API_VERSION_1_2) {
     VkPhysicalDeviceDriverProperties driver = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -100,6 +104,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     d->allocator = &d->allocator_copy;
   }
   d->creation_feedback = info->creation_feedback;
+  d->instance_api_version = info->instance_api_version;
   if (resolve(d, gipa, gdpa) < 0) {
     r = -EINVAL;
     goto out_free;

@@ -49,6 +49,7 @@ struct pcache_device {
   VkAllocationCallbacks allocator_copy;
   const VkAllocationCallbacks *allocator;
   int creation_feedback;
+  uint32_t instance_api_version; /* what the app's instance asked for; 0: 1.0 */
 
   PFN_vkCreatePipelineCache CreatePipelineCache;
   PFN_vkDestroyPipelineCache DestroyPipelineCache;

@@ -58,6 +58,7 @@ typedef struct demo_vk {
   VkDevice device;
   VkPhysicalDeviceProperties props;
   int creation_feedback;
+  uint32_t api_version; /* what the instance asked for */
 } demo_vk;
 
 /* What the app builds its pipelines from: made through pcache's wrappers so
@@ -167,6 +168,7 @@ static int vk_init(const demo_options *opts, demo_vk *ret_vk) {
     api = VK_API_VERSION_1_0;
   if (api > VK_API_VERSION_1_3)
     api = VK_API_VERSION_1_3;
+  vk.api_version = api;
 
   VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -704,6 +706,7 @@ int main(int argc, char **argv) {
       .physical_device = vk.physical_device,
       .device = vk.device,
       .creation_feedback = vk.creation_feedback,
+      .instance_api_version = vk.api_version,
   };
   r = pcache_device_create(client, &dinfo, &pdev);
   if (r < 0) {

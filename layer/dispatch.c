@@ -67,6 +67,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateInstance(const VkInstanceCreat
   li->next_gipa = next_gipa;
   li->DestroyInstance = (PFN_vkDestroyInstance)next_gipa(*ret_instance, "vkDestroyInstance");
   li->CreateDevice = (PFN_vkCreateDevice)next_gipa(*ret_instance, "vkCreateDevice");
+  li->api_version = ci->pApplicationInfo && ci->pApplicationInfo->apiVersion
+                        ? ci->pApplicationInfo->apiVersion
+                        : VK_API_VERSION_1_0;
   if (!li->DestroyInstance || !li->CreateDevice || layer_registry_add_instance(li) < 0) {
     if (li->DestroyInstance)
       li->DestroyInstance(*ret_instance, allocator);
@@ -161,6 +164,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     info.physical_device = physical_device;
     info.device = *ret_device;
     info.allocator = allocator;
+    /* The core calls only what the app's instance version allows: the
+     * validation layer below would otherwise blame the app. */
+    info.instance_api_version = li->api_version;
     /* Fails only for want of memory or of a core entry point; the device
      * then passes everything through. */
     pcache_device *pc = NULL;

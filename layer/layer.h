@@ -50,6 +50,7 @@ typedef struct layer_instance {
   PFN_vkGetInstanceProcAddr next_gipa;
   PFN_vkDestroyInstance DestroyInstance;
   PFN_vkCreateDevice CreateDevice;
+  uint32_t api_version;  /* what the app asked for (VkApplicationInfo), at least 1.0 */
   pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
 } layer_instance;
 

@@ -185,7 +185,7 @@ typedef struct pcache_device pcache_device;
 
 typedef struct pcache_device_info {
   size_t struct_size; /* sizeof(pcache_device_info), or 0 (since 0.1) */
-  /* Since 0.1: every field below. */
+  /* Since 0.1: every field below down to no_prefetch. */
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice device;
@@ -202,6 +202,12 @@ typedef struct pcache_device_info {
    * $PCACHE_NO_PREFETCH=1 does the same. Meant for measuring and for apps
    * that build few of their pipelines per run. */
   int no_prefetch;
+  /* Since 0.2. The apiVersion the app created the instance with
+   * (VkApplicationInfo.apiVersion; VK_API_VERSION_1_0 when it passed none).
+   * The library calls only what that version allows: below 1.2 it does not
+   * ask the driver for its name (vkGetPhysicalDeviceProperties2), which is
+   * only shown by pcachectl. 0: unknown, treated as 1.0. */
+  uint32_t instance_api_version;
 } pcache_device_info;
 
 /*

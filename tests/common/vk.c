@@ -27,6 +27,7 @@ void test_vk_init(test_vk *vk) {
   if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS)
     api = VK_API_VERSION_1_0;
   app.apiVersion = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : api;
+  vk->api_version = app.apiVersion;
   ASSERT_VK(vkCreateInstance(&ici, NULL, &vk->instance));
 
   n = 8;
@@ -80,7 +81,11 @@ pcache_device_info test_vk_device_info(const test_vk *vk) {
   pcache_device_info info = {.instance = vk->instance,
                              .physical_device = vk->physical_device,
                              .device = vk->device,
-                             .creation_feedback = vk->creation_feedback};
+                             .creation_feedback = vk->creation_feedback,
+#ifndef PCACHE_TEST_ABI_0_1 /* built against the 0.1 header too (tests/abi) */
+                             .instance_api_version = vk->api_version
+#endif
+  };
   return info;
 }
 

@@ -17,6 +17,7 @@ typedef struct test_vk {
   VkDevice device;
   uint32_t queue_family;
   int creation_feedback; /* VK_EXT_pipeline_creation_feedback or 1.3 */
+  uint32_t api_version;  /* what the instance was created with */
   VkPhysicalDeviceProperties props;
 } test_vk;
 
