@@ -60,16 +60,26 @@ size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp) {
   return len;
 }
 
-/* The length of the well-formed UTF-8 sequence at s (at most len bytes,
- * s[0] >= 0x80) if it is printable, else 0: C1 controls (U+0080..U+009F,
- * NEL among them) and the line and paragraph separators U+2028/U+2029 are
- * not. */
-static size_t printable_utf8(const unsigned char *s, size_t len) {
+/* The length of the printable character at s (at most len bytes, len >
+ * 0), else 0: ASCII controls and DEL, bytes that are not well-formed
+ * UTF-8, C1 controls (U+0080..U+009F, NEL among them) and the line and
+ * paragraph separators U+2028/U+2029 are not. */
+static size_t printable_at(const unsigned char *s, size_t len) {
   uint32_t cp;
-  size_t n = pcache__utf8_decode(s, len, &cp);
+  size_t n;
+  if (s[0] < 0x80)
+    return s[0] >= 0x20 && s[0] < 0x7f;
+  n = pcache__utf8_decode(s, len, &cp);
   if (n == 0 || cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
     return 0;
   return n;
+}
+
+int pcache__utf8_printable(const char *s, size_t n) {
+  for (size_t i = 0, k; i < n; i += k)
+    if ((k = printable_at((const unsigned char *)s + i, n - i)) == 0)
+      return 0;
+  return 1;
 }
 
 /* Writes text into out (size > 4) with every control byte, and every byte
@@ -83,7 +93,7 @@ static size_t escape_controls(const char *text, size_t len, char *out, size_t si
   size_t n = 0;
   for (size_t i = 0; i < len;) {
     const unsigned char *p = (const unsigned char *)text + i;
-    size_t keep = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? printable_utf8(p, len - i) : 0;
+    size_t keep = printable_at(p, len - i);
     if (keep) {
       if (n + keep >= size)
         break;

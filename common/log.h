@@ -39,4 +39,13 @@ void pcache_log(int level, const char *fmt, ...) __attribute__((format(printf, 2
  */
 size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp);
 
+/*
+ * pcache__utf8_printable - 1 when the n bytes at s are well-formed UTF-8
+ * with no control character (C0, DEL, C1) and no line or paragraph
+ * separator: text the log would write unescaped, which can neither end a
+ * line nor steer a terminal. 0 otherwise. The daemon refuses client text
+ * it keeps for display (daemon/validate.c) unless it passes.
+ */
+int pcache__utf8_printable(const char *s, size_t n);
+
 #endif

@@ -1,6 +1,7 @@
 /* The router: each decoded request is checked (Hello first, then
- * validate.c), then answered by a reader on this I/O thread (reads.h) or
- * queued for the writer as a job whose reply comes back here. */
+ * validate.c), then answered on this I/O thread (a reader, reads.h; the
+ * layer's reports, kept in memory, client_reports.h) or queued for the
+ * writer as a job whose reply comes back here. */
 #include "dispatch.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 
 #include <pcache/pcache.h>
 
+#include "client_reports.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "jobs.h"
@@ -107,6 +109,12 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     break;
   case PCACHEPB__REQUEST__BODY_STATS:
     pcd_read_stats(c);
+    break;
+  case PCACHEPB__REQUEST__BODY_CLIENT_REPORT:
+    pcd_client_report_keep(c, req->client_report);
+    break;
+  case PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS:
+    pcd_client_reports_list(c, req->list_client_reports);
     break;
   case PCACHEPB__REQUEST__BODY_PUT:
     to_writer(c, req, PCD_JOB_PUT);

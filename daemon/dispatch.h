@@ -1,7 +1,8 @@
 /* Request -> store -> reply. Reads (Hello, Get, Prefetch, List, Stats) are
  * answered on the connection's worker thread with a short read
- * transaction; writes and long walks (Put, Report, Purge, Verify, Export,
- * Import) go to the writer. */
+ * transaction, and the layer's reports (ClientReport, ListClientReports)
+ * there too, from memory; writes and long walks (Put, Report, Purge,
+ * Verify, Export, Import) go to the writer. */
 #ifndef PCD_DISPATCH_H
 #define PCD_DISPATCH_H
 

@@ -13,6 +13,7 @@
 #include <pcache/pcache.h>
 
 #include "activation.h"
+#include "client_reports.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "config.h"
@@ -50,6 +51,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.loop = &loop;
+  if ((r = pcd_client_reports_new(&srv.client_reports)) < 0) {
+    log_error("cannot make room for client reports: %s", strerror(-r));
+    goto out_loop;
+  }
 
   if ((r = pcd_server_listen(&srv)) < 0)
     goto out_loop;
@@ -77,6 +82,7 @@ int main(int argc, char **argv) {
 
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
+  pcd_client_reports_free(srv.client_reports);
   log_info("stopped");
   return 0;
 
@@ -90,6 +96,7 @@ out_listen:
   if (srv.listen_fd >= 0 && !srv.activated)
     unlink(srv.socket_path);
 out_loop:
+  pcd_client_reports_free(srv.client_reports);
   uv_loop_close(&loop);
   return 1;
 }

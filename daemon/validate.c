@@ -5,8 +5,10 @@
 
 #include <pcache/pcache.h>
 
+#include "client_reports.h"
 #include "common/devkey.h"
 #include "common/hash.h"
+#include "common/log.h"
 #include "store.h"
 
 static int check_key(const ProtobufCBinaryData *key, int optional, char *msg, size_t size) {
@@ -21,6 +23,56 @@ static int check_app(const char *app, char *msg, size_t size) {
     return 0;
   snprintf(msg, size, "app name longer than %d bytes", PCD_MAX_APP);
   return PCACHE_EBAD_SIZE;
+}
+
+/* Text a client sends for display only (a report's app and device name):
+ * at most max bytes, and printable UTF-8 (pcache__utf8_printable), so
+ * that what pcachectl shows can neither forge a line nor steer a
+ * terminal. */
+static int check_text(const char *text, size_t max, const char *what, char *msg, size_t size) {
+  size_t n = text ? strnlen(text, max + 1) : 0;
+  if (n > max) {
+    snprintf(msg, size, "%s longer than %zu bytes", what, max);
+    return PCACHE_EBAD_SIZE;
+  }
+  if (!pcache__utf8_printable(text, n)) {
+    snprintf(msg, size, "%s is not printable UTF-8", what);
+    return PCACHE_EPROTO;
+  }
+  return 0;
+}
+
+/* A reason is a word of the describer's ("pnext"): [a-z0-9_], 1 to
+ * PCD_MAX_REASON_WORD bytes. */
+static int check_reason_word(const char *word, char *msg, size_t size) {
+  size_t n = word ? strnlen(word, PCD_MAX_REASON_WORD + 1) : 0;
+  if (n > PCD_MAX_REASON_WORD) {
+    snprintf(msg, size, "unhashable reason longer than %d bytes", PCD_MAX_REASON_WORD);
+    return PCACHE_EBAD_SIZE;
+  }
+  if (n == 0 || strspn(word, "abcdefghijklmnopqrstuvwxyz0123456789_") != n) {
+    snprintf(msg, size, "unhashable reason is not a word of [a-z0-9_]");
+    return PCACHE_EPROTO;
+  }
+  return 0;
+}
+
+/* A ClientReport's key, text and reasons. Its counters are taken as they
+ * come: any value is only a number to show. */
+static int check_client_report(const Pcachepb__ClientReport *rep, char *msg, size_t size) {
+  int r = check_key(&rep->device_key, 1, msg, size);
+  if (r == 0)
+    r = check_text(rep->app, PCD_MAX_APP, "app name", msg, size);
+  if (r == 0)
+    r = check_text(rep->device_name, PCD_MAX_DEVICE_STRING, "device name", msg, size);
+  if (r == 0 && rep->n_reasons > PCD_MAX_CLIENT_REASONS) {
+    snprintf(msg, size, "%zu unhashable reasons, the limit is %d", rep->n_reasons,
+             PCD_MAX_CLIENT_REASONS);
+    r = PCACHE_EBAD_SIZE;
+  }
+  for (size_t i = 0; r == 0 && i < rep->n_reasons; i++)
+    r = check_reason_word(rep->reasons[i]->reason, msg, size);
+  return r;
 }
 
 static int check_hashes(const ProtobufCBinaryData *h, size_t n, char *msg, size_t size) {
@@ -79,6 +131,10 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
   case PCACHEPB__REQUEST__BODY_EXPORT:
     r = check_key(&req->export->device_key, 1, msg, size);
     return r < 0 ? r : check_app(req->export->app, msg, size);
+  case PCACHEPB__REQUEST__BODY_CLIENT_REPORT:
+    return check_client_report(req->client_report, msg, size);
+  case PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS:
+    return check_app(req->list_client_reports->app, msg, size);
   default:
     /* Put and PutSnapshot: per item, with their reply bodies (ops_put.c,
      * ops_snapshot.c). */

@@ -6,7 +6,8 @@
  *   objects.c    objects a pipeline's description needs (recorded by
  *                content through the client core's record.c)
  *   pipelines.c  graphics and compute pipelines, app pipeline caches
- *   stats.c      what the layer did, printed at exit on request
+ *   stats.c      what the layer did: sent to the daemon, and printed on
+ *                request, at vkDestroyDevice and at exit
  *
  * Everything pcache-specific (describing, hashing, the daemon, blob checks,
  * uploads) is the client core's, the same code libpcache runs. The layer
@@ -137,7 +138,8 @@ static inline PFN_vkVoidFunction layer_find_proc(const layer_proc *table, size_t
 void layer_stats_init(layer_stats *stats);
 void layer_stats_fini(layer_stats *stats);
 void layer_stats_unhashable(layer_stats *stats, const char *reason, uint32_t stype);
-/* Writes the device's report where PCACHE_LAYER_STATS / _FILE ask. */
+/* Sends the device's report to the daemon (best effort, within the
+ * client's timeout) and writes it where PCACHE_LAYER_STATS / _FILE ask. */
 void layer_stats_report(layer_device *device);
 
 #endif

@@ -183,6 +183,10 @@ const char *pcache__request_kind_name(const Pcachepb__Request *request) {
     return "import";
   case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
     return "put_snapshot";
+  case PCACHEPB__REQUEST__BODY_CLIENT_REPORT:
+    return "client_report";
+  case PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS:
+    return "list_client_reports";
   default:
     return "unknown";
   }

@@ -69,3 +69,35 @@ const char *ctl_kind_name(uint32_t kind, char *buf, size_t buf_size) {
     return buf;
   }
 }
+
+/* The structures the describer refuses most often: the ones real programs
+ * chain (DXVK, VKD3D-Proton, Zink, engines) that pcache does not describe
+ * (yet). Numbers from the Vulkan registry, not the installed headers,
+ * which may be older than the program that chained them. */
+static const struct {
+  uint32_t stype;
+  const char *name;
+} stype_names[] = {
+    {16, "VkShaderModuleCreateInfo"}, /* chained in a stage: no module object */
+    {1000018000, "VkPipelineRasterizationStateRasterizationOrderAMD"},
+    {1000044008, "VkAttachmentSampleCountInfoAMD"},
+    {1000068000, "VkPipelineRobustnessCreateInfoEXT"},
+    {1000099001, "VkPipelineDiscardRectangleStateCreateInfoEXT"},
+    {1000143002, "VkPipelineSampleLocationsStateCreateInfoEXT"},
+    {1000148002, "VkPipelineColorBlendAdvancedStateCreateInfoEXT"},
+    {1000183000, "VkPipelineCompilerControlCreateInfoAMD"},
+    {1000226001, "VkPipelineFragmentShadingRateStateCreateInfoKHR"},
+    {1000232001, "VkRenderingAttachmentLocationInfoKHR"},
+    {1000232002, "VkRenderingInputAttachmentIndexInfoKHR"},
+    {1000290000, "VkPipelineLibraryCreateInfoKHR"},
+    {1000320002, "VkGraphicsPipelineLibraryCreateInfoEXT"},
+    {1000462002, "VkPipelineShaderStageModuleIdentifierCreateInfoEXT"},
+    {1000470005, "VkPipelineCreateFlags2CreateInfoKHR"},
+};
+
+const char *ctl_stype_name(uint32_t stype) {
+  for (size_t i = 0; i < sizeof stype_names / sizeof stype_names[0]; i++)
+    if (stype_names[i].stype == stype)
+      return stype_names[i].name;
+  return NULL;
+}

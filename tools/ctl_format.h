@@ -20,4 +20,9 @@ void ctl_format_driver_version(uint32_t vendor_id, uint32_t version, char *out, 
 /* "graphics", "compute", "unspecified", or the number. */
 const char *ctl_kind_name(uint32_t kind, char *buf, size_t buf_size);
 
+/* The structure a VkStructureType number stands for
+ * ("VkGraphicsPipelineLibraryCreateInfoEXT"), for the few the layer's
+ * describer refuses most; NULL for the others, which show as numbers. */
+const char *ctl_stype_name(uint32_t stype);
+
 #endif

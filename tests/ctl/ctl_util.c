@@ -270,6 +270,19 @@ int ctl_run(const test_env *env, const char *fmt, ...) {
   return status;
 }
 
+void ctl_json_check(const test_env *env, int status, const char *args, const char *expr) {
+  char path[400];
+  ASSERT_EQ(ctl_run(env, "--json %s", args), status);
+  snprintf(path, sizeof path, "%s/doc.json", env->root);
+  ctl_write_file(path, ctl_out, strlen(ctl_out));
+  ASSERT_EQ(ctl_sh("python3 -m json.tool '%s' >/dev/null", path), 0);
+  if (expr &&
+      ctl_sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if (%s) "
+             "else 1)' '%s'",
+             expr, path) != 0)
+    TEST_FAIL_("pcachectl --json %s: %s does not hold", args, expr);
+}
+
 size_t ctl_count(const char *haystack, const char *needle) {
   size_t n = 0, len = strlen(needle);
   for (const char *p = strstr(haystack, needle); p; p = strstr(p + len, needle))

@@ -52,6 +52,12 @@ void ctl_state_hash(uint32_t kind, uint32_t n, pcache__hash *ret_hash);
 extern char *ctl_out, *ctl_err;
 int ctl_run(const test_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Runs "pcachectl --json <args>" (args as is, not a format), which must
+ * exit with status and print one document a real parser takes (python3's
+ * json); when expr is not NULL, that python expression over the document
+ * (as d) must hold. */
+void ctl_json_check(const test_env *env, int status, const char *args, const char *expr);
+
 /* How many times needle occurs in haystack. */
 size_t ctl_count(const char *haystack, const char *needle);
 

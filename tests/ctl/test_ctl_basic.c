@@ -10,26 +10,10 @@
 
 static test_env env;
 
-/* --json output must be one document a real parser takes. */
 static int json_status; /* the exit code the next --json run must give */
 
-static void assert_json(const char *args) {
-  char path[400];
-  ASSERT_EQ(ctl_run(&env, "--json %s", args), json_status);
-  snprintf(path, sizeof path, "%s/doc.json", env.root);
-  ctl_write_file(path, ctl_out, strlen(ctl_out));
-  ASSERT_EQ(ctl_sh("python3 -m json.tool '%s' >/dev/null", path), 0);
-}
-
-/* A python expression over the --json document of args must hold. */
 static void assert_json_expr(const char *args, const char *expr) {
-  char path[400];
-  assert_json(args);
-  snprintf(path, sizeof path, "%s/doc.json", env.root);
-  if (ctl_sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if (%s) "
-             "else 1)' '%s'",
-             expr, path) != 0)
-    TEST_FAIL_("pcachectl --json %s: %s does not hold", args, expr);
+  ctl_json_check(&env, json_status, args, expr);
 }
 
 int main(void) {

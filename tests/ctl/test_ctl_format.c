@@ -119,6 +119,10 @@ static void test_names(void) {
   ASSERT_STREQ(ctl_kind_name(1, buf, sizeof buf), "graphics");
   ASSERT_STREQ(ctl_kind_name(2, buf, sizeof buf), "compute");
   ASSERT_STREQ(ctl_kind_name(9, buf, sizeof buf), "9");
+  ASSERT_STREQ(ctl_stype_name(1000320002), "VkGraphicsPipelineLibraryCreateInfoEXT");
+  ASSERT_STREQ(ctl_stype_name(16), "VkShaderModuleCreateInfo");
+  ASSERT_TRUE(ctl_stype_name(1000999000) == NULL);
+  ASSERT_TRUE(ctl_stype_name(0) == NULL);
 }
 
 int main(void) {

@@ -18,6 +18,7 @@
 
 #include <pcache/pcache.h>
 
+#include "client_reports.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "connection.h"
@@ -210,6 +211,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", dir);
   snprintf(srv.socket_path, sizeof srv.socket_path, "%s/socket", dir);
   CHECK(pcd_store_open(dir, 16ull << 20, &srv.store) == 0);
+  CHECK(pcd_client_reports_new(&srv.client_reports) == 0);
   CHECK(pcd_writer_start(srv.store, &config, &srv.stats, pcd_dispatch_job_done, &srv.writer) ==
         0);
   CHECK(pcd_worker_init(&worker, &srv, &loop) == 0);

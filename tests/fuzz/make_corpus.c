@@ -200,6 +200,35 @@ int main(int argc, char **argv) {
     req.export = &e;
     request("export.bin", &req);
   }
+  {
+    /* What the layer sends at vkDestroyDevice, and pcachectl layer's
+     * request. */
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__ClientReport cr = PCACHEPB__CLIENT_REPORT__INIT;
+    Pcachepb__UnhashableReason u = PCACHEPB__UNHASHABLE_REASON__INIT, *up = &u;
+    Pcachepb__ListClientReports lcr = PCACHEPB__LIST_CLIENT_REPORTS__INIT;
+    cr.pid = 4242;
+    cr.app = (char *)"corpus app";
+    cr.device_key = (ProtobufCBinaryData){32, key.bytes};
+    cr.device_name = (char *)"corpus device";
+    cr.pipelines = 14;
+    cr.hashable = 13;
+    cr.compiles = 11;
+    cr.uploaded = 11;
+    cr.local_hits = 2;
+    cr.unhashable = 1;
+    u.reason = (char *)"pnext";
+    u.stype = 1000999000;
+    u.count = 1;
+    cr.reasons = &up;
+    cr.n_reasons = 1;
+    req.body_case = PCACHEPB__REQUEST__BODY_CLIENT_REPORT;
+    req.client_report = &cr;
+    request("client_report.bin", &req);
+    req.body_case = PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS;
+    req.list_client_reports = &lcr;
+    request("list_client_reports.bin", &req);
+  }
   archive(&key, items, 3, &ar, &ar_n);
   write_file("archive", "valid.pca", ar, ar_n);
   write_file("archive", "truncated.pca", ar, ar_n / 2);

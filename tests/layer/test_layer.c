@@ -12,7 +12,9 @@
  *   5. PCACHE_LAYER_DISABLE=1: the layer is not loaded.
  * In each phase: a batch with a derivative naming its base by index, an app
  * cache that receives pipelines, is saved, and reloaded, and two threads
- * creating the same pipeline. */
+ * creating the same pipeline. While the daemon runs, `pcachectl layer`
+ * shows each run's report as the daemon received it, with the counters of
+ * the text report. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl_util.h"
 #include "layer_util.h"
 #include "test.h"
 #include "vk.h"
@@ -252,6 +255,26 @@ static void expect_common(const layer_report *r) {
   ASSERT_EQ(r->local_hits, 3);
 }
 
+/* `pcachectl --json layer`, run against env's daemon, shows `runs`
+ * reports of this process, the newest with the counters of r (the text
+ * report of the same device) and its one unhashable reason. */
+static void expect_daemon_report(const test_env *env, const layer_report *r, int runs) {
+  char expr[2048];
+  snprintf(expr, sizeof expr,
+           "(lambda mine: len(mine) == %d and (lambda x: x[\"pipelines\"] == %llu"
+           " and x[\"hashable\"] == %llu and x[\"daemon_hits\"] == %llu"
+           " and x[\"local_hits\"] == %llu and x[\"compiles\"] == %llu"
+           " and x[\"uploaded\"] == %llu and x[\"unhashable\"] == %llu"
+           " and x[\"passed_through\"] == %llu and len(x[\"device_key\"]) == 64"
+           " and x[\"app\"] != \"\" and x[\"reasons\"] == [{\"reason\": \"%s\","
+           " \"stype\": %u, \"stype_name\": None, \"count\": 1}])(mine[0]))"
+           "([x for x in d[\"reports\"] if x[\"pid\"] == %ld])",
+           runs, r->pipelines, r->hashable, r->daemon_hits, r->local_hits, r->compiles, r->uploaded,
+           r->unhashable, r->passed_through, r->unhashable_reason, r->unhashable_stype,
+           (long)getpid());
+  ctl_json_check(env, 0, "layer", expr);
+}
+
 int main(void) {
   test_env env;
   layer_report r;
@@ -269,6 +292,8 @@ int main(void) {
   /* The unknown struct is named: the reason and its sType. */
   ASSERT_EQ(strcmp(r.unhashable_reason, "pnext"), 0);
   ASSERT_EQ(r.unhashable_stype, 1000999000u);
+  /* The same report reached the daemon. */
+  expect_daemon_report(&env, &r, 1);
 
   /* 2. Same daemon: every distinct pipeline comes from it. */
   run_program();
@@ -276,6 +301,7 @@ int main(void) {
   expect_common(&r);
   ASSERT_EQ(r.daemon_hits, DISTINCT);
   ASSERT_EQ(r.compiles, 0);
+  expect_daemon_report(&env, &r, 2);
 
   /* 2b. Another app name (PCACHE_APP_NAME overrides VkApplicationInfo):
    * still hits, since a Get is by state hash whatever the app. */
