@@ -89,6 +89,11 @@ static VKAPI_ATTR void VKAPI_CALL layer_DestroyInstance(VkInstance instance,
   if (!li)
     return;
   li->DestroyInstance(instance, allocator);
+  /* A device the app never destroyed still uses the client (its upload
+   * thread) and its record names this one: both stay, for the process's
+   * remaining life, rather than be freed under it. */
+  if (layer_registry_devices_of(li) > 0)
+    return;
   pcache_client_close(li->client);
   pcache__free(li);
 }

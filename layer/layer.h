@@ -110,6 +110,8 @@ layer_device *layer_registry_remove_device(const void *key);
 /* Every live device, for the exit report. Calls fn under the registry's
  * lock. */
 void layer_registry_each_device(void (*fn)(layer_device *device));
+/* How many live devices were made from instance. */
+size_t layer_registry_devices_of(const layer_instance *instance);
 int layer_registry_add_cache(layer_cache *cache);
 layer_cache *layer_registry_cache(const void *device_key, VkPipelineCache handle);
 layer_cache *layer_registry_remove_cache(const void *device_key, VkPipelineCache handle);

@@ -68,6 +68,15 @@ int layer_registry_add_device(layer_device *device) { ADD(devices, device); }
 layer_device *layer_registry_device(const void *key) { LOOKUP(devices, device_is, key, 0); }
 layer_device *layer_registry_remove_device(const void *key) { LOOKUP(devices, device_is, key, 1); }
 
+size_t layer_registry_devices_of(const layer_instance *instance) {
+  size_t n = 0;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < devices.n; i++)
+    n += devices.items[i]->instance == instance;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 void layer_registry_each_device(void (*fn)(layer_device *device)) {
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < devices.n; i++)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl_util.h"
@@ -275,6 +276,28 @@ static void expect_daemon_report(const test_env *env, const layer_report *r, int
   ctl_json_check(env, 0, "layer", expr);
 }
 
+/* A program that exits with its device and instance alive, as many do:
+ * the layer reports at exit and its upload still reaches the daemon. */
+static void exit_without_cleanup(void) {
+  pid_t pid = fork();
+  int status;
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    test_vk vk;
+    test_objects o;
+    test_graphics g;
+    VkPipeline p;
+    test_vk_init(&vk);
+    test_objects_create_plain(&o, vk.device);
+    test_graphics_info(&g, &o, 20); /* a variant no other run builds */
+    if (vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g.info, NULL, &p) != VK_SUCCESS)
+      _exit(3);
+    exit(0); /* destructors run, Vulkan objects are left to the OS */
+  }
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void) {
   test_env env;
   layer_report r;
@@ -312,6 +335,13 @@ int main(void) {
   ASSERT_EQ(strcmp(r.app, "renamed-app"), 0);
   ASSERT_EQ(r.daemon_hits, DISTINCT);
   unsetenv("PCACHE_APP_NAME");
+
+  /* 2c. Exit with everything alive: reported and uploaded at exit. */
+  exit_without_cleanup();
+  layer_report_read(&r);
+  ASSERT_EQ(r.lines, 1);
+  ASSERT_EQ(r.compiles, 1);
+  ASSERT_EQ(r.uploaded, 1);
 
   /* 3. A stalled daemon: bounded waits, everything still builds. */
   setenv("PCACHE_TIMEOUT_MS", "200", 1);
