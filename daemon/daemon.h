@@ -14,6 +14,9 @@
 typedef struct pcd_stats {
   atomic_uint_fast64_t requests, gets, hits, misses, puts, put_rejected, evictions, commits,
       checksum_failures, reports;
+  /* Connections parked: their client asked again before taking its reply
+   * memfd (connection.c). */
+  atomic_uint_fast64_t parked;
 } pcd_stats;
 
 /* A Get/Prefetch hit waiting to be written (every flush interval). */

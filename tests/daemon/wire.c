@@ -282,6 +282,17 @@ void wire_stats(int fd, wire_reply *ret) {
   ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_STATS);
 }
 
+Pcachepb__StatsReply wire_counters(int fd) {
+  wire_reply rep;
+  Pcachepb__StatsReply s;
+  wire_stats(fd, &rep);
+  s = *rep.resp->stats;
+  /* They point into the reply. */
+  s.daemon_version = s.data_dir = s.socket_path = NULL;
+  wire_reply_free(&rep);
+  return s;
+}
+
 const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size) {
   if (b->blob.len || !r->map) {
     *ret_size = b->blob.len;

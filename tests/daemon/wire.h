@@ -63,6 +63,8 @@ void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, siz
               wire_reply *ret);
 /* Stats reply (aborts on error); caller frees. */
 void wire_stats(int fd, wire_reply *ret);
+/* The Stats reply's numbers (its strings NULL); aborts on error. */
+Pcachepb__StatsReply wire_counters(int fd);
 
 /* A blob's bytes whether inline or in the memfd. */
 const uint8_t *wire_blob_data(const wire_reply *r, const Pcachepb__Blob *b, size_t *ret_size);
