@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "prefetch_cursor.h"
 #include "proto/frame.h"
 
 struct pcd_outq {
@@ -42,6 +43,7 @@ void pcd_conn_unref(pcd_conn *conn) {
     pcache__free(q);
   }
   pcache__free(conn->body);
+  pcd_prefetch_cursor_free(conn->cursor);
   pcache__free(conn);
 }
 
@@ -465,6 +467,10 @@ void pcd_conn_resume(pcd_conn *conn) {
 
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
   uint64_t hello_limit = conn->srv->config->hello_timeout_s * 1000000u;
+  if (conn->cursor && pcd_prefetch_cursor_stale(conn->cursor, now_us)) {
+    pcd_prefetch_cursor_free(conn->cursor);
+    conn->cursor = NULL;
+  }
   if (!conn->closed && !conn->hello_done && !conn->busy &&
       now_us - conn->opened_us >= hello_limit) {
     log_warn("connection: client pid %u sent no Hello in %llu s; closing (--hello-timeout)",
