@@ -2,11 +2,12 @@
  *
  *   Get:      one Get of one blob, p50/p99 latency, with 1 and 8 clients
  *             (threads, each with its own connection).
- *   Prefetch: every entry of the app in one request, end to end: the reply,
- *             mapping the memfd, and checksumming every byte, as libpcache
- *             does before a blob reaches the driver (GB/s). The daemon caps
- *             one Prefetch (max_hashes), so also:
- *   Get all:  every entry through Gets of max_hashes hashes each (GB/s).
+ *   Prefetch: every entry of the app, page after page (GetReply.more: a
+ *             page carries at most the client's reply budget), end to end:
+ *             the replies, mapping each memfd, and checksumming every byte,
+ *             as libpcache does before a blob reaches the driver (GB/s).
+ *   Get all:  every entry through Gets of max_hashes hashes each, asking
+ *             again for what a reply with `more` left out (GB/s).
  *   Files:    the reference: the same blobs as one file per entry (how
  *             driver disk caches store them), open/read/close each into
  *             fresh memory and checksum it (GB/s). Both are warm.
@@ -162,52 +163,56 @@ static void bench_get(unsigned clients) {
 
 /* -------------------------------------------------------------- prefetch */
 
-/* Reads every blob of a Get or Prefetch reply through its checksum, as the
- * client's check does; adds their bytes to *io_bytes and returns how many
- * failed. */
+/* Checksums every blob of a Get or Prefetch reply, as the client does;
+ * returns their bytes. */
 static uint64_t check_blobs(const pcache__reply *reply, const Pcachepb__GetReply *gr,
-                            uint64_t *io_bytes) {
-  uint64_t bad = 0;
+                            const char *what) {
+  uint64_t bytes = 0;
   for (size_t i = 0; i < gr->n_blobs; i++) {
     const Pcachepb__Blob *b = gr->blobs[i];
     size_t size;
     const uint8_t *p = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
+    /* The checksum reads every byte, as the client's check does. */
     if (!p || pcache__checksum64(p, size) != b->checksum)
-      bad++;
-    *io_bytes += size;
+      bench_die("%s: a blob failed its checksum", what);
+    bytes += size;
   }
-  return bad;
+  return bytes;
 }
 
 static void bench_prefetch(void) {
   pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   double best = 0;
-  uint64_t got = 0, bytes = 0, best_ns = 0, best_call_ns = 0;
+  uint64_t got = 0, bytes = 0, pages = 0, best_ns = 0, best_call_ns = 0;
 
   for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
     Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
-    pcache__reply reply = {0};
-    const Pcachepb__GetReply *gr;
-    uint64_t t0 = bench_now_ns(), ns, call_ns, bad = 0;
-    int r;
+    uint64_t t0 = bench_now_ns(), ns, call_ns = 0;
+    int more = 1;
 
     pf.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
     req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     req.prefetch = &pf;
-    r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_PREFETCH, pcache__mono_ms() + 60000,
-                              &reply);
-    call_ns = bench_now_ns() - t0;
-    if (r < 0)
-      bench_die("prefetch: %s", pcache__reply_why(&reply, r));
-    gr = reply.response->prefetch;
-    got = gr->n_blobs;
-    bytes = 0;
-    bad = check_blobs(&reply, gr, &bytes);
-    pcache__reply_release(&reply);
+    got = bytes = pages = 0;
+    while (more) {
+      pcache__reply reply = {0};
+      const Pcachepb__GetReply *gr;
+      uint64_t c0 = bench_now_ns();
+      int r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                                    pcache__mono_ms() + 60000, &reply);
+      call_ns += bench_now_ns() - c0;
+      if (r < 0)
+        bench_die("prefetch: %s", pcache__reply_why(&reply, r));
+      gr = reply.response->prefetch;
+      bytes += check_blobs(&reply, gr, "prefetch");
+      got += gr->n_blobs;
+      pages++;
+      more = gr->more && gr->n_blobs + gr->dropped > 0;
+      pf.offset += (uint32_t)(gr->n_blobs + gr->dropped);
+      pcache__reply_release(&reply);
+    }
     ns = bench_now_ns() - t0;
-    if (bad)
-      bench_die("prefetch: %llu blobs failed their checksum", (unsigned long long)bad);
     /* The first round warms the daemon's page cache and is not counted. */
     if (rep > 0 && (best == 0 || (double)bytes / (double)ns > best)) {
       best = (double)bytes / (double)ns;
@@ -216,7 +221,8 @@ static void bench_prefetch(void) {
     }
   }
   bench_kv_u64(opt.prefix, "prefetch_entries", got);
-  /* The request/reply part; the rest is the client reading every byte. */
+  bench_kv_u64(opt.prefix, "prefetch_pages", pages);
+  /* The requests and replies; the rest is the client reading every byte. */
   bench_kv_f(opt.prefix, "prefetch_call_ms", (double)best_call_ns / 1e6);
   bench_kv_u64(opt.prefix, "prefetch_bytes", bytes);
   bench_kv_f(opt.prefix, "prefetch_ms", (double)best_ns / 1e6);
@@ -227,7 +233,8 @@ static void bench_prefetch(void) {
 /* --------------------------------------------------------------- get all */
 
 /* Every entry through Gets of the daemon's largest batch (max_hashes, from
- * its Hello): the way to read more entries than one Prefetch returns. */
+ * its Hello). A reply stops at the client's reply budget with `more` set:
+ * the hashes after its blobs and misses are asked for again. */
 static void bench_get_all(void) {
   pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   const Pcachepb__HelloReply *hello = pcache__transport_hello(t);
@@ -235,7 +242,7 @@ static void bench_get_all(void) {
   pcache__hash *hashes = malloc(opt.count * sizeof *hashes);
   ProtobufCBinaryData *hb = malloc((size_t)batch * sizeof *hb);
   double best = 0;
-  uint64_t best_ns = 0, got = 0, bytes = 0;
+  uint64_t best_ns = 0, got = 0, bytes = 0, calls = 0;
 
   if (!hashes || !hb)
     bench_die("out of memory");
@@ -243,14 +250,14 @@ static void bench_get_all(void) {
     bench_entry_hash(i, &hashes[i]);
   for (unsigned rep = 0; rep < opt.prefetch_reps + 1; rep++) {
     uint64_t t0 = bench_now_ns(), ns;
-    got = 0;
-    bytes = 0;
-    for (uint64_t base = 0; base < opt.count; base += batch) {
+    got = bytes = calls = 0;
+    for (uint64_t base = 0; base < opt.count;) {
       Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
       Pcachepb__Get get = PCACHEPB__GET__INIT;
       pcache__reply reply = {0};
       size_t n = opt.count - base < batch ? (size_t)(opt.count - base) : batch;
       const Pcachepb__GetReply *gr;
+      size_t answered;
       int r;
       for (size_t i = 0; i < n; i++)
         hb[i] = (ProtobufCBinaryData){PCACHE_HASH_SIZE, hashes[base + i].bytes};
@@ -264,9 +271,15 @@ static void bench_get_all(void) {
       if (r < 0)
         bench_die("get all: %s", pcache__reply_why(&reply, r));
       gr = reply.response->get;
-      if (check_blobs(&reply, gr, &bytes))
-        bench_die("get all: a blob failed its checksum");
+      bytes += check_blobs(&reply, gr, "get all");
       got += gr->n_blobs;
+      calls++;
+      /* The hashes are distinct: blobs and misses are the first ones
+       * asked for, and `more` leaves the rest for the next Get. */
+      answered = gr->n_blobs + gr->n_missing;
+      if (answered == 0 || (!gr->more && answered != n))
+        bench_die("get all: a reply answered %zu of %zu hashes", answered, n);
+      base += answered;
       pcache__reply_release(&reply);
     }
     ns = bench_now_ns() - t0;
@@ -277,6 +290,7 @@ static void bench_get_all(void) {
   }
   bench_kv_u64(opt.prefix, "getall_batch", batch);
   bench_kv_u64(opt.prefix, "getall_entries", got);
+  bench_kv_u64(opt.prefix, "getall_calls", calls);
   bench_kv_f(opt.prefix, "getall_ms", (double)best_ns / 1e6);
   bench_kv_f(opt.prefix, "getall_gbps", best);
   free(hb);

@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "prefetch_cursor.h"
 #include "proto/frame.h"
 
 struct pcd_outq {
@@ -42,6 +43,7 @@ void pcd_conn_unref(pcd_conn *conn) {
     pcache__free(q);
   }
   pcache__free(conn->body);
+  pcd_prefetch_cursor_free(conn->cursor);
   pcache__free(conn);
 }
 
@@ -301,11 +303,40 @@ static int may_read(const pcd_conn *c) {
          c->pending < c->srv->config->max_pending;
 }
 
+/* The client asked again before taking its memfd: its requests wait, and
+ * its socket is not watched (it would poll readable all along), until the
+ * worker's bulk timer finds the memfd taken. */
+static void park(pcd_conn *c) {
+  if (c->bulk_parked)
+    return;
+  log_debug("connection: client pid %u asks again before taking its reply memfd; "
+            "holding its requests until it does",
+            c->pid);
+  atomic_fetch_add(&c->srv->stats.parked, 1);
+  c->bulk_parked = 1;
+  c->owner->park(c->worker);
+}
+
 /* Handles the frames already read, then reads as much as is there: a
- * whole small request is one recv. */
-static void do_read(pcd_conn *c) {
-  while (may_read(c) && bulk_taken(c)) {
+ * whole small request is one recv. Returns 1 when a memfd the client has
+ * not taken kept it from reading anything, else 0.
+ *
+ * A memfd just sent is not taken yet, and that alone parks nothing: a
+ * client that reads each reply before it asks again has taken it by the
+ * time its next request is readable (the kernel frees the message, and
+ * SIOCOUTQ drops to 0, in the recvmsg that reads its last byte), so that
+ * request is the sign to look again. A request already read ahead behind
+ * the memfd parks here; one still on the socket parks in on_poll. */
+static int do_read(pcd_conn *c) {
+  int first = 1;
+  while (may_read(c)) {
     ssize_t n;
+    if (!bulk_taken(c)) {
+      if (c->rlen > c->roff)
+        park(c);
+      return first;
+    }
+    first = 0;
     if (c->body) {
       n = recv(c->fd, c->body + c->body_got, c->body_len - c->body_got, MSG_DONTWAIT);
     } else {
@@ -313,7 +344,7 @@ static void do_read(pcd_conn *c) {
       if (r == 0)
         continue;
       if (r != -EAGAIN)
-        return;
+        break;
       if (c->roff) {
         memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
         c->rlen -= c->roff;
@@ -325,16 +356,16 @@ static void do_read(pcd_conn *c) {
       if (errno == EINTR)
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return;
+        break;
       log_debug("connection: read: %s", strerror(errno));
       pcd_conn_close(c);
-      return;
+      break;
     }
     if (n == 0) {
       if (c->body || c->rlen)
         log_info("connection: client closed mid-frame");
       pcd_conn_close(c);
-      return;
+      break;
     }
     c->last_io_us = pcache__mono_us();
     if (!c->body) {
@@ -351,6 +382,7 @@ static void do_read(pcd_conn *c) {
       pcache__free(body);
     }
   }
+  return 0;
 }
 
 static void update_events(pcd_conn *c) {
@@ -392,16 +424,12 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     if (flush(c) < 0)
       pcd_conn_close(c);
   }
-  /* Frames read ahead wait in rbuf with nothing new on the socket. */
+  /* Frames read ahead wait in rbuf with nothing new on the socket. A
+   * readable socket that could not be read: the client asked again (or
+   * hung up) before taking its memfd. */
   if (((events & UV_READABLE) || c->rlen > c->roff) && !c->closed) {
-    do_read(c);
-    if ((events & UV_READABLE) && may_read(c) && !bulk_taken(c) && !c->bulk_parked) {
-      log_debug("connection: client pid %u asks again before taking its reply memfd; "
-                "holding its requests until it does",
-                c->pid);
-      c->bulk_parked = 1;
-      c->owner->park(c->worker);
-    }
+    if (do_read(c) && (events & UV_READABLE))
+      park(c);
   }
   update_events(c);
   pcd_conn_unref(c);
@@ -439,6 +467,10 @@ void pcd_conn_resume(pcd_conn *conn) {
 
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
   uint64_t hello_limit = conn->srv->config->hello_timeout_s * 1000000u;
+  if (conn->cursor && pcd_prefetch_cursor_stale(conn->cursor, now_us)) {
+    pcd_prefetch_cursor_free(conn->cursor);
+    conn->cursor = NULL;
+  }
   if (!conn->closed && !conn->hello_done && !conn->busy &&
       now_us - conn->opened_us >= hello_limit) {
     log_warn("connection: client pid %u sent no Hello in %llu s; closing (--hello-timeout)",

@@ -58,6 +58,8 @@ struct pcd_conn {
   uint32_t bulk_fds;
   uint64_t bulk_bytes;
   int bulk_parked; /* reading waits on the worker's bulk timer */
+  /* Where a paged Prefetch stopped (read_blobs.c), or NULL. */
+  struct pcd_prefetch_cursor *cursor;
   uint8_t rbuf[PCD_RBUF_SIZE];
 };
 

@@ -15,6 +15,12 @@
 typedef struct pcd_stats {
   atomic_uint_fast64_t requests, gets, hits, misses, puts, put_rejected, evictions, commits,
       checksum_failures, reports;
+  /* Connections parked: their client asked again before taking its reply
+   * memfd (connection.c). */
+  atomic_uint_fast64_t parked;
+  /* Prefetch pages that collected and sorted the (device, app) entries;
+   * the others went on with their connection's cursor (read_blobs.c). */
+  atomic_uint_fast64_t prefetch_scans;
 } pcd_stats;
 
 /* A Get/Prefetch hit waiting to be written (every flush interval). */

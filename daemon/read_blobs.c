@@ -3,7 +3,8 @@
  * before it is sent, bounded by the client's reply budget, and the hits
  * recorded in the worker's touch set for the writer. Prefetch pages the
  * (device, app) entries most recently used first and leads with the
- * app's snapshot. */
+ * app's snapshot; the connection keeps the order between pages
+ * (prefetch_cursor.h). */
 #include "reads.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/vec.h"
+#include "prefetch_cursor.h"
 #include "respond.h"
 #include "server.h"
 
@@ -383,6 +385,103 @@ static int by_recent(const void *a, const void *b) {
   return memcmp(x->key, y->key, PCD_ENTRY_KEY_SIZE);
 }
 
+/* A Prefetch's page order from some position: the refs this page
+ * collected, or the state hashes a connection's cursor kept. */
+typedef struct page_order {
+  const blob_ref *refs;              /* collected: n refs */
+  const pcd_prefetch_cursor *cursor; /* or its hashes [at, n) */
+  size_t n;
+} page_order;
+
+/* The order's i-th entry. A cursor's entry is read again: it may have
+ * been replaced since (a new blob and checksum), or be gone (evicted,
+ * purged, dropped: PCACHE_ENOT_FOUND; a record that does not decode,
+ * PCACHE_ESTORE), which a collection now would not list either. */
+static int order_entry(blob_set *s, const page_order *o, const uint8_t *devkey, size_t i,
+                       blob_ref *ret) {
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  pcd_entry e;
+  int r;
+  if (!o->cursor) {
+    *ret = o->refs[i];
+    return 0;
+  }
+  memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
+  memcpy(key + PCACHE_DEVKEY_SIZE, o->cursor->hashes + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
+  if ((r = pcd_entry_get(s->txn, key, &e)) < 0)
+    return r;
+  ref_of(&e, ret);
+  return 0;
+}
+
+/* Fills the reply from position *io_at of the order until the page is
+ * full (GetReply.more) or the order ends; *io_at becomes the position of
+ * the first entry not consumed. Returns 0 or a negative code. */
+static int fill_page(blob_set *s, const page_order *o, const uint8_t *devkey, size_t limit,
+                     uint64_t bound, size_t *io_at) {
+  Pcachepb__GetReply *reply = s->reply;
+  size_t i;
+  int r = 0;
+  for (i = *io_at; i < o->n; i++) {
+    blob_ref ref;
+    if (order_entry(s, o, devkey, i, &ref) < 0)
+      continue; /* not in the order any more: neither sent nor dropped */
+    if (reply->n_blobs + reply->dropped >= limit || reply_full(s, bound, ref.blob_size)) {
+      reply->more = 1;
+      break;
+    }
+    r = add_blob(s, &ref);
+    if (r < 0 && r != PCACHE_ENOT_FOUND)
+      break;
+    if (r == 0)
+      atomic_fetch_add(&s->srv->stats.hits, 1);
+    else
+      reply->dropped += s->missing_blob; /* consumed: counted for the next offset */
+    r = 0;
+  }
+  *io_at = i;
+  return r;
+}
+
+/* Collects the (device, app) entries in page order, most recently used
+ * first, less those the snapshot covers (the first page, offset 0, gets
+ * the snapshot itself): one scan, counted in Stats.prefetch_scans. */
+static int collect_order(blob_set *s, const Pcachepb__Prefetch *p, const char *app, snap_view *snap,
+                         entry_vec *ev) {
+  int r;
+  atomic_fetch_add(&s->srv->stats.prefetch_scans, 1);
+  r = pcd_app_foreach(s->txn, p->device_key.data, app, collect_entry, ev);
+  /* Every page leaves the snapshot's entries out, so that offsets count
+   * the same list; only the first sends the snapshot itself. */
+  if (r == 0 && p->snapshot)
+    r = snap_view_load(s, p->device_key.data, app, p->offset == 0, snap);
+  if (r < 0)
+    return r;
+  snap_filter(s, p->device_key.data, snap, ev, p->offset == 0);
+  if (p->offset == 0)
+    snap_reply(s, p->device_key.data, snap);
+  if (ev->n)
+    qsort(ev->items, ev->n, sizeof *ev->items, by_recent);
+  return 0;
+}
+
+/* Keeps what is left of a collected order after this page on the
+ * connection, as much of it as a cursor holds. No memory: the next page
+ * collects again. */
+static void keep_cursor(pcd_conn *c, const Pcachepb__Prefetch *p, const char *app,
+                        const entry_vec *ev, size_t at, uint64_t now_us) {
+  size_t left = ev->n - at, n = left < PCD_CURSOR_MAX_HASHES ? left : PCD_CURSOR_MAX_HASHES;
+  pcd_prefetch_cursor *cur =
+      pcd_prefetch_cursor_new(p->device_key.data, app, p->snapshot, n, now_us);
+  if (!cur)
+    return;
+  for (size_t i = 0; i < n; i++)
+    memcpy(cur->hashes + i * PCACHE_HASH_SIZE, ev->items[at + i].key + PCACHE_DEVKEY_SIZE,
+           PCACHE_HASH_SIZE);
+  cur->complete = n == left;
+  c->cursor = cur;
+}
+
 void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
@@ -391,11 +490,13 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   entry_vec ev = {0};
   snap_view snap = {0};
+  page_order order = {0};
   const char *app = p->app && *p->app ? p->app : c->app;
   size_t limit = p->max_entries && p->max_entries < srv->config->max_hashes
                      ? p->max_entries
                      : srv->config->max_hashes;
-  uint64_t bound = reply_bound(c);
+  uint64_t bound = reply_bound(c), mono = pcache__mono_us();
+  size_t at;
   int r;
 
   atomic_fetch_add(&srv->stats.gets, 1);
@@ -403,46 +504,52 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
     pcd_respond_error(c, r, NULL);
     return;
   }
-  r = pcd_app_foreach(s.txn, p->device_key.data, app, collect_entry, &ev);
-  /* Every page leaves the snapshot's entries out, so that offsets count
-   * the same list; only the first sends the snapshot itself. */
-  if (r == 0 && p->snapshot)
-    r = snap_view_load(&s, p->device_key.data, app, p->offset == 0, &snap);
-  if (r == 0) {
-    snap_filter(&s, p->device_key.data, &snap, &ev, p->offset == 0);
-    if (p->offset == 0)
-      snap_reply(&s, p->device_key.data, &snap);
-    if (ev.n)
-      qsort(ev.items, ev.n, sizeof *ev.items, by_recent);
-    /*
-     * Paging: offset counts entries of this order already handed out (sent
-     * or dropped). The entries a page sends are touched with one time newer
-     * than every other entry's, so once the touches are written they are
-     * still exactly the first ones of the order, and offset still skips
-     * them. Entries used or stored by others in between can shift the
-     * order; clients treat a page as a set of hashes.
-     */
-    for (size_t i = p->offset; i < ev.n; i++) {
-      if (reply.n_blobs + reply.dropped >= limit || reply_full(&s, bound, ev.items[i].blob_size)) {
-        reply.more = 1;
-        break;
-      }
-      r = add_blob(&s, &ev.items[i]);
-      if (r < 0 && r != PCACHE_ENOT_FOUND)
-        break;
-      if (r == 0)
-        atomic_fetch_add(&srv->stats.hits, 1);
-      else
-        reply.dropped += s.missing_blob; /* consumed: counted for the next offset */
-      r = 0;
-    }
+  /*
+   * Paging: offset counts entries of this order already handed out (sent
+   * or dropped). The entries a page sends are touched with one time newer
+   * than every other entry's, so once the touches are written they are
+   * still exactly the first ones of the order, and offset still skips
+   * them: a page collected again goes on where the last one stopped.
+   * Entries used or stored by others in between can shift the order;
+   * clients treat a page as a set of hashes. A connection's cursor keeps
+   * the order of its last page instead, so the pages that follow neither
+   * collect nor sort again (docs/protocol.md, Prefetch).
+   */
+  if (c->cursor && pcd_prefetch_cursor_continues(c->cursor, p->device_key.data, app, p->snapshot,
+                                                 p->offset, mono)) {
+    order.cursor = c->cursor;
+    order.n = c->cursor->n;
+    at = c->cursor->at;
+  } else {
+    pcd_prefetch_cursor_free(c->cursor);
+    c->cursor = NULL;
+    r = collect_order(&s, p, app, &snap, &ev);
+    order.refs = ev.items;
+    order.n = ev.n;
+    at = p->offset;
   }
+  if (r == 0)
+    r = fill_page(&s, &order, p->device_key.data, limit, bound, &at);
+  /* Entries past a shortened cursor are still to come. */
+  if (r == 0 && order.cursor && at == order.n && !order.cursor->complete)
+    reply.more = 1;
   if (r < 0 || arena.failed) {
     resp.status = r < 0 ? r : -ENOMEM;
   } else {
     resp.body_case = PCACHEPB__RESPONSE__BODY_PREFETCH;
     resp.prefetch = &reply;
   }
+  /* What the next page goes on with: this cursor, a new one, or none. */
+  if (resp.status == 0 && reply.more && !order.cursor) {
+    keep_cursor(c, p, app, &ev, at, mono);
+  } else if (resp.status == 0 && reply.more) {
+    c->cursor->at = at;
+  } else {
+    pcd_prefetch_cursor_free(c->cursor);
+    c->cursor = NULL;
+  }
+  if (c->cursor)
+    c->cursor->next_offset = p->offset + reply.n_blobs + reply.dropped;
   log_debug("prefetch: app '%s': %zu blobs, snapshot of %zu hashes, %llu bytes", app, reply.n_blobs,
             reply.n_snapshot_hashes, (unsigned long long)s.bytes);
   finish_blobs(c, &s, &resp);

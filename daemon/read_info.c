@@ -211,6 +211,8 @@ void pcd_read_stats(pcd_conn *c) {
   s.reports = atomic_load(&srv->stats.reports);
   s.snapshots = t.snapshots;
   s.snapshot_bytes = t.snapshot_bytes;
+  s.parked = atomic_load(&srv->stats.parked);
+  s.prefetch_scans = atomic_load(&srv->stats.prefetch_scans);
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

@@ -96,13 +96,14 @@ static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
 
 /* ------------------------------------------------------------------ parked */
 
-/* A client that read its reply memfd can still show bytes in the
- * daemon's send queue for a moment after it asks again: the kernel frees
- * the message a little later. So a connection just parked is rechecked
- * every millisecond for PCD_BULK_FAST_CHECKS checks (the common case, a
- * well-behaved client, waits well under a millisecond), then every
- * PCD_BULK_RECHECK_MS (a client that really does not read costs one
- * ioctl per 20 ms, not one per millisecond). */
+/* A parked client asked again before taking its reply memfd; one that
+ * pipelines a request or two and then reads should not wait long for it.
+ * So a connection just parked is rechecked every millisecond for
+ * PCD_BULK_FAST_CHECKS checks, then every PCD_BULK_RECHECK_MS (a client
+ * that really does not read costs one ioctl per 20 ms, not one per
+ * millisecond). No poll event says when the client reads: its socket
+ * polls writable all along, since a queued memfd message takes a few
+ * hundred bytes of the send buffer whatever the file's size. */
 #define PCD_BULK_FAST_CHECKS 10
 
 static void on_bulk_timer(uv_timer_t *t) {

@@ -53,17 +53,7 @@ static int put_snapshot(int fd, const Pcachepb__DeviceInfo *dev, const char *app
 
 static void prefetch(int fd, const pcache__devkey *key, uint32_t offset, int snapshot,
                      wire_reply *ret) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
-  pf.device_key.data = (uint8_t *)key->bytes;
-  pf.device_key.len = 32;
-  pf.offset = offset;
-  pf.snapshot = snapshot;
-  req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
-  req.prefetch = &pf;
-  wire_call(fd, &req, ret);
-  ASSERT_EQ(ret->resp->status, 0);
-  ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_PREFETCH);
+  wire_prefetch(fd, key, 0, offset, snapshot, ret);
 }
 
 static int purge(int fd, Pcachepb__Purge *p, uint64_t *ret_snapshots) {

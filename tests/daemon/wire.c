@@ -236,11 +236,29 @@ void wire_stats(int fd, wire_reply *ret) {
   ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_STATS);
 }
 
+void wire_prefetch(int fd, const pcache__devkey *key, uint32_t max_entries, uint32_t offset,
+                   int snapshot, wire_reply *ret) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
+  pf.device_key.data = (uint8_t *)key->bytes;
+  pf.device_key.len = 32;
+  pf.max_entries = max_entries;
+  pf.offset = offset;
+  pf.snapshot = snapshot;
+  req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
+  req.prefetch = &pf;
+  wire_call(fd, &req, ret);
+  ASSERT_EQ(ret->resp->status, 0);
+  ASSERT_EQ(ret->resp->body_case, PCACHEPB__RESPONSE__BODY_PREFETCH);
+}
+
 Pcachepb__StatsReply wire_stats_of(int fd) {
   Pcachepb__StatsReply s;
   wire_reply rep;
   wire_stats(fd, &rep);
   s = *rep.resp->stats;
+  /* They point into the reply. */
+  s.daemon_version = s.data_dir = s.socket_path = NULL;
   wire_reply_free(&rep);
   return s;
 }

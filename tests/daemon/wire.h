@@ -91,6 +91,10 @@ void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wir
 /* Get hashes; returns the reply. */
 void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
               wire_reply *ret);
+/* One Prefetch page of the Hello app's entries (aborts unless it is
+ * answered with status 0); the caller frees the reply. */
+void wire_prefetch(int fd, const pcache__devkey *key, uint32_t max_entries, uint32_t offset,
+                   int snapshot, wire_reply *ret);
 /* Stats reply (aborts on error); caller frees. */
 void wire_stats(int fd, wire_reply *ret);
 /* The daemon's counters (aborts on error); the strings are not kept. */
