@@ -18,6 +18,7 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
+#include "proto/desc_check.h"
 #include "proto/pcache.pb-c.h"
 
 void pcache__desc_decoded_free(pcache__desc_decoded *decoded) {
@@ -89,6 +90,11 @@ int pcache__desc_decode(const uint8_t *desc, size_t size, pcache__desc_code_fn c
   d->arena = pcache__calloc(1, sizeof(*d->arena));
   if (!d->arena) {
     r = -ENOMEM;
+    goto out_free;
+  }
+  /* Before protobuf-c, which would recurse into libraries without bound. */
+  if (pcache__desc_check_nesting(desc, size) < 0) {
+    r = PCACHE_EBAD_DESC;
     goto out_free;
   }
   d->arena->msg = pcachepb__pipeline_desc__unpack(&pcache__pb_allocator, size, desc);

@@ -101,7 +101,7 @@ void fx_world_init(fx_world *w, uint64_t handle_base, uint64_t step) {
   w->next_handle = handle_base;
   w->handle_step = step;
   w->lookup = (pcache__desc_lookup){
-      w, lk_module, lk_set_layout, lk_pipeline_layout, lk_render_pass, lk_sampler};
+      w, lk_module, lk_set_layout, lk_pipeline_layout, lk_render_pass, lk_sampler, NULL};
   w->vs = add_module(w, 0);
   w->fs = add_module(w, 1);
   w->tcs = add_module(w, 2);

@@ -69,7 +69,7 @@ static uint64_t add(table *t, int r, pcache__desc_object *o) {
 
 /* Describes a decoded description; 0 and the bytes in buf, or an error. */
 static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf) {
-  pcache__desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+  pcache__desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler, NULL};
   pcache__desc_object *o = NULL;
   pcache__desc_keys keys;
   int r;
