@@ -37,7 +37,8 @@ static const pcache__desc_object *lk_layout(void *c, VkPipelineLayout h) {
 }
 static const pcache__desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
 static const pcache__desc_object *lk_sampler(void *c, VkSampler h) { return find(c, (uint64_t)h); }
-static const pcache__desc_lookup lookup = {NULL, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+static const pcache__desc_lookup lookup = {NULL,  lk_module,  lk_set, lk_layout,
+                                           lk_rp, lk_sampler, NULL};
 
 static uint64_t add(int r, pcache__desc_object **o) {
   if (r != 0) {

@@ -9,6 +9,7 @@
 #include "client/blobs.h"
 #include "client/build.h"
 #include "client/prefetch.h"
+#include "client/record.h"
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
@@ -170,10 +171,16 @@ static pcache__upload *upload_new(pcache_device *d, const pcache__build *b,
   memcpy(u->desc, desc->data, desc->size);
   u->desc_size = desc->size;
   /* The code travels with the item: the app may destroy its modules before
-   * the upload thread gets to it. */
+   * the upload thread gets to it. A pipeline linked from libraries names
+   * their modules too, but carries only its own stages' (if any): the
+   * daemon has the others from the libraries' own uploads. */
   if (b->graphics) {
-    for (uint32_t i = 0; i < b->graphics->stageCount && u->n_modules < PCACHE_DESC_MAX_MODULES;
-         i++) {
+    uint32_t n = pcache__desc_graphics_parts(b->graphics) &
+                         (VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT |
+                          VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT)
+                     ? b->graphics->stageCount
+                     : 0;
+    for (uint32_t i = 0; i < n && u->n_modules < PCACHE_DESC_MAX_MODULES; i++) {
       pcache__module *m = pcache__objmap_module(d->objects, b->graphics->pStages[i].module);
       if (m)
         u->modules[u->n_modules++] = m;
@@ -277,19 +284,26 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_source = PCACHE__BUILT_LOCAL;
-    return create_held(d, b, keys, ret_pipeline);
+    vr = create_held(d, b, keys, ret_pipeline);
+    break;
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
     /* A failure is not remembered: the next caller tries again. */
     pcache__table_complete(&d->built, claim, vr == VK_SUCCESS ? 1 : 0, (int)vr);
-    return vr;
+    break;
   case PCACHE__TABLE_FAILED:
     /* The build we waited for failed (maybe only for its caller: a
      * compile-required answer, an allocator that ran out): our own try. */
-    return build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    break;
   default:
     return VK_ERROR_OUT_OF_HOST_MEMORY;
   }
+  /* A library, wherever it came from, is recorded by its description, so
+   * that pipelines linking it can be described. */
+  if (vr == VK_SUCCESS && b->graphics && (b->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))
+    pcache__record_pipeline_library(d, desc, keys, *ret_pipeline);
+  return vr;
 }
 
 VkResult pcache__build_unhashable(pcache_device *d, const pcache__build *b,

@@ -39,7 +39,9 @@ typedef enum pcache__build_source {
  * the second waits and then finds it in the device cache. Returns the
  * driver's VkResult (VK_PIPELINE_COMPILE_REQUIRED included, when the app
  * asked not to compile), with the pipeline (the caller's to destroy) and
- * where it came from.
+ * where it came from. A graphics pipeline library built is recorded in the
+ * object map by its description (record.h), whatever the source; the
+ * caller forgets it when it destroys it. Never inside a read section.
  */
 VkResult pcache__build_hashed(pcache_device *device, const pcache__build *build,
                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,

@@ -38,6 +38,9 @@ typedef struct pcache__desc_lookup {
   const pcache__desc_object *(*pipeline_layout)(void *ctx, VkPipelineLayout layout);
   const pcache__desc_object *(*render_pass)(void *ctx, VkRenderPass render_pass);
   const pcache__desc_object *(*sampler)(void *ctx, VkSampler sampler);
+  /* A graphics pipeline library: its own description (the bytes its state
+   * hash was taken over), which a pipeline linking it embeds. */
+  const pcache__desc_object *(*pipeline_library)(void *ctx, VkPipeline library);
 } pcache__desc_lookup;
 
 /*
@@ -93,5 +96,27 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
                           pcache__desc_keys *ret_keys);
 int pcache__desc_compute(const VkComputePipelineCreateInfo *info, const pcache__desc_lookup *lookup,
                          pcache__desc_buf *buf, pcache__desc_keys *ret_keys);
+
+/* The parts of a graphics pipeline (VkGraphicsPipelineLibraryFlagsEXT) that
+ * info carries itself: all four for a complete pipeline; for a pipeline
+ * library or a pipeline linked from libraries, its
+ * VkGraphicsPipelineLibraryCreateInfoEXT's flags, or none. State of other
+ * parts is ignored by the driver, and may be garbage. Reads only the pNext
+ * chain. */
+#define PCACHE_DESC_ALL_PARTS                                                                      \
+  (VK_GRAPHICS_PIPELINE_LIBRARY_VERTEX_INPUT_INTERFACE_BIT_EXT |                                   \
+   VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT |                                \
+   VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT |                                          \
+   VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_OUTPUT_INTERFACE_BIT_EXT)
+uint32_t pcache__desc_graphics_parts(const VkGraphicsPipelineCreateInfo *info);
+
+/*
+ * pcache__desc_pipeline_library - the object a graphics pipeline library is
+ * recorded as, once built: its description (desc, as pcache__desc_graphics
+ * wrote it) and state hash, for the pipelines that link it to embed.
+ * Returns 0 or -ENOMEM.
+ */
+int pcache__desc_pipeline_library(const pcache__desc_buf *desc, const pcache__desc_keys *keys,
+                                  pcache__desc_object **ret_object);
 
 #endif

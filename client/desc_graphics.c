@@ -9,58 +9,9 @@
 
 /* ------------------------------------------------------------ reading back */
 
-/* Minimal protobuf reading of our own render pass encoding: the describer
- * needs to know whether a subpass has color and depth/stencil attachments,
- * since the create info's pointers to that state are to be ignored (and may
- * be garbage) when it has none. */
-typedef struct reader {
-  const uint8_t *p, *end;
-} reader;
-
-static int rd_varint(reader *r, uint64_t *ret) {
-  uint64_t v = 0;
-  for (unsigned shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-    uint8_t b = *r->p++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *ret = v;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-/* Next field: its number and, for length-delimited ones, the body. */
-static int rd_field(reader *r, uint32_t *ret_field, uint64_t *ret_value, reader *ret_body) {
-  uint64_t tag, v;
-  if (rd_varint(r, &tag))
-    return -1;
-  switch (tag & 7) {
-  case WT_VARINT:
-    if (rd_varint(r, &v))
-      return -1;
-    break;
-  case WT_LEN:
-    if (rd_varint(r, &v) || v > (uint64_t)(r->end - r->p))
-      return -1;
-    ret_body->p = r->p;
-    ret_body->end = r->p + v;
-    r->p += v;
-    break;
-  case WT_FIXED32:
-    if (r->end - r->p < 4)
-      return -1;
-    r->p += 4;
-    v = 0;
-    break;
-  default:
-    return -1;
-  }
-  *ret_field = (uint32_t)(tag >> 3);
-  *ret_value = v;
-  return 0;
-}
-
+/* Whether a subpass has color and depth/stencil attachments, read back
+ * from the render pass's encoding: the create info's pointers to that
+ * state are to be ignored (and may be garbage) when it has none. */
 static uint32_t ref_attachment(reader body) {
   uint32_t f;
   uint64_t v;
@@ -431,16 +382,118 @@ static int put_multisample(pcache__desc_writer *w, const VkPipelineMultisampleSt
   return 0;
 }
 
+/* The dynamic states, sorted and without duplicates, into list (and those
+ * the describer acts on as bits). Returns 0 or PCACHE_EUNHASHABLE. */
+static int read_dynamic(pcache__desc_writer *w, const VkPipelineDynamicStateCreateInfo *d,
+                        uint32_t list[MAX_DYNAMIC], uint32_t *ret_n, uint32_t *ret_dyn) {
+  uint32_t dyn = 0, n = 0;
+  if (d->pNext || d->dynamicStateCount > MAX_DYNAMIC)
+    return desc_unhashable(w, d->pNext ? "pnext" : "too_many_dynamic_states",
+                           pnext_stype(d->pNext));
+  for (uint32_t i = 0; i < d->dynamicStateCount; i++) {
+    uint32_t v = d->pDynamicStates[i], j = n;
+    dyn |= dyn_bit(d->pDynamicStates[i]);
+    while (j > 0 && list[j - 1] > v) {
+      list[j] = list[j - 1];
+      j--;
+    }
+    if (j > 0 && list[j - 1] == v) { /* duplicate: undo the shift */
+      memmove(&list[j], &list[j + 1], (n - j) * sizeof(*list));
+      continue;
+    }
+    list[j] = v;
+    n++;
+  }
+  *ret_n = n;
+  *ret_dyn = dyn;
+  return 0;
+}
+
+/* Fields 6-8, the global part: the render pass, or the rendering info of
+ * which the shader parts use the view mask and the output part the
+ * formats. No render pass and no VkPipelineRenderingCreateInfo means no
+ * attachments: the same as an all-zero one. */
+static void put_global(pcache__desc_writer *w, uint32_t parts, const pcache__desc_object *rp,
+                       uint32_t subpass, const VkPipelineRenderingCreateInfo *rendering) {
+  size_t m;
+  if (rp) {
+    put_object(w, 6, rp);
+    put_u32(w, 7, subpass);
+    return;
+  }
+  m = msg_begin(w, 8);
+  if (rendering && (parts & (PART_PRE_RASTER | PART_FRAGMENT)))
+    put_u32(w, 1, rendering->viewMask);
+  if (rendering && (parts & PART_OUTPUT)) {
+    put_packed_u32(w, 2, (const uint32_t *)rendering->pColorAttachmentFormats,
+                   rendering->colorAttachmentCount);
+    put_u32(w, 3, rendering->depthAttachmentFormat);
+    put_u32(w, 4, rendering->stencilAttachmentFormat);
+  }
+  msg_end(w, m);
+}
+
+static int put_vertex_part(pcache__desc_writer *w, const VkGraphicsPipelineCreateInfo *info,
+                           uint32_t dyn) {
+  const VkPipelineInputAssemblyStateCreateInfo *ia = info->pInputAssemblyState;
+  size_t m;
+  int r;
+  if (info->pVertexInputState && !(dyn & DYN_VERTEX_INPUT)) {
+    r = put_vertex_input(w, info->pVertexInputState, dyn);
+    if (r < 0)
+      return r;
+  }
+  if (!ia)
+    return 0;
+  if (ia->pNext)
+    return desc_unhashable(w, "pnext", pnext_stype(ia->pNext));
+  /* The topology stays even when dynamic: its class still matters. */
+  m = msg_begin(w, 10);
+  put_u32(w, 1, ia->topology);
+  if (!(dyn & DYN_PRIMITIVE_RESTART_ENABLE))
+    put_bool(w, 2, ia->primitiveRestartEnable);
+  msg_end(w, m);
+  return 0;
+}
+
+static int put_tessellation(pcache__desc_writer *w, const VkPipelineTessellationStateCreateInfo *ts,
+                            uint32_t dyn) {
+  const VkPipelineTessellationDomainOriginStateCreateInfo *origin = NULL;
+  size_t m;
+  for (const VkBaseInStructure *s = ts->pNext; s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO)
+      return desc_unhashable(w, "pnext", (uint32_t)s->sType);
+    origin = (const void *)s;
+  }
+  m = msg_begin(w, 11);
+  if (!(dyn & DYN_PATCH_CONTROL_POINTS))
+    put_u32(w, 1, ts->patchControlPoints);
+  if (origin)
+    put_u32(w, 2, origin->domainOrigin);
+  msg_end(w, m);
+  return 0;
+}
+
+/*
+ * A complete pipeline carries all four parts; a library (or a pipeline
+ * linked from libraries) only some, and the state of the others is never
+ * read: it may be garbage. Which state belongs to which part is the spec's
+ * (docs/pipeline-desc.md has the table). What a library leaves to the
+ * libraries linked with it (the stages that decide whether vertex input is
+ * used, the rasterizer discard that decides whether fragment state is) is
+ * read from their descriptions.
+ */
 int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
                           const pcache__desc_lookup *lookup, pcache__desc_buf *buf,
                           pcache__desc_keys *ret_keys) {
   const VkPipelineRenderingCreateInfo *rendering = NULL;
-  const VkPipelineRasterizationStateCreateInfo *rs = info->pRasterizationState;
-  const pcache__desc_object *layout, *rp = NULL;
-  uint32_t dyn = 0, stage_mask = 0, samples = 0, dyn_list[MAX_DYNAMIC], n_dyn = 0;
-  int has_color = 0, has_depth = 0, discard, r;
+  const VkPipelineRasterizationStateCreateInfo *rs = NULL;
+  const pcache__desc_object *layout = NULL, *rp = NULL;
+  uint32_t dyn = 0, stage_mask = 0, samples = 0, dyn_list[MAX_DYNAMIC], n_dyn = 0, parts;
+  int has_color = 0, has_depth = 0, depth_known = 1, discard, r;
   size_t global_start, global_end;
   pcache__desc_writer w = {buf, 0};
+  pcache__desc_gpl gpl;
 
   for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
     switch (s->sType) {
@@ -448,133 +501,101 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
       rendering = (const void *)s;
       break;
     case VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO:
+    case VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT: /* desc_library.c */
+    case VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR:
       break;
     default:
       return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
     }
   }
-  if (info->pDynamicState) {
-    const VkPipelineDynamicStateCreateInfo *d = info->pDynamicState;
-    if (d->pNext || d->dynamicStateCount > MAX_DYNAMIC)
-      return desc_unhashable(&w, d->pNext ? "pnext" : "too_many_dynamic_states",
-                             pnext_stype(d->pNext));
-    for (uint32_t i = 0; i < d->dynamicStateCount; i++) {
-      uint32_t v = d->pDynamicStates[i], j = n_dyn;
-      dyn |= dyn_bit(d->pDynamicStates[i]);
-      while (j > 0 && dyn_list[j - 1] > v) {
-        dyn_list[j] = dyn_list[j - 1];
-        j--;
-      }
-      if (j > 0 && dyn_list[j - 1] == v) { /* duplicate: undo the shift */
-        memmove(&dyn_list[j], &dyn_list[j + 1], (n_dyn - j) * sizeof(*dyn_list));
-        continue;
-      }
-      dyn_list[j] = v;
-      n_dyn++;
-    }
+  if ((r = pcache__desc_gpl_scan(&w, info, lookup, &gpl)) < 0)
+    return r;
+  parts = gpl.parts;
+  if (info->pDynamicState &&
+      (r = read_dynamic(&w, info->pDynamicState, dyn_list, &n_dyn, &dyn)) < 0)
+    return r;
+  /* The shader parts need a layout. A linked pipeline's own may stand in
+   * for the union of its libraries' (and then must be known); a library
+   * of other parts has none worth reading. */
+  if ((parts & (PART_PRE_RASTER | PART_FRAGMENT)) ||
+      (gpl.n_libraries && !(info->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR) &&
+       info->layout != VK_NULL_HANDLE)) {
+    layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
+    if (!layout)
+      return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
   }
-  layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
-  if (!layout)
-    return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
-  if (info->renderPass) {
+  if (!(parts & (PART_PRE_RASTER | PART_FRAGMENT | PART_OUTPUT))) {
+    /* Vertex input alone: no render pass, no rendering info. */
+  } else if (info->renderPass) {
     rp = lookup->render_pass ? lookup->render_pass(lookup->ctx, info->renderPass) : NULL;
     if (!rp || subpass_usage(rp, info->subpass, &has_color, &has_depth))
       return desc_unhashable(&w, "unrecorded_render_pass", 0);
-  } else if (rendering) {
-    has_color = rendering->colorAttachmentCount > 0;
-    has_depth = rendering->depthAttachmentFormat != VK_FORMAT_UNDEFINED ||
-                rendering->stencilAttachmentFormat != VK_FORMAT_UNDEFINED;
+  } else if (parts & PART_OUTPUT) {
+    if (rendering) {
+      has_color = rendering->colorAttachmentCount > 0;
+      has_depth = rendering->depthAttachmentFormat != VK_FORMAT_UNDEFINED ||
+                  rendering->stencilAttachmentFormat != VK_FORMAT_UNDEFINED;
+    }
+  } else {
+    /* The formats are the output part's: a fragment shader library must
+     * give its depth/stencil state whatever they turn out to be. */
+    depth_known = 0;
   }
-  if (!rs)
-    return desc_unhashable(&w, "no_rasterization_state", 0);
-  discard = !(dyn & DYN_RASTERIZER_DISCARD_ENABLE) && rs->rasterizerDiscardEnable;
+  if (parts & PART_PRE_RASTER) {
+    rs = info->pRasterizationState;
+    if (!rs)
+      return desc_unhashable(&w, "no_rasterization_state", 0);
+    discard = !(dyn & DYN_RASTERIZER_DISCARD_ENABLE) && rs->rasterizerDiscardEnable;
+  } else {
+    discard = gpl.discard;
+  }
 
   buf->size = 0;
   put_u32(&w, 1, PCACHE_DESC_FORMAT_VERSION);
   put_u32(&w, 2, 1 /* ENTRY_KIND_GRAPHICS */);
   put_u32(&w, 3, info->flags & ~(uint32_t)IGNORED_PIPELINE_FLAGS);
-  r = pcache__desc_put_stages(&w, info->pStages, info->stageCount, lookup, &stage_mask);
-  if (r < 0)
-    return r;
-  put_object(&w, 5, layout);
-  global_start = buf->size;
-  if (rp) {
-    put_object(&w, 6, rp);
-    put_u32(&w, 7, info->subpass);
-  } else {
-    /* No render pass and no VkPipelineRenderingCreateInfo means no
-     * attachments: the same as an all-zero one. */
-    size_t m = msg_begin(&w, 8);
-    if (rendering) {
-      put_u32(&w, 1, rendering->viewMask);
-      put_packed_u32(&w, 2, (const uint32_t *)rendering->pColorAttachmentFormats,
-                     rendering->colorAttachmentCount);
-      put_u32(&w, 3, rendering->depthAttachmentFormat);
-      put_u32(&w, 4, rendering->stencilAttachmentFormat);
-    }
-    msg_end(&w, m);
-  }
-  global_end = buf->size;
-  if (!(stage_mask & VK_SHADER_STAGE_MESH_BIT_EXT)) {
-    if (info->pVertexInputState && !(dyn & DYN_VERTEX_INPUT)) {
-      r = put_vertex_input(&w, info->pVertexInputState, dyn);
-      if (r < 0)
-        return r;
-    }
-    if (info->pInputAssemblyState) {
-      const VkPipelineInputAssemblyStateCreateInfo *ia = info->pInputAssemblyState;
-      size_t m;
-      if (ia->pNext)
-        return desc_unhashable(&w, "pnext", pnext_stype(ia->pNext));
-      /* The topology stays even when dynamic: its class still matters. */
-      m = msg_begin(&w, 10);
-      put_u32(&w, 1, ia->topology);
-      if (!(dyn & DYN_PRIMITIVE_RESTART_ENABLE))
-        put_bool(&w, 2, ia->primitiveRestartEnable);
-      msg_end(&w, m);
-    }
-  }
-  if ((stage_mask & VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT) && info->pTessellationState) {
-    const VkPipelineTessellationStateCreateInfo *ts = info->pTessellationState;
-    const VkPipelineTessellationDomainOriginStateCreateInfo *origin = NULL;
-    size_t m;
-    for (const VkBaseInStructure *s = ts->pNext; s; s = s->pNext) {
-      if (s->sType != VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO)
-        return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
-      origin = (const void *)s;
-    }
-    m = msg_begin(&w, 11);
-    if (!(dyn & DYN_PATCH_CONTROL_POINTS))
-      put_u32(&w, 1, ts->patchControlPoints);
-    if (origin)
-      put_u32(&w, 2, origin->domainOrigin);
-    msg_end(&w, m);
-  }
-  if (!discard && info->pViewportState) {
-    r = put_viewport(&w, info->pViewportState, dyn);
+  if (parts & (PART_PRE_RASTER | PART_FRAGMENT)) {
+    r = pcache__desc_put_stages(&w, info->pStages, info->stageCount, lookup, &stage_mask);
     if (r < 0)
       return r;
+    gpl.n_stages += info->stageCount;
   }
-  r = put_rasterization(&w, rs, dyn);
-  if (r < 0)
+  if (gpl.n_stages > PCACHE_DESC_MAX_MODULES) /* the libraries' counted */
+    return desc_unhashable(&w, "too_many_stages", 0);
+  if (layout)
+    put_object(&w, 5, layout);
+  global_start = buf->size;
+  if (parts & (PART_PRE_RASTER | PART_FRAGMENT | PART_OUTPUT))
+    put_global(&w, parts, rp, info->subpass, rendering);
+  global_end = buf->size;
+  stage_mask |= gpl.stage_mask;
+  if ((parts & PART_VERTEX_INPUT) && !(stage_mask & VK_SHADER_STAGE_MESH_BIT_EXT) &&
+      (r = put_vertex_part(&w, info, dyn)) < 0)
     return r;
-  if (!discard && info->pMultisampleState) {
+  if ((parts & PART_PRE_RASTER) && (stage_mask & VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT) &&
+      info->pTessellationState && (r = put_tessellation(&w, info->pTessellationState, dyn)) < 0)
+    return r;
+  if ((parts & PART_PRE_RASTER) && !discard && info->pViewportState &&
+      (r = put_viewport(&w, info->pViewportState, dyn)) < 0)
+    return r;
+  if (rs && (r = put_rasterization(&w, rs, dyn)) < 0)
+    return r;
+  /* Multisample state belongs to the output part, and to the fragment
+   * shader part when it has any (NULL or valid there). */
+  if ((parts & (PART_FRAGMENT | PART_OUTPUT)) && !discard && info->pMultisampleState) {
     samples = info->pMultisampleState->rasterizationSamples;
     r = put_multisample(&w, info->pMultisampleState);
     if (r < 0)
       return r;
   }
-  if (!discard && has_depth && info->pDepthStencilState) {
-    r = put_depth_stencil(&w, info->pDepthStencilState, dyn);
-    if (r < 0)
-      return r;
-  }
-  if (!discard && has_color && info->pColorBlendState) {
-    r = put_color_blend(&w, info->pColorBlendState, dyn);
-    if (r < 0)
-      return r;
-  }
+  if ((parts & PART_FRAGMENT) && !discard && (has_depth || !depth_known) &&
+      info->pDepthStencilState && (r = put_depth_stencil(&w, info->pDepthStencilState, dyn)) < 0)
+    return r;
+  if ((parts & PART_OUTPUT) && !discard && has_color && info->pColorBlendState &&
+      (r = put_color_blend(&w, info->pColorBlendState, dyn)) < 0)
+    return r;
   put_packed_u32(&w, 17, dyn_list, n_dyn);
+  pcache__desc_put_gpl(&w, &gpl);
   if (w.err)
     return w.err;
   pcache__desc_finish_keys(&w, global_start, global_end, samples, ret_keys);

@@ -4,8 +4,9 @@
  *
  * The files, each calling only those listed after it:
  *   desc_graphics.c  graphics pipelines: their state and its pNext structs
+ *   desc_library.c   graphics pipeline libraries: parts, linked libraries
  *   desc_objects.c   objects: shader modules, samplers, set layouts,
- *                    pipeline layouts, render passes
+ *                    pipeline layouts, render passes, pipeline libraries
  *   desc.c           the buffer, shader stages, the keys, compute pipelines */
 #ifndef PCACHE_CLIENT_DESC_INTERNAL_H
 #define PCACHE_CLIENT_DESC_INTERNAL_H
@@ -16,13 +17,15 @@
 #include <vulkan/vulkan.h>
 
 #include "desc.h"
+#include "proto/desc_check.h" /* PCACHE_DESC_MAX_LIBRARIES */
+#include "proto/pbread.h"
 #include <pcache/pcache.h> /* PCACHE_EUNHASHABLE */
 
 /* ------------------------------------------------------------ the writer */
 
-#define WT_VARINT 0
-#define WT_LEN 2
-#define WT_FIXED32 5
+#define WT_VARINT PCACHE_WIRE_VARINT
+#define WT_LEN PCACHE_WIRE_LEN
+#define WT_FIXED32 PCACHE_WIRE_FIXED32
 
 /* Errors are sticky so the encoders read as straight lines of puts. */
 typedef struct pcache__desc_writer {
@@ -177,6 +180,30 @@ static inline void put_object(pcache__desc_writer *w, uint32_t field,
   raw_bytes(w, o->encoded, o->encoded_size);
 }
 
+/* ------------------------------------------------------------ the reader */
+
+/* The describer reads back a few fields of its own encodings: whether a
+ * subpass has color and depth/stencil attachments, what a linked library
+ * holds. A reader is the bytes left of one message. */
+typedef struct reader {
+  const uint8_t *p, *end;
+} reader;
+
+/* The next field: its number, its value (a varint's, or a length-delimited
+ * field's length) and, for a length-delimited one, its body. 0 or -1. */
+static inline int rd_field(reader *r, uint32_t *ret_field, uint64_t *ret_value, reader *ret_body) {
+  uint64_t tag;
+  const uint8_t *body = NULL;
+  if (pcache__wire_field(&r->p, r->end, &tag, ret_value, &body) < 0)
+    return -1;
+  *ret_field = (uint32_t)(tag >> 3);
+  if ((tag & 7) == PCACHE_WIRE_LEN) {
+    ret_body->p = body;
+    ret_body->end = body + *ret_value;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------ pipelines */
 
 /* Flags that change how the call behaves, not what is compiled. */
@@ -194,5 +221,31 @@ int pcache__desc_put_stages(pcache__desc_writer *w, const VkPipelineShaderStageC
  * global part [global_start, global_end) seeded with the sample count. */
 void pcache__desc_finish_keys(pcache__desc_writer *w, size_t global_start, size_t global_end,
                               uint32_t samples, pcache__desc_keys *ret_keys);
+
+/* ------------------------------------------------------------ libraries */
+
+#define PART_VERTEX_INPUT VK_GRAPHICS_PIPELINE_LIBRARY_VERTEX_INPUT_INTERFACE_BIT_EXT
+#define PART_PRE_RASTER VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT
+#define PART_FRAGMENT VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT
+#define PART_OUTPUT VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_OUTPUT_INTERFACE_BIT_EXT
+
+/* What a graphics create info says of pipeline libraries (desc_library.c). */
+typedef struct pcache__desc_gpl {
+  int gpl;        /* a library, or linked from libraries: described by part */
+  uint32_t parts; /* what the create info carries itself (all for a complete one) */
+  uint32_t n_libraries;
+  const pcache__desc_object *libraries[PCACHE_DESC_MAX_LIBRARIES];
+  /* From the libraries' descriptions, the libraries they link included: */
+  uint32_t stage_mask, n_stages;
+  int discard; /* a pre-rasterization part statically discards */
+} pcache__desc_gpl;
+
+/* Reads info's library structs and looks up (and reads) the libraries it
+ * links. Returns 0 or PCACHE_EUNHASHABLE. */
+int pcache__desc_gpl_scan(pcache__desc_writer *w, const VkGraphicsPipelineCreateInfo *info,
+                          const pcache__desc_lookup *lookup, pcache__desc_gpl *ret_gpl);
+/* Writes library_parts and the libraries (fields 18 and 19): nothing for a
+ * complete pipeline. */
+void pcache__desc_put_gpl(pcache__desc_writer *w, const pcache__desc_gpl *gpl);
 
 #endif

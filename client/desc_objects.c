@@ -1,7 +1,8 @@
 /* The describer's objects: the encodings of shader modules, samplers, set
  * layouts, pipeline layouts and render passes (1 and 2, which describe
  * alike), made once when the app creates the object through a wrapper and
- * embedded in every pipeline description that names it. */
+ * embedded in every pipeline description that names it; and graphics
+ * pipeline libraries, whose object is their own description. */
 #include "desc_internal.h"
 
 #include <errno.h>
@@ -14,24 +15,29 @@
 
 void pcache__desc_object_free(pcache__desc_object *object) { pcache__free(object); }
 
-/* One allocation holds the object and its bytes. */
-static int object_make(pcache__desc_writer *w, const pcache__hash *hash,
+/* One allocation holds the object and its bytes; its hash is hash, or
+ * that of the bytes. */
+static int object_copy(const uint8_t *data, size_t size, const pcache__hash *hash,
                        pcache__desc_object **ret_object) {
-  pcache__desc_object *o;
-  if (w->err)
-    return w->err;
-  o = pcache__malloc(sizeof(*o) + w->buf->size + 1);
+  pcache__desc_object *o = pcache__malloc(sizeof(*o) + size + 1);
   if (!o)
     return -ENOMEM;
   o->encoded = (uint8_t *)(o + 1);
-  o->encoded_size = w->buf->size;
-  memcpy(o->encoded, w->buf->data, w->buf->size);
+  o->encoded_size = size;
+  memcpy(o->encoded, data, size);
   if (hash)
     o->hash = *hash;
   else
     pcache__hash128(o->encoded, o->encoded_size, &o->hash);
   *ret_object = o;
   return 0;
+}
+
+static int object_make(const pcache__desc_writer *w, const pcache__hash *hash,
+                       pcache__desc_object **ret_object) {
+  if (w->err)
+    return w->err;
+  return object_copy(w->buf->data, w->buf->size, hash, ret_object);
 }
 
 int pcache__desc_shader_module(const VkShaderModuleCreateInfo *info,
@@ -390,4 +396,11 @@ int pcache__desc_render_pass2(const VkRenderPassCreateInfo2 *info,
   r = object_make(&w, NULL, ret_object);
   pcache__desc_buf_release(&buf);
   return r;
+}
+
+/* A library's object is its whole description, hashed as the pipeline
+ * was: a linked pipeline embeds it as one of PipelineDesc.libraries. */
+int pcache__desc_pipeline_library(const pcache__desc_buf *desc, const pcache__desc_keys *keys,
+                                  pcache__desc_object **ret_object) {
+  return object_copy(desc->data, desc->size, &keys->state_hash, ret_object);
 }

@@ -266,6 +266,9 @@ static const pcache__desc_object *lookup_render_pass(void *ctx, VkRenderPass h) 
 static const pcache__desc_object *lookup_sampler(void *ctx, VkSampler h) {
   return lookup_of(ctx, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(h));
 }
+static const pcache__desc_object *lookup_pipeline_library(void *ctx, VkPipeline h) {
+  return lookup_of(ctx, PCACHE_OBJ_PIPELINE_LIBRARY, PCACHE_HANDLE_U64(h));
+}
 
 pcache__desc_lookup pcache__objmap_lookup(pcache__objmap *map) {
   return (pcache__desc_lookup){.ctx = map,
@@ -273,7 +276,8 @@ pcache__desc_lookup pcache__objmap_lookup(pcache__objmap *map) {
                                .set_layout = lookup_set_layout,
                                .pipeline_layout = lookup_pipeline_layout,
                                .render_pass = lookup_render_pass,
-                               .sampler = lookup_sampler};
+                               .sampler = lookup_sampler,
+                               .pipeline_library = lookup_pipeline_library};
 }
 
 pcache__module *pcache__objmap_module(pcache__objmap *map, VkShaderModule module) {

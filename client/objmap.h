@@ -18,7 +18,8 @@ enum pcache__obj_type {
   PCACHE_OBJ_SET_LAYOUT,
   PCACHE_OBJ_PIPELINE_LAYOUT,
   PCACHE_OBJ_RENDER_PASS,
-  PCACHE_OBJ_SAMPLER
+  PCACHE_OBJ_SAMPLER,
+  PCACHE_OBJ_PIPELINE_LIBRARY /* a graphics pipeline library, by its description */
 };
 
 /* A Vulkan handle as the map's 64-bit key (dispatchable handles are

@@ -73,3 +73,11 @@ void pcache__record_sampler(pcache_device *d, const VkSamplerCreateInfo *info, V
   if (pcache__desc_sampler(info, &desc) == 0)
     pcache__objmap_put(d->objects, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(handle), desc, NULL);
 }
+
+void pcache__record_pipeline_library(pcache_device *d, const pcache__desc_buf *desc,
+                                     const pcache__desc_keys *keys, VkPipeline handle) {
+  pcache__desc_object *object;
+  if (pcache__desc_pipeline_library(desc, keys, &object) == 0)
+    pcache__objmap_put(d->objects, PCACHE_OBJ_PIPELINE_LIBRARY, PCACHE_HANDLE_U64(handle), object,
+                       NULL);
+}

@@ -2,7 +2,8 @@
  * describe it and put it in the device's object map, so pipelines naming
  * its handle can be described. Shared by libpcache's wrappers
  * (wrappers.c) and the Vulkan layer (layer/objects.c): one describer for
- * both. An object whose description fails (unhashable, out of memory) still
+ * both; pipeline libraries are recorded by the client core when it builds
+ * them (build.c). An object whose description fails (unhashable, out of memory) still
  * works and is simply not recorded; pipelines naming it are then
  * unhashable. Never fails, never calls the driver. */
 #ifndef PCACHE_CLIENT_RECORD_H
@@ -22,6 +23,11 @@ void pcache__record_render_pass2(pcache_device *device, const VkRenderPassCreate
                                  VkRenderPass handle);
 void pcache__record_sampler(pcache_device *device, const VkSamplerCreateInfo *info,
                             VkSampler handle);
+/* A graphics pipeline library the client core built (build.c), by the
+ * description and keys it was built from: pipelines linking it embed that
+ * description. */
+void pcache__record_pipeline_library(pcache_device *device, const pcache__desc_buf *desc,
+                                     const pcache__desc_keys *keys, VkPipeline handle);
 
 /* Forgets (type, handle) before the driver destroys it: the driver may
  * hand the same value to a new object. */

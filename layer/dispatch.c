@@ -118,6 +118,7 @@ static void resolve_device(layer_device *ld) {
   NEXT(MergePipelineCaches);
   NEXT(CreateGraphicsPipelines);
   NEXT(CreateComputePipelines);
+  NEXT(DestroyPipeline);
 #undef NEXT
   ld->CreateRenderPass2KHR =
       (PFN_vkCreateRenderPass2)ld->next_gdpa(ld->device, "vkCreateRenderPass2KHR");

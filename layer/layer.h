@@ -4,7 +4,8 @@
  *                which functions the layer intercepts
  *   registry.c   instances, devices and app pipeline caches by handle
  *   objects.c    objects a pipeline's description needs (recorded by
- *                content through the client core's record.c)
+ *                content through the client core's record.c), and their
+ *                destruction, pipeline libraries' included
  *   pipelines.c  graphics and compute pipelines, app pipeline caches
  *   stats.c      what the layer did: sent to the daemon, and printed on
  *                request, at vkDestroyDevice and at exit
@@ -80,6 +81,7 @@ typedef struct layer_device {
   PFN_vkMergePipelineCaches MergePipelineCaches;
   PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
   PFN_vkCreateComputePipelines CreateComputePipelines;
+  PFN_vkDestroyPipeline DestroyPipeline; /* forgets pipeline libraries */
   /* The client core's context; NULL when it could not be made, and then
    * every call passes straight through. */
   pcache_device *pc;

@@ -2,7 +2,8 @@
  * driver makes the object, then the client core records what it was made
  * from (record.c, the same code libpcache's wrappers run). Destruction
  * forgets the handle before the driver frees it, since the driver may hand
- * the same value to the next object. */
+ * the same value to the next object; pipeline libraries, which the core
+ * records as it builds them, are forgotten the same way. */
 #include <string.h>
 
 #include "client/record.h"
@@ -49,6 +50,10 @@ LAYER_CREATE(CreateRenderPass2, pcache__record_render_pass2, VkRenderPassCreateI
 LAYER_CREATE(CreateRenderPass2KHR, pcache__record_render_pass2, VkRenderPassCreateInfo2,
              VkRenderPass)
 LAYER_DESTROY(DestroyRenderPass, PCACHE_OBJ_RENDER_PASS, VkRenderPass)
+/* Pipeline libraries are recorded by the client core as it builds them
+ * (build.c); any pipeline's destruction forgets its handle, which for a
+ * pipeline that is no library is a lookup that finds nothing. */
+LAYER_DESTROY(DestroyPipeline, PCACHE_OBJ_PIPELINE_LIBRARY, VkPipeline)
 
 PFN_vkVoidFunction layer_objects_proc(const char *name) {
   static const layer_proc table[] = {
@@ -64,6 +69,7 @@ PFN_vkVoidFunction layer_objects_proc(const char *name) {
       LAYER_PROC(CreateRenderPass2),
       LAYER_PROC(CreateRenderPass2KHR),
       LAYER_PROC(DestroyRenderPass),
+      LAYER_PROC(DestroyPipeline),
   };
   return layer_find_proc(table, sizeof table / sizeof table[0], name);
 }

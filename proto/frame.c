@@ -6,6 +6,7 @@
 
 #include "common/alloc.h"
 #include "common/devkey.h"
+#include "proto/pbread.h"
 
 int pcache__frame_length(const uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t max_frame,
                          uint32_t *ret_length) {
@@ -22,20 +23,6 @@ void pcache__frame_put_length(uint8_t header[PCACHE_FRAME_HEADER_SIZE], uint32_t
   pcache__put_le32(header, length);
 }
 
-/* A base-128 varint at *p (below end): 0 and the value, or PCACHE_EPROTO. */
-static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
-  uint64_t v = 0;
-  for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-    uint8_t b = *(*p)++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *ret = v;
-      return 0;
-    }
-  }
-  return PCACHE_EPROTO;
-}
-
 /* Adds to *count what unpacking data as desc allocates one by one: each
  * sub-message, each element of a repeated field, each unknown field.
  * Stops with PCACHE_ETOO_MANY_HASHES as soon as *count passes budget, or
@@ -46,30 +33,10 @@ static int count_allocations(const ProtobufCMessageDescriptor *desc, const uint8
   if (depth > 16)
     return PCACHE_EPROTO;
   while (p < end) {
-    uint64_t tag, len = 0;
+    uint64_t tag, len;
+    const uint8_t *body = NULL;
     const ProtobufCFieldDescriptor *f;
-    if (read_varint(&p, end, &tag) < 0)
-      return PCACHE_EPROTO;
-    switch (tag & 7) {
-    case 0:
-      if (read_varint(&p, end, &len) < 0)
-        return PCACHE_EPROTO;
-      len = 0;
-      break;
-    case 1:
-      len = 8;
-      break;
-    case 5:
-      len = 4;
-      break;
-    case 2:
-      if (read_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
-        return PCACHE_EPROTO;
-      break;
-    default:
-      return PCACHE_EPROTO; /* groups: never in this schema */
-    }
-    if (len > (uint64_t)(end - p))
+    if (pcache__wire_field(&p, end, &tag, &len, &body) < 0)
       return PCACHE_EPROTO;
     f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
                                : NULL;
@@ -77,12 +44,11 @@ static int count_allocations(const ProtobufCMessageDescriptor *desc, const uint8
       (*count)++;
     if (*count > budget)
       return PCACHE_ETOO_MANY_HASHES;
-    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && (tag & 7) == 2) {
-      int r = count_allocations(f->descriptor, p, p + len, budget, count, depth + 1);
+    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && (tag & 7) == PCACHE_WIRE_LEN) {
+      int r = count_allocations(f->descriptor, body, body + len, budget, count, depth + 1);
       if (r < 0)
         return r;
     }
-    p += len;
   }
   return 0;
 }

@@ -1,6 +1,7 @@
-/* Making what a decoded description names on a device: its objects, in
- * the order they depend on each other, then the pipeline; and destroying
- * the objects again. */
+/* Making what a decoded description names on a device: its libraries
+ * (their objects, then their pipelines), its objects, in the order they
+ * depend on each other, then the pipeline; and destroying the objects
+ * again. */
 #include "desc_decode_internal.h"
 
 #include <errno.h>
@@ -8,8 +9,10 @@
 #include <pcache/pcache.h>
 
 void pcache__desc_decoded_link(pcache__desc_decoded *d) {
+  for (uint32_t i = 0; i < d->n_libraries; i++)
+    pcache__desc_decoded_link(&d->libraries[i]);
   for (uint32_t i = 0; i < d->n_modules; i++)
-    d->arena->stages[i].module = d->modules[i];
+    d->stages[i].module = d->modules[i];
   if (d->kind == 2) {
     d->compute.stage.module = d->n_modules ? d->modules[0] : VK_NULL_HANDLE;
     d->compute.layout = d->layout;
@@ -23,17 +26,38 @@ static int vk_error(VkResult v) {
   return v == VK_ERROR_OUT_OF_HOST_MEMORY || v == VK_ERROR_OUT_OF_DEVICE_MEMORY ? -ENOMEM : -EIO;
 }
 
-int pcache__desc_decoded_create_objects(pcache__desc_decoded *d, VkDevice device,
-                                        const VkAllocationCallbacks *alloc) {
-  VkResult v = VK_SUCCESS;
+/* Whether every module, the libraries' included, has its code. */
+static int have_code(const pcache__desc_decoded *d) {
   for (uint32_t i = 0; i < d->n_modules; i++)
     if (!d->module_infos[i].codeSize)
-      return PCACHE_EMISSING_MODULE;
+      return 0;
+  for (uint32_t i = 0; i < d->n_libraries; i++)
+    if (!have_code(&d->libraries[i]))
+      return 0;
+  return 1;
+}
+
+/* What create_objects makes, without the code check; on failure, what was
+ * made is destroyed again. */
+static int create_all(pcache__desc_decoded *d, VkDevice device,
+                      const VkAllocationCallbacks *alloc) {
+  VkResult v = VK_SUCCESS;
+  int r;
+  for (uint32_t i = 0; i < d->n_libraries; i++) {
+    r = create_all(&d->libraries[i], device, alloc);
+    if (r == 0)
+      r = pcache__desc_decoded_create_pipeline(&d->libraries[i], device, VK_NULL_HANDLE, alloc,
+                                               &d->library_pipelines[i]);
+    if (r < 0) {
+      pcache__desc_decoded_destroy_objects(d, device, alloc);
+      return r;
+    }
+  }
   for (uint32_t i = 0; v == VK_SUCCESS && i < d->n_samplers; i++)
     v = vkCreateSampler(device, &d->sampler_infos[i], alloc, &d->samplers[i]);
   for (uint32_t i = 0; v == VK_SUCCESS && i < d->n_set_layouts; i++)
     v = vkCreateDescriptorSetLayout(device, &d->set_layout_infos[i], alloc, &d->set_layouts[i]);
-  if (v == VK_SUCCESS)
+  if (v == VK_SUCCESS && d->has_layout)
     v = vkCreatePipelineLayout(device, &d->layout_info, alloc, &d->layout);
   if (v == VK_SUCCESS && d->has_render_pass)
     v = vkCreateRenderPass2(device, &d->render_pass_info, alloc, &d->render_pass);
@@ -45,6 +69,13 @@ int pcache__desc_decoded_create_objects(pcache__desc_decoded *d, VkDevice device
   }
   pcache__desc_decoded_link(d);
   return 0;
+}
+
+int pcache__desc_decoded_create_objects(pcache__desc_decoded *d, VkDevice device,
+                                        const VkAllocationCallbacks *alloc) {
+  if (!have_code(d))
+    return PCACHE_EMISSING_MODULE;
+  return create_all(d, device, alloc);
 }
 
 int pcache__desc_decoded_create_pipeline(const pcache__desc_decoded *d, VkDevice device,
@@ -75,6 +106,12 @@ void pcache__desc_decoded_destroy_objects(pcache__desc_decoded *d, VkDevice devi
   for (uint32_t i = 0; i < d->n_samplers; i++) {
     vkDestroySampler(device, d->samplers[i], alloc);
     d->samplers[i] = VK_NULL_HANDLE;
+  }
+  /* Each library: its pipeline, then what it was made of. */
+  for (uint32_t i = 0; i < d->n_libraries; i++) {
+    vkDestroyPipeline(device, d->library_pipelines[i], alloc);
+    d->library_pipelines[i] = VK_NULL_HANDLE;
+    pcache__desc_decoded_destroy_objects(&d->libraries[i], device, alloc);
   }
   pcache__desc_decoded_link(d);
 }

@@ -20,15 +20,27 @@ typedef int (*pcache__desc_code_fn)(void *ctx, const pcache__hash *hash, const u
 
 typedef struct pcache__desc_decoded {
   uint32_t kind; /* 1 graphics, 2 compute (Pcachepb__EntryKind) */
-  /* In creation order: samplers, set layouts, pipeline layout, render pass,
-   * modules. Arrays have n_* entries; immutable sampler and set layout
-   * pointers in the infos point into samplers[] and set_layouts[]. */
+  /* In creation order: libraries, samplers, set layouts, pipeline layout,
+   * render pass, modules. Arrays have n_* entries; immutable sampler and
+   * set layout pointers in the infos point into samplers[] and
+   * set_layouts[]. */
+  /* A graphics pipeline library, or a pipeline linked from libraries: the
+   * parts it carries itself (VkGraphicsPipelineLibraryCreateInfoEXT, chained
+   * when not 0), and its libraries, each decoded as a description of its
+   * own (in this one's arena) and built by create_objects into
+   * library_pipelines[], which the chained VkPipelineLibraryCreateInfoKHR
+   * names. */
+  uint32_t library_parts;
+  uint32_t n_libraries;
+  struct pcache__desc_decoded *libraries;
+  VkPipeline *library_pipelines;
   uint32_t n_samplers;
   VkSamplerCreateInfo *sampler_infos;
   VkSampler *samplers;
   uint32_t n_set_layouts;
   VkDescriptorSetLayoutCreateInfo *set_layout_infos;
   VkDescriptorSetLayout *set_layouts;
+  int has_layout; /* a library of parts without shaders may have none */
   VkPipelineLayoutCreateInfo layout_info;
   VkPipelineLayout layout;
   int has_render_pass;
@@ -38,27 +50,31 @@ typedef struct pcache__desc_decoded {
   pcache__hash *module_hashes;
   VkShaderModuleCreateInfo *module_infos; /* codeSize 0 when code was NULL */
   VkShaderModule *modules;
-  VkGraphicsPipelineCreateInfo graphics; /* kind 1 */
-  VkComputePipelineCreateInfo compute;   /* kind 2 */
+  VkPipelineShaderStageCreateInfo *stages; /* what graphics.pStages points at */
+  VkGraphicsPipelineCreateInfo graphics;   /* kind 1 */
+  VkComputePipelineCreateInfo compute;     /* kind 2 */
   struct pcache__desc_arena *arena;
 } pcache__desc_decoded;
 
 /*
  * pcache__desc_decode - parse desc (a packed PipelineDesc of this format
- * version) into create infos. code may be NULL (the module infos then have
- * no code: enough to describe, not to create). Returns 0, -ENOMEM,
+ * version) into create infos, and the libraries it embeds each into a
+ * pcache__desc_decoded of its own. code may be NULL (the module infos then
+ * have no code: enough to describe, not to create). Returns 0, -ENOMEM,
  * PCACHE_EBAD_DESC, or what code returned. Allocation is bounded by 16 KiB
  * plus a small multiple of size. Thread-safe. Free with
- * pcache__desc_decoded_free.
+ * pcache__desc_decoded_free (the libraries go with it).
  */
 int pcache__desc_decode(const uint8_t *desc, size_t size, pcache__desc_code_fn code, void *code_ctx,
                         pcache__desc_decoded **ret_decoded);
 /* Copies the object handles into the pipeline create info (stage modules,
- * layout, render pass). */
+ * layout, render pass), its libraries' included. library_pipelines[] needs
+ * no copying: the create info points at it. */
 void pcache__desc_decoded_link(pcache__desc_decoded *decoded);
-/* Creates every object on device, then links. Returns 0,
- * PCACHE_EMISSING_MODULE (decoded without code), -ENOMEM or -EIO (the
- * driver refused an object; what was made is destroyed again). */
+/* Creates every object on device (the libraries first, their objects and
+ * their pipelines), then links. Returns 0, PCACHE_EMISSING_MODULE (decoded
+ * without code), -ENOMEM or -EIO (the driver refused an object; what was
+ * made is destroyed again). */
 int pcache__desc_decoded_create_objects(pcache__desc_decoded *decoded, VkDevice device,
                                         const VkAllocationCallbacks *alloc);
 /* Creates the pipeline itself (after create_objects). Returns 0, -ENOMEM
@@ -66,7 +82,8 @@ int pcache__desc_decoded_create_objects(pcache__desc_decoded *decoded, VkDevice 
 int pcache__desc_decoded_create_pipeline(const pcache__desc_decoded *decoded, VkDevice device,
                                          VkPipelineCache cache, const VkAllocationCallbacks *alloc,
                                          VkPipeline *ret_pipeline);
-/* Destroys the objects create_objects made (not the pipeline). */
+/* Destroys the objects create_objects made (not the pipeline, which must
+ * go first: it may link the library pipelines destroyed here). */
 void pcache__desc_decoded_destroy_objects(pcache__desc_decoded *decoded, VkDevice device,
                                           const VkAllocationCallbacks *alloc);
 void pcache__desc_decoded_free(pcache__desc_decoded *decoded);

@@ -18,11 +18,11 @@
 #include "proto/pcache.pb-c.h"
 #include "replay/desc_decode.h"
 
-/* Everything a decoded description points into, freed at once. */
+/* Everything a decoded description points into (its libraries' included),
+ * freed at once. */
 struct pcache__desc_arena {
   struct pcache__desc_chunk *chunks;
   Pcachepb__PipelineDesc *msg;
-  VkPipelineShaderStageCreateInfo *stages;
 };
 
 /* count zeroed elements of size bytes, 16-byte aligned; NULL when count
@@ -51,7 +51,7 @@ int pcache__desc_decode_layout(struct pcache__desc_arena *a, const Pcachepb__Pip
 int pcache__desc_decode_render_pass(struct pcache__desc_arena *a,
                                     const Pcachepb__RenderPassDesc *rp,
                                     VkRenderPassCreateInfo2 *ret);
-/* The stages into a->stages and their modules into d; code as for
+/* The stages into d->stages and their modules into d; code as for
  * pcache__desc_decode (what it returns is returned). */
 int pcache__desc_decode_stages(struct pcache__desc_arena *a, const Pcachepb__PipelineDesc *m,
                                pcache__desc_code_fn code, void *code_ctx, pcache__desc_decoded *d);

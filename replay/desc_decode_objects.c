@@ -238,14 +238,14 @@ int pcache__desc_decode_stages(struct pcache__desc_arena *a, const Pcachepb__Pip
   int r;
   if (m->n_stages > PCACHE_DESC_MAX_MODULES)
     return PCACHE_EBAD_DESC;
-  ALLOC(a, a->stages, m->n_stages);
+  ALLOC(a, d->stages, m->n_stages);
   ALLOC(a, d->module_hashes, m->n_stages);
   ALLOC(a, d->module_infos, m->n_stages);
   ALLOC(a, d->modules, m->n_stages);
   d->n_modules = (uint32_t)m->n_stages;
   for (size_t i = 0; i < m->n_stages; i++) {
     const Pcachepb__ShaderStageDesc *s = m->stages[i];
-    VkPipelineShaderStageCreateInfo *st = &a->stages[i];
+    VkPipelineShaderStageCreateInfo *st = &d->stages[i];
     if (!s->module || s->module->spirv_hash.len != PCACHE_HASH_SIZE)
       return PCACHE_EBAD_DESC;
     memcpy(d->module_hashes[i].bytes, s->module->spirv_hash.data, PCACHE_HASH_SIZE);

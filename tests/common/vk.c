@@ -5,7 +5,9 @@
 #include "test.h"
 #include "test_shaders.h"
 
-void test_vk_init(test_vk *vk) {
+/* With gpl, VK_EXT_graphics_pipeline_library too: 0 (and nothing made)
+ * when the device lacks it. */
+static int vk_init(test_vk *vk, int gpl) {
   uint32_t api = VK_API_VERSION_1_0, n = 0;
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "pcache-test"};
@@ -13,8 +15,12 @@ void test_vk_init(test_vk *vk) {
                               .pApplicationInfo = &app};
   VkPhysicalDevice devices[8];
   VkExtensionProperties exts[512];
-  const char *enabled[1];
-  uint32_t n_enabled = 0;
+  const char *enabled[3], *gpl_names[2];
+  uint32_t n_enabled = 0, n_gpl = 0;
+  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                        .pNext = &gpl_features};
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueCount = 1,
@@ -61,13 +67,36 @@ void test_vk_init(test_vk *vk) {
       enabled[n_enabled++] = VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
       vk->creation_feedback = 1;
     }
+    if (gpl && n_gpl < 2 &&
+        (strcmp(exts[i].extensionName, VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME) == 0 ||
+         strcmp(exts[i].extensionName, VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME) == 0))
+      gpl_names[n_gpl++] = exts[i].extensionName;
+  }
+  if (gpl) {
+    vkGetPhysicalDeviceFeatures2(vk->physical_device, &features);
+    if (n_gpl != 2 || !gpl_features.graphicsPipelineLibrary) {
+      vkDestroyInstance(vk->instance, NULL);
+      memset(vk, 0, sizeof *vk);
+      return 0;
+    }
+    gpl_features = (VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+        .graphicsPipelineLibrary = VK_TRUE};
+    dci.pNext = &gpl_features;
+    enabled[n_enabled++] = gpl_names[0];
+    enabled[n_enabled++] = gpl_names[1];
   }
   if (vk->props.apiVersion >= VK_API_VERSION_1_3 && app.apiVersion >= VK_API_VERSION_1_3)
     vk->creation_feedback = 1;
   dci.enabledExtensionCount = n_enabled;
   dci.ppEnabledExtensionNames = enabled;
   ASSERT_VK(vkCreateDevice(vk->physical_device, &dci, NULL, &vk->device));
+  return 1;
 }
+
+void test_vk_init(test_vk *vk) { (void)vk_init(vk, 0); }
+
+int test_vk_init_gpl(test_vk *vk) { return vk_init(vk, 1); }
 
 void test_vk_fini(test_vk *vk) {
   if (vk->device)
@@ -282,4 +311,42 @@ void test_compute_info(test_compute *c, const test_objects *o, uint32_t variant)
                 .pSpecializationInfo = &c->spec},
       .layout = o->layout,
       .basePipelineIndex = -1};
+}
+
+void test_gpl_info(test_gpl *t, const test_objects *o, uint32_t variant) {
+  static const VkGraphicsPipelineLibraryFlagsEXT parts[TEST_GPL_PARTS] = {
+      VK_GRAPHICS_PIPELINE_LIBRARY_VERTEX_INPUT_INTERFACE_BIT_EXT,
+      VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT,
+      VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT,
+      VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_OUTPUT_INTERFACE_BIT_EXT};
+  memset(t, 0, sizeof *t);
+  test_graphics_info(&t->g, o, variant);
+  for (int i = 0; i < TEST_GPL_PARTS; i++) {
+    t->parts[i] = (VkGraphicsPipelineLibraryCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT, .flags = parts[i]};
+    /* The whole pipeline's state, of which each library reads its part's. */
+    t->library[i] = t->g.info;
+    t->library[i].pNext = &t->parts[i];
+    t->library[i].flags = VK_PIPELINE_CREATE_LIBRARY_BIT_KHR |
+                          VK_PIPELINE_CREATE_RETAIN_LINK_TIME_OPTIMIZATION_INFO_BIT_EXT;
+    t->library[i].stageCount = 0;
+  }
+  t->library[1].stageCount = 1; /* the vertex shader */
+  t->library[2].stageCount = 1; /* the fragment shader */
+  t->library[2].pStages = &t->g.stages[1];
+}
+
+void test_gpl_link(test_gpl *t, const VkPipeline libraries[TEST_GPL_PARTS],
+                   VkPipelineCreateFlags flags) {
+  memcpy(t->libraries, libraries, sizeof t->libraries);
+  t->link =
+      (VkPipelineLibraryCreateInfoKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR,
+                                       .libraryCount = TEST_GPL_PARTS,
+                                       .pLibraries = t->libraries};
+  t->linked =
+      (VkGraphicsPipelineCreateInfo){.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+                                     .pNext = &t->link,
+                                     .flags = flags,
+                                     .layout = t->g.info.layout,
+                                     .basePipelineIndex = -1};
 }

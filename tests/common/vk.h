@@ -22,6 +22,9 @@ typedef struct test_vk {
 } test_vk;
 
 void test_vk_init(test_vk *vk);
+/* The same with VK_EXT_graphics_pipeline_library enabled: 1, or 0 (nothing
+ * made, vk zeroed) when the device lacks it. */
+int test_vk_init_gpl(test_vk *vk);
 void test_vk_fini(test_vk *vk);
 /* The pcache_device_info for vk (loader's vkGetInstanceProcAddr). */
 pcache_device_info test_vk_device_info(const test_vk *vk);
@@ -78,5 +81,25 @@ typedef struct test_compute {
 } test_compute;
 
 void test_compute_info(test_compute *c, const test_objects *objects, uint32_t variant);
+
+/* Graphics pipeline libraries (VK_EXT_graphics_pipeline_library): the four
+ * part libraries of test_graphics_info's pipeline of the same variant (in
+ * the order vertex input, pre-rasterization, fragment shader, fragment
+ * output; each may be linked with link-time optimization), and a pipeline
+ * linked from four of them. Do not copy it (it points into itself). */
+#define TEST_GPL_PARTS 4
+typedef struct test_gpl {
+  test_graphics g;
+  VkGraphicsPipelineLibraryCreateInfoEXT parts[TEST_GPL_PARTS];
+  VkGraphicsPipelineCreateInfo library[TEST_GPL_PARTS];
+  VkPipeline libraries[TEST_GPL_PARTS];
+  VkPipelineLibraryCreateInfoKHR link;
+  VkGraphicsPipelineCreateInfo linked;
+} test_gpl;
+
+void test_gpl_info(test_gpl *t, const test_objects *objects, uint32_t variant);
+/* t->linked: libraries linked, with flags (0, or link-time optimization). */
+void test_gpl_link(test_gpl *t, const VkPipeline libraries[TEST_GPL_PARTS],
+                   VkPipelineCreateFlags flags);
 
 #endif

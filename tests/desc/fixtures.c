@@ -57,6 +57,9 @@ static const pcache__desc_object *lk_render_pass(void *ctx, VkRenderPass h) {
 static const pcache__desc_object *lk_sampler(void *ctx, VkSampler h) {
   return find(ctx, FX_SAMPLER, (uint64_t)h);
 }
+static const pcache__desc_object *lk_library(void *ctx, VkPipeline h) {
+  return find(ctx, FX_LIBRARY, (uint64_t)h);
+}
 
 uint64_t fx_world_add(fx_world *w, int kind, pcache__desc_object *object) {
   uint64_t h = w->next_handle;
@@ -102,7 +105,7 @@ void fx_world_init(fx_world *w, uint64_t handle_base, uint64_t step) {
   w->next_handle = handle_base;
   w->handle_step = step;
   w->lookup = (pcache__desc_lookup){
-      w, lk_module, lk_set_layout, lk_pipeline_layout, lk_render_pass, lk_sampler};
+      w, lk_module, lk_set_layout, lk_pipeline_layout, lk_render_pass, lk_sampler, lk_library};
   w->vs = add_module(w, 0);
   w->fs = add_module(w, 1);
   w->tcs = add_module(w, 2);
@@ -265,6 +268,7 @@ void fx_world_init(fx_world *w, uint64_t handle_base, uint64_t step) {
                                  .pSubpasses = &s2};
   ASSERT_OK(pcache__desc_render_pass2(&rp2, &o));
   w->rp2_color = (VkRenderPass)fx_world_add(w, FX_RENDER_PASS, o);
+  fx_world_add_libraries(w);
 }
 
 void fx_world_free(fx_world *w) {
@@ -273,12 +277,19 @@ void fx_world_free(fx_world *w) {
   w->n_objects = 0;
 }
 
+/* A hand-aligned table. */
+/* clang-format off */
 const char *const fx_names[FX_COUNT] = {
-    "gfx_basic",     "gfx_depth_stencil", "gfx_dynamic_rendering", "gfx_dynamic_state",
-    "gfx_blend",     "gfx_msaa",          "gfx_full",              "gfx_discard",
-    "gfx_multiview", "gfx_rp2",           "compute_basic",         "compute_spec",
-    "gfx_depth_clip_control",
+    "gfx_basic",              "gfx_depth_stencil",  "gfx_dynamic_rendering",
+    "gfx_dynamic_state",      "gfx_blend",          "gfx_msaa",
+    "gfx_full",               "gfx_discard",        "gfx_multiview",
+    "gfx_rp2",                "compute_basic",      "compute_spec",
+    "gfx_depth_clip_control", "gpl_vertex_input",   "gpl_pre_raster",
+    "gpl_fragment",           "gpl_output",         "gpl_shaders",
+    "gpl_fragment_rendering", "gpl_nested_library", "gpl_linked",
+    "gpl_linked_lto",         "gpl_linked_nested",
 };
+/* clang-format on */
 
 int fx_replayable(int i) {
   /* gfx_full and gfx_depth_clip_control chain extension state lavapipe
@@ -419,6 +430,10 @@ static void fill(fx_pipeline *p, const fx_world *w, int i) {
     return;
   }
   fill_base(p, w);
+  if (i >= FX_GPL_FIRST) {
+    fx_fill_gpl(p, w, i);
+    return;
+  }
   switch (i) {
   case 1: /* gfx_depth_stencil */
     p->info.renderPass = w->rp_depth;

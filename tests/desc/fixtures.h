@@ -10,9 +10,15 @@
 
 #include "replay/desc_decode.h"
 
-enum { FX_MODULE, FX_SET_LAYOUT, FX_PIPELINE_LAYOUT, FX_RENDER_PASS, FX_SAMPLER };
+enum { FX_MODULE, FX_SET_LAYOUT, FX_PIPELINE_LAYOUT, FX_RENDER_PASS, FX_SAMPLER, FX_LIBRARY };
 
 #define FX_MAX_OBJECTS 128
+
+/* Fixtures FX_GPL_FIRST on use VK_EXT_graphics_pipeline_library: first
+ * FX_GPL_LIBRARIES libraries (the last linked from earlier ones), then
+ * pipelines linked from them. */
+#define FX_GPL_FIRST 13
+#define FX_GPL_LIBRARIES 7
 
 typedef struct fx_world {
   struct {
@@ -28,6 +34,9 @@ typedef struct fx_world {
   VkDescriptorSetLayout set0, set1;
   VkPipelineLayout layout, layout_full;
   VkRenderPass rp_color, rp_depth, rp_multiview, rp2_color;
+  /* The library fixtures (FX_GPL_FIRST on), described and registered as
+   * libraries (FX_LIBRARY) for the linked ones to name. */
+  VkPipeline libraries[FX_GPL_LIBRARIES];
 } fx_world;
 
 /* Handles are handle_base, handle_base + step, ...: two worlds with other
@@ -84,11 +93,15 @@ typedef struct fx_pipeline {
   VkFormat color_formats[2];
   VkPipelineCreationFeedbackCreateInfo feedback;
   VkPipelineCreationFeedback feedback_pipeline, feedback_stages[4];
+  VkGraphicsPipelineLibraryCreateInfoEXT parts;
+  VkPipelineLibraryCreateInfoKHR link;
+  VkPipeline libraries[4];
 } fx_pipeline;
 
-#define FX_COUNT 13
+#define FX_COUNT 23
 extern const char *const fx_names[FX_COUNT];
-/* Whether lavapipe can build fixture i as it is. */
+/* Whether lavapipe can build fixture i as it is (those from FX_GPL_FIRST
+ * on need VK_EXT_graphics_pipeline_library enabled). */
 int fx_replayable(int i);
 
 /* Fixture i in a fresh heap block, pad bytes into it. */
@@ -101,5 +114,15 @@ int fx_describe(const fx_pipeline *p, const fx_world *w, pcache__desc_buf *buf,
  * caller releases them). Aborts the test on failure. */
 void fx_keys_text(const fx_world *w, int i, size_t pad, char *out, size_t out_size,
                   pcache__desc_buf *buf);
+
+/* fixtures_gpl.c: the library fixtures, from fixtures.c's base pipeline
+ * (a complete one), and the world's libraries. */
+void fx_fill_gpl(fx_pipeline *p, const fx_world *w, int i);
+void fx_world_add_libraries(fx_world *w);
+/* p described and registered as a library under a new handle. */
+VkPipeline fx_world_add_library(fx_world *w, const fx_pipeline *p);
+/* How many modules fixture i names, its libraries' included (which share
+ * none). */
+int fx_module_count(const fx_world *w, int i);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "proto/desc_check.h"
+#include "proto/pbread.h"
 #include "fixtures.h"
 #include "test.h"
 
@@ -11,6 +12,120 @@ static int check(const uint8_t *d, size_t n, uint32_t kind) {
   size_t n_modules;
   pcache__hash128(d, n, &h);
   return pcache__desc_check(d, n, &h, kind, modules, &n_modules);
+}
+
+/* A description: the header (version 1, graphics), then inner (whole
+ * fields) wrapped n times as a library (field 19), each level adding a
+ * header; written backwards into buf, so deep nesting costs no copies.
+ * Returns where it starts; *ret_size its size. */
+static const uint8_t *nest(uint8_t *buf, size_t cap, const uint8_t *inner, size_t inner_size,
+                           size_t n, size_t *ret_size) {
+  static const uint8_t head[] = {0x08, 0x01, 0x10, 0x01};
+  uint8_t *p = buf + cap;
+  size_t size;
+  ASSERT_TRUE(inner_size + sizeof(head) <= cap);
+  p -= inner_size;
+  memcpy(p, inner, inner_size);
+  p -= sizeof(head);
+  memcpy(p, head, sizeof(head));
+  for (size_t i = 0; i < n; i++) {
+    uint8_t len[10];
+    size_t l = 0;
+    size = (size_t)(buf + cap - p);
+    for (size_t v = size; v >= 0x80; v >>= 7)
+      len[l++] = (uint8_t)(v | 0x80);
+    len[l] = (uint8_t)(size >> (7 * l));
+    l++;
+    ASSERT_TRUE((size_t)(p - buf) >= l + 2 + sizeof(head));
+    p -= l;
+    memcpy(p, len, l);
+    *--p = 0x01; /* tag 19 << 3 | 2 = 154: 0x9a 0x01 */
+    *--p = 0x9a;
+    p -= sizeof(head);
+    memcpy(p, head, sizeof(head));
+  }
+  *ret_size = (size_t)(buf + cap - p);
+  return p;
+}
+
+/* Descriptions that embed libraries: their modules count, their nesting is
+ * bounded before protobuf-c sees them. */
+static void libraries(fx_world *w) {
+  static uint8_t big[1 << 21];
+  pcache__hash modules[PCACHE_DESC_MAX_MODULES];
+  pcache__desc_decoded *d;
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
+  const uint8_t *deep;
+  size_t n_modules, size;
+  fx_pipeline *p = fx_make(w, FX_COUNT - 3, 0); /* gpl_linked */
+  uint8_t stage[128];
+  size_t stage_size;
+
+  /* A linked pipeline names no stage of its own: its libraries' count. */
+  pcache__desc_buf_init(&buf);
+  ASSERT_EQ(p->info.stageCount, 0);
+  ASSERT_OK(fx_describe(p, w, &buf, &keys));
+  ASSERT_OK(pcache__desc_check(buf.data, buf.size, &keys.state_hash, 1, modules, &n_modules));
+  ASSERT_EQ(n_modules, 2);
+  fx_free(p);
+
+  /* One stage's bytes (field 4 of gpl_pre_raster, its only stage). */
+  p = fx_make(w, FX_GPL_FIRST + 1, 0);
+  ASSERT_OK(fx_describe(p, w, &buf, &keys));
+  fx_free(p);
+  {
+    const uint8_t *q = buf.data, *at = q, *body = NULL;
+    uint64_t tag = 0, len;
+    while (tag != (4 << 3 | PCACHE_WIRE_LEN)) {
+      at = q;
+      ASSERT_OK(pcache__wire_field(&q, buf.data + buf.size, &tag, &len, &body));
+    }
+    stage_size = (size_t)(q - at);
+    ASSERT_LT(stage_size, 128);
+    memcpy(stage, at, stage_size);
+  }
+
+  /* Two levels of libraries are fine; three are not, nor five at a level. */
+  deep = nest(big, sizeof(big), stage, stage_size, 2, &size);
+  ASSERT_OK(check(deep, size, 1));
+  deep = nest(big, sizeof(big), stage, stage_size, 3, &size);
+  ASSERT_ERR(check(deep, size, 1), PCACHE_EBAD_DESC);
+  ASSERT_ERR(pcache__desc_decode(deep, size, NULL, NULL, &d), PCACHE_EBAD_DESC);
+  {
+    uint8_t five[512];
+    size_t n = 4;
+    static const uint8_t head[] = {0x08, 0x01, 0x10, 0x01};
+    memcpy(five, head, 4);
+    for (int i = 0; i < PCACHE_DESC_MAX_LIBRARIES + 1; i++) {
+      five[n++] = 0x9a;
+      five[n++] = 0x01;
+      five[n++] = (uint8_t)(4 + stage_size);
+      memcpy(five + n, head, 4);
+      memcpy(five + n + 4, stage, stage_size);
+      n += 4 + stage_size;
+    }
+    ASSERT_ERR(check(five, n, 1), PCACHE_EBAD_DESC);
+    ASSERT_ERR(pcache__desc_check_nesting(five, n), PCACHE_EBAD_DESC);
+    /* Four is fine. */
+    ASSERT_OK(check(five, n - 7 - stage_size, 1));
+  }
+  /* Nested a hundred thousand deep: refused at once, no deep recursion
+   * (protobuf-c's unpacking would run out of stack). */
+  deep = nest(big, sizeof(big), stage, stage_size, 100000, &size);
+  ASSERT_ERR(check(deep, size, 0), PCACHE_EBAD_DESC);
+  ASSERT_ERR(pcache__desc_decode(deep, size, NULL, NULL, &d), PCACHE_EBAD_DESC);
+  /* A compute pipeline links no library; a graphics one with no stage
+   * needs parts or libraries. */
+  {
+    static const uint8_t compute_lib[] = {0x08, 0x01, 0x10, 0x02, 0x90, 0x01, 0x02};
+    static const uint8_t parts_only[] = {0x08, 0x01, 0x10, 0x01, 0x90, 0x01, 0x01};
+    static const uint8_t nothing[] = {0x08, 0x01, 0x10, 0x01};
+    ASSERT_ERR(check(compute_lib, sizeof(compute_lib), 0), PCACHE_EBAD_DESC);
+    ASSERT_OK(check(parts_only, sizeof(parts_only), 1));
+    ASSERT_ERR(check(nothing, sizeof(nothing), 1), PCACHE_EBAD_DESC);
+  }
+  pcache__desc_buf_release(&buf);
 }
 
 int main(void) {
@@ -105,6 +220,7 @@ int main(void) {
   ASSERT_OK(pcache__desc_check(buf.data, buf.size, &keys.state_hash, 2, modules, &n_modules));
   ASSERT_EQ(n_modules, 1);
   fx_free(p);
+  libraries(&w);
   pcache__desc_buf_release(&buf);
   fx_world_free(&w);
   printf("ok\n");

@@ -1,6 +1,9 @@
 /* Replay on lavapipe: each fixture is described, decoded back into create
  * infos with its modules rebuilt from stored SPIR-V, and really built on a
- * device; then everything is destroyed again. */
+ * device (a linked pipeline with its libraries, rebuilt from the
+ * descriptions it embeds); then everything is destroyed again. The library
+ * fixtures get a device of their own, with VK_EXT_graphics_pipeline_library
+ * enabled, when the driver has it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,69 @@ static int have_validation(void) {
   return 0;
 }
 
+/* Describes, decodes and builds fixtures [first, end) on device; returns
+ * how many it built. */
+static int replay(VkDevice device, const fx_world *w, int first, int end) {
+  int built = 0;
+  for (int i = first; i < end; i++) {
+    fx_pipeline *p;
+    pcache__desc_buf buf;
+    pcache__desc_keys keys;
+    pcache__desc_decoded *d;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    if (!fx_replayable(i))
+      continue;
+    p = fx_make(w, i, 0);
+    pcache__desc_buf_init(&buf);
+    ASSERT_OK(fx_describe(p, w, &buf, &keys));
+
+    /* Without code the objects cannot be made (a library of parts without
+     * shaders has none to lack). */
+    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, NULL, NULL, &d));
+    if (fx_module_count(w, i) > 0) {
+      ASSERT_ERR(pcache__desc_decoded_create_objects(d, device, NULL), PCACHE_EMISSING_MODULE);
+    } else {
+      ASSERT_OK(pcache__desc_decoded_create_objects(d, device, NULL));
+      pcache__desc_decoded_destroy_objects(d, device, NULL);
+    }
+    pcache__desc_decoded_free(d);
+
+    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, fx_code, NULL, &d));
+    ASSERT_OK(pcache__desc_decoded_create_objects(d, device, NULL));
+    ASSERT_OK(pcache__desc_decoded_create_pipeline(d, device, VK_NULL_HANDLE, NULL, &pipeline));
+    ASSERT_TRUE(pipeline != VK_NULL_HANDLE);
+    vkDestroyPipeline(device, pipeline, NULL);
+    pcache__desc_decoded_destroy_objects(d, device, NULL);
+    ASSERT_TRUE(d->layout == VK_NULL_HANDLE && d->render_pass == VK_NULL_HANDLE);
+    for (uint32_t l = 0; l < d->n_libraries; l++)
+      ASSERT_TRUE(d->library_pipelines[l] == VK_NULL_HANDLE);
+    pcache__desc_decoded_free(d);
+    pcache__desc_buf_release(&buf);
+    fx_free(p);
+    printf("%-22s built\n", fx_names[i]);
+    built++;
+  }
+  return built;
+}
+
+static int gpl_supported(VkPhysicalDevice phys) {
+  VkExtensionProperties exts[512];
+  uint32_t n = 512, found = 0;
+  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT fgpl = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
+  VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                 .pNext = &fgpl};
+  if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, exts) < 0)
+    return 0;
+  for (uint32_t i = 0; i < n; i++)
+    found += !strcmp(exts[i].extensionName, VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME) ||
+             !strcmp(exts[i].extensionName, VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME);
+  if (found != 2)
+    return 0;
+  vkGetPhysicalDeviceFeatures2(phys, &f);
+  return fgpl.graphicsPipelineLibrary;
+}
+
 int main(void) {
   char dir[] = "/tmp/pcache-desc-replay-XXXXXX";
   VkInstance instance;
@@ -51,7 +117,7 @@ int main(void) {
   VkPhysicalDeviceProperties props;
   VkDevice device;
   fx_world w;
-  int built = 0;
+  int built, gpl_built;
 
   /* The loader wants a private runtime dir (test_env_init's rule). */
   ASSERT_TRUE(mkdtemp(dir));
@@ -131,40 +197,27 @@ int main(void) {
   ASSERT_VK(vkCreateDevice(phys[0], &dci, NULL, &device));
 
   fx_world_init(&w, 0x9000, 8);
-  for (int i = 0; i < FX_COUNT; i++) {
-    fx_pipeline *p;
-    pcache__desc_buf buf;
-    pcache__desc_keys keys;
-    pcache__desc_decoded *d;
-    VkPipeline pipeline = VK_NULL_HANDLE;
-    if (!fx_replayable(i))
-      continue;
-    p = fx_make(&w, i, 0);
-    pcache__desc_buf_init(&buf);
-    ASSERT_OK(fx_describe(p, &w, &buf, &keys));
-
-    /* Without code the objects cannot be made. */
-    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, NULL, NULL, &d));
-    ASSERT_ERR(pcache__desc_decoded_create_objects(d, device, NULL), PCACHE_EMISSING_MODULE);
-    pcache__desc_decoded_free(d);
-
-    ASSERT_OK(pcache__desc_decode(buf.data, buf.size, fx_code, NULL, &d));
-    ASSERT_OK(pcache__desc_decoded_create_objects(d, device, NULL));
-    ASSERT_OK(pcache__desc_decoded_create_pipeline(d, device, VK_NULL_HANDLE, NULL, &pipeline));
-    ASSERT_TRUE(pipeline != VK_NULL_HANDLE);
-    vkDestroyPipeline(device, pipeline, NULL);
-    pcache__desc_decoded_destroy_objects(d, device, NULL);
-    ASSERT_TRUE(d->layout == VK_NULL_HANDLE && d->render_pass == VK_NULL_HANDLE);
-    pcache__desc_decoded_free(d);
-    pcache__desc_buf_release(&buf);
-    fx_free(p);
-    printf("%-22s built\n", fx_names[i]);
-    built++;
+  built = replay(device, &w, 0, FX_GPL_FIRST);
+  vkDestroyDevice(device, NULL);
+  if (gpl_supported(phys[0])) {
+    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT fgpl = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+        .graphicsPipelineLibrary = VK_TRUE};
+    const char *exts[] = {VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME,
+                          VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
+    f13.pNext = &fgpl;
+    dci.enabledExtensionCount = 2;
+    dci.ppEnabledExtensionNames = exts;
+    ASSERT_VK(vkCreateDevice(phys[0], &dci, NULL, &device));
+    gpl_built = replay(device, &w, FX_GPL_FIRST, FX_COUNT);
+    ASSERT_EQ(gpl_built, FX_COUNT - FX_GPL_FIRST);
+    vkDestroyDevice(device, NULL);
+  } else {
+    printf("no VK_EXT_graphics_pipeline_library: library fixtures not built\n");
   }
   ASSERT_GE(built, 8);
   ASSERT_EQ(validation_errors, 0);
   fx_world_free(&w);
-  vkDestroyDevice(device, NULL);
   if (messenger)
     destroy_messenger(instance, messenger, NULL);
   vkDestroyInstance(instance, NULL);

@@ -8,95 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fields.h"
 #include "fixtures.h"
 #include "test.h"
-
-enum { U32, F32, B32, I32, U16, DEC, ORBIT };
-
-typedef struct field {
-  const char *name;
-  size_t off;
-  int type;
-  uint32_t arg; /* ORBIT: the bit to set */
-} field;
-
-#define F(member, type) {#member, offsetof(fx_pipeline, member), type, 0}
-#define FB(member, bit) {#member "|" #bit, offsetof(fx_pipeline, member), ORBIT, bit}
-
-static void mutate(fx_pipeline *p, const field *f) {
-  uint8_t *a = (uint8_t *)p + f->off;
-  uint32_t u;
-  int32_t i;
-  float x;
-  uint16_t s;
-  switch (f->type) {
-  case U32:
-  case B32:
-    memcpy(&u, a, 4);
-    u = f->type == B32 ? !u : u ^ 1;
-    memcpy(a, &u, 4);
-    break;
-  case DEC:
-    memcpy(&u, a, 4);
-    ASSERT_GT(u, 0);
-    u--;
-    memcpy(a, &u, 4);
-    break;
-  case ORBIT:
-    memcpy(&u, a, 4);
-    u |= f->arg;
-    memcpy(a, &u, 4);
-    break;
-  case I32:
-    memcpy(&i, a, 4);
-    i++;
-    memcpy(a, &i, 4);
-    break;
-  case F32:
-    memcpy(&x, a, 4);
-    x += 0.5f;
-    memcpy(a, &x, 4);
-    break;
-  case U16:
-    memcpy(&s, a, 2);
-    s ^= 1;
-    memcpy(a, &s, 2);
-    break;
-  }
-}
-
-static const char *current = "(base)";
-
-static pcache__hash hash_of(const fx_pipeline *p, const fx_world *w) {
-  pcache__desc_buf buf;
-  pcache__desc_keys keys;
-  int r;
-  pcache__desc_buf_init(&buf);
-  r = fx_describe(p, w, &buf, &keys);
-  if (r != 0)
-    TEST_FAIL_("describing with %s changed: %s", current, pcache_err_name(r));
-  pcache__desc_buf_release(&buf);
-  return keys.state_hash;
-}
-
-static int run(const fx_world *w, int fixture, const field *fields, size_t n, int expect_change) {
-  fx_pipeline *p = fx_make(w, fixture, 0);
-  pcache__hash h0 = hash_of(p, w);
-  fx_free(p);
-  for (size_t i = 0; i < n; i++) {
-    pcache__hash h;
-    p = fx_make(w, fixture, 0);
-    mutate(p, &fields[i]);
-    current = fields[i].name;
-    h = hash_of(p, w);
-    current = "(base)";
-    if (pcache__hash_equal(&h, &h0) == expect_change)
-      TEST_FAIL_("%s: changing %s %s the hash", fx_names[fixture], fields[i].name,
-                 expect_change ? "did not change" : "changed");
-    fx_free(p);
-  }
-  return (int)n;
-}
 
 /* gfx_full: every field below is state. */
 static const field full_hashed[] = {
@@ -291,13 +205,11 @@ static const field compute_ignored[] = {
     F(spec_data[2], U32),
 };
 
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
 /* ---------------------------------------------------------------- handles */
 
 static void handles_are_not_hashed(fx_world *w) {
   fx_pipeline *p = fx_make(w, 6, 0);
-  pcache__hash h0 = hash_of(p, w), h;
+  pcache__hash h0 = fx_hash_of(p, w), h;
   /* The same content under other handles. */
   for (int i = 0; i < w->n_objects; i++) {
     pcache__desc_object *copy = malloc(sizeof(*copy) + w->objects[i].object->encoded_size);
@@ -315,7 +227,7 @@ static void handles_are_not_hashed(fx_world *w) {
     if (w->objects[i].kind == FX_SAMPLER)
       break; /* modules and sampler come first; enough */
   }
-  h = hash_of(p, w);
+  h = fx_hash_of(p, w);
   ASSERT_TRUE(pcache__hash_equal(&h, &h0));
   fx_free(p);
 }
@@ -421,11 +333,11 @@ static void sampler_fields(void) {
   };
   for (size_t i = 0; i < N(fields); i++) {
     VkSamplerCreateInfo si = base;
-    fx_pipeline tmp; /* reuse mutate(): place the value in a scratch pipeline */
+    fx_pipeline tmp; /* reuse fx_mutate(): place the value in a scratch pipeline */
     field f = {fields[i].name, offsetof(fx_pipeline, spec_data), fields[i].type, 0};
     pcache__hash h;
     memcpy(&tmp.spec_data, (uint8_t *)&si + fields[i].off, 4);
-    mutate(&tmp, &f);
+    fx_mutate(&tmp, &f);
     memcpy((uint8_t *)&si + fields[i].off, &tmp.spec_data, 4);
     h = sampler_hash(&si);
     if (pcache__hash_equal(&h, &h0))
@@ -566,17 +478,17 @@ int main(void) {
   fx_world w;
   int n_hashed = 0, n_ignored = 0, n_unhashable = 0;
   fx_world_init(&w, 0x2000, 8);
-  n_hashed += run(&w, 6, full_hashed, N(full_hashed), 1);
-  n_ignored += run(&w, 6, full_ignored, N(full_ignored), 0);
-  n_ignored += run(&w, 0, basic_ignored, N(basic_ignored), 0);
-  n_ignored += run(&w, 3, dynamic_ignored, N(dynamic_ignored), 0);
-  n_hashed += run(&w, 3, dynamic_hashed, N(dynamic_hashed), 1);
-  n_ignored += run(&w, 7, discard_ignored, N(discard_ignored), 0);
-  n_ignored += run(&w, 1, stencil_ignored, N(stencil_ignored), 0);
-  n_hashed += run(&w, 1, stencil_hashed, N(stencil_hashed), 1);
-  n_hashed += run(&w, 8, multiview_hashed, N(multiview_hashed), 1);
-  n_hashed += run(&w, 11, compute_hashed, N(compute_hashed), 1);
-  n_ignored += run(&w, 11, compute_ignored, N(compute_ignored), 0);
+  n_hashed += fx_run(&w, 6, full_hashed, N(full_hashed), 1);
+  n_ignored += fx_run(&w, 6, full_ignored, N(full_ignored), 0);
+  n_ignored += fx_run(&w, 0, basic_ignored, N(basic_ignored), 0);
+  n_ignored += fx_run(&w, 3, dynamic_ignored, N(dynamic_ignored), 0);
+  n_hashed += fx_run(&w, 3, dynamic_hashed, N(dynamic_hashed), 1);
+  n_ignored += fx_run(&w, 7, discard_ignored, N(discard_ignored), 0);
+  n_ignored += fx_run(&w, 1, stencil_ignored, N(stencil_ignored), 0);
+  n_hashed += fx_run(&w, 1, stencil_hashed, N(stencil_hashed), 1);
+  n_hashed += fx_run(&w, 8, multiview_hashed, N(multiview_hashed), 1);
+  n_hashed += fx_run(&w, 11, compute_hashed, N(compute_hashed), 1);
+  n_ignored += fx_run(&w, 11, compute_ignored, N(compute_ignored), 0);
 
   UNHASHABLE(6, info.pNext);
   UNHASHABLE(6, rendering.pNext);
@@ -628,9 +540,9 @@ int main(void) {
   /* Feedback is no state: with or without it, one hash. */
   {
     fx_pipeline *p = fx_make(&w, 0, 0);
-    pcache__hash h0 = hash_of(p, &w), h;
+    pcache__hash h0 = fx_hash_of(p, &w), h;
     p->info.pNext = &p->feedback;
-    h = hash_of(p, &w);
+    h = fx_hash_of(p, &w);
     ASSERT_TRUE(pcache__hash_equal(&h, &h0));
     fx_free(p);
   }

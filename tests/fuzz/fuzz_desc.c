@@ -50,6 +50,7 @@ static const pcache__desc_object *lk_layout(void *c, VkPipelineLayout h) {
 }
 static const pcache__desc_object *lk_rp(void *c, VkRenderPass h) { return find(c, (uint64_t)h); }
 static const pcache__desc_object *lk_sampler(void *c, VkSampler h) { return find(c, (uint64_t)h); }
+static const pcache__desc_object *lk_library(void *c, VkPipeline h) { return find(c, (uint64_t)h); }
 
 /* Handles are 1-based indexes into the table; 0 when the object did not
  * describe (the pipeline is then unhashable). */
@@ -63,12 +64,26 @@ static uint64_t add(table *t, int r, pcache__desc_object *o) {
   return (uint64_t)t->n;
 }
 
-/* Describes a decoded description; 0 and the bytes in buf, or an error. */
-static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf) {
-  pcache__desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler};
+/* Describes a decoded description, its libraries first (each then
+ * registered as a library); 0 and the bytes in buf (initialized either
+ * way), or an error. */
+static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf,
+                      pcache__desc_keys *ret_keys) {
+  pcache__desc_lookup lk = {t, lk_module, lk_set, lk_layout, lk_rp, lk_sampler, lk_library};
   pcache__desc_object *o = NULL;
-  pcache__desc_keys keys;
   int r;
+  pcache__desc_buf_init(buf);
+  for (uint32_t i = 0; i < d->n_libraries; i++) {
+    pcache__desc_buf lib;
+    pcache__desc_keys keys;
+    r = redescribe(&d->libraries[i], t, &lib, &keys);
+    if (r == 0)
+      r = pcache__desc_pipeline_library(&lib, &keys, &o);
+    pcache__desc_buf_release(&lib);
+    if (r < 0)
+      return r;
+    d->library_pipelines[i] = (VkPipeline)add(t, r, o);
+  }
   for (uint32_t i = 0; i < d->n_samplers; i++) {
     r = pcache__desc_sampler(&d->sampler_infos[i], &o);
     d->samplers[i] = (VkSampler)add(t, r, o);
@@ -77,8 +92,10 @@ static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf) 
     r = pcache__desc_set_layout(&d->set_layout_infos[i], &lk, &o);
     d->set_layouts[i] = (VkDescriptorSetLayout)add(t, r, o);
   }
-  r = pcache__desc_pipeline_layout(&d->layout_info, &lk, &o);
-  d->layout = (VkPipelineLayout)add(t, r, o);
+  if (d->has_layout) {
+    r = pcache__desc_pipeline_layout(&d->layout_info, &lk, &o);
+    d->layout = (VkPipelineLayout)add(t, r, o);
+  }
   if (d->has_render_pass) {
     r = pcache__desc_render_pass2(&d->render_pass_info, &o);
     d->render_pass = (VkRenderPass)add(t, r, o);
@@ -88,10 +105,9 @@ static int redescribe(pcache__desc_decoded *d, table *t, pcache__desc_buf *buf) 
     d->modules[i] = (VkShaderModule)add(t, r, o);
   }
   pcache__desc_decoded_link(d);
-  pcache__desc_buf_init(buf);
   if (d->kind == 2)
-    return pcache__desc_compute(&d->compute, &lk, buf, &keys);
-  return pcache__desc_graphics(&d->graphics, &lk, buf, &keys);
+    return pcache__desc_compute(&d->compute, &lk, buf, ret_keys);
+  return pcache__desc_graphics(&d->graphics, &lk, buf, ret_keys);
 }
 
 static void table_free(table *t) {
@@ -104,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pcache__hash h, modules[PCACHE_DESC_MAX_MODULES];
   pcache__desc_decoded *d = NULL, *d2 = NULL;
   pcache__desc_buf b1, b2;
+  pcache__desc_keys k1, k2;
   size_t n_modules;
   table t1 = {0}, t2 = {0};
 
@@ -111,11 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)pcache__desc_check(data, size, &h, 0, modules, &n_modules);
   if (pcache__desc_decode(data, size, code, NULL, &d) < 0)
     return 0;
-  if (redescribe(d, &t1, &b1) == 0) {
+  if (redescribe(d, &t1, &b1, &k1) == 0) {
     /* The canonical bytes decode, and describe to themselves. */
     if (pcache__desc_decode(b1.data, b1.size, code, NULL, &d2) != 0)
       abort();
-    if (redescribe(d2, &t2, &b2) != 0 || b2.size != b1.size ||
+    if (redescribe(d2, &t2, &b2, &k2) != 0 || b2.size != b1.size ||
         memcmp(b1.data, b2.data, b1.size) != 0)
       abort();
     pcache__desc_buf_release(&b2);
