@@ -35,7 +35,7 @@ say "Building pcached, pcachectl and pcache-demo in $build"
 mkdir -p "$build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCACHE_BUILD_TESTS=OFF \
   -DPCACHE_BUILD_BENCH=OFF -DPCACHE_BUILD_EXAMPLES=ON >"$build/demo-build.log" 2>&1 &&
-  cmake --build "$build" -j "$jobs" --target pcached pcachectl pcache-demo \
+  cmake --build "$build" -j "$jobs" --target pcached pcachectl pcache-demo VkLayer_pcache \
     >>"$build/demo-build.log" 2>&1 ||
   { tail -n 60 "$build/demo-build.log" >&2; echo "demo.sh: build failed" >&2; exit 1; }
 pcached=$build/daemon/pcached
@@ -105,7 +105,32 @@ row "device cache data (bytes)" cache_data_bytes
 say "pcachectl list"
 "$pcachectl" --socket "$PCACHE_SOCKET" list
 
+# The same pipelines from a program with no pcache code at all, served by
+# the Vulkan layer (docs/layer.md): the build tree's manifest, turned on
+# with PCACHE_LAYER=1, twice. Its first run already hits: the layer
+# describes a pipeline exactly as libpcache does, so what the runs above
+# uploaded serves another program with the same pipelines.
+declare -A layer_runs
+for run in first second; do
+  say "A plain Vulkan program through the layer, $run run:" \
+      "PCACHE_LAYER=1 $demo --plain --pipelines $pipelines"
+  XDG_DATA_HOME=$build/share PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 \
+    "$demo" --plain --pipelines "$pipelines" --app-name pcache-demo-plain \
+    >"$scratch/plain-$run.out" 2>"$scratch/plain-$run.err" ||
+    { cat "$scratch/plain-$run.out" "$scratch/plain-$run.err"; echo "pcache-demo --plain failed" >&2; exit 1; }
+  sed -n '/^$/,$p' "$scratch/plain-$run.out" | sed '1d'
+  grep '^pcache-layer' "$scratch/plain-$run.err" | sed 's/^/  /'
+  layer_runs[$run]=$(sed -n 's/^pcache-layer .* daemon_hits=\([0-9]*\) .*/\1/p' "$scratch/plain-$run.err")
+done
+say "pcachectl layer"
+"$pcachectl" --socket "$PCACHE_SOCKET" layer
+
 status=0
+if [ "${layer_runs[second]:-0}" != "$pipelines" ]; then
+  echo "demo: through the layer, the second run had ${layer_runs[second]:-no} daemon hits of" \
+       "$pipelines" >&2
+  status=1
+fi
 if [ "${warm[daemon_hits]:-0}" -lt "$pipelines" ]; then
   echo "demo: the warm run found only ${warm[daemon_hits]:-0} of $pipelines pipelines in pcached;" \
        "the daemon's log follows" >&2
