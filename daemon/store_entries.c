@@ -82,26 +82,26 @@ int pcd_entry_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], pcd_entry
   return r < 0 ? r : decode_meta(key, &v, ret_entry);
 }
 
-int pcd_blob_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_blob,
-                 size_t *ret_size) {
+/* The value under an entry key in dbi, valid until the transaction ends. */
+static int entry_value(pcd_txn *txn, MDB_dbi dbi, const uint8_t key[PCD_ENTRY_KEY_SIZE],
+                       const char *what, const uint8_t **ret_value, size_t *ret_size) {
   MDB_val v;
-  int r = pcd_db_get(txn, txn->store->blobs, key, PCD_ENTRY_KEY_SIZE, &v, "get blob");
+  int r = pcd_db_get(txn, dbi, key, PCD_ENTRY_KEY_SIZE, &v, what);
   if (r < 0)
     return r;
-  *ret_blob = v.mv_data;
+  *ret_value = v.mv_data;
   *ret_size = v.mv_size;
   return 0;
 }
 
+int pcd_blob_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_blob,
+                 size_t *ret_size) {
+  return entry_value(txn, txn->store->blobs, key, "get blob", ret_blob, ret_size);
+}
+
 int pcd_desc_get(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], const uint8_t **ret_desc,
                  size_t *ret_size) {
-  MDB_val v;
-  int r = pcd_db_get(txn, txn->store->descs, key, PCD_ENTRY_KEY_SIZE, &v, "get desc");
-  if (r < 0)
-    return r;
-  *ret_desc = v.mv_data;
-  *ret_size = v.mv_size;
-  return 0;
+  return entry_value(txn, txn->store->descs, key, "get desc", ret_desc, ret_size);
 }
 
 struct entry_scan {
