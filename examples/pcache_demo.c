@@ -5,9 +5,17 @@
  * A headless Vulkan program (no window, no swapchain) on whatever device the
  * loader gives first. Run it twice against one pcached: the first run
  * compiles and uploads, the second finds the blobs in the daemon. It prints
- * key=value lines (for scripts) and then a short human summary.
+ * key=value lines (for scripts) and then a short human summary. With
+ * --plain it builds the same pipelines with no pcache code at all, as a
+ * program the Vulkan layer serves (docs/layer.md).
+ *
+ * One file on purpose, though over the ~600 lines the project aims for: an
+ * example is read top to bottom, and everything it needs (Vulkan set-up,
+ * objects, the variants, both paths) is here rather than in helpers the
+ * reader would have to find.
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
+ *               [--plain [--cache-file FILE]]
  */
 #include <errno.h>
 #include <inttypes.h>
