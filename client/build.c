@@ -92,14 +92,17 @@ static int merge_into_app_cache(pcache_device *d, const pcache__build *b, VkPipe
   pthread_rwlock_wrlock(b->app_cache_lock);
   vr = d->MergePipelineCaches(d->vk_device, b->app_cache, 1, &src);
   pthread_rwlock_unlock(b->app_cache_lock);
+  if (vr == VK_SUCCESS && b->app_cache_got)
+    *b->app_cache_got = 1;
   return vr == VK_SUCCESS;
 }
 
 /* One Get for state_hash. Returns 1 when the daemon's blob is now merged
  * into the device cache, and into the app cache if there is one
- * (*ret_in_app_cache). A blob that fails the checks is reported. */
+ * (*ret_in_app_cache). A blob that fails the checks is reported. first:
+ * the device cache did not hold it before (it joins the snapshot). */
 static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
-                             const pcache__hash *state_hash, int *ret_in_app_cache) {
+                             const pcache__hash *state_hash, int first, int *ret_in_app_cache) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
   ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
@@ -136,7 +139,8 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
     }
     if (ok) {
       merged = 1;
-      pcache__snapshot_hold(d, state_hash->bytes, 1);
+      if (first)
+        pcache__snapshot_hold(d, state_hash->bytes, 1);
       break;
     }
     atomic_fetch_add(&d->stats.rejected_blobs, 1);
@@ -207,6 +211,12 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
   void *data = NULL;
   VkResult vr;
 
+  /* The program asked not to compile: its own cache (or the driver's disk
+   * cache) may still have the pipeline, so it goes to the driver with the
+   * program's cache, as without pcache; there is no blob to share. */
+  if ((b->graphics ? b->graphics->flags : b->compute->flags) &
+      VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT)
+    return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
@@ -249,9 +259,9 @@ out_cache:
  * without, as it would have had the pipeline not been built here at all. */
 static VkResult create_held(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             VkPipeline *ret_pipeline) {
-  int in_app_cache = 0;
-  if (b->app_cache != VK_NULL_HANDLE)
-    (void)fetch_from_daemon(d, b, &keys->state_hash, &in_app_cache);
+  int in_app_cache = b->app_cache != VK_NULL_HANDLE && b->app_cache_has;
+  if (b->app_cache != VK_NULL_HANDLE && !in_app_cache)
+    (void)fetch_from_daemon(d, b, &keys->state_hash, 0, &in_app_cache);
   return create_cached(d, b, in_app_cache, ret_pipeline);
 }
 
@@ -265,7 +275,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     atomic_fetch_add(&d->stats.daemon_hits, 1);
     return create_held(d, b, keys, ret_pipeline);
   }
-  if (d->client && fetch_from_daemon(d, b, &keys->state_hash, &in_app_cache)) {
+  if (d->client && fetch_from_daemon(d, b, &keys->state_hash, 1, &in_app_cache)) {
     *ret_source = PCACHE__BUILT_DAEMON;
     atomic_fetch_add(&d->stats.daemon_hits, 1);
     return create_cached(d, b, in_app_cache, ret_pipeline);
@@ -297,7 +307,10 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
     break;
   default:
-    return VK_ERROR_OUT_OF_HOST_MEMORY;
+    /* The claim table is out of memory: build without a claim (a racing
+     * thread may build the same pipeline too) rather than fail the call. */
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    break;
   }
   /* A library, wherever it came from, is recorded by its description, so
    * that pipelines linking it can be described. */

@@ -23,6 +23,11 @@ typedef struct pcache__build {
    * app may create pipelines with it from other threads while we merge. */
   VkPipelineCache app_cache;
   pthread_rwlock_t *app_cache_lock;
+  /* The caller knows app_cache already holds this pipeline's entry (it
+   * received it from an earlier build): no Get, no merge. */
+  int app_cache_has;
+  /* Set to 1 when app_cache received the entry in this build (may be NULL). */
+  int *app_cache_got;
 } pcache__build;
 
 /* Where a built pipeline came from. */

@@ -9,6 +9,9 @@
 #include "client/snapshot.h"
 #include "common/alloc.h"
 
+/* Callers hold each hash once: build.c calls this only the first time the
+ * device cache gets a pipeline (a compile, a first Get, a prefetch page),
+ * never for a pipeline it builds again. */
 void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
   pcache__hash h;
   memcpy(h.bytes, hash, PCACHE_HASH_SIZE);

@@ -403,7 +403,7 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   return r;
 }
 
-int pcache__upload_drain(pcache_device *d, uint32_t budget_ms) {
+int pcache__upload_drain(pcache_device *d, uint32_t budget_ms, int at_exit) {
   struct timespec ts;
   uint64_t failures;
   int r = 0;
@@ -411,6 +411,12 @@ int pcache__upload_drain(pcache_device *d, uint32_t budget_ms) {
     return 0;
   deadline_after(&ts, budget_ms);
   pthread_mutex_lock(&d->upload_lock);
+  if (at_exit) {
+    /* The rest of a prefetch and a snapshot would call the driver, which
+     * may already be unloaded at exit; the queued uploads carry copies. */
+    d->prefetch_pending = 0;
+    d->snapshot_wanted = 0;
+  }
   failures = d->upload_failures;
   d->retry_now = 1;
   pthread_cond_signal(&d->upload_cond);

@@ -18,9 +18,11 @@ int pcache__upload_flush(pcache_device *device, uint32_t timeout_ms);
  * PCACHE_EUNAVAILABLE as soon as a batch fails (daemon absent, stalled past
  * the client's timeout, or refusing), -ETIMEDOUT when the budget ran out.
  * So a healthy daemon gets the whole budget to commit, and an absent or
- * stalled one costs at most one client timeout.
+ * stalled one costs at most one client timeout. at_exit: drop what would
+ * call the driver (the rest of a prefetch, a snapshot) and send only the
+ * queued uploads, whose blobs are copies.
  */
-int pcache__upload_drain(pcache_device *device, uint32_t budget_ms);
+int pcache__upload_drain(pcache_device *device, uint32_t budget_ms, int at_exit);
 void pcache__upload_stop(pcache_device *device);
 void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);

@@ -5,6 +5,7 @@
  * only, never anything called per draw. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/record.h"
 #include "client/upload.h"
@@ -80,20 +81,27 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateInstance(const VkInstanceCreat
   return VK_SUCCESS;
 }
 
+static void device_end(layer_device *ld);
+
 static VKAPI_ATTR void VKAPI_CALL layer_DestroyInstance(VkInstance instance,
                                                         const VkAllocationCallbacks *allocator) {
   layer_instance *li;
+  layer_device *orphan;
   if (instance == VK_NULL_HANDLE)
     return;
   li = layer_registry_remove_instance(layer_key(instance));
   if (!li)
     return;
+  /* Devices the program leaked: the loader is about to free their dispatch
+   * (a later device may get the same key) and unload the driver, so their
+   * records end now, while the driver can still destroy the core's cache.
+   * The VkDevice itself stays the program's. */
+  while ((orphan = layer_registry_remove_device_of(li)) != NULL) {
+    device_end(orphan);
+    layer_stats_fini(&orphan->stats);
+    pcache__free(orphan);
+  }
   li->DestroyInstance(instance, allocator);
-  /* A device the app never destroyed still uses the client (its upload
-   * thread) and its record names this one: both stay, for the process's
-   * remaining life, rather than be freed under it. */
-  if (layer_registry_devices_of(li) > 0)
-    return;
   pcache_client_close(li->client);
   pcache__free(li);
 }
@@ -153,6 +161,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
   }
   ld->key = layer_key(*ret_device);
   ld->device = *ret_device;
+  ld->pid = getpid();
   ld->instance = li;
   ld->next_gdpa = next_gdpa;
   resolve_device(ld);
@@ -169,7 +178,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     info.instance = li->instance;
     info.physical_device = physical_device;
     info.device = *ret_device;
-    info.allocator = allocator;
+    /* Not the program's allocator: the core makes its caches from its own
+     * upload thread too, and a program's callbacks may be called only from
+     * the thread of the command that was given them. */
+    info.allocator = NULL;
     /* The core calls only what the app's instance version allows: the
      * validation layer below would otherwise blame the app. */
     info.instance_api_version = li->api_version;
@@ -186,7 +198,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
  * exits, or the next run compiles again: a healthy daemon gets up to
  * PCACHE_LAYER_FLUSH_MS (default 2000) to take the uploads and the
  * snapshot, an absent or stalled one costs at most one client timeout. */
-static void layer_drain(layer_device *ld) {
+static void layer_drain(layer_device *ld, int at_exit) {
   const char *env = getenv("PCACHE_LAYER_FLUSH_MS");
   unsigned long budget = 2000;
   if (!ld->pc)
@@ -197,8 +209,20 @@ static void layer_drain(layer_device *ld) {
     if (!*end && v <= 600000)
       budget = v;
   }
-  pcache__upload_want_snapshot(ld->pc);
-  (void)pcache__upload_drain(ld->pc, (uint32_t)budget);
+  if (!at_exit)
+    pcache__upload_want_snapshot(ld->pc);
+  (void)pcache__upload_drain(ld->pc, (uint32_t)budget, at_exit);
+}
+
+/* The end of a device's record while its VkDevice and the driver still
+ * exist: the uploads, the report, then the core's cache and thread, and
+ * the records of the program's caches it leaked. */
+static void device_end(layer_device *ld) {
+  layer_drain(ld, 0);
+  layer_stats_report(ld);
+  pcache_device_destroy(ld->pc);
+  ld->pc = NULL;
+  layer_registry_drop_caches(ld->key);
 }
 
 static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,
@@ -209,13 +233,7 @@ static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,
   ld = layer_registry_remove_device(layer_key(device));
   if (!ld)
     return;
-  /* The uploads still queued go first (layer_drain), then the report
-   * (it counts them), then the core's cache and upload thread, before the
-   * device they use. */
-  layer_drain(ld);
-  layer_stats_report(ld);
-  pcache_device_destroy(ld->pc);
-  ld->pc = NULL;
+  device_end(ld);
   ld->DestroyDevice(device, allocator);
   layer_stats_fini(&ld->stats);
   pcache__free(ld);
@@ -279,8 +297,9 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL layer_GetInstanceProcAddr(VkInst
   if (!li)
     return NULL;
   next = li->next_gipa(instance, name);
-  if (!ours)
-    ours = device_proc(name);
+  /* Device functions are the loader's trampolines' business: it builds
+   * each device's dispatch through vkGetDeviceProcAddr, where the layer
+   * answers only for what that device has. */
   return next && ours ? ours : next;
 }
 
@@ -298,12 +317,18 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *version) {
   return VK_SUCCESS;
 }
 
-/* At exit, devices the app never destroyed: their queued uploads get the
- * client's timeout, and their report is written. No Vulkan call is made:
- * the driver may be gone. The library is never unmapped (-z nodelete), so
- * this runs at process exit, with the upload threads still alive. */
+/* At exit, devices the app never destroyed: their queued uploads are sent
+ * and their report is written. No Vulkan call is made (no snapshot, no
+ * prefetch page: the driver may be gone). The library is never unmapped
+ * (-z nodelete), so this runs at process exit, with the upload threads
+ * still alive. */
 static void flush_at_exit(layer_device *ld) {
-  layer_drain(ld);
+  /* A forked child inherits the records but not the upload threads, and
+   * shares the parent's connection: only the process that made the device
+   * reports it. */
+  if (ld->pid != getpid())
+    return;
+  layer_drain(ld, 1);
   layer_stats_report(ld);
 }
 

@@ -21,10 +21,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
 #include "client/device.h"
+#include "common/alloc.h"
 
 #define PCACHE_LAYER_NAME "VK_LAYER_PCACHE_pipeline_cache"
 
@@ -59,6 +61,7 @@ typedef struct layer_instance {
 typedef struct layer_device {
   void *key;
   VkDevice device;
+  pid_t pid; /* the process that made it (a forked child does not own it) */
   layer_instance *instance;
   PFN_vkGetDeviceProcAddr next_gdpa;
   /* The next layer's (or the driver's) entry points the layer wraps. */
@@ -94,7 +97,17 @@ typedef struct layer_cache {
   void *device_key; /* non-dispatchable handles are unique per device only */
   VkPipelineCache handle;
   pthread_rwlock_t lock;
+  /* State hashes whose entries the layer merged into it (value 1): a
+   * pipeline built again with this cache needs no Get and no merge. */
+  pcache__table received;
 } layer_cache;
+
+/* Frees an app cache's record (not the VkPipelineCache: the program's). */
+static inline void layer_cache_free(layer_cache *cache) {
+  pthread_rwlock_destroy(&cache->lock);
+  pcache__table_fini(&cache->received, NULL, NULL);
+  pcache__free(cache);
+}
 
 /* The dispatch key of a dispatchable handle: the loader's table pointer,
  * the same for an instance and its physical devices, and for a device and
@@ -112,8 +125,10 @@ layer_device *layer_registry_remove_device(const void *key);
 /* Every live device, for the exit report. Calls fn under the registry's
  * lock. */
 void layer_registry_each_device(void (*fn)(layer_device *device));
-/* How many live devices were made from instance. */
-size_t layer_registry_devices_of(const layer_instance *instance);
+/* Removes and returns one live device made from instance, or NULL. */
+layer_device *layer_registry_remove_device_of(const layer_instance *instance);
+/* Removes and frees the records of a device's program caches. */
+void layer_registry_drop_caches(const void *device_key);
 int layer_registry_add_cache(layer_cache *cache);
 layer_cache *layer_registry_cache(const void *device_key, VkPipelineCache handle);
 layer_cache *layer_registry_remove_cache(const void *device_key, VkPipelineCache handle);

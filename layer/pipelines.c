@@ -79,8 +79,16 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
     atomic_fetch_add(&ld->stats.failed, 1);
     vr = pass_through(ld, cache, app, p, allocator, ret_pipeline);
   } else {
+    uint64_t k0, k1;
+    int got = 0;
+    pcache__hash_keys(keys.state_hash.bytes, &k0, &k1);
+    /* A pipeline this cache already received needs no Get and no merge. */
+    b.app_cache_has = app && pcache__table_peek(&app->received, k0, k1) != 0;
+    b.app_cache_got = &got;
     atomic_fetch_add(&ld->stats.hashable, 1);
     vr = pcache__build_hashed(ld->pc, &b, &keys, &buf, ret_pipeline, &source);
+    if (vr == VK_SUCCESS && app && got)
+      (void)pcache__table_insert(&app->received, k0, k1, 1); /* out of memory: merged again */
     if (vr == VK_SUCCESS) {
       if (source == PCACHE__BUILT_DAEMON)
         atomic_fetch_add(&ld->stats.daemon_hits, 1);
@@ -92,6 +100,28 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
   }
   pcache__desc_buf_release(&buf);
   return vr;
+}
+
+/* The create flags in effect: VkPipelineCreateFlags2CreateInfoKHR's
+ * (VK_KHR_maintenance5, newer than these headers: sType 1000470005, a
+ * 64-bit flags after sType and pNext) replace the create info's when
+ * chained. The bits the batch cares about have the same values in both. */
+#define STYPE_PIPELINE_CREATE_FLAGS_2 ((VkStructureType)1000470005)
+typedef struct flags2_info {
+  VkStructureType sType;
+  const void *pNext;
+  uint64_t flags;
+} flags2_info;
+
+static uint64_t effective_flags(const void *chain, VkPipelineCreateFlags flags,
+                                int *ret_in_flags2) {
+  *ret_in_flags2 = 0;
+  for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+    if (s->sType == STYPE_PIPELINE_CREATE_FLAGS_2) {
+      *ret_in_flags2 = 1;
+      return ((const flags2_info *)s)->flags;
+    }
+  return flags;
 }
 
 /* Folds one create info's result into the batch's: an error outranks
@@ -115,18 +145,24 @@ static VkResult batch_result(VkResult so_far, VkResult one) {
     for (uint32_t i = 0; i < count; i++) {                                                         \
       Info ci = infos[i];                                                                          \
       one_pipeline p = {.kind = (kind_value), .field = &ci};                                       \
+      int in_flags2;                                                                               \
+      uint64_t flags = effective_flags(ci.pNext, ci.flags, &in_flags2);                            \
       VkResult vr;                                                                                 \
-      if ((ci.flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT) && ci.basePipelineIndex >= 0 &&           \
+      if ((flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT) && ci.basePipelineIndex >= 0 &&              \
           (uint32_t)ci.basePipelineIndex < i) {                                                    \
         ci.basePipelineHandle = ret_pipelines[ci.basePipelineIndex];                               \
         ci.basePipelineIndex = -1;                                                                 \
+        /* Its base failed: a derivative is only a hint, so it is built as a                       \
+         * pipeline of its own rather than name a base that does not exist. */                     \
+        if (ci.basePipelineHandle == VK_NULL_HANDLE && !in_flags2)                                 \
+          ci.flags &= ~(VkPipelineCreateFlags)VK_PIPELINE_CREATE_DERIVATIVE_BIT;                   \
       }                                                                                            \
       ret_pipelines[i] = VK_NULL_HANDLE;                                                           \
       vr = create_one(ld, cache, app, &p, allocator, &ret_pipelines[i]);                           \
       if (vr != VK_SUCCESS) {                                                                      \
         ret_pipelines[i] = VK_NULL_HANDLE;                                                         \
         result = batch_result(result, vr);                                                         \
-        if (ci.flags & VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT) {                           \
+        if (flags & VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT) {                              \
           for (uint32_t j = i + 1; j < count; j++)                                                 \
             ret_pipelines[j] = VK_NULL_HANDLE;                                                     \
           break;                                                                                   \
@@ -167,14 +203,27 @@ layer_CreatePipelineCache(VkDevice device, const VkPipelineCacheCreateInfo *info
     return vr;
   app->device_key = ld->key;
   app->handle = *ret_cache;
-  if (pthread_rwlock_init(&app->lock, NULL) != 0) {
+  {
+    /* Creations take the read side for a whole compile; a merge must not
+     * wait behind a stream of them. */
+    pthread_rwlockattr_t attr;
+    int r;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    r = pthread_rwlock_init(&app->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (r != 0) {
+      pcache__free(app);
+      return vr;
+    }
+  }
+  if (pcache__table_init(&app->received) < 0) {
+    pthread_rwlock_destroy(&app->lock);
     pcache__free(app);
     return vr;
   }
-  if (layer_registry_add_cache(app) < 0) {
-    pthread_rwlock_destroy(&app->lock);
-    pcache__free(app);
-  }
+  if (layer_registry_add_cache(app) < 0)
+    layer_cache_free(app);
   return vr;
 }
 
@@ -183,10 +232,8 @@ static VKAPI_ATTR void VKAPI_CALL layer_DestroyPipelineCache(
   layer_device *ld = device_of(device);
   layer_cache *app = cache != VK_NULL_HANDLE ? layer_registry_remove_cache(ld->key, cache) : NULL;
   ld->DestroyPipelineCache(device, cache, allocator);
-  if (app) {
-    pthread_rwlock_destroy(&app->lock);
-    pcache__free(app);
-  }
+  if (app)
+    layer_cache_free(app);
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL layer_GetPipelineCacheData(VkDevice device,
@@ -217,12 +264,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_MergePipelineCaches(VkDevice device,
                                                                 VkPipelineCache dst, uint32_t n_src,
                                                                 const VkPipelineCache *srcs) {
   layer_device *ld = device_of(device);
-  layer_cache **held = pcache__calloc((size_t)n_src + 1, sizeof *held);
+  layer_cache *stack[17];
+  layer_cache **held = n_src < 17 ? stack : pcache__calloc((size_t)n_src + 1, sizeof *held);
   layer_cache *dst_app = layer_registry_cache(ld->key, dst);
   size_t n = 0;
   VkResult vr;
+  /* Out of memory for the lock list: the program's merge still happens,
+   * unlocked against the layer's, rather than fail for want of ours. */
   if (!held)
-    return VK_ERROR_OUT_OF_HOST_MEMORY;
+    return ld->MergePipelineCaches(device, dst, n_src, srcs);
   if (dst_app)
     held[n++] = dst_app;
   for (uint32_t i = 0; i < n_src; i++) {
@@ -243,7 +293,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_MergePipelineCaches(VkDevice device,
   vr = ld->MergePipelineCaches(device, dst, n_src, srcs);
   for (size_t i = n; i-- > 0;)
     pthread_rwlock_unlock(&held[i]->lock);
-  pcache__free(held);
+  if (held != stack)
+    pcache__free(held);
   return vr;
 }
 

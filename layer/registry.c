@@ -64,17 +64,48 @@ layer_instance *layer_registry_remove_instance(const void *key) {
   LOOKUP(instances, instance_is, key, 1);
 }
 
-int layer_registry_add_device(layer_device *device) { ADD(devices, device); }
+/* A device whose key a stale record still has (the program leaked a device,
+ * the loader freed its dispatch and gave the key to this one) replaces it:
+ * lookups must find the live device. The stale record is dropped, not
+ * freed: it was ended when its instance went (layer_DestroyInstance). */
+int layer_registry_add_device(layer_device *device) {
+  int r = 0;
+  pthread_mutex_lock(&lock);
+  ssize_t i = find((void *const *)devices.items, devices.n, device_is, device->key);
+  if (i >= 0)
+    devices.items[i] = device;
+  else
+    r = pcache_vec_push(&devices, device) < 0 ? -ENOMEM : 0;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
 layer_device *layer_registry_device(const void *key) { LOOKUP(devices, device_is, key, 0); }
 layer_device *layer_registry_remove_device(const void *key) { LOOKUP(devices, device_is, key, 1); }
 
-size_t layer_registry_devices_of(const layer_instance *instance) {
-  size_t n = 0;
+layer_device *layer_registry_remove_device_of(const layer_instance *instance) {
+  layer_device *found = NULL;
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < devices.n; i++)
-    n += devices.items[i]->instance == instance;
+  for (size_t i = 0; i < devices.n && !found; i++)
+    if (devices.items[i]->instance == instance) {
+      found = devices.items[i];
+      devices.items[i] = devices.items[--devices.n];
+    }
   pthread_mutex_unlock(&lock);
-  return n;
+  return found;
+}
+
+void layer_registry_drop_caches(const void *device_key) {
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < caches.n;) {
+    layer_cache *c = caches.items[i];
+    if (c->device_key != device_key) {
+      i++;
+      continue;
+    }
+    caches.items[i] = caches.items[--caches.n];
+    layer_cache_free(c);
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 void layer_registry_each_device(void (*fn)(layer_device *device)) {

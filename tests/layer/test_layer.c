@@ -276,9 +276,12 @@ static void expect_daemon_report(const test_env *env, const layer_report *r, int
   ctl_json_check(env, 0, "layer", expr);
 }
 
-/* A program that exits with its device and instance alive, as many do:
- * the layer reports at exit and its upload still reaches the daemon. */
-static void exit_without_cleanup(void) {
+/* A program that exits with its device and instance alive, as many do
+ * (leak_device 0), or that destroys its instance but leaks the device
+ * (leak_device 1, which the loader answers by unloading the driver): the
+ * layer reports and its upload still reaches the daemon, and the program
+ * exits cleanly. variant: a pipeline no other run builds. */
+static void exit_without_cleanup(int leak_device, uint32_t variant) {
   pid_t pid = fork();
   int status;
   ASSERT_TRUE(pid >= 0);
@@ -289,9 +292,11 @@ static void exit_without_cleanup(void) {
     VkPipeline p;
     test_vk_init(&vk);
     test_objects_create_plain(&o, vk.device);
-    test_graphics_info(&g, &o, 20); /* a variant no other run builds */
+    test_graphics_info(&g, &o, variant);
     if (vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g.info, NULL, &p) != VK_SUCCESS)
       _exit(3);
+    if (leak_device)
+      vkDestroyInstance(vk.instance, NULL);
     exit(0); /* destructors run, Vulkan objects are left to the OS */
   }
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -337,7 +342,14 @@ int main(void) {
   unsetenv("PCACHE_APP_NAME");
 
   /* 2c. Exit with everything alive: reported and uploaded at exit. */
-  exit_without_cleanup();
+  exit_without_cleanup(0, 20);
+  layer_report_read(&r);
+  ASSERT_EQ(r.lines, 1);
+  ASSERT_EQ(r.compiles, 1);
+  ASSERT_EQ(r.uploaded, 1);
+  /* 2d. The instance destroyed, the device leaked: the layer ends the
+   * device's record while the driver is still there. */
+  exit_without_cleanup(1, 21);
   layer_report_read(&r);
   ASSERT_EQ(r.lines, 1);
   ASSERT_EQ(r.compiles, 1);
