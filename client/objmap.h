@@ -57,8 +57,12 @@ typedef struct pcache__shard {
   atomic_uint readers[2]; /* object map read sections, by epoch parity */
 } pcache__shard;
 
-/* The calling thread's shard index, 0..PCACHE__SHARDS-1. */
-#if defined(__GNUC__)
+/* The calling thread's shard index, 0..PCACHE__SHARDS-1. Initial-exec TLS
+ * keeps the tier hit one load, for libpcache, which programs link; the
+ * layer, which the loader dlopens, is built with PCACHE_DLOPENED, since
+ * static TLS in a dlopen'ed library can make the dlopen fail in a process
+ * that has used up its reserve (the layer would then silently be absent). */
+#if defined(__GNUC__) && !defined(PCACHE_DLOPENED)
 extern _Thread_local unsigned pcache__tls_shard __attribute__((tls_model("initial-exec")));
 #else
 extern _Thread_local unsigned pcache__tls_shard;

@@ -72,6 +72,15 @@ exported=$(nm -D --defined-only "$libdir/libVkLayer_pcache.so" | awk '$2 ~ /^[TD
 if nm -D --undefined-only "$libdir/libVkLayer_pcache.so" | awk '{ print $2 }' | grep -q '^vk'; then
   fail "the layer references Vulkan symbols: $(nm -D --undefined-only "$libdir/libVkLayer_pcache.so" | grep ' vk' | tr '\n' ' ')"
 fi
+# The loader dlopens the layer: static TLS could make that fail in a
+# process that used up its reserve, and a shared protobuf-c could be a
+# program's own.
+if readelf -d "$libdir/libVkLayer_pcache.so" | grep -q STATIC_TLS; then
+  fail "the layer uses static TLS"
+fi
+if readelf -d "$libdir/libVkLayer_pcache.so" | grep -q 'NEEDED.*libprotobuf-c'; then
+  fail "the layer loads the shared protobuf-c"
+fi
 
 # 1. pkg-config
 export PKG_CONFIG_PATH=$libdir/pkgconfig
