@@ -20,6 +20,7 @@
 #include "proto/desc_check.h"
 #include "common/devkey.h"
 #include "common/hash.h"
+#include "common/queue.h"
 #include "common/vec.h"
 
 typedef struct pcache__upload {
@@ -35,6 +36,9 @@ typedef struct pcache__upload {
   pcache__module *modules[PCACHE_DESC_MAX_MODULES];
   int force_code; /* the daemon said it lacks a module: send all code */
 } pcache__upload;
+
+/* The device's upload queue, a batch taken off it, and the batch's retries. */
+typedef PCACHE_QUEUE(pcache__upload) pcache__upload_queue;
 
 struct pcache_tier {
   struct pcache_device *device;
@@ -106,8 +110,8 @@ struct pcache_device {
   pthread_mutex_t upload_lock;
   pthread_cond_t upload_cond; /* work arrived, or stop */
   pthread_cond_t flush_cond;  /* queue drained */
-  pcache__upload *queue_head, *queue_tail;
-  size_t queue_len, in_flight;
+  pcache__upload_queue queue;
+  size_t queue_len, in_flight; /* items in queue, and in the batch being sent */
   uint64_t upload_dropped;
   uint64_t upload_failures; /* batches the daemon did not take (away, slow, refused) */
   int upload_stop, upload_thread_running;

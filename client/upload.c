@@ -56,9 +56,10 @@ static void module_mark_sent(pcache_device *d, const pcache__hash *hash) {
 
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
  * applied), <0 when it should be retried later. Items the daemon refused
- * for good are dropped; those whose modules it lacks come back in *retry. */
-static int send_batch(pcache_device *d, pcache__upload *batch, size_t n, pcache__upload **retry,
-                      uint64_t *ret_acked) {
+ * for good are dropped; those whose modules it lacks come back in retry,
+ * in batch order. */
+static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
+                      pcache__upload_queue *retry, uint64_t *ret_acked) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
@@ -138,8 +139,7 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n, pcache_
       if (copy) {
         *copy = *u;
         copy->force_code = 1;
-        copy->next = *retry;
-        *retry = copy;
+        pcache_queue_push(retry, copy);
         /* The copy took the buffers and module references. */
         u->blob = NULL;
         u->desc = NULL;
@@ -230,7 +230,8 @@ static void *upload_main(void *arg) {
   pcache__rpc_set_cancel_fd(d->cancel_fd);
   pthread_mutex_lock(&d->upload_lock);
   while (!d->upload_stop) {
-    pcache__upload *batch, *retry = NULL, *last;
+    pcache__upload_queue batch, retry;
+    pcache__upload *u;
     size_t n = 0, bytes = 0, max_items;
     uint64_t acked = 0;
     int r;
@@ -238,7 +239,7 @@ static void *upload_main(void *arg) {
       prefetch_rest(d);
       continue;
     }
-    if (!d->queue_head && d->snapshot_wanted) {
+    if (pcache_queue_empty(&d->queue) && d->snapshot_wanted) {
       /* After the pipelines: the daemon lists a snapshot's hashes only
        * while their entries exist. */
       d->snapshot_wanted = 0;
@@ -250,7 +251,7 @@ static void *upload_main(void *arg) {
       pthread_cond_broadcast(&d->flush_cond);
       continue;
     }
-    if (!d->queue_head) {
+    if (pcache_queue_empty(&d->queue)) {
       pthread_cond_wait(&d->upload_cond, &d->upload_lock);
       continue;
     }
@@ -265,37 +266,30 @@ static void *upload_main(void *arg) {
     pthread_mutex_unlock(&d->upload_lock);
     max_items = pcache__client_max_hashes(d->client);
     pthread_mutex_lock(&d->upload_lock);
-    if (!d->queue_head)
+    if (pcache_queue_empty(&d->queue))
       continue;
     /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES. */
-    batch = d->queue_head;
-    last = NULL;
-    for (pcache__upload *u = batch; u && n < max_items; u = u->next) {
+    pcache_queue_init(&batch);
+    pcache_queue_init(&retry);
+    while ((u = d->queue.head) != NULL && n < max_items) {
       size_t item = u->blob_size + u->desc_size;
       if (n > 0 && bytes + item > BATCH_MAX_BYTES)
         break;
       bytes += item;
-      last = u;
+      pcache_queue_push(&batch, pcache_queue_pop(&d->queue));
       n++;
     }
-    d->queue_head = last->next;
-    if (!d->queue_head)
-      d->queue_tail = NULL;
-    last->next = NULL;
     d->queue_len -= n;
     d->in_flight = n;
     pthread_mutex_unlock(&d->upload_lock);
 
-    r = send_batch(d, batch, n, &retry, &acked);
+    r = send_batch(d, batch.head, n, &retry, &acked);
 
     pthread_mutex_lock(&d->upload_lock);
     d->in_flight = 0;
     if (r < 0) {
       /* Daemon away or slow: the batch goes back in front, in order. */
-      last->next = d->queue_head;
-      d->queue_head = batch;
-      if (!d->queue_tail)
-        d->queue_tail = last;
+      pcache_queue_prepend(&d->queue, &batch);
       d->queue_len += n;
       d->upload_failures++;
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
@@ -307,21 +301,12 @@ static void *upload_main(void *arg) {
     }
     backoff = retry_at = 0;
     atomic_fetch_add(&d->stats.uploaded, acked);
-    while (retry) {
-      pcache__upload *next = retry->next;
-      retry->next = d->queue_head;
-      d->queue_head = retry;
-      if (!d->queue_tail)
-        d->queue_tail = retry;
-      d->queue_len++;
-      retry = next;
-    }
+    /* In front too, in their batch order: they were next in line. */
+    d->queue_len += pcache_queue_count(&retry);
+    pcache_queue_prepend(&d->queue, &retry);
     pthread_mutex_unlock(&d->upload_lock);
-    while (batch) {
-      pcache__upload *next = batch->next;
-      pcache__upload_free(batch);
-      batch = next;
-    }
+    while ((u = pcache_queue_pop(&batch)) != NULL)
+      pcache__upload_free(u);
     pthread_mutex_lock(&d->upload_lock);
     pthread_cond_broadcast(&d->flush_cond);
   }
@@ -332,6 +317,7 @@ static void *upload_main(void *arg) {
 int pcache__upload_start(pcache_device *d) {
   pthread_condattr_t attr;
   int r = -ENOMEM;
+  pcache_queue_init(&d->queue);
   d->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (d->cancel_fd < 0)
     return -errno;
@@ -366,19 +352,11 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
   pthread_mutex_lock(&d->upload_lock);
   if (d->queue_len >= QUEUE_MAX) {
     /* Bounded while the daemon is away: the oldest go first. */
-    dropped = d->queue_head;
-    d->queue_head = dropped->next;
-    if (!d->queue_head)
-      d->queue_tail = NULL;
+    dropped = pcache_queue_pop(&d->queue);
     d->queue_len--;
     d->upload_dropped++;
   }
-  item->next = NULL;
-  if (d->queue_tail)
-    d->queue_tail->next = item;
-  else
-    d->queue_head = item;
-  d->queue_tail = item;
+  pcache_queue_push(&d->queue, item);
   d->queue_len++;
   pthread_cond_signal(&d->upload_cond);
   pthread_mutex_unlock(&d->upload_lock);
@@ -442,13 +420,8 @@ void pcache__upload_stop(pcache_device *d) {
   d->upload_thread_running = 0;
   close(d->cancel_fd);
   d->cancel_fd = -1;
-  u = d->queue_head;
-  while (u) {
-    pcache__upload *next = u->next;
+  while ((u = pcache_queue_pop(&d->queue)) != NULL)
     pcache__upload_free(u);
-    u = next;
-  }
-  d->queue_head = d->queue_tail = NULL;
   d->queue_len = 0;
   pcache_vec_free(&d->sent_modules);
   pthread_cond_destroy(&d->flush_cond);

@@ -34,11 +34,10 @@ static void on_closed(uv_handle_t *h) {
 void pcd_conn_ref(pcd_conn *conn) { conn->refs++; }
 
 void pcd_conn_unref(pcd_conn *conn) {
+  pcd_outq *q;
   if (--conn->refs > 0)
     return;
-  while (conn->out_head) {
-    pcd_outq *q = conn->out_head;
-    conn->out_head = q->next;
+  while ((q = pcache_queue_pop(&conn->out)) != NULL) {
     pcd_out_release(&q->out);
     pcache__free(q);
   }
@@ -114,8 +113,8 @@ static ssize_t send_head(pcd_conn *c, pcd_out *out, size_t off) {
 /* Sends what the socket takes now. Returns 0, or -errno when the peer is
  * gone. */
 static int flush(pcd_conn *c) {
-  while (c->out_head) {
-    pcd_outq *q = c->out_head;
+  while (!pcache_queue_empty(&c->out)) {
+    pcd_outq *q = c->out.head;
     ssize_t n = send_head(c, &q->out, q->off);
     if (n < 0)
       return (int)n;
@@ -125,9 +124,7 @@ static int flush(pcd_conn *c) {
     c->pending -= (uint64_t)n;
     if (q->off < q->out.size)
       continue;
-    c->out_head = q->next;
-    if (!c->out_head)
-      c->out_tail = NULL;
+    (void)pcache_queue_pop(&c->out);
     pcd_out_release(&q->out);
     pcache__free(q);
   }
@@ -147,7 +144,7 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
   }
   /* Nothing queued: one sendmsg straight from the reply, which a small
    * reply on a reading client always fits; only the rest is queued. */
-  if (!conn->out_head) {
+  if (pcache_queue_empty(&conn->out)) {
     ssize_t n;
     conn->pending += out->size; /* as if queued: send_head may swap it */
     n = send_head(conn, out, 0);
@@ -175,11 +172,7 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
   out->frame = NULL;
   out->fd = -1;
   conn->pending += q->out.size - off;
-  if (conn->out_tail)
-    conn->out_tail->next = q;
-  else
-    conn->out_head = q;
-  conn->out_tail = q;
+  pcache_queue_push(&conn->out, q);
   if (flush(conn) < 0) {
     pcd_conn_close(conn);
     return;
@@ -289,7 +282,7 @@ static int bulk_taken(pcd_conn *c) {
   int outq = 0;
   if (!c->bulk_fds)
     return 1;
-  if (c->out_head || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+  if (!pcache_queue_empty(&c->out) || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
     return 0;
   c->bulk_fds = 0;
   c->bulk_bytes = 0;
@@ -389,7 +382,7 @@ static void update_events(pcd_conn *c) {
   int ev = 0;
   if (c->closed)
     return;
-  if (c->close_after_flush && !c->out_head) {
+  if (c->close_after_flush && pcache_queue_empty(&c->out)) {
     pcd_conn_close(c);
     return;
   }
@@ -400,7 +393,7 @@ static void update_events(pcd_conn *c) {
    * says when it reads. */
   if (may_read(c) && (!c->bulk_parked || bulk_taken(c)))
     ev |= UV_READABLE;
-  if (c->out_head)
+  if (!pcache_queue_empty(&c->out))
     ev |= UV_WRITABLE;
   /* libuv's uv_poll_start re-arms even when nothing changed: one epoll_ctl
    * a request for nothing. */
@@ -488,7 +481,7 @@ void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
     return;
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
   int mid_frame = conn->body || conn->rlen > conn->roff;
-  int stalled_write = conn->out_head != NULL;
+  int stalled_write = !pcache_queue_empty(&conn->out);
   if (conn->closed || !(mid_frame || stalled_write) || now_us - conn->last_io_us < limit)
     return;
   log_warn("connection: no progress for %llu s %s; closing",
@@ -509,6 +502,7 @@ int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn *
   c->owner = owner;
   c->fd = fd;
   c->refs = 1;
+  pcache_queue_init(&c->out);
   c->opened_us = c->last_io_us = pcache__mono_us();
   r = pcd_uv_err(uv_poll_init(w->loop, &c->poll, fd));
   if (r < 0) {

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "bulk.h"
+#include "common/queue.h"
 #include "server.h"
 
 typedef struct pcd_outq pcd_outq;
@@ -49,7 +50,7 @@ struct pcd_conn {
   size_t roff, rlen;    /* rbuf[roff, rlen): read, not yet handled */
   uint64_t opened_us;   /* pcache__mono_us() at accept */
   uint64_t last_io_us;  /* pcache__mono_us() of the last progress */
-  pcd_outq *out_head, *out_tail;
+  PCACHE_QUEUE(pcd_outq) out; /* replies not yet sent whole */
   uint64_t pending;     /* reply bytes queued */
   /* Memfds of bulk replies the client has not taken off the socket yet
    * (queued, or sent and unread), and their bytes: charged to the

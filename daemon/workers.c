@@ -168,31 +168,24 @@ static void maybe_finish(pcd_worker *w) {
 
 static void on_wake(uv_async_t *h) {
   pcd_worker *w = h->data;
-  pcd_handoff *in;
-  pcd_job *done;
+  PCACHE_QUEUE(pcd_handoff) in;
+  PCACHE_QUEUE(pcd_job) done;
+  pcd_handoff *handoff;
+  pcd_job *job;
   int stop;
   pthread_mutex_lock(&w->lock);
-  in = w->incoming;
-  w->incoming = NULL;
-  w->incoming_tail = &w->incoming;
-  done = w->done_head;
-  w->done_head = NULL;
-  w->done_tail = &w->done_head;
+  pcache_queue_take_all(&in, &w->incoming);
+  pcache_queue_take_all(&done, &w->done);
   stop = w->stop_requested;
   pthread_mutex_unlock(&w->lock);
 
-  while (in) {
-    pcd_handoff *next = in->next;
-    take_fd(w, in->fd, in->pid);
-    pcache__free(in);
-    in = next;
+  while ((handoff = pcache_queue_pop(&in)) != NULL) {
+    take_fd(w, handoff->fd, handoff->pid);
+    pcache__free(handoff);
   }
-  while (done) {
-    pcd_job *next = done->next;
-    done->next = NULL;
+  while ((job = pcache_queue_pop(&done)) != NULL) {
     w->inflight--;
-    done->finish(done);
-    done = next;
+    job->finish(job);
   }
   if (stop && !w->stopping)
     begin_stop(w);
@@ -205,8 +198,8 @@ int pcd_worker_init(pcd_worker *w, pcd_server *srv, uv_loop_t *loop) {
   int r;
   memset(w, 0, sizeof *w);
   w->srv = srv;
-  w->incoming_tail = &w->incoming;
-  w->done_tail = &w->done_head;
+  pcache_queue_init(&w->incoming);
+  pcache_queue_init(&w->done);
   w->last_flush_us = pcache__mono_us();
   if (!loop) {
     if ((r = pcd_uv_err(uv_loop_init(&w->own_loop))) < 0)
@@ -261,17 +254,14 @@ void pcd_worker_hand(pcd_worker *w, int fd, uint32_t pid) {
   h->fd = fd;
   h->pid = pid;
   pthread_mutex_lock(&w->lock);
-  *w->incoming_tail = h;
-  w->incoming_tail = &h->next;
+  pcache_queue_push(&w->incoming, h);
   pthread_mutex_unlock(&w->lock);
   uv_async_send(&w->wake);
 }
 
 void pcd_worker_post(pcd_worker *w, pcd_job *job) {
-  job->next = NULL;
   pthread_mutex_lock(&w->lock);
-  *w->done_tail = job;
-  w->done_tail = &job->next;
+  pcache_queue_push(&w->done, job);
   pthread_mutex_unlock(&w->lock);
   uv_async_send(&w->wake);
 }
@@ -284,6 +274,7 @@ void pcd_worker_request_stop(pcd_worker *w) {
 }
 
 void pcd_worker_join(pcd_worker *w) {
+  pcd_handoff *h;
   if (w->has_thread) {
     pthread_join(w->thread, NULL);
     w->has_thread = 0;
@@ -291,12 +282,10 @@ void pcd_worker_join(pcd_worker *w) {
   if (w->loop == &w->own_loop)
     uv_loop_close(w->loop);
   /* Handed over after the loop ended (never, once accepting stopped). */
-  while (w->incoming) {
-    pcd_handoff *next = w->incoming->next;
-    close(w->incoming->fd);
+  while ((h = pcache_queue_pop(&w->incoming)) != NULL) {
+    close(h->fd);
     pcd_server_conn_closed(w->srv);
-    pcache__free(w->incoming);
-    w->incoming = next;
+    pcache__free(h);
   }
   pcd_touch_set_free(&w->touches);
   pthread_mutex_destroy(&w->lock);

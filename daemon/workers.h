@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "common/queue.h"
 #include "daemon.h"
 #include "touch_set.h"
 #include "writer.h"
@@ -33,8 +34,8 @@ typedef struct pcd_worker {
   int sweep_started;
   /* Filled by other threads, under lock. */
   pthread_mutex_t lock;
-  pcd_handoff *incoming, **incoming_tail;
-  pcd_job *done_head, **done_tail;
+  PCACHE_QUEUE(pcd_handoff) incoming;
+  PCACHE_QUEUE(pcd_job) done;
   int stop_requested;
   /* This thread's alone. */
   int stopping;

@@ -9,11 +9,14 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/queue.h"
 #include "eviction.h"
 #include "jobs.h"
 #include "proto/frame.h"
 
 #define MAX_RETRIES 4
+
+typedef PCACHE_QUEUE(pcd_job) job_queue;
 
 struct pcd_writer {
   pcd_store *store;
@@ -23,7 +26,7 @@ struct pcd_writer {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  pcd_job *queue, **queue_tail; /* waiting for the next commit */
+  job_queue queue; /* waiting for the next commit */
   int stopping;
 };
 
@@ -170,30 +173,21 @@ static int run_touches(pcd_writer *w, pcd_job *job) {
 
 /* Takes the large hit batches out of batch (keeping their order) and
  * writes them first, chunk by chunk, as they were queued ahead of the rest. */
-static pcd_job *write_large_touches(pcd_writer *w, pcd_job *batch) {
-  pcd_job *rest = NULL, **rest_tail = &rest, *big = NULL, **big_tail = &big;
-  while (batch) {
-    pcd_job *j = batch;
-    batch = j->next;
-    j->next = NULL;
-    if (j->type == PCD_JOB_TOUCH && j->n_touches > PCD_TOUCHES_PER_TXN) {
-      *big_tail = j;
-      big_tail = &j->next;
-    } else {
-      *rest_tail = j;
-      rest_tail = &j->next;
-    }
-  }
-  while (big) {
-    pcd_job *j = big;
+static void write_large_touches(pcd_writer *w, job_queue *batch) {
+  job_queue rest;
+  pcd_job *j;
+  pcache_queue_init(&rest);
+  while ((j = pcache_queue_pop(batch)) != NULL) {
     int r;
-    big = j->next;
-    j->next = NULL;
+    if (j->type != PCD_JOB_TOUCH || j->n_touches <= PCD_TOUCHES_PER_TXN) {
+      pcache_queue_push(&rest, j);
+      continue;
+    }
     if ((r = run_touches(w, j)) < 0)
       log_error("writer: writing hits failed: %s", pcache_strerror(r));
     w->done(j);
   }
-  return rest;
+  pcache_queue_append(batch, &rest);
 }
 
 static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
@@ -220,17 +214,15 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
 /* Export only reads: each of its slices runs in a read transaction of its
  * own, outside the batch (nothing to undo or retry), and the job goes
  * back to the queue while it has more. */
-static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
-  pcd_job *rest = NULL, **rest_tail = &rest;
-  while (batch) {
-    pcd_job *j = batch;
+static void run_reads(pcd_writer *w, job_queue *batch) {
+  job_queue rest;
+  pcd_job *j;
+  pcache_queue_init(&rest);
+  while ((j = pcache_queue_pop(batch)) != NULL) {
     pcd_txn *txn;
     int r;
-    batch = j->next;
-    j->next = NULL;
     if (!j->ops->read_only) {
-      *rest_tail = j;
-      rest_tail = &j->next;
+      pcache_queue_push(&rest, j);
       continue;
     }
     r = pcd_txn_begin(w->store, 0, &txn);
@@ -247,43 +239,39 @@ static pcd_job *run_reads(pcd_writer *w, pcd_job *batch) {
     else
       w->done(j);
   }
-  return rest;
+  pcache_queue_append(batch, &rest);
 }
 
 static void *writer_main(void *arg) {
   pcd_writer *w = arg;
   pthread_mutex_lock(&w->lock);
   for (;;) {
-    pcd_job *batch, *next;
+    job_queue batch;
+    pcd_job *j;
     int r;
-    while (!w->queue && !w->stopping)
+    while (pcache_queue_empty(&w->queue) && !w->stopping)
       pthread_cond_wait(&w->cond, &w->lock);
-    if (!w->queue)
+    if (pcache_queue_empty(&w->queue))
       break;
-    batch = w->queue;
-    w->queue = NULL;
-    w->queue_tail = &w->queue;
+    pcache_queue_take_all(&batch, &w->queue);
     pthread_mutex_unlock(&w->lock);
 
-    batch = write_large_touches(w, batch);
-    batch = run_reads(w, batch);
-    if (!batch) {
+    write_large_touches(w, &batch);
+    run_reads(w, &batch);
+    if (pcache_queue_empty(&batch)) {
       pthread_mutex_lock(&w->lock);
       continue;
     }
-    r = run_batch(w, batch);
-    finish_batch(w, batch, r);
+    r = run_batch(w, batch.head);
+    finish_batch(w, batch.head, r);
     /* Straight to the connection's own I/O thread: no hop through a
      * central loop between the commit and the reply. */
-    while (batch) {
-      next = batch->next;
-      batch->next = NULL;
+    while ((j = pcache_queue_pop(&batch)) != NULL) {
       /* Its next slice goes behind what others queued meanwhile. */
-      if (r == 0 && batch->more)
-        pcd_writer_submit(w, batch);
+      if (r == 0 && j->more)
+        pcd_writer_submit(w, j);
       else
-        w->done(batch);
-      batch = next;
+        w->done(j);
     }
 
     pthread_mutex_lock(&w->lock);
@@ -306,7 +294,7 @@ int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stat
   w->config = config;
   w->stats = stats;
   w->done = done;
-  w->queue_tail = &w->queue;
+  pcache_queue_init(&w->queue);
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->cond, NULL);
   if ((r = -pthread_create(&w->thread, NULL, writer_main, w)) < 0) {
@@ -320,10 +308,8 @@ int pcd_writer_start(pcd_store *store, const pcd_config *config, pcd_stats *stat
 }
 
 void pcd_writer_submit(pcd_writer *writer, pcd_job *job) {
-  job->next = NULL;
   pthread_mutex_lock(&writer->lock);
-  *writer->queue_tail = job;
-  writer->queue_tail = &job->next;
+  pcache_queue_push(&writer->queue, job);
   pthread_cond_signal(&writer->cond);
   pthread_mutex_unlock(&writer->lock);
 }

@@ -150,7 +150,7 @@ static void roundtrip(const uint8_t *data, size_t size) {
      * wakes the loop); otherwise poll once. */
     uv_run(&loop, conn->busy ? UV_RUN_ONCE : UV_RUN_NOWAIT);
     eof = drain();
-    if (replies() > 0 && sent == total && !conn->busy && !conn->out_head)
+    if (replies() > 0 && sent == total && !conn->busy && pcache_queue_empty(&conn->out))
       break;
     if (conn->closed)
       eof = 1;
