@@ -11,6 +11,8 @@
 #   file   the app's own VkPipelineCache file (filled by a first run)
 #   lcold  the layer with an empty pcached: compiles and uploads
 #   lwarm  the layer, the same pcached, a new process (driver disk cache off)
+#   diskapp (heavy set) the driver's disk cache, warm, with the program
+#          passing an empty VkPipelineCache of its own
 # The warm modes are measured REPEATS times (default 3); the median is
 # reported. Keys: layer_<set>_n<N>_<mode>_<key>=..., then the ratios the
 # issue's targets are stated in, and the layer's overhead per hit in us.
@@ -74,7 +76,10 @@ run() {
   local args=()
   if [ "$set" = heavy ]; then
     args=("$DEMO" --plain --pipelines "$n")
-    case $mode in file*) args+=(--cache-file "$WORK_DIR/app-cache-heavy-$n.bin") ;; esac
+    case $mode in
+      file*) args+=(--cache-file "$WORK_DIR/app-cache-heavy-$n.bin") ;;
+      diskapp) rm -f "$WORK_DIR/empty-cache.bin"; args+=(--cache-file "$WORK_DIR/empty-cache.bin") ;;
+    esac
   else
     local m=a
     case $mode in disk*) m=b ;; file*) m=c ;; esac
@@ -123,6 +128,13 @@ one_set() {
     run "$set" "$n" disk "$WORK_DIR/$set-disk.txt" $(cache_on "$dcache")
     # shellcheck disable=SC2086
     run "$set" "$n" file "$WORK_DIR/$set-file.txt" $off
+    # The driver's disk cache again, but the program passes a VkPipelineCache
+    # of its own (empty): does the disk cache serve it as fast?
+    if [ "$set" = heavy ]; then
+      # shellcheck disable=SC2086
+      run "$set" "$n" diskapp "$WORK_DIR/$set-diskapp.txt" $(cache_on "$dcache")
+      echo "${p}_repeat${k}_diskapp=$(per_ms "$WORK_DIR/$set-diskapp.txt")"
+    fi
     rm -f "$WORK_DIR/$set-lwarm.stats"
     # shellcheck disable=SC2086
     run "$set" "$n" lwarm "$WORK_DIR/$set-lwarm.txt" $off $lenv \
