@@ -335,13 +335,15 @@ static int child_walk(const char *dir) {
   w.psize = ms.ms_psize;
   w.last_pgno = info.me_last_pgno;
   /* LMDB maps the whole map size and trusts that the file holds every
-   * page up to the last one in use; past the end of the file a read is
-   * SIGBUS. */
-  if ((uint64_t)w.file.st_size < (w.last_pgno + 1) * w.psize) {
-    say("damaged data.mdb is %jd bytes, but its last page in use (%" PRIu64 ") ends at byte %" PRIu64,
+   * page it reaches; past the end of the file a read is SIGBUS. A file
+   * shorter than the last page in use is not damage by itself: a page a
+   * transaction allocated and freed again ("loose") counts in the last
+   * page but is never written, so a sound store can end a page or more
+   * early. The walk below reads every reachable page; a truncation that
+   * cut one crashes it, and the parent then says the store was short. */
+  if ((uint64_t)w.file.st_size < (w.last_pgno + 1) * w.psize)
+    say("short data.mdb is %jd bytes, but its last page in use (%" PRIu64 ") ends at byte %" PRIu64,
         (intmax_t)w.file.st_size, w.last_pgno, (w.last_pgno + 1) * w.psize);
-    return EXIT_DAMAGED;
-  }
   if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &w.txn)) ||
       (rc = mdb_dbi_open(w.txn, NULL, 0, &main_dbi))) {
     say("damaged cannot read it: %s", mdb_strerror(rc));
@@ -391,7 +393,7 @@ static const char *last_line(char *buf, const char *prefix) {
 
 int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
   char path[4200], out[8192], copy[8192];
-  const char *damaged, *assert_msg, *where;
+  const char *damaged, *assert_msg, *short_msg, *where;
   struct stat st;
   struct timespec t0, t1;
   size_t used = 0;
@@ -462,6 +464,10 @@ int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
   memcpy(copy, out, used + 1);
   assert_msg = last_line(copy, "assert ");
   snprintf(why, why_size, "%s", assert_msg ? assert_msg : "");
+  memcpy(copy, out, used + 1);
+  short_msg = last_line(copy, "short ");
+  if (short_msg)
+    snprintf(why + strlen(why), why_size - strlen(why), "%s%s", *why ? "; " : "", short_msg);
   memcpy(copy, out, used + 1);
   where = last_line(copy, "walking ");
   if (WIFSIGNALED(status))
