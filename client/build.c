@@ -15,6 +15,26 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 
+/* VkPipelineCreateFlags2CreateInfoKHR is newer than the headers pcache
+ * builds with: sType 1000470005, a 64-bit flags after sType and pNext. */
+#define STYPE_PIPELINE_CREATE_FLAGS_2 ((VkStructureType)1000470005)
+typedef struct flags2_info {
+  VkStructureType sType;
+  const void *pNext;
+  uint64_t flags;
+} flags2_info;
+
+uint64_t pcache__pipeline_flags(const void *chain, VkPipelineCreateFlags flags,
+                                int *ret_in_flags2) {
+  *ret_in_flags2 = 0;
+  for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+    if (s->sType == STYPE_PIPELINE_CREATE_FLAGS_2) {
+      *ret_in_flags2 = 1;
+      return ((const flags2_info *)s)->flags;
+    }
+  return flags;
+}
+
 static const VkPipelineCreationFeedbackCreateInfo *find_feedback(const void *chain) {
   for (const VkBaseInStructure *s = chain; s; s = s->pNext)
     if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
@@ -214,7 +234,9 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
   /* The program asked not to compile: its own cache (or the driver's disk
    * cache) may still have the pipeline, so it goes to the driver with the
    * program's cache, as without pcache; there is no blob to share. */
-  if ((b->graphics ? b->graphics->flags : b->compute->flags) &
+  int in_flags2;
+  if (pcache__pipeline_flags(b->graphics ? b->graphics->pNext : b->compute->pNext,
+                             b->graphics ? b->graphics->flags : b->compute->flags, &in_flags2) &
       VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT)
     return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)

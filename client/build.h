@@ -30,6 +30,14 @@ typedef struct pcache__build {
   int *app_cache_got;
 } pcache__build;
 
+/*
+ * pcache__pipeline_flags - the create flags in effect for a create info
+ * whose pNext chain is chain: VkPipelineCreateFlags2CreateInfoKHR's
+ * (VK_KHR_maintenance5) replace flags when chained, and *ret_in_flags2
+ * says so. The bits pcache acts on have the same values in both.
+ */
+uint64_t pcache__pipeline_flags(const void *chain, VkPipelineCreateFlags flags, int *ret_in_flags2);
+
 /* Where a built pipeline came from. */
 typedef enum pcache__build_source {
   PCACHE__BUILT_DAEMON = 1, /* the daemon's blob (prefetched or fetched by one Get) */

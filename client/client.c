@@ -13,22 +13,14 @@
 #include "client/client.h"
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/parse.h"
 #include "common/paths.h"
 
 #define DEFAULT_TIMEOUT_MS 50u
 #define RECONNECT_INTERVAL_MS 1000u
 
 static uint32_t env_timeout_ms(void) {
-  const char *v = getenv("PCACHE_TIMEOUT_MS");
-  char *end;
-  unsigned long ms;
-  if (!v || !*v)
-    return DEFAULT_TIMEOUT_MS;
-  errno = 0;
-  ms = strtoul(v, &end, 10);
-  if (errno || *end || ms == 0 || ms > 600000)
-    return DEFAULT_TIMEOUT_MS;
-  return (uint32_t)ms;
+  return pcache__env_ms("PCACHE_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1, 600000);
 }
 
 static int env_disabled(void) {

@@ -87,7 +87,6 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
                           pcache_device **ret_device) {
   VkPipelineCacheCreateInfo cache_ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   pcache_device *d;
-  pthread_rwlockattr_t rwattr;
   int r = -ENOMEM;
 
   if (!info->instance || !info->physical_device || !info->device || !gipa || !ret_device)
@@ -119,13 +118,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   if (!d->objects)
     goto out_shards;
   d->lookup = pcache__objmap_lookup(d->objects);
-  /* Writers (merges) are rare and short; do not let a stream of pipeline
-   * creations starve them. */
-  pthread_rwlockattr_init(&rwattr);
-  pthread_rwlockattr_setkind_np(&rwattr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  r = pthread_rwlock_init(&d->cache_lock, &rwattr);
-  pthread_rwlockattr_destroy(&rwattr);
-  if (r != 0) {
+  if (pcache__cache_lock_init(&d->cache_lock) != 0) {
     r = -ENOMEM;
     goto out_objects;
   }

@@ -174,6 +174,20 @@ static inline void pcache__device_info_message(const pcache_device *d,
   ret_info->driver_info = (char *)d->driver_info;
 }
 
+/* The lock of a VkPipelineCache that creations read and merges write (the
+ * device cache, and the layer's program caches): merges are rare and
+ * short, and must not wait behind a stream of creations, each holding the
+ * read side for a whole compile. 0, or an errno value. */
+static inline int pcache__cache_lock_init(pthread_rwlock_t *lock) {
+  pthread_rwlockattr_t attr;
+  int r;
+  pthread_rwlockattr_init(&attr);
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  r = pthread_rwlock_init(lock, &attr);
+  pthread_rwlockattr_destroy(&attr);
+  return r;
+}
+
 /* A state hash as the two keys of a pcache__table. */
 static inline void pcache__hash_keys(const uint8_t *bytes, uint64_t *ret_k0, uint64_t *ret_k1) {
   memcpy(ret_k0, bytes, 8);

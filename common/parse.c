@@ -86,3 +86,16 @@ void pcache__format_duration(uint64_t s, char *out, size_t out_size) {
     snprintf(out, out_size, "%llud %lluh", (unsigned long long)(s / 86400),
              (unsigned long long)(s % 86400 / 3600));
 }
+
+uint32_t pcache__env_ms(const char *name, uint32_t default_ms, uint32_t min_ms, uint32_t max_ms) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long ms;
+  if (!v || !*v)
+    return default_ms;
+  errno = 0;
+  ms = strtoul(v, &end, 10);
+  if (errno || *end || ms < min_ms || ms > max_ms)
+    return default_ms;
+  return (uint32_t)ms;
+}

@@ -18,6 +18,11 @@ int pcache__parse_size(const char *text, uint64_t *ret_bytes);
  * Returns 0 or -EINVAL / -ERANGE (over PCACHE_DURATION_MAX_S). */
 int pcache__parse_duration(const char *text, uint64_t *ret_seconds);
 
+/* Milliseconds from the environment variable name: its value when it is a
+ * plain decimal number within [min_ms, max_ms], else default_ms (unset,
+ * empty, malformed or out of range). */
+uint32_t pcache__env_ms(const char *name, uint32_t default_ms, uint32_t min_ms, uint32_t max_ms);
+
 /* "0 B", "812 B", "20.0 KiB", "1.5 GiB" */
 void pcache__format_size(uint64_t bytes, char *out, size_t out_size);
 /* "45s", "12m", "3h 5m", "30d" */

@@ -10,6 +10,7 @@
 #include "client/record.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/parse.h"
 #include "layer/layer.h"
 
 /* The loader's link for this layer in a create info's chain. */
@@ -199,19 +200,12 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
  * PCACHE_LAYER_FLUSH_MS (default 2000) to take the uploads and the
  * snapshot, an absent or stalled one costs at most one client timeout. */
 static void layer_drain(layer_device *ld, int at_exit) {
-  const char *env = getenv("PCACHE_LAYER_FLUSH_MS");
-  unsigned long budget = 2000;
   if (!ld->pc)
     return;
-  if (env && *env) {
-    char *end;
-    unsigned long v = strtoul(env, &end, 10);
-    if (!*end && v <= 600000)
-      budget = v;
-  }
   if (!at_exit)
     pcache__upload_want_snapshot(ld->pc);
-  (void)pcache__upload_drain(ld->pc, (uint32_t)budget, at_exit);
+  (void)pcache__upload_drain(ld->pc, pcache__env_ms("PCACHE_LAYER_FLUSH_MS", 2000, 0, 600000),
+                             at_exit);
 }
 
 /* The end of a device's record while its VkDevice and the driver still
@@ -279,6 +273,10 @@ static PFN_vkVoidFunction instance_proc(const char *name) {
     return (PFN_vkVoidFunction)layer_DestroyInstance;
   if (!strcmp(name, "vkCreateDevice"))
     return (PFN_vkVoidFunction)layer_CreateDevice;
+  /* A layer's vkGetInstanceProcAddr answers for its vkGetDeviceProcAddr,
+   * so that whatever asks it builds device chains through the layer. */
+  if (!strcmp(name, "vkGetDeviceProcAddr"))
+    return (PFN_vkVoidFunction)layer_GetDeviceProcAddr;
   return NULL;
 }
 

@@ -42,7 +42,7 @@ typedef struct layer_unhashable {
 typedef struct layer_stats {
   atomic_uint_fast64_t pipelines; /* create infos the app passed */
   atomic_uint_fast64_t hashable;  /* of those, described and hashed */
-  atomic_uint_fast64_t daemon_hits, local_hits, compiles, unhashable, failed;
+  atomic_uint_fast64_t daemon_hits, local_hits, compiles, unhashable, passed_through;
   pthread_mutex_t reasons_lock;
   layer_unhashable reasons[LAYER_MAX_REASONS];
   size_t n_reasons;

@@ -65,7 +65,7 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
   /* No core context, or a cache the layer never saw made (it could not
    * allocate its record): the driver alone. */
   if (!ld->pc || (cache != VK_NULL_HANDLE && !app)) {
-    atomic_fetch_add(&ld->stats.failed, 1);
+    atomic_fetch_add(&ld->stats.passed_through, 1);
     return pass_through(ld, cache, app, p, allocator, ret_pipeline);
   }
   pcache__desc_buf_init(&buf);
@@ -76,7 +76,7 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
                            buf.unhashable_stype);
     vr = pass_through(ld, cache, app, p, allocator, ret_pipeline);
   } else if (r < 0) {
-    atomic_fetch_add(&ld->stats.failed, 1);
+    atomic_fetch_add(&ld->stats.passed_through, 1);
     vr = pass_through(ld, cache, app, p, allocator, ret_pipeline);
   } else {
     uint64_t k0, k1;
@@ -102,28 +102,6 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
   return vr;
 }
 
-/* The create flags in effect: VkPipelineCreateFlags2CreateInfoKHR's
- * (VK_KHR_maintenance5, newer than these headers: sType 1000470005, a
- * 64-bit flags after sType and pNext) replace the create info's when
- * chained. The bits the batch cares about have the same values in both. */
-#define STYPE_PIPELINE_CREATE_FLAGS_2 ((VkStructureType)1000470005)
-typedef struct flags2_info {
-  VkStructureType sType;
-  const void *pNext;
-  uint64_t flags;
-} flags2_info;
-
-static uint64_t effective_flags(const void *chain, VkPipelineCreateFlags flags,
-                                int *ret_in_flags2) {
-  *ret_in_flags2 = 0;
-  for (const VkBaseInStructure *s = chain; s; s = s->pNext)
-    if (s->sType == STYPE_PIPELINE_CREATE_FLAGS_2) {
-      *ret_in_flags2 = 1;
-      return ((const flags2_info *)s)->flags;
-    }
-  return flags;
-}
-
 /* Folds one create info's result into the batch's: an error outranks
  * VK_PIPELINE_COMPILE_REQUIRED, which outranks success. */
 static VkResult batch_result(VkResult so_far, VkResult one) {
@@ -146,7 +124,7 @@ static VkResult batch_result(VkResult so_far, VkResult one) {
       Info ci = infos[i];                                                                          \
       one_pipeline p = {.kind = (kind_value), .field = &ci};                                       \
       int in_flags2;                                                                               \
-      uint64_t flags = effective_flags(ci.pNext, ci.flags, &in_flags2);                            \
+      uint64_t flags = pcache__pipeline_flags(ci.pNext, ci.flags, &in_flags2);                     \
       VkResult vr;                                                                                 \
       if ((flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT) && ci.basePipelineIndex >= 0 &&              \
           (uint32_t)ci.basePipelineIndex < i) {                                                    \
@@ -203,19 +181,9 @@ layer_CreatePipelineCache(VkDevice device, const VkPipelineCacheCreateInfo *info
     return vr;
   app->device_key = ld->key;
   app->handle = *ret_cache;
-  {
-    /* Creations take the read side for a whole compile; a merge must not
-     * wait behind a stream of them. */
-    pthread_rwlockattr_t attr;
-    int r;
-    pthread_rwlockattr_init(&attr);
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    r = pthread_rwlock_init(&app->lock, &attr);
-    pthread_rwlockattr_destroy(&attr);
-    if (r != 0) {
-      pcache__free(app);
-      return vr;
-    }
+  if (pcache__cache_lock_init(&app->lock) != 0) {
+    pcache__free(app);
+    return vr;
   }
   if (pcache__table_init(&app->received) < 0) {
     pthread_rwlock_destroy(&app->lock);
