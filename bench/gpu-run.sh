@@ -9,7 +9,9 @@
 # warm-start set this many times, default 1), VK_DRIVER_FILES (the
 # ICD manifest; default: the NVIDIA one where the device README puts it),
 # GPU_RUN (which parts, default "demo bench layer": the demo cold and warm,
-# run-all.sh's set, run-layer.sh's plain program through the Vulkan layer).
+# run-all.sh's set, run-layer.sh's plain program through the Vulkan layer;
+# also "diskprobe": probe-disk-cache.sh, the driver's disk cache under each
+# configuration). LAYER_ARGS: more arguments for run-layer.sh ("--light 0").
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$1" && pwd)
@@ -72,6 +74,13 @@ if [[ $parts == *" layer "* ]]; then
   lrun=$(mktemp -d /tmp/pcache-layer-run.XXXXXX)
   chmod 700 "$lrun"
   echo "# a plain Vulkan program through the layer"
-  XDG_RUNTIME_DIR=$lrun "$SRC/bench/run-layer.sh" --build-dir "$B" --work-dir /tmp/pcache-bl |
+  # shellcheck disable=SC2086
+  XDG_RUNTIME_DIR=$lrun "$SRC/bench/run-layer.sh" --build-dir "$B" --work-dir /tmp/pcache-bl ${LAYER_ARGS:-} |
     tee "$LOGDIR/layer-gpu.log"
+fi
+
+if [[ $parts == *" diskprobe "* ]]; then
+  echo "# the driver's disk cache, configured each way a user may have it"
+  "$SRC/bench/probe-disk-cache.sh" --build-dir "$B" --work-dir /tmp/pcache-dp |
+    tee "$LOGDIR/diskprobe-gpu.log"
 fi
