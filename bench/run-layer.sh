@@ -13,6 +13,18 @@
 #   lwarm  the layer, the same pcached, a new process (driver disk cache off)
 #   diskapp (heavy set) the driver's disk cache, warm, with the program
 #          passing an empty VkPipelineCache of its own
+#   diskdef, diskdefapp (heavy set) the same two, but with the driver's
+#          defaults (its own path under a scratch HOME, its size limit and
+#          clean-up): what a user who sets nothing gets
+#   lwarmapp (heavy set) the layer warm, the program passing an empty
+#          VkPipelineCache of its own (the layer fills it as it serves)
+#   layersave, savedfile (heavy set) the layer warm with the program's
+#          own cache file, then that file without the layer: it must hold
+#          the program's pipelines (savedfile_driver_hits = N)
+#   libdisk (heavy set) pcache-demo through libpcache with no daemon
+#          (--no-daemon) and the driver's disk cache warm: libpcache's miss
+#          path (a fresh cache per pipeline, its data read back) on top of a
+#          disk-cache hit
 # The warm modes are measured REPEATS times (default 3); the median is
 # reported. Keys: layer_<set>_n<N>_<mode>_<key>=..., then the ratios the
 # issue's targets are stated in, and the layer's overhead per hit in us.
@@ -78,7 +90,10 @@ run() {
     args=("$DEMO" --plain --pipelines "$n")
     case $mode in
       file*) args+=(--cache-file "$WORK_DIR/app-cache-heavy-$n.bin") ;;
-      diskapp) rm -f "$WORK_DIR/empty-cache.bin"; args+=(--cache-file "$WORK_DIR/empty-cache.bin") ;;
+      diskapp | diskdefapp | lwarmapp)
+        rm -f "$WORK_DIR/empty-cache.bin"; args+=(--cache-file "$WORK_DIR/empty-cache.bin") ;;
+      libdisk*) args=("$DEMO" --no-daemon --pipelines "$n") ;;
+      layersave | savedfile) args+=(--cache-file "$WORK_DIR/saved-by-layer.bin") ;;
     esac
   else
     local m=a
@@ -87,7 +102,9 @@ run() {
           --cache-file "$WORK_DIR/app-cache-light-$n.bin" --app "pcache-bench-layer-$n")
     case $mode in filefill) args[4]=fill ;; esac
   fi
-  env -u PCACHE_LAYER XDG_DATA_HOME="$share" "$@" "${args[@]}" >"$out" 2>"$out.err" ||
+  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
+    -u __GL_SHADER_DISK_CACHE_SKIP_CLEANUP -u __GL_SHADER_DISK_CACHE_SIZE -u XDG_CACHE_HOME \
+    XDG_DATA_HOME="$share" "$@" "${args[@]}" >"$out" 2>"$out.err" ||
     { cat "$out.err" >&2; die "$set $mode (n=$n) failed"; }
 }
 
@@ -121,6 +138,16 @@ one_set() {
     PCACHE_LAYER_STATS_FILE="$WORK_DIR/$set-lcold.stats" PCACHE_LAYER_FLUSH_MS=60000
   echo "${p}_lcold_ms_per_pipeline=$(per_ms "$WORK_DIR/$set-lcold.txt")"
   sed 's/^/# /' "$WORK_DIR/$set-lcold.stats"
+  # heavy set: the driver's defaults (a scratch HOME, nothing else set) and
+  # libpcache with no daemon over the disk cache, each filled by a first run
+  local dhome=$WORK_DIR/home-$set-$n ldcache=$WORK_DIR/driver-cache-lib-$set-$n
+  if [ "$set" = heavy ]; then
+    rm -rf "$dhome" "$ldcache"; mkdir -p "$dhome" "$ldcache"
+    run "$set" "$n" diskdeffill "$WORK_DIR/$set-diskdeffill.txt" HOME="$dhome"
+    # shellcheck disable=SC2086
+    run "$set" "$n" libdiskfill "$WORK_DIR/$set-libdiskfill.txt" $(cache_on "$ldcache")
+  fi
+  local xdef=() xdefapp=() xapp=() xlapp=() xlib=()
   # the warm modes, interleaved, REPEATS times
   local disk=() file=() lwarm=() sdisk=() sfile=() slwarm=() cdisk=() cfile=() clwarm=()
   for k in $(seq 1 "$REPEATS"); do
@@ -133,7 +160,19 @@ one_set() {
     if [ "$set" = heavy ]; then
       # shellcheck disable=SC2086
       run "$set" "$n" diskapp "$WORK_DIR/$set-diskapp.txt" $(cache_on "$dcache")
-      echo "${p}_repeat${k}_diskapp=$(per_ms "$WORK_DIR/$set-diskapp.txt")"
+      run "$set" "$n" diskdef "$WORK_DIR/$set-diskdef.txt" HOME="$dhome"
+      run "$set" "$n" diskdefapp "$WORK_DIR/$set-diskdefapp.txt" HOME="$dhome"
+      # shellcheck disable=SC2086
+      run "$set" "$n" lwarmapp "$WORK_DIR/$set-lwarmapp.txt" $off $lenv
+      # shellcheck disable=SC2086
+      run "$set" "$n" libdisk "$WORK_DIR/$set-libdisk.txt" $(cache_on "$ldcache")
+      xapp+=("$(per_ms "$WORK_DIR/$set-diskapp.txt")")
+      xdef+=("$(per_ms "$WORK_DIR/$set-diskdef.txt")")
+      xdefapp+=("$(per_ms "$WORK_DIR/$set-diskdefapp.txt")")
+      xlapp+=("$(per_ms "$WORK_DIR/$set-lwarmapp.txt")")
+      xlib+=("$(per_ms "$WORK_DIR/$set-libdisk.txt")")
+      echo "${p}_repeat${k}_diskapp=${xapp[-1]} diskdef=${xdef[-1]} diskdefapp=${xdefapp[-1]}" \
+        "lwarmapp=${xlapp[-1]} libdisk=${xlib[-1]}"
     fi
     rm -f "$WORK_DIR/$set-lwarm.stats"
     # shellcheck disable=SC2086
@@ -168,9 +207,41 @@ one_set() {
   echo "${p}_ratio_lwarm_over_file=$(ratio "$ml" "$mf")"
   echo "${p}_ratio_cold_over_lwarm=$(ratio "$(per_ms "$WORK_DIR/$set-cold.txt")" "$ml")"
   echo "${p}_ratio_disk_over_lwarm=$(ratio "$md" "$ml")"
+  if [ "$set" = heavy ]; then
+    local mapp mdef mdefapp mlapp
+    mapp=$(median "${xapp[@]}"); mdef=$(median "${xdef[@]}"); mdefapp=$(median "${xdefapp[@]}")
+    mlapp=$(median "${xlapp[@]}")
+    echo "${p}_diskapp_ms_per_pipeline=$mapp"
+    echo "${p}_diskdef_ms_per_pipeline=$mdef"
+    echo "${p}_diskdefapp_ms_per_pipeline=$mdefapp"
+    echo "${p}_lwarmapp_ms_per_pipeline=$mlapp"
+    echo "${p}_libdisk_ms_per_pipeline=$(median "${xlib[@]}")"
+    echo "${p}_diskdeffill_ms_per_pipeline=$(per_ms "$WORK_DIR/$set-diskdeffill.txt")"
+    echo "${p}_lwarmapp_driver_hits=$(kv "$WORK_DIR/$set-lwarmapp.txt" driver_cache_hits)"
+    # Saving its cache: the layer gives the program's cache its pipelines'
+    # entries when it reads them, so the save of lwarmapp pays for them.
+    echo "${p}_diskapp_cache_save_ms=$(kv "$WORK_DIR/$set-diskapp.txt" cache_save_ms)"
+    echo "${p}_lwarmapp_cache_save_ms=$(kv "$WORK_DIR/$set-lwarmapp.txt" cache_save_ms)"
+    echo "${p}_lwarmapp_cache_data_bytes=$(kv "$WORK_DIR/$set-lwarmapp.txt" cache_data_bytes)"
+    # ... and the file it saved serves a later run without the layer.
+    local saved=$WORK_DIR/saved-by-layer.bin
+    rm -f "$saved"
+    # shellcheck disable=SC2086
+    run "$set" "$n" layersave "$WORK_DIR/$set-layersave.txt" $off $lenv
+    # shellcheck disable=SC2086
+    run "$set" "$n" savedfile "$WORK_DIR/$set-savedfile.txt" $off
+    echo "${p}_savedfile_bytes=$(kv "$WORK_DIR/$set-savedfile.txt" cache_loaded_bytes)"
+    echo "${p}_savedfile_driver_hits=$(kv "$WORK_DIR/$set-savedfile.txt" driver_cache_hits)"
+    echo "${p}_savedfile_ms_per_pipeline=$(per_ms "$WORK_DIR/$set-savedfile.txt")"
+    # each disk-cache mode against the layer serving the same kind of program
+    echo "${p}_ratio_diskapp_over_lwarmapp=$(ratio "$mapp" "$mlapp")"
+    echo "${p}_ratio_diskdef_over_lwarm=$(ratio "$mdef" "$ml")"
+    echo "${p}_ratio_diskdefapp_over_lwarmapp=$(ratio "$mdefapp" "$mlapp")"
+  fi
   echo "${p}_overhead_us_per_hit=$(awk -v l="$(median "${clwarm[@]}")" -v f="$(median "${cfile[@]}")" \
     -v n="$n" 'BEGIN { printf "%.2f\n", (l - f) * 1000 / n }')"
 }
 
-one_set heavy "$HEAVY"
-one_set light "$LIGHT"
+# --heavy 0 or --light 0 leaves a set out
+if [ "$HEAVY" -gt 0 ]; then one_set heavy "$HEAVY"; fi
+if [ "$LIGHT" -gt 0 ]; then one_set light "$LIGHT"; fi

@@ -121,24 +121,41 @@ static int merge_into_app_cache(pcache_device *d, const pcache__build *b, VkPipe
  * into the device cache, and into the app cache if there is one
  * (*ret_in_app_cache). A blob that fails the checks is reported. first:
  * the device cache did not hold it before (it joins the snapshot). */
-static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
-                             const pcache__hash *state_hash, int first, int *ret_in_app_cache) {
+/* One Get of n state hashes into *reply (released by the caller in every
+ * case: a refusal keeps its Response, proto/rpc.h). 0 or an error. */
+static int get_blobs(pcache_device *d, ProtobufCBinaryData *hashes, size_t n,
+                     pcache__reply *reply) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
-  ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
-  pcache__reply reply = {0};
-  int merged = 0;
   get.device_key.data = d->key.bytes;
   get.device_key.len = PCACHE_DEVKEY_SIZE;
-  get.state_hashes = &hash;
-  get.n_state_hashes = 1;
+  get.state_hashes = hashes;
+  get.n_state_hashes = n;
   request.body_case = PCACHEPB__REQUEST__BODY_GET;
   request.get = &get;
   if (!d->client)
-    return 0;
-  /* Released in every case: a refusal keeps its Response (proto/rpc.h). */
-  if (pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET, d->client->timeout_ms,
-                         &reply) != 0)
+    return -ENOTCONN;
+  return pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET,
+                            d->client->timeout_ms, reply);
+}
+
+/* Tells the daemon one blob was refused, and counts it. */
+static void report_refused(pcache_device *d, ProtobufCBinaryData hash,
+                           Pcachepb__ReportReason reason) {
+  Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
+  const Pcachepb__ReportItem *items[1] = {&item};
+  atomic_fetch_add(&d->stats.rejected_blobs, 1);
+  item.state_hash = hash;
+  item.reason = reason;
+  pcache__blob_report(d, items, 1);
+}
+
+static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
+                             const pcache__hash *state_hash, int first, int *ret_in_app_cache) {
+  ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
+  pcache__reply reply = {0};
+  int merged = 0;
+  if (get_blobs(d, &hash, 1, &reply) != 0)
     goto out;
   const Pcachepb__GetReply *got = reply.response->get;
   for (size_t i = 0; i < got->n_blobs && !merged; i++) {
@@ -163,16 +180,64 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
         pcache__snapshot_hold(d, state_hash->bytes, 1);
       break;
     }
-    atomic_fetch_add(&d->stats.rejected_blobs, 1);
-    Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
-    const Pcachepb__ReportItem *items[1] = {&item};
-    item.state_hash = hash;
-    item.reason = reason;
-    pcache__blob_report(d, items, 1);
+    report_refused(d, hash, reason);
   }
 out:
   pcache__reply_release(&reply);
   return merged;
+}
+
+/* Hashes per Get when filling an app cache: a few MB of NVIDIA blobs. */
+#define FILL_BATCH 64
+
+size_t pcache__build_fill_app_cache(pcache_device *d, VkPipelineCache app_cache,
+                                    pthread_rwlock_t *lock, const pcache__hash *hashes, size_t n,
+                                    uint8_t *ret_got) {
+  ProtobufCBinaryData batch[FILL_BATCH];
+  size_t received = 0;
+  memset(ret_got, 0, n);
+  for (size_t start = 0; start < n && d->client; start += FILL_BATCH) {
+    size_t count = n - start < FILL_BATCH ? n - start : FILL_BATCH;
+    pcache__reply reply = {0};
+    for (size_t i = 0; i < count; i++)
+      batch[i] = (ProtobufCBinaryData){.len = PCACHE_HASH_SIZE,
+                                       .data = (uint8_t *)hashes[start + i].bytes};
+    if (get_blobs(d, batch, count, &reply) != 0) {
+      pcache__reply_release(&reply);
+      break; /* the daemon is away or slow: the rest go without, as they would */
+    }
+    const Pcachepb__GetReply *got = reply.response->get;
+    for (size_t k = 0; k < got->n_blobs; k++) {
+      const Pcachepb__Blob *blob = got->blobs[k];
+      Pcachepb__ReportReason reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
+      VkPipelineCache loaded;
+      const uint8_t *bytes;
+      size_t size, i;
+      VkResult vr;
+      /* Only a blob for a hash asked for, and not one already taken. */
+      for (i = 0; i < count; i++)
+        if (blob->state_hash.len == PCACHE_HASH_SIZE && !ret_got[start + i] &&
+            memcmp(blob->state_hash.data, hashes[start + i].bytes, PCACHE_HASH_SIZE) == 0)
+          break;
+      if (i == count)
+        continue;
+      bytes = pcache__reply_bytes(&reply, blob->blob, blob->blob_offset, blob->blob_size, &size);
+      if (pcache__blob_load(d, bytes, size, blob->checksum, &loaded, &reason) != 0) {
+        report_refused(d, batch[i], reason);
+        continue;
+      }
+      pthread_rwlock_wrlock(lock);
+      vr = d->MergePipelineCaches(d->vk_device, app_cache, 1, &loaded);
+      pthread_rwlock_unlock(lock);
+      d->DestroyPipelineCache(d->vk_device, loaded, d->allocator);
+      if (vr == VK_SUCCESS) {
+        ret_got[start + i] = 1;
+        received++;
+      }
+    }
+    pcache__reply_release(&reply);
+  }
+  return received;
 }
 
 static pcache__upload *upload_new(pcache_device *d, const pcache__build *b,
@@ -276,14 +341,20 @@ out_cache:
 
 /* The device cache holds the pipeline (prefetched, or built earlier here):
  * an app cache still needs this pipeline's own entry, which only the
- * daemon has as a blob of its own. Without it (daemon gone, upload not yet
- * done) the pipeline comes from the device cache and the app cache goes
- * without, as it would have had the pipeline not been built here at all. */
+ * daemon has as a blob of its own: fetched now, or handed to the caller
+ * to fetch before the app reads its cache (app_cache_defer). Without it
+ * (daemon gone, upload not yet done) the pipeline comes from the device
+ * cache and the app cache goes without, as it would have had the pipeline
+ * not been built here at all. */
 static VkResult create_held(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             VkPipeline *ret_pipeline) {
   int in_app_cache = b->app_cache != VK_NULL_HANDLE && b->app_cache_has;
-  if (b->app_cache != VK_NULL_HANDLE && !in_app_cache)
-    (void)fetch_from_daemon(d, b, &keys->state_hash, 0, &in_app_cache);
+  if (b->app_cache != VK_NULL_HANDLE && !in_app_cache) {
+    if (b->app_cache_defer)
+      b->app_cache_defer(b->app_cache_defer_ctx, &keys->state_hash);
+    else
+      (void)fetch_from_daemon(d, b, &keys->state_hash, 0, &in_app_cache);
+  }
   return create_cached(d, b, in_app_cache, ret_pipeline);
 }
 

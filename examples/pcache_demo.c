@@ -600,7 +600,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   VkPipelineCache cache = VK_NULL_HANDLE;
   size_t loaded_bytes = 0, saved_bytes = 0;
   uint32_t hits = 0, built = 0;
-  double t0 = now_ms(), load_ms, create_ms;
+  double t0 = now_ms(), load_ms, create_ms, save_ms = 0;
   int exit_code = 1;
 
   if (opts->cache_file)
@@ -631,7 +631,9 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   }
   create_ms = now_ms() - t0;
   if (cache != VK_NULL_HANDLE) {
+    double s0 = now_ms();
     plain_cache_save(vk, cache, opts->cache_file);
+    save_ms = now_ms() - s0;
     (void)vkGetPipelineCacheData(vk->device, cache, &saved_bytes, NULL);
   }
 
@@ -648,6 +650,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);
   printf("cache_data_bytes=%zu\n", saved_bytes);
+  printf("cache_save_ms=%.3f\n", save_ms);
   printf("\n%s --plain: %" PRIu32 " pipelines on %s, %.3f ms per pipeline, %" PRIu32
          " driver cache hits\n",
          DEMO_NAME, opts->pipelines, vk->props.deviceName, create_ms / opts->pipelines, hits);

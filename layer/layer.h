@@ -27,6 +27,7 @@
 
 #include "client/device.h"
 #include "common/alloc.h"
+#include "common/vec.h"
 
 #define PCACHE_LAYER_NAME "VK_LAYER_PCACHE_pipeline_cache"
 
@@ -43,6 +44,7 @@ typedef struct layer_stats {
   atomic_uint_fast64_t pipelines; /* create infos the app passed */
   atomic_uint_fast64_t hashable;  /* of those, described and hashed */
   atomic_uint_fast64_t daemon_hits, local_hits, compiles, unhashable, passed_through;
+  atomic_uint_fast64_t app_cache_entries; /* entries the app's own caches received */
   pthread_mutex_t reasons_lock;
   layer_unhashable reasons[LAYER_MAX_REASONS];
   size_t n_reasons;
@@ -100,11 +102,19 @@ typedef struct layer_cache {
   /* State hashes whose entries the layer merged into it (value 1): a
    * pipeline built again with this cache needs no Get and no merge. */
   pcache__table received;
+  /* Pipelines made with it from the device cache whose entries it has not
+   * received yet: fetched in one go when the app reads the cache
+   * (vkGetPipelineCacheData, or a merge from it), not one Get per creation.
+   * May repeat a hash; pending_lock guards it. */
+  pthread_mutex_t pending_lock;
+  PCACHE_VEC(pcache__hash) pending;
 } layer_cache;
 
 /* Frees an app cache's record (not the VkPipelineCache: the program's). */
 static inline void layer_cache_free(layer_cache *cache) {
   pthread_rwlock_destroy(&cache->lock);
+  pthread_mutex_destroy(&cache->pending_lock);
+  pcache_vec_free(&cache->pending);
   pcache__table_fini(&cache->received, NULL, NULL);
   pcache__free(cache);
 }

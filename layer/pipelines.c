@@ -46,6 +46,58 @@ static VkResult pass_through(layer_device *ld, VkPipelineCache cache, layer_cach
   return vr;
 }
 
+/* build.h's app_cache_defer: the entry waits for the app to read its
+ * cache. Out of memory, the app cache goes without it, as when the daemon
+ * is away. */
+static void defer_entry(void *ctx, const pcache__hash *state_hash) {
+  layer_cache *app = ctx;
+  pthread_mutex_lock(&app->pending_lock);
+  (void)pcache_vec_push(&app->pending, *state_hash);
+  pthread_mutex_unlock(&app->pending_lock);
+}
+
+static int by_hash(const void *a, const void *b) {
+  return memcmp(((const pcache__hash *)a)->bytes, ((const pcache__hash *)b)->bytes,
+                PCACHE_HASH_SIZE);
+}
+
+/* Gives an app cache the entries deferred for it, before the app reads it.
+ * Entries deferred meanwhile by other threads wait for the next read. */
+static void fill_app_cache(layer_device *ld, layer_cache *app) {
+  PCACHE_VEC(pcache__hash) todo = {0};
+  size_t n = 0;
+  uint8_t *got;
+  pthread_mutex_lock(&app->pending_lock);
+  todo.items = app->pending.items;
+  todo.n = app->pending.n;
+  todo.cap = app->pending.cap;
+  app->pending.items = NULL;
+  app->pending.n = app->pending.cap = 0;
+  pthread_mutex_unlock(&app->pending_lock);
+  if (todo.n == 0 || !ld->pc)
+    goto out;
+  /* One request per hash however often the app made the pipeline. */
+  qsort(todo.items, todo.n, sizeof *todo.items, by_hash);
+  for (size_t i = 0; i < todo.n; i++)
+    if (n == 0 || !pcache__hash_equal(&todo.items[n - 1], &todo.items[i]))
+      todo.items[n++] = todo.items[i];
+  got = pcache__malloc(n);
+  if (!got)
+    goto out;
+  atomic_fetch_add(&ld->stats.app_cache_entries,
+                   pcache__build_fill_app_cache(ld->pc, app->handle, &app->lock, todo.items, n,
+                                                got));
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k0, k1;
+    pcache__hash_keys(todo.items[i].bytes, &k0, &k1);
+    if (got[i])
+      (void)pcache__table_insert(&app->received, k0, k1, 1); /* out of memory: merged again */
+  }
+  pcache__free(got);
+out:
+  pcache_vec_free(&todo);
+}
+
 static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache *app,
                            const one_pipeline *p, const VkAllocationCallbacks *allocator,
                            VkPipeline *ret_pipeline) {
@@ -82,13 +134,18 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
     uint64_t k0, k1;
     int got = 0;
     pcache__hash_keys(keys.state_hash.bytes, &k0, &k1);
-    /* A pipeline this cache already received needs no Get and no merge. */
+    /* A pipeline this cache already received needs no Get and no merge;
+     * one the device cache holds gets its entry when the app reads it. */
     b.app_cache_has = app && pcache__table_peek(&app->received, k0, k1) != 0;
     b.app_cache_got = &got;
+    b.app_cache_defer = app ? defer_entry : NULL;
+    b.app_cache_defer_ctx = app;
     atomic_fetch_add(&ld->stats.hashable, 1);
     vr = pcache__build_hashed(ld->pc, &b, &keys, &buf, ret_pipeline, &source);
-    if (vr == VK_SUCCESS && app && got)
+    if (vr == VK_SUCCESS && app && got) {
       (void)pcache__table_insert(&app->received, k0, k1, 1); /* out of memory: merged again */
+      atomic_fetch_add(&ld->stats.app_cache_entries, 1);
+    }
     if (vr == VK_SUCCESS) {
       if (source == PCACHE__BUILT_DAEMON)
         atomic_fetch_add(&ld->stats.daemon_hits, 1);
@@ -185,7 +242,13 @@ layer_CreatePipelineCache(VkDevice device, const VkPipelineCacheCreateInfo *info
     pcache__free(app);
     return vr;
   }
+  if (pthread_mutex_init(&app->pending_lock, NULL) != 0) {
+    pthread_rwlock_destroy(&app->lock);
+    pcache__free(app);
+    return vr;
+  }
   if (pcache__table_init(&app->received) < 0) {
+    pthread_mutex_destroy(&app->pending_lock);
     pthread_rwlock_destroy(&app->lock);
     pcache__free(app);
     return vr;
@@ -210,8 +273,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_GetPipelineCacheData(VkDevice device
   layer_device *ld = device_of(device);
   layer_cache *app = layer_registry_cache(ld->key, cache);
   VkResult vr;
-  if (app)
+  if (app) {
+    fill_app_cache(ld, app);
     pthread_rwlock_rdlock(&app->lock);
+  }
   vr = ld->GetPipelineCacheData(device, cache, size, data);
   if (app)
     pthread_rwlock_unlock(&app->lock);
@@ -237,6 +302,12 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_MergePipelineCaches(VkDevice device,
   layer_cache *dst_app = layer_registry_cache(ld->key, dst);
   size_t n = 0;
   VkResult vr;
+  /* What the merge reads must be complete: the sources' deferred entries. */
+  for (uint32_t i = 0; i < n_src; i++) {
+    layer_cache *src = layer_registry_cache(ld->key, srcs[i]);
+    if (src)
+      fill_app_cache(ld, src);
+  }
   /* Out of memory for the lock list: the program's merge still happens,
    * unlocked against the layer's, rather than fail for want of ours. */
   if (!held)
@@ -246,6 +317,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_MergePipelineCaches(VkDevice device,
   for (uint32_t i = 0; i < n_src; i++) {
     layer_cache *app = layer_registry_cache(ld->key, srcs[i]);
     int dup = 0;
+
     for (size_t j = 0; j < n && app; j++)
       dup |= held[j] == app;
     if (app && !dup)

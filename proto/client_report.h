@@ -14,6 +14,7 @@
   X(compiles)                                                                                      \
   X(uploaded)                                                                                      \
   X(unhashable)                                                                                    \
-  X(passed_through)
+  X(passed_through)                                                                                \
+  X(app_cache_entries)
 
 #endif

@@ -35,10 +35,12 @@ void layer_report_read(layer_report *r) {
       ASSERT_EQ(sscanf(app, " app=%63s", r->app), 1);
       ASSERT_EQ(sscanf(p,
                        " pipelines=%llu hashable=%llu daemon_hits=%llu local_hits=%llu "
-                       "compiles=%llu uploaded=%llu unhashable=%llu passed_through=%llu",
+                       "compiles=%llu uploaded=%llu unhashable=%llu passed_through=%llu "
+                       "app_cache_entries=%llu",
                        &one.pipelines, &one.hashable, &one.daemon_hits, &one.local_hits,
-                       &one.compiles, &one.uploaded, &one.unhashable, &one.passed_through),
-                8);
+                       &one.compiles, &one.uploaded, &one.unhashable, &one.passed_through,
+                       &one.app_cache_entries),
+                9);
       r->pipelines += one.pipelines;
       r->hashable += one.hashable;
       r->daemon_hits += one.daemon_hits;
@@ -47,6 +49,7 @@ void layer_report_read(layer_report *r) {
       r->uploaded += one.uploaded;
       r->unhashable += one.unhashable;
       r->passed_through += one.passed_through;
+      r->app_cache_entries += one.app_cache_entries;
       r->lines++;
     } else if (strncmp(line, "pcache-layer-unhashable ", 24) == 0) {
       const char *p = strstr(line, " reason=");

@@ -256,6 +256,14 @@ static void expect_common(const layer_report *r) {
   ASSERT_EQ(r->local_hits, 3);
 }
 
+/* The app cache the program saves received its two pipelines' entries:
+ * at the compile (run 1), or when the program read its cache, fetched in
+ * one go for pipelines the device cache served (warm runs). The reloaded
+ * cache's pipeline is never read back, so it is never fetched. */
+static void expect_app_cache_filled(const layer_report *r) {
+  ASSERT_EQ(r->app_cache_entries, N_APP);
+}
+
 /* `pcachectl --json layer`, run against env's daemon, shows `runs`
  * reports of this process, the newest with the counters of r (the text
  * report of the same device) and its one unhashable reason. */
@@ -322,6 +330,7 @@ int main(void) {
   ASSERT_EQ(r.daemon_hits, 0);
   ASSERT_EQ(r.compiles, DISTINCT);
   ASSERT_EQ(r.uploaded, DISTINCT);
+  expect_app_cache_filled(&r);
   /* The unknown struct is named: the reason and its sType. */
   ASSERT_EQ(strcmp(r.unhashable_reason, "pnext"), 0);
   ASSERT_EQ(r.unhashable_stype, 1000999000u);
@@ -334,6 +343,7 @@ int main(void) {
   expect_common(&r);
   ASSERT_EQ(r.daemon_hits, DISTINCT);
   ASSERT_EQ(r.compiles, 0);
+  expect_app_cache_filled(&r);
   expect_daemon_report(&env, &r, 2);
 
   /* 2b. Another app name (PCACHE_APP_NAME overrides VkApplicationInfo):
@@ -376,6 +386,7 @@ int main(void) {
   expect_common(&r);
   ASSERT_EQ(r.daemon_hits, 0);
   ASSERT_EQ(r.compiles, DISTINCT);
+  expect_app_cache_filled(&r);
 
   /* 5. Disabled: the loader does not load the layer, so no report. */
   setenv("PCACHE_LAYER_DISABLE", "1", 1);
