@@ -356,5 +356,9 @@ int pcache__build_describe(pcache_device *d, const pcache__build *b, pcache__des
   int r = b->graphics ? pcache__desc_graphics(b->graphics, &d->lookup, buf, ret_keys)
                       : pcache__desc_compute(b->compute, &d->lookup, buf, ret_keys);
   pcache__objmap_read_end(token);
+  /* The one place libpcache and the layer both learn why: said here, once
+   * for both (the layer also counts it in its report). */
+  if (r == PCACHE_EUNHASHABLE)
+    pcache__log_unhashable(d->log, buf);
   return r;
 }

@@ -47,6 +47,10 @@ struct pcache_tier {
 
 struct pcache_device {
   pcache_client *client;
+  /* Where messages go: the app's client's logger, even when that client
+   * never talks to the daemon (client is then NULL); $PCACHE_LOG's alone
+   * without one. */
+  pcache__logger *log;
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice vk_device;
