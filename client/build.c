@@ -295,6 +295,9 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   if (d->client && pcache__prefetch_known(d, &keys->state_hash)) {
     *ret_source = PCACHE__BUILT_DAEMON;
     atomic_fetch_add(&d->stats.daemon_hits, 1);
+    /* The daemon sent it unasked: tell it this one was used (once: the
+     * built table sends later builds to create_held directly). */
+    pcache__upload_used(d, &keys->state_hash);
     return create_held(d, b, keys, ret_pipeline);
   }
   if (d->client && fetch_from_daemon(d, b, &keys->state_hash, 1, &in_app_cache)) {
