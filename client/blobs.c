@@ -75,6 +75,17 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Report report = PCACHEPB__REPORT__INIT;
   pcache__reply reply = {0};
+  for (size_t i = 0; i < n_items; i++) {
+    static const char site[] = "refused_blob";
+    uint32_t why = (uint32_t)items[i]->reason;
+    pcache__log_limited(device->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+                        "a blob from pcached was refused (%s); the daemon is told to drop it and "
+                        "its pipeline is compiled",
+                        why == PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM ? "checksum mismatch"
+                        : why == PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER
+                            ? "made for another device or driver"
+                            : "the driver refused it");
+  }
   if (n_items == 0 || !device->client)
     return;
   report.device_key.data = device->key.bytes;

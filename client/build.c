@@ -366,6 +366,9 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   if (d->client && pcache__prefetch_known(d, &keys->state_hash)) {
     *ret_source = PCACHE__BUILT_DAEMON;
     atomic_fetch_add(&d->stats.daemon_hits, 1);
+    /* The daemon sent it unasked: tell it this one was used (once: the
+     * built table sends later builds to create_held directly). */
+    pcache__upload_used(d, &keys->state_hash);
     return create_held(d, b, keys, ret_pipeline);
   }
   if (d->client && fetch_from_daemon(d, b, &keys->state_hash, 1, &in_app_cache)) {
@@ -427,5 +430,9 @@ int pcache__build_describe(pcache_device *d, const pcache__build *b, pcache__des
   int r = b->graphics ? pcache__desc_graphics(b->graphics, &d->lookup, buf, ret_keys)
                       : pcache__desc_compute(b->compute, &d->lookup, buf, ret_keys);
   pcache__objmap_read_end(token);
+  /* The one place libpcache and the layer both learn why: said here, once
+   * for both (the layer also counts it in its report). */
+  if (r == PCACHE_EUNHASHABLE)
+    pcache__log_unhashable(d->log, buf);
   return r;
 }

@@ -41,12 +41,43 @@ static char *program_name(void) {
   return pcache__strdup(buf[0] ? buf : "app");
 }
 
+/* The app name, first set wins: $PCACHE_APP_NAME (the same override the
+ * Vulkan layer documents, so a user can split or join buckets without
+ * rebuilding), app_name, the deprecated application_name. NULL: none,
+ * the program name then. */
+static const char *choose_app_name(const pcache_client_options *options) {
+  const char *env = getenv("PCACHE_APP_NAME");
+  if (env && *env)
+    return env;
+  if (options->app_name && *options->app_name)
+    return options->app_name;
+  if (options->application_name && *options->application_name)
+    return options->application_name;
+  return NULL;
+}
+
 static void drop_transport_locked(pcache_client *client) {
   pcache__transport_close(client->transport);
   client->transport = NULL;
   client->last_attempt_ms = pcache__mono_ms();
   client->attempted = 1;
   atomic_store(&client->connected, 0);
+}
+
+/* Says when the daemon comes or goes, not each failed retry. Under the
+ * lock. */
+static void tell_state_locked(pcache_client *client, int up, int err) {
+  if (client->told_connected == up)
+    return;
+  client->told_connected = up;
+  if (up)
+    pcache__log(&client->log, PCACHE_SEVERITY_INFO, "connected to pcached at %s as app '%s'",
+                client->socket_path, client->app_name);
+  else
+    pcache__log(
+        &client->log, PCACHE_SEVERITY_INFO,
+        "no pcached at %s (%s): pipelines are built locally; retrying at most once a second",
+        client->socket_path, pcache_strerror(err));
 }
 
 /* Under the lock. */
@@ -65,6 +96,7 @@ static int connect_locked(pcache_client *client, uint64_t deadline_ms) {
   if (r < 0) {
     client->transport = NULL;
     drop_transport_locked(client);
+    tell_state_locked(client, 0, r);
     return r;
   }
   hello = pcache__transport_hello(client->transport);
@@ -73,6 +105,7 @@ static int connect_locked(pcache_client *client, uint64_t deadline_ms) {
   client->max_snapshot = hello ? hello->max_snapshot : 0;
   client->max_frame = hello ? hello->max_frame : 0;
   atomic_store(&client->connected, 1);
+  tell_state_locked(client, 1, 0);
   return 0;
 }
 
@@ -106,9 +139,10 @@ int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
     goto out_unlock; /* connected, just out of time: keep the connection */
   }
   r = pcache__transport_rpc(client->transport, request, expect, deadline_ms, ret_reply);
-  if (r < 0 && !ret_reply->response)
+  if (r < 0 && !ret_reply->response) {
     drop_transport_locked(client); /* a late reply would desync the stream */
-  else
+    tell_state_locked(client, 0, r);
+  } else
     atomic_store(&client->connected, 1);
 out_unlock:
   pthread_mutex_unlock(&client->lock);
@@ -136,14 +170,17 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
   client = pcache__calloc(1, sizeof *client);
   if (!client)
     return -ENOMEM;
+  if (pcache__logger_init(&client->log, options->log_func, options->log_user_data,
+                          (int)options->log_level) < 0) {
+    pcache__free(client);
+    return -ENOMEM;
+  }
+  client->told_connected = -1;
   atomic_init(&client->connected, 0);
   client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
   client->disabled = options->disable_daemon || env_disabled();
   client->max_hashes = PCACHE_DEFAULT_MAX_HASHES;
-  app = options->app_name && *options->app_name                   ? options->app_name
-        : options->application_name && *options->application_name ? options->application_name
-                                                                  : NULL;
-  client->app_name = app ? pcache__strdup(app) : program_name();
+  client->app_name = (app = choose_app_name(options)) ? pcache__strdup(app) : program_name();
   if (!client->app_name)
     goto out_free;
   /* No path (no XDG_RUNTIME_DIR, too long) is like an absent daemon. */
@@ -164,6 +201,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
   *ret_client = client;
   return 0;
 out_free:
+  pcache__logger_fini(&client->log);
   pcache__free(client->socket_path);
   pcache__free(client->app_name);
   pcache__free(client);
@@ -175,6 +213,7 @@ PCACHE_API void pcache_client_close(pcache_client *client) {
     return;
   pcache__transport_close(client->transport);
   pthread_mutex_destroy(&client->lock);
+  pcache__logger_fini(&client->log);
   pcache__free(client->socket_path);
   pcache__free(client->app_name);
   pcache__free(client);

@@ -10,6 +10,7 @@
 
 #include <pcache/pcache.h>
 
+#include "client/log.h"
 #include "proto/transport.h"
 
 struct pcache_client {
@@ -26,7 +27,15 @@ struct pcache_client {
   uint64_t max_snapshot; /* 0: a daemon without snapshots */
   uint64_t max_frame;
   atomic_int connected;
+  int told_connected; /* what the log last said: 1 up, 0 down, -1 nothing yet */
+  pcache__logger log;
 };
+
+/* Where a device context's messages go: its client's logger, or
+ * $PCACHE_LOG's alone when it has no client. */
+static inline pcache__logger *pcache__client_logger(pcache_client *client) {
+  return client ? &client->log : pcache__logger_default();
+}
 
 /*
  * pcache__client_rpc - one request and its reply within timeout_ms

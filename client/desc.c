@@ -29,6 +29,8 @@ void pcache__desc_buf_init(pcache__desc_buf *buf) {
   buf->heap = 0;
   buf->unhashable_reason = NULL;
   buf->unhashable_stype = 0;
+  buf->unhashable_object = 0;
+  buf->unhashable_handle = 0;
 }
 
 void pcache__desc_buf_release(pcache__desc_buf *buf) {
@@ -80,7 +82,8 @@ static int put_stage(pcache__desc_writer *w, const VkPipelineShaderStageCreateIn
   module = st->module && lookup->shader_module ? lookup->shader_module(lookup->ctx, st->module)
                                                : NULL;
   if (!module)
-    return desc_unhashable(w, "unrecorded_shader_module", 0);
+    return desc_unrecorded(w, "unrecorded_shader_module", VK_OBJECT_TYPE_SHADER_MODULE,
+                           (uint64_t)st->module);
   m = msg_begin(w, 4);
   put_u32(w, 1, st->stage);
   put_u32(w, 2, st->flags);
@@ -152,7 +155,8 @@ int pcache__desc_compute(const VkComputePipelineCreateInfo *info, const pcache__
       return desc_unhashable(&w, "pnext", (uint32_t)s->sType);
   layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
   if (!layout)
-    return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
+    return desc_unrecorded(&w, "unrecorded_pipeline_layout", VK_OBJECT_TYPE_PIPELINE_LAYOUT,
+                           (uint64_t)info->layout);
   buf->size = 0;
   put_u32(&w, 1, PCACHE_DESC_FORMAT_VERSION);
   put_u32(&w, 2, 2 /* ENTRY_KIND_COMPUTE */);

@@ -69,9 +69,13 @@ typedef struct pcache__desc_buf {
   int heap; /* data was malloc'ed */
   /* Why the description failed with PCACHE_EUNHASHABLE: a word
    * (docs/layer.md lists them) and the sType of the struct that caused it,
-   * 0 when no struct did. Static strings; set by the first failure. */
+   * 0 when no struct did, and the object the pipeline names that no
+   * wrapper recorded (its VkObjectType and handle, 0 when none did).
+   * Static strings; set by the first failure. */
   const char *unhashable_reason;
   uint32_t unhashable_stype;
+  uint32_t unhashable_object; /* VkObjectType */
+  uint64_t unhashable_handle;
   uint8_t inline_storage[2048];
 } pcache__desc_buf;
 

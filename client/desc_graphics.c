@@ -522,14 +522,16 @@ int pcache__desc_graphics(const VkGraphicsPipelineCreateInfo *info,
        info->layout != VK_NULL_HANDLE)) {
     layout = lookup->pipeline_layout ? lookup->pipeline_layout(lookup->ctx, info->layout) : NULL;
     if (!layout)
-      return desc_unhashable(&w, "unrecorded_pipeline_layout", 0);
+      return desc_unrecorded(&w, "unrecorded_pipeline_layout", VK_OBJECT_TYPE_PIPELINE_LAYOUT,
+                             (uint64_t)info->layout);
   }
   if (!(parts & (PART_PRE_RASTER | PART_FRAGMENT | PART_OUTPUT))) {
     /* Vertex input alone: no render pass, no rendering info. */
   } else if (info->renderPass) {
     rp = lookup->render_pass ? lookup->render_pass(lookup->ctx, info->renderPass) : NULL;
     if (!rp || subpass_usage(rp, info->subpass, &has_color, &has_depth))
-      return desc_unhashable(&w, "unrecorded_render_pass", 0);
+      return desc_unrecorded(&w, "unrecorded_render_pass", VK_OBJECT_TYPE_RENDER_PASS,
+                             (uint64_t)info->renderPass);
   } else if (parts & PART_OUTPUT) {
     if (rendering) {
       has_color = rendering->colorAttachmentCount > 0;

@@ -43,6 +43,16 @@ static inline int desc_unhashable(pcache__desc_writer *w, const char *reason, ui
   return PCACHE_EUNHASHABLE;
 }
 
+/* The same for a handle the lookup did not know: which object it was. */
+static inline int desc_unrecorded(pcache__desc_writer *w, const char *reason, VkObjectType type,
+                                  uint64_t handle) {
+  if (!w->buf->unhashable_reason) {
+    w->buf->unhashable_object = (uint32_t)type;
+    w->buf->unhashable_handle = handle;
+  }
+  return desc_unhashable(w, reason, 0);
+}
+
 /* The sType of the first struct of a pNext chain, 0 for none. */
 static inline uint32_t pnext_stype(const void *chain) {
   return chain ? (uint32_t)((const VkBaseInStructure *)chain)->sType : 0;

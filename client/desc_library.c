@@ -107,7 +107,8 @@ int pcache__desc_gpl_scan(pcache__desc_writer *w, const VkGraphicsPipelineCreate
         lookup->pipeline_library ? lookup->pipeline_library(lookup->ctx, libraries->pLibraries[i])
                                  : NULL;
     if (!lib)
-      return desc_unhashable(w, "unrecorded_pipeline_library", 0);
+      return desc_unrecorded(w, "unrecorded_pipeline_library", VK_OBJECT_TYPE_PIPELINE,
+                             (uint64_t)libraries->pLibraries[i]);
     g->libraries[g->n_libraries++] = lib;
     r = scan_library(w, (reader){lib->encoded, lib->encoded + lib->encoded_size}, 1, g);
     if (r < 0)

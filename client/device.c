@@ -95,6 +95,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   if (!d)
     return -ENOMEM;
   d->client = client && !client->disabled && client->socket_path ? client : NULL;
+  d->log = pcache__client_logger(client);
   d->instance = info->instance;
   d->physical_device = info->physical_device;
   d->vk_device = info->device;

@@ -47,6 +47,10 @@ struct pcache_tier {
 
 struct pcache_device {
   pcache_client *client;
+  /* Where messages go: the app's client's logger, even when that client
+   * never talks to the daemon (client is then NULL); $PCACHE_LOG's alone
+   * without one. */
+  pcache__logger *log;
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice vk_device;
@@ -123,6 +127,10 @@ struct pcache_device {
   int prefetch_pending;
   uint32_t prefetch_offset;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
+  /* State hashes of prefetched blobs that pipelines were built from, for
+   * the next Report (used): the daemon counts a use only when told. */
+  PCACHE_VEC(pcache__hash) used;
+  int used_in_flight;
   int snapshot_in_flight;
   PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */
 

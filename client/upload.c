@@ -222,6 +222,60 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
   pthread_mutex_unlock(&d->upload_lock);
 }
 
+void pcache__upload_used(pcache_device *d, const pcache__hash *state_hash) {
+  if (!d->upload_thread_running)
+    return;
+  pthread_mutex_lock(&d->upload_lock);
+  /* Bounded like the upload queue: a daemon away for long loses hits. */
+  if (d->used.n < QUEUE_MAX && pcache_vec_push(&d->used, *state_hash) == 0)
+    pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+}
+
+/* One Report of the uses queued (at most max_hashes), best effort: what
+ * the daemon does not take is dropped, not retried. Called and returns
+ * with the lock held; drops it while the Report goes. */
+static void send_used(pcache_device *d) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
+  ProtobufCBinaryData *hashes;
+  pcache__hash *taken;
+  pcache__reply reply = {0};
+  size_t n, max;
+  d->used_in_flight = 1;
+  pthread_mutex_unlock(&d->upload_lock);
+  max = pcache__client_max_hashes(d->client);
+  pthread_mutex_lock(&d->upload_lock);
+  n = d->used.n < max ? d->used.n : max;
+  taken = pcache__malloc(n * (sizeof *taken + sizeof *hashes));
+  if (taken) {
+    memcpy(taken, d->used.items, n * sizeof *taken);
+    memmove(d->used.items, d->used.items + n, (d->used.n - n) * sizeof *taken);
+    d->used.n -= n;
+  } else {
+    d->used.n = 0; /* hits lost, nothing else */
+  }
+  pthread_mutex_unlock(&d->upload_lock);
+  if (taken) {
+    hashes = (ProtobufCBinaryData *)(taken + n);
+    for (size_t i = 0; i < n; i++)
+      hashes[i] = (ProtobufCBinaryData){.len = PCACHE_HASH_SIZE, .data = taken[i].bytes};
+    report.device_key.data = d->key.bytes;
+    report.device_key.len = PCACHE_DEVKEY_SIZE;
+    report.used = hashes;
+    report.n_used = n;
+    request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
+    request.report = &report;
+    (void)pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_REPORT,
+                             d->client->timeout_ms, &reply);
+    pcache__reply_release(&reply);
+    pcache__free(taken);
+  }
+  pthread_mutex_lock(&d->upload_lock);
+  d->used_in_flight = 0;
+  pthread_cond_broadcast(&d->flush_cond);
+}
+
 static void *upload_main(void *arg) {
   pcache_device *d = arg;
   uint64_t backoff = 0, retry_at = 0;
@@ -237,6 +291,10 @@ static void *upload_main(void *arg) {
     int r;
     if (d->prefetch_pending) {
       prefetch_rest(d);
+      continue;
+    }
+    if (d->used.n) {
+      send_used(d);
       continue;
     }
     if (pcache_queue_empty(&d->queue) && d->snapshot_wanted) {
@@ -364,7 +422,8 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
 }
 
 static int upload_pending(const pcache_device *d) {
-  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight;
+  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ||
+         d->used.n || d->used_in_flight;
 }
 
 int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
@@ -424,6 +483,7 @@ void pcache__upload_stop(pcache_device *d) {
     pcache__upload_free(u);
   d->queue_len = 0;
   pcache_vec_free(&d->sent_modules);
+  pcache_vec_free(&d->used);
   pthread_cond_destroy(&d->flush_cond);
   pthread_cond_destroy(&d->upload_cond);
   pthread_mutex_destroy(&d->upload_lock);

@@ -28,6 +28,10 @@ void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
+/* Queues a Report that the pipeline of this state hash was built from a
+ * prefetched blob (its hit, for the daemon); dropped when out of memory,
+ * and when the daemon does not take it. */
+void pcache__upload_used(pcache_device *device, const pcache__hash *state_hash);
 /* Asks the upload thread for a snapshot upload when the device cache
  * changed since the loaded snapshot (after the queued pipelines). */
 void pcache__upload_want_snapshot(pcache_device *device);

@@ -44,6 +44,10 @@ static void usage(FILE *out) {
           "                         after connecting, so it frees its\n"
           "                         --max-connections slot (10s)\n"
           "  --flush-interval MS    how often last-used times are written (5000)\n"
+          "  --prefetch-window SECS a Prefetch sends an app's entries used within\n"
+          "                         this long of its latest use (7d; 0: all)\n"
+          "  --prefetch-max N       and at most this many, most recent first; the\n"
+          "                         rest are served per miss (65536)\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
@@ -70,6 +74,8 @@ enum {
   OPT_MAX_SNAPSHOT,
   OPT_THREADS,
   OPT_HELLO_TIMEOUT,
+  OPT_PREFETCH_WINDOW,
+  OPT_PREFETCH_MAX,
   OPT_VERSION,
   OPT_HELP,
 };
@@ -98,6 +104,8 @@ static const number_option numbers[] = {
     {OPT_FRAME_TIMEOUT, "frame-timeout",   1, 1,         86400,           FIELD(frame_timeout_s)},
     {OPT_HELLO_TIMEOUT, "hello-timeout",   1, 1,         86400,           FIELD(hello_timeout_s)},
     {OPT_FLUSH,         "flush-interval",  0, 10,        3600000,         FIELD(flush_interval_ms)},
+    {OPT_PREFETCH_WINDOW, "prefetch-window", 1, 0,       1ull << 32,      FIELD(prefetch_window_s)},
+    {OPT_PREFETCH_MAX,  "prefetch-max",    0, 1,         1u << 24,        FIELD(prefetch_max)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
 };
@@ -145,6 +153,8 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
       {"hello-timeout", required_argument, NULL, OPT_HELLO_TIMEOUT},
       {"flush-interval", required_argument, NULL, OPT_FLUSH},
+      {"prefetch-window", required_argument, NULL, OPT_PREFETCH_WINDOW},
+      {"prefetch-max", required_argument, NULL, OPT_PREFETCH_MAX},
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -163,6 +173,8 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .hello_timeout_s = 10,
       .max_pending = 4ull << 20,
       .flush_interval_ms = 5000,
+      .prefetch_window_s = 7 * 86400,
+      .prefetch_max = 65536,
       .log_level = PCACHE_LOG_INFO,
   };
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,5 +1,8 @@
 /* Report: what a client's driver refused (entries, a snapshot) is dropped
- * from the store, so no other client is sent it again. */
+ * from the store, so no other client is sent it again; what it used of
+ * what a Prefetch sent is the entries' hit and last use, written in this
+ * transaction, so `pcachectl list` shows it once the client's report is
+ * answered, not a --flush-interval later. */
 #include "ops.h"
 
 #include <errno.h>
@@ -13,6 +16,7 @@ static int op_report(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Report *rep = job->req->report;
   Pcachepb__ReportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   uint8_t key[PCD_ENTRY_KEY_SIZE];
+  uint64_t now = pcd_now_us();
   char hex[33];
   int r;
   if (!reply)
@@ -43,6 +47,12 @@ static int op_report(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   }
   default:
     break;
+  }
+  for (size_t i = 0; i < rep->n_used; i++) {
+    /* Each 16 bytes (validate.c). An entry gone since is not an error. */
+    memcpy(key + PCACHE_DEVKEY_SIZE, rep->used[i].data, PCACHE_HASH_SIZE);
+    if ((r = pcd_entry_touch(txn, key, now, 1)) < 0)
+      return r;
   }
   for (size_t i = 0; i < rep->n_items; i++) {
     const Pcachepb__ReportItem *it = rep->items[i];

@@ -2,9 +2,15 @@
  * each reply in one short read transaction, checked against its checksum
  * before it is sent, bounded by the client's reply budget, and the hits
  * recorded in the worker's touch set for the writer. Prefetch pages the
- * (device, app) entries most recently used first and leads with the
- * app's snapshot; the connection keeps the order between pages
- * (prefetch_cursor.h). */
+ * (device, app) entries the app is likely to use, most recently used
+ * first, and leads with the app's snapshot; the connection keeps the
+ * order between pages (prefetch_cursor.h).
+ *
+ * What counts as use: a Get (a miss that asked for the entry), and what a
+ * client reports it built from a prefetched blob (Report.used,
+ * ops_report.c). Sending a blob in a Prefetch is not use: counted as a
+ * hit and touched, every entry an app ever made would stay "recent" for
+ * as long as it starts, and every start would send them all. */
 #include "reads.h"
 
 #include <errno.h>
@@ -38,6 +44,7 @@ typedef struct blob_set {
   pcd_touch *drops;
   size_t n_drops;
   int missing_blob; /* add_blob's last entry had no blob */
+  int prefetch;     /* a Prefetch: what it sends is not touched (not used yet) */
 } blob_set;
 
 static int add_drop(blob_set *s, const uint8_t *key) {
@@ -105,7 +112,8 @@ static int add_blob(blob_set *s, const blob_ref *e) {
   b->kind = (Pcachepb__EntryKind)e->kind;
   s->reply->blobs[s->reply->n_blobs++] = b;
   s->bytes += size;
-  pcd_worker_touch(s->w, e->key, s->now);
+  if (!s->prefetch)
+    pcd_worker_touch(s->w, e->key, s->now);
   return 0;
 }
 
@@ -333,8 +341,9 @@ static void snap_filter(blob_set *s, const uint8_t *devkey, snap_view *v, entry_
   }
 }
 
-/* The first page's snapshot fields; the covered entries count as hits
- * and are touched, since the snapshot uses them. */
+/* The first page's snapshot fields; the covered entries count as found
+ * (Stats.hits), but are not touched: the client reports the ones it
+ * uses. */
 static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
   Pcachepb__GetReply *reply = s->reply;
   Pcachepb__Blob *b;
@@ -353,26 +362,47 @@ static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
   b->checksum = v->meta.checksum;
   reply->snapshot = b;
   for (size_t i = 0; i < v->meta.n_hashes; i++) {
-    uint8_t key[PCD_ENTRY_KEY_SIZE];
     if (!v->present[i])
       continue;
     reply->snapshot_hashes[n].data = v->sorted + i * PCACHE_HASH_SIZE;
     reply->snapshot_hashes[n].len = PCACHE_HASH_SIZE;
     n++;
-    memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
-    memcpy(key + PCACHE_DEVKEY_SIZE, v->sorted + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
-    pcd_worker_touch(s->w, key, s->now);
     atomic_fetch_add(&s->srv->stats.hits, 1);
   }
   reply->n_snapshot_hashes = n;
   s->bytes += v->meta.blob_size;
 }
 
+/* The app's entries, and the latest use of any of them (the snapshot's
+ * included, which collect_order takes out after). */
+typedef struct collected {
+  entry_vec *ev;
+  uint64_t newest_us;
+} collected;
+
 static int collect_entry(void *ctx, const pcd_entry *e) {
-  entry_vec *ev = ctx;
+  collected *c = ctx;
   blob_ref ref;
   ref_of(e, &ref);
-  return pcache_vec_push(ev, ref);
+  if (ref.last_used_us > c->newest_us)
+    c->newest_us = ref.last_used_us;
+  return pcache_vec_push(c->ev, ref);
+}
+
+/* How many of the sorted order a Prefetch sends: what the app used within
+ * --prefetch-window of its latest use (relative, so an app not run for a
+ * month still gets what its last runs used), at most --prefetch-max. The
+ * rest stays in the store, served per miss by a Get, which touches it and
+ * so brings it back into the window. */
+static size_t likely_used(const entry_vec *ev, uint64_t newest_us, const pcd_config *cfg) {
+  size_t n = ev->n < cfg->prefetch_max ? ev->n : cfg->prefetch_max;
+  uint64_t window_us = cfg->prefetch_window_s * 1000000u;
+  if (!cfg->prefetch_window_s)
+    return n;
+  for (size_t i = 0; i < n; i++)
+    if (newest_us - ev->items[i].last_used_us > window_us)
+      return i;
+  return n;
 }
 
 /* Most recently used first; ties (a Put stores its items with one time)
@@ -445,12 +475,14 @@ static int fill_page(blob_set *s, const page_order *o, const uint8_t *devkey, si
 
 /* Collects the (device, app) entries in page order, most recently used
  * first, less those the snapshot covers (the first page, offset 0, gets
- * the snapshot itself): one scan, counted in Stats.prefetch_scans. */
+ * the snapshot itself), cut to those the app is likely to use: one scan,
+ * counted in Stats.prefetch_scans. */
 static int collect_order(blob_set *s, const Pcachepb__Prefetch *p, const char *app, snap_view *snap,
                          entry_vec *ev) {
+  collected col = {ev, 0};
   int r;
   atomic_fetch_add(&s->srv->stats.prefetch_scans, 1);
-  r = pcd_app_foreach(s->txn, p->device_key.data, app, collect_entry, ev);
+  r = pcd_app_foreach(s->txn, p->device_key.data, app, collect_entry, &col);
   /* Every page leaves the snapshot's entries out, so that offsets count
    * the same list; only the first sends the snapshot itself. */
   if (r == 0 && p->snapshot)
@@ -462,6 +494,7 @@ static int collect_order(blob_set *s, const Pcachepb__Prefetch *p, const char *a
     snap_reply(s, p->device_key.data, snap);
   if (ev->n)
     qsort(ev->items, ev->n, sizeof *ev->items, by_recent);
+  ev->n = likely_used(ev, col.newest_us, s->srv->config);
   return 0;
 }
 
@@ -487,7 +520,12 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   pcd_arena arena = {0};
-  blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
+  blob_set s = {.srv = srv,
+                .w = c->worker,
+                .arena = &arena,
+                .reply = &reply,
+                .now = pcd_now_us(),
+                .prefetch = 1};
   entry_vec ev = {0};
   snap_view snap = {0};
   page_order order = {0};
@@ -506,11 +544,11 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   }
   /*
    * Paging: offset counts entries of this order already handed out (sent
-   * or dropped). The entries a page sends are touched with one time newer
-   * than every other entry's, so once the touches are written they are
-   * still exactly the first ones of the order, and offset still skips
-   * them: a page collected again goes on where the last one stopped.
-   * Entries used or stored by others in between can shift the order;
+   * or dropped). A page touches nothing it sends, and the uses a client
+   * reports are of blobs it was sent, which only move within the part
+   * already handed out, so a page collected again goes on where the last
+   * one stopped. Entries used or stored by others in between can shift
+   * the order;
    * clients treat a page as a set of hashes. A connection's cursor keeps
    * the order of its last page instead, so the pages that follow neither
    * collect nor sort again (docs/protocol.md, Prefetch).

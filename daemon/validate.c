@@ -85,15 +85,19 @@ static int check_hashes(const ProtobufCBinaryData *h, size_t n, char *msg, size_
   return 0;
 }
 
-static int check_get(const Pcachepb__Get *g, const pcd_config *config, char *msg, size_t size) {
-  int r = check_key(&g->device_key, 0, msg, size);
-  if (r < 0)
-    return r;
-  if (g->n_state_hashes > config->max_hashes) {
-    snprintf(msg, size, "%zu state hashes, the limit is %u", g->n_state_hashes, config->max_hashes);
+/* A request's list of state hashes: at most max_hashes, each whole. */
+static int check_hash_list(const ProtobufCBinaryData *h, size_t n, const pcd_config *config,
+                           char *msg, size_t size) {
+  if (n > config->max_hashes) {
+    snprintf(msg, size, "%zu state hashes, the limit is %u", n, config->max_hashes);
     return PCACHE_ETOO_MANY_HASHES;
   }
-  return check_hashes(g->state_hashes, g->n_state_hashes, msg, size);
+  return check_hashes(h, n, msg, size);
+}
+
+static int check_get(const Pcachepb__Get *g, const pcd_config *config, char *msg, size_t size) {
+  int r = check_key(&g->device_key, 0, msg, size);
+  return r < 0 ? r : check_hash_list(g->state_hashes, g->n_state_hashes, config, msg, size);
 }
 
 static int check_purge(const Pcachepb__Purge *p, char *msg, size_t size) {
@@ -125,6 +129,8 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
     return r < 0 ? r : check_app(req->list->app, msg, size);
   case PCACHEPB__REQUEST__BODY_REPORT:
     r = check_key(&req->report->device_key, 0, msg, size);
+    if (r == 0)
+      r = check_hash_list(req->report->used, req->report->n_used, config, msg, size);
     return r < 0 ? r : check_app(req->report->app, msg, size);
   case PCACHEPB__REQUEST__BODY_PURGE:
     return check_purge(req->purge, msg, size);

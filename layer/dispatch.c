@@ -28,10 +28,9 @@ static void *find_link(const void *chain, VkStructureType stype) {
 static pcache_client *open_client(const VkInstanceCreateInfo *ci) {
   pcache_client_options options = PCACHE_STRUCT_INIT(pcache_client_options);
   pcache_client *client = NULL;
-  const char *name = getenv("PCACHE_APP_NAME");
-  options.app_name = name && *name ? name : NULL;
+  /* $PCACHE_APP_NAME overrides this in pcache_client_open, as for any app. */
   if (ci->pApplicationInfo)
-    options.application_name = ci->pApplicationInfo->pApplicationName;
+    options.app_name = ci->pApplicationInfo->pApplicationName;
   /* Out of memory: the app runs without the daemon. */
   (void)pcache_client_open(&options, &client);
   return client;

@@ -46,7 +46,8 @@ static const Pcachepb__DeviceRecord *find_device(const Pcachepb__ListReply *l,
   return NULL;
 }
 
-static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d) {
+static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d, uint64_t n_entries,
+                        uint64_t bytes) {
   const Pcachepb__DeviceInfo *info = d->info;
   pcache__devkey key;
   char uuid[37];
@@ -65,8 +66,8 @@ static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d) {
   ctl_json_kv_string(j, "driver_name", info ? info->driver_name : "");
   ctl_json_kv_string(j, "driver_info", info ? info->driver_info : "");
   ctl_json_kv_uint(j, "api_version", info ? info->api_version : 0);
-  ctl_json_kv_uint(j, "entries", d->entries);
-  ctl_json_kv_uint(j, "bytes", d->bytes);
+  ctl_json_kv_uint(j, "entries", n_entries);
+  ctl_json_kv_uint(j, "bytes", bytes);
   ctl_json_kv_uint(j, "first_seen", d->first_seen);
   ctl_json_kv_uint(j, "last_seen", d->last_seen);
   ctl_json_object_end(j);
@@ -94,7 +95,27 @@ static void json_entry(ctl_json *j, const Pcachepb__EntryRecord *e) {
   ctl_json_object_end(j);
 }
 
-static void print_device_row(const Pcachepb__DeviceRecord *d) {
+/* The device's totals: the daemon's, or with --app those of the app's
+ * entries listed (the daemon keeps totals per device only). */
+static void device_totals(const Pcachepb__DeviceRecord *d, const char *app,
+                          const Pcachepb__EntryRecord *const *entries, size_t n_entries,
+                          uint64_t *ret_entries, uint64_t *ret_bytes) {
+  *ret_entries = d->entries;
+  *ret_bytes = d->bytes;
+  if (!app || !d->info)
+    return;
+  *ret_entries = *ret_bytes = 0;
+  for (size_t i = 0; i < n_entries; i++) {
+    const Pcachepb__EntryRecord *e = entries[i];
+    if (e->device_key.len == d->info->key.len &&
+        memcmp(e->device_key.data, d->info->key.data, e->device_key.len) == 0) {
+      (*ret_entries)++;
+      *ret_bytes += e->blob_size + e->desc_size;
+    }
+  }
+}
+
+static void print_device_row(const Pcachepb__DeviceRecord *d, uint64_t n_entries, uint64_t bytes) {
   const Pcachepb__DeviceInfo *info = d->info;
   pcache__devkey key;
   char uuid[37] = "?", vendor_buf[16], version[32] = "?", size[32];
@@ -109,9 +130,9 @@ static void print_device_row(const Pcachepb__DeviceRecord *d) {
     abi = pcache__devkey_abi(&key);
   }
   char name[256];
-  ctl_fmt_size(d->bytes, size, sizeof size);
+  ctl_fmt_size(bytes, size, sizeof size);
   printf("%-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s\n", uuid,
-         vendor, device_id, version, abi * 8, d->entries, size,
+         vendor, device_id, version, abi * 8, n_entries, size,
          ctl_printable(info ? info->name : NULL, name, sizeof name));
 }
 
@@ -186,8 +207,11 @@ static int cmd_list(ctl *c, int argc, char **argv) {
     ctl_json_object_begin(&j);
     ctl_json_key(&j, "devices");
     ctl_json_array_begin(&j);
-    for (size_t i = 0; i < n_devices; i++)
-      json_device(&j, devices[i]);
+    for (size_t i = 0; i < n_devices; i++) {
+      uint64_t dev_entries, dev_bytes;
+      device_totals(devices[i], app, entries, n_entries, &dev_entries, &dev_bytes);
+      json_device(&j, devices[i], dev_entries, dev_bytes);
+    }
     ctl_json_array_end(&j);
     ctl_json_key(&j, "entries");
     ctl_json_array_begin(&j);
@@ -224,10 +248,13 @@ static int cmd_list(ctl *c, int argc, char **argv) {
     r = EXIT_OK;
     goto out;
   }
-  printf("%-36s  %-8s  %-6s  %-12s  %-6s  %7s  %10s  %s\n", "DEVICE UUID", "VENDOR", "DEVICE",
-         "DRIVER", "ABI", "ENTRIES", "SIZE", "NAME");
-  for (size_t i = 0; i < n_devices; i++)
-    print_device_row(devices[i]);
+  printf("%-36s  %-8s  %-6s  %-12s  %-6s  %7s  %10s  %s\n", "PIPELINE CACHE UUID", "VENDOR",
+         "DEVICE", "DRIVER", "ABI", app ? "APP'S" : "ENTRIES", "SIZE", "NAME");
+  for (size_t i = 0; i < n_devices; i++) {
+    uint64_t dev_entries, dev_bytes;
+    device_totals(devices[i], app, entries, n_entries, &dev_entries, &dev_bytes);
+    print_device_row(devices[i], dev_entries, dev_bytes);
+  }
 
   for (size_t i = 0; i < n_entries; i++) {
     const Pcachepb__EntryRecord *e = entries[i];
@@ -265,8 +292,8 @@ static int cmd_list(ctl *c, int argc, char **argv) {
     if (!snapshot_matches(s, have_dev ? &dev : NULL, app))
       continue;
     if (shown++ == 0)
-      printf("\nsnapshots\n  %-36s  %-24s  %10s  %7s  %s\n", "DEVICE UUID", "APP", "SIZE", "HASHES",
-             "CREATED");
+      printf("\nsnapshots\n  %-36s  %-24s  %10s  %7s  %s\n", "PIPELINE CACHE UUID", "APP", "SIZE",
+             "HASHES", "CREATED");
     ctl_uuid_text(&s->device_key, uuid);
     ctl_fmt_size(s->blob_size, size, sizeof size);
     ctl_format_time(s->created, now, created, sizeof created);

@@ -136,21 +136,59 @@ typedef struct pcache_client pcache_client;
  */
 #define PCACHE_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 
+/*
+ * Logging. The library prints nothing by itself; it tells the app's log
+ * function, and $PCACHE_LOG (error, warning, info or debug) writes the
+ * same messages to stderr. What it says: every pipeline it could not
+ * cache, and why (the object no wrapper made, by type and handle, or the
+ * sType of the struct it cannot describe), at warning; blobs the driver
+ * or the checks refused, at warning; the daemon coming and going, at info.
+ * A message that repeats (an uncached pipeline made every frame) is given
+ * once, then at most once every 10 s with how often it came meanwhile.
+ * Levels are syslog's priorities, as pcached's stderr prefixes.
+ */
+typedef enum pcache_severity {
+  PCACHE_SEVERITY_ERROR = 3,
+  PCACHE_SEVERITY_WARNING = 4,
+  PCACHE_SEVERITY_INFO = 6,
+  PCACHE_SEVERITY_DEBUG = 7,
+} pcache_severity;
+
+/*
+ * pcache_log_func - receives one message: a line without its newline,
+ * valid only during the call. Called from any thread the library runs on
+ * (the app's, or a device's upload thread), never with a lock of the
+ * app's held, and possibly from two threads at once: it must be
+ * thread-safe and must not call back into pcache.
+ */
+typedef void (*pcache_log_func)(void *user_data, pcache_severity level, const char *message);
+
 typedef struct pcache_client_options {
   size_t struct_size; /* sizeof(pcache_client_options), or 0: see above */
   /* Since 0.1. Socket of pcached. NULL: $PCACHE_SOCKET, else
    * $XDG_RUNTIME_DIR/pcache/socket. */
   const char *socket_path;
-  /* Name entries are filed under (what Prefetch asks for). NULL: the
-   * VkApplicationInfo.pApplicationName the app passes as application_name,
-   * else the program name (/proc/self/comm). */
+  /* The name entries are filed under: the bucket Prefetch asks for, so
+   * give each program its own. $PCACHE_APP_NAME, when set and not empty,
+   * overrides it. NULL: application_name below, else the program name
+   * (/proc/self/comm), which already tells apart the samples of one
+   * framework that all pass one pApplicationName (docs/client.md, "The app
+   * name"). */
   const char *app_name;
+  /* Deprecated: set app_name. Kept for the 0.1 ABI; used only when
+   * app_name is NULL or empty (app_name wins). */
   const char *application_name;
   /* Longest any call waits on the daemon, in ms. 0: $PCACHE_TIMEOUT_MS,
    * else 50. */
   uint32_t timeout_ms;
   /* Nonzero: never contact the daemon. $PCACHE_DISABLE=1 does the same. */
   int disable_daemon;
+  /* Since 0.2. Where messages go (see "Logging" above); NULL: nowhere
+   * but $PCACHE_LOG's stderr. log_level: the least severe level passed to
+   * log_func; 0 means PCACHE_SEVERITY_WARNING. */
+  pcache_log_func log_func;
+  void *log_user_data;
+  pcache_severity log_level;
 } pcache_client_options;
 
 /*
