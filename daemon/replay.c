@@ -1,7 +1,7 @@
 /* The replay state every thread shares (replay.h): which replay is under
  * way and where its order stands, the items handed out, what waits for
  * the writer, and the progress Stats shows. Everything here runs under
- * replay->lock, except pcd_replay_note's first look. */
+ * replay->lock. */
 #include "replay.h"
 
 #include <errno.h>
@@ -112,51 +112,6 @@ void pcd_replay_unload(pcd_replay *rp) {
   rp->n_flight = rp->n_retry = 0;
   rp->retry_in_flight = 0;
   rp->finished_now = 0;
-}
-
-void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const char *app,
-                     uint32_t pid) {
-  pcd_job *job;
-  int is_new = 1;
-  if (!rp || key_len != PCACHE_DEVKEY_SIZE)
-    return;
-  pthread_mutex_lock(&rp->lock);
-  if (rp->running && pid == rp->pid) {
-    pthread_mutex_unlock(&rp->lock);
-    return; /* the replayer's own Puts are not the user's work */
-  }
-  atomic_store(&rp->fg_us, pcache__mono_us());
-  for (unsigned i = 0; i < rp->n_seen && is_new; i++)
-    is_new = memcmp(rp->seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
-  if (is_new) {
-    if (rp->n_seen == PCD_REPLAY_MAX_SEEN)
-      rp->n_seen = 0; /* forget them all: a new look costs one short job */
-    memcpy(rp->seen[rp->n_seen++], key, PCACHE_DEVKEY_SIZE);
-  }
-  /* The app that runs now on the new key goes first. */
-  if (rp->active && app && *app && memcmp(rp->rec.new_key, key, PCACHE_DEVKEY_SIZE) == 0 &&
-      !(rp->boost && strcmp(rp->boost_app, app) == 0)) {
-    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", app);
-    rp->boost = 1;
-    rp->boost_has_after = 0;
-  }
-  pthread_mutex_unlock(&rp->lock);
-  if (!is_new || rp->disabled || !rp->srv->writer)
-    return;
-  if (!(job = pcd_job_new(PCD_JOB_REPLAY_START)))
-    return;
-  job->ctx = rp;
-  memcpy(job->device_key, key, PCACHE_DEVKEY_SIZE);
-  snprintf(job->app, sizeof job->app, "%s", app ? app : "");
-  pcd_writer_submit(rp->srv->writer, job);
-}
-
-void pcd_replay_forget_keys(pcd_replay *rp) {
-  if (!rp)
-    return;
-  pthread_mutex_lock(&rp->lock);
-  rp->n_seen = 0;
-  pthread_mutex_unlock(&rp->lock);
 }
 
 /* ------------------------------------------------------------- progress */

@@ -7,6 +7,7 @@
  *
  * The files, each calling only those after it:
  *   replay_supervise.c  the replayer process: start, exit, hang watch,
+ *                       and the triggers (a client naming a new key);
  *                       restart (the accepting loop's thread)
  *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
  *                       ReplayClaim (handing out items, taking results),
