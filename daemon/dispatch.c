@@ -16,6 +16,7 @@
 #include "jobs.h"
 #include "proto/frame.h"
 #include "reads.h"
+#include "replay.h"
 #include "respond.h"
 #include "server.h"
 #include "validate.h"
@@ -34,6 +35,7 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   }
   job->req = req;
   job->conn = c;
+  job->ctx = c->srv->replay;
   job->finish = finish_job;
   snprintf(job->app, sizeof job->app, "%s", c->app);
   pcd_conn_ref(c);
@@ -99,9 +101,14 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   }
   switch (req->body_case) {
   case PCACHEPB__REQUEST__BODY_GET:
+    pcd_replay_note(c->srv->replay, req->get->device_key.data, req->get->device_key.len, c->app,
+                    c->pid);
     pcd_read_get(c, req->get);
     break;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
+    pcd_replay_note(c->srv->replay, req->prefetch->device_key.data,
+                    req->prefetch->device_key.len,
+                    *req->prefetch->app ? req->prefetch->app : c->app, c->pid);
     pcd_read_prefetch(c, req->prefetch);
     break;
   case PCACHEPB__REQUEST__BODY_LIST:
@@ -117,6 +124,9 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     pcd_client_reports_list(c, req->list_client_reports);
     break;
   case PCACHEPB__REQUEST__BODY_PUT:
+    if (req->put->device)
+      pcd_replay_note(c->srv->replay, req->put->device->key.data, req->put->device->key.len,
+                      *req->put->app ? req->put->app : c->app, c->pid);
     to_writer(c, req, PCD_JOB_PUT);
     return;
   case PCACHEPB__REQUEST__BODY_REPORT:
@@ -132,10 +142,17 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     to_writer(c, req, PCD_JOB_EXPORT);
     return;
   case PCACHEPB__REQUEST__BODY_IMPORT:
+    pcd_replay_forget_keys(c->srv->replay);
     to_writer(c, req, PCD_JOB_IMPORT);
     return;
   case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
     to_writer(c, req, PCD_JOB_SNAPSHOT);
+    return;
+  case PCACHEPB__REQUEST__BODY_REPLAY_START:
+    to_writer(c, req, PCD_JOB_REPLAY_START);
+    return;
+  case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
+    to_writer(c, req, PCD_JOB_REPLAY_CLAIM);
     return;
   default:
     pcd_respond_error(c, PCACHE_EUNKNOWN_REQUEST, NULL);

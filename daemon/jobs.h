@@ -48,5 +48,6 @@ const pcd_job_ops *pcd_job_ops_of(pcd_job_type type);
 extern const pcd_job_ops pcd_job_put, pcd_job_snapshot, pcd_job_snapshot_drop, pcd_job_report,
     pcd_job_purge, pcd_job_verify, pcd_job_touch, pcd_job_drop;
 extern const pcd_job_ops pcd_job_export, pcd_job_import;
+extern const pcd_job_ops pcd_job_replay_start, pcd_job_replay_claim, pcd_job_replay_sync;
 
 #endif

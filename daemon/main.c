@@ -18,6 +18,7 @@
 #include "common/paths.h"
 #include "config.h"
 #include "dispatch.h"
+#include "replay.h"
 #include "server.h"
 
 int main(int argc, char **argv) {
@@ -67,6 +68,11 @@ int main(int argc, char **argv) {
     log_error("cannot start the writer thread: %s", strerror(-r));
     goto out_store;
   }
+  if ((r = pcd_replay_new(&srv, &srv.replay)) < 0 || (r = pcd_replay_start(srv.replay, &loop)) < 0) {
+    log_error("cannot set up replays: %s", strerror(-r));
+    pcd_writer_stop(srv.writer);
+    goto out_store;
+  }
   if ((r = pcd_server_start(&srv)) < 0) {
     log_error("cannot start serving: %s", pcache_strerror(r));
     pcd_writer_stop(srv.writer);
@@ -80,6 +86,8 @@ int main(int argc, char **argv) {
 
   uv_run(&loop, UV_RUN_DEFAULT);
 
+  pcd_replay_stop(srv.replay);
+  pcd_replay_free(srv.replay);
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
   pcd_client_reports_free(srv.client_reports);
@@ -87,6 +95,8 @@ int main(int argc, char **argv) {
   return 0;
 
 out_store:
+  pcd_replay_stop(srv.replay);
+  pcd_replay_free(srv.replay);
   pcd_store_close(srv.store);
 out_listen:
   if (srv.listen_fd >= 0)

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "replay.h"
 #include "respond.h"
 #include "server.h"
 
@@ -177,13 +178,17 @@ void pcd_read_stats(pcd_conn *c) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
   pcd_totals t = {0};
+  pcd_arena arena = {0};
   pcd_txn *txn;
   int r = pcd_txn_begin(srv->store, 0, &txn);
   if (r == 0) {
     r = pcd_totals_get(txn, &t);
+    if (r == 0)
+      r = pcd_replay_progress(srv->replay, txn, &arena, &s.replay, &s.n_replay);
     pcd_txn_abort(txn);
   }
   if (r < 0) {
+    pcd_arena_free(&arena);
     pcd_respond_error(c, r, NULL);
     return;
   }
@@ -216,4 +221,5 @@ void pcd_read_stats(pcd_conn *c) {
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);
+  pcd_arena_free(&arena);
 }

@@ -141,6 +141,11 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
     return check_client_report(req->client_report, msg, size);
   case PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS:
     return check_app(req->list_client_reports->app, msg, size);
+  case PCACHEPB__REQUEST__BODY_REPLAY_START:
+    r = check_key(&req->replay_start->device_key, 1, msg, size);
+    return r < 0 ? r : check_app(req->replay_start->app, msg, size);
+  case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
+    return check_key(&req->replay_claim->new_key, 0, msg, size);
   default:
     /* Put and PutSnapshot: per item, with their reply bodies (ops_put.c,
      * ops_snapshot.c). */

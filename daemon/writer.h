@@ -24,6 +24,9 @@ typedef enum pcd_job_type {
                           * checksum: no reply */
   PCD_JOB_TOUCH, /* touches: last-used/hit batch, no reply */
   PCD_JOB_DROP,  /* touches[].key: entries that failed their checksum, no reply */
+  PCD_JOB_REPLAY_START, /* ReplayStart, or a client's new device key (replay.h) */
+  PCD_JOB_REPLAY_CLAIM, /* ReplayClaim */
+  PCD_JOB_REPLAY_SYNC,  /* the replay's bad records, eviction, next replay; no reply */
 } pcd_job_type;
 
 typedef struct pcd_job_ops pcd_job_ops;
@@ -36,6 +39,7 @@ typedef struct pcd_job {
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
+  void *ctx;                   /* REPLAY_*: the pcd_replay (replay.h) */
   /* On the connection's I/O thread, once the writer is done with a job
    * that has a conn: sends its reply and frees it. Set by whoever
    * submitted it (dispatch.c), so the worker that runs it need not know

@@ -153,6 +153,10 @@ const char *pcache__request_kind_name(const Pcachepb__Request *request) {
     return "client_report";
   case PCACHEPB__REQUEST__BODY_LIST_CLIENT_REPORTS:
     return "list_client_reports";
+  case PCACHEPB__REQUEST__BODY_REPLAY_START:
+    return "replay_start";
+  case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
+    return "replay_claim";
   default:
     return "unknown";
   }

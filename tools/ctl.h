@@ -53,7 +53,7 @@ typedef struct ctl_command {
 
 /* The verbs (verb_*.c). */
 extern const ctl_command ctl_verb_status, ctl_verb_list, ctl_verb_purge, ctl_verb_verify,
-    ctl_verb_export, ctl_verb_import, ctl_verb_layer;
+    ctl_verb_export, ctl_verb_import, ctl_verb_layer, ctl_verb_replay;
 
 /* Option values past the letters, for long-only options. */
 enum { CTL_OPT_VERSION = 0x100, CTL_OPT_REPAIR, CTL_OPT_ALL, CTL_OPT_OLDER, CTL_OPT_ENTRY };
@@ -117,6 +117,9 @@ void ctl_fmt_size(uint64_t bytes, char *out, size_t out_size);
 const char *ctl_printable(const char *text, char *buf, size_t size);
 int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache__devkey *ret_key);
 void ctl_uuid_text(const ProtobufCBinaryData *key, char out[37]);
+/* The replays of a Stats reply (verb_replay.c): fields of j, or lines. */
+void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j);
+
 /* Problems (Verify, Import) as JSON (j non-NULL) or as a table. */
 void ctl_print_problems(ctl_json *j, Pcachepb__Problem **problems, size_t n);
 

@@ -59,6 +59,7 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "reports", s->reports);
     ctl_json_kv_uint(&j, "snapshots", s->snapshots);
     ctl_json_kv_uint(&j, "snapshot_bytes", s->snapshot_bytes);
+    ctl_replay_show(s, &j);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
   } else {
@@ -91,6 +92,7 @@ static int cmd_status(ctl *c, int argc, char **argv) {
            "dropped:", s->evictions, s->checksum_failures, s->reports);
     ctl_fmt_size(s->snapshot_bytes, used, sizeof used);
     printf("%-12s %" PRIu64 " (%s, counted in the size cap)\n", "snapshots:", s->snapshots, used);
+    ctl_replay_show(s, NULL);
   }
   pcache__reply_release(&reply);
   return EXIT_OK;

@@ -1,0 +1,618 @@
+/* The replay's writer jobs (replay.h): ReplayStart, and the start a
+ * client's new device key sets off, find superseded keys and write their
+ * progress records; ReplayClaim takes the replayer's results and hands
+ * out its next item; the sync job writes bad-pipeline records the
+ * supervisor queued, evicts a finished replay's old key and loads the
+ * next replay. They run on the writer thread, in its transaction, so the
+ * order walk, the records and the entries the replayer Puts are seen in
+ * one sequence. */
+#include "ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "proto/desc_check.h"
+#include "replay.h"
+
+/* Items a claim may pass over as unreadable before it answers "ask again"
+ * (each is recorded as bad): a claim stays short whatever the store. */
+#define CLAIM_MAX_SKIPS 64
+
+static void entry_key(uint8_t out[PCD_ENTRY_KEY_SIZE], const uint8_t *dev, const pcache__hash *h) {
+  memcpy(out, dev, PCACHE_DEVKEY_SIZE);
+  memcpy(out + PCACHE_DEVKEY_SIZE, h->bytes, PCACHE_HASH_SIZE);
+}
+
+/* ------------------------------------------------------------ loading */
+
+struct count_ctx {
+  pcd_txn *txn;
+  const uint8_t *new_key;
+  uint64_t total, done;
+};
+
+static int count_entry(void *ctx, const pcd_entry *e) {
+  struct count_ctx *c = ctx;
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcd_entry other;
+  int r;
+  memcpy(k, c->new_key, PCACHE_DEVKEY_SIZE);
+  memcpy(k + PCACHE_DEVKEY_SIZE, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  c->total++;
+  r = pcd_entry_get(c->txn, k, &other);
+  if (r == 0)
+    c->done++;
+  return r == PCACHE_ENOT_FOUND ? 0 : r;
+}
+
+static int count_bad(void *ctx, const pcache__hash *h, const char *reason, size_t len) {
+  (void)h, (void)reason, (void)len;
+  (*(uint64_t *)ctx)++;
+  return 0;
+}
+
+/* Makes rec the replay under way, counting what is done from the store
+ * itself (an old entry is done when the new key has its state hash), so
+ * nothing but the record needs to survive a crash or a reboot. */
+static int load(pcd_replay *rp, pcd_txn *txn, const pcd_replay_record *rec) {
+  struct count_ctx c = {txn, rec->new_key, 0, 0};
+  uint64_t failed = 0;
+  int r = pcd_entries_foreach(txn, rec->old_key, count_entry, &c);
+  if (r == 0)
+    r = pcd_replay_bad_foreach(txn, rec->old_key, rec->new_key, count_bad, &failed);
+  if (r < 0)
+    return r;
+  pcd_replay_unload(rp);
+  rp->active = 1;
+  rp->rec = *rec;
+  rp->total = c.total;
+  rp->done = c.done;
+  rp->failed = failed;
+  rp->done_at_load = c.done;
+  rp->load_us = pcache__mono_us();
+  return 0;
+}
+
+static int first_pending(void *ctx, const pcd_replay_record *rec) {
+  pcd_replay_record *out = ctx;
+  if (rec->state != PCD_REPLAY_PENDING)
+    return 0;
+  *out = *rec;
+  return 1;
+}
+
+/* Loads the first pending replay when none is under way. Returns 1 when
+ * one is under way afterwards, 0 when none, or an error. */
+static int load_next(pcd_replay *rp, pcd_txn *txn) {
+  pcd_replay_record rec;
+  int r;
+  if (rp->active)
+    return 1;
+  r = pcd_replay_records_foreach(txn, first_pending, &rec);
+  if (r <= 0)
+    return r;
+  if ((r = load(rp, txn, &rec)) < 0)
+    return r;
+  {
+    char o[65], n[65];
+    pcache__devkey ok, nk;
+    memcpy(ok.bytes, rec.old_key, PCACHE_DEVKEY_SIZE);
+    memcpy(nk.bytes, rec.new_key, PCACHE_DEVKEY_SIZE);
+    pcache__devkey_format(&ok, o);
+    pcache__devkey_format(&nk, n);
+    log_info("replay: %s -> %s: %llu of %llu entries already there, %llu failed before", o, n,
+             (unsigned long long)rp->done, (unsigned long long)rp->total,
+             (unsigned long long)rp->failed);
+  }
+  return 1;
+}
+
+/* Writes the bad records waiting in rp (the count written goes to
+ * job->stored; committed drops them from the queue). */
+static int write_pending_bad(pcd_replay *rp, pcd_txn *txn, pcd_job *job) {
+  int r;
+  for (unsigned i = 0; i < rp->n_pending_bad; i++) {
+    const pcd_replay_bad *b = &rp->pending_bad[i];
+    if ((r = pcd_replay_bad_put(txn, b->old_key, b->new_key, &b->hash, b->reason)) < 0)
+      return r;
+  }
+  job->stored = rp->n_pending_bad;
+  return 0;
+}
+
+static void drop_written_bad(pcd_replay *rp, const pcd_job *job) {
+  unsigned n = (unsigned)job->stored;
+  if (n > rp->n_pending_bad)
+    n = rp->n_pending_bad;
+  memmove(rp->pending_bad, rp->pending_bad + n, (rp->n_pending_bad - n) * sizeof *rp->pending_bad);
+  rp->n_pending_bad -= n;
+}
+
+static void wake(pcd_replay *rp, int spawn, int sync) {
+  rp->want_spawn |= spawn;
+  rp->want_sync |= sync;
+  if (rp->handles_ready && !rp->closing)
+    uv_async_send(&rp->wake);
+}
+
+/* ------------------------------------------------------------ start */
+
+struct dev_list {
+  pcd_arena *arena;
+  pcd_device *v;
+  size_t n, cap;
+};
+
+static int collect_device(void *ctx, const pcd_device *d) {
+  struct dev_list *l = ctx;
+  void *grown = pcd_arena_grow(l->arena, l->v, l->n, &l->cap, sizeof *l->v);
+  if (!grown)
+    return -ENOMEM;
+  l->v = grown;
+  l->v[l->n] = *d;
+  l->v[l->n].info = NULL;
+  l->n++;
+  return 0;
+}
+
+static int same_device(const uint8_t *a, const uint8_t *b) {
+  return memcmp(a + 16, b + 16, 8) == 0 && memcmp(a + 28, b + 28, 4) == 0;
+}
+
+/* Records the replay old -> new unless it is there; a finished one is
+ * taken up again only when asked (again). Returns 1 when pending now. */
+static int plan(pcd_txn *txn, const uint8_t *old_key, const uint8_t *new_key, int again) {
+  pcd_replay_record rec;
+  int r = pcd_replay_record_get(txn, old_key, new_key, &rec);
+  if (r < 0 && r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE)
+    return r;
+  if (r == 0 && rec.state == PCD_REPLAY_PENDING)
+    return 1;
+  if (r == 0 && !again)
+    return 0;
+  memset(&rec, 0, sizeof rec);
+  memcpy(rec.old_key, old_key, PCACHE_DEVKEY_SIZE);
+  memcpy(rec.new_key, new_key, PCACHE_DEVKEY_SIZE);
+  rec.state = PCD_REPLAY_PENDING;
+  rec.created_us = pcd_now_us();
+  r = pcd_replay_record_put(txn, &rec);
+  return r < 0 ? r : 1;
+}
+
+static pcd_replay *job_replay(const pcd_job *job) { return job->ctx; }
+
+static int count_pending(void *ctx, const pcd_replay_record *rec) {
+  if (rec->state == PCD_REPLAY_PENDING)
+    (*(uint32_t *)ctx)++;
+  return 0;
+}
+
+static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  const Pcachepb__ReplayStart *req = job->req ? job->req->replay_start : NULL;
+  Pcachepb__ReplayStartReply *reply = NULL;
+  struct dev_list l = {.arena = &job->arena};
+  const uint8_t *only = req && req->device_key.len ? req->device_key.data : NULL;
+  const char *boost = req ? req->app : job->app;
+  int r, loaded;
+  (void)cfg;
+  if (job->conn) {
+    if (!(reply = pcd_arena_alloc(&job->arena, sizeof *reply)))
+      return -ENOMEM;
+    pcachepb__replay_start_reply__init(reply);
+    job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPLAY_START;
+    job->resp.replay_start = reply;
+  }
+  if (!rp)
+    return 0;
+  if ((r = pcd_devices_foreach(txn, collect_device, &l)) < 0)
+    return r;
+  pthread_mutex_lock(&rp->lock);
+  for (size_t i = 0; i < l.n && r >= 0; i++) {
+    const pcd_device *old = &l.v[i];
+    const uint8_t *new_key = NULL;
+    if (!old->entries || (only && memcmp(only, old->key, PCACHE_DEVKEY_SIZE) != 0))
+      continue;
+    if (!req) {
+      /* A client names job->device_key now: it supersedes its kin. */
+      if (memcmp(old->key, job->device_key, PCACHE_DEVKEY_SIZE) != 0 &&
+          same_device(old->key, job->device_key))
+        new_key = job->device_key;
+    } else if (rp->have_last_new_key && same_device(old->key, rp->last_new_key) &&
+               memcmp(old->key, rp->last_new_key, PCACHE_DEVKEY_SIZE) != 0) {
+      new_key = rp->last_new_key;
+    } else {
+      /* Asked without a client on the new key this run: the kin seen
+       * last is taken as the driver now installed. */
+      uint64_t best = old->last_seen;
+      for (size_t j = 0; j < l.n; j++)
+        if (j != i && same_device(old->key, l.v[j].key) && l.v[j].last_seen > best) {
+          best = l.v[j].last_seen;
+          new_key = l.v[j].key;
+        }
+    }
+    if (new_key)
+      r = plan(txn, old->key, new_key, req != NULL);
+  }
+  if (r >= 0 && !req) {
+    memcpy(rp->last_new_key, job->device_key, PCACHE_DEVKEY_SIZE);
+    rp->have_last_new_key = 1;
+  }
+  if (r >= 0)
+    r = loaded = load_next(rp, txn);
+  if (r >= 0 && loaded && boost && *boost) {
+    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", boost);
+    rp->boost = 1;
+    rp->boost_has_after = 0;
+  }
+  pthread_mutex_unlock(&rp->lock);
+  if (r < 0)
+    return r;
+  if (reply)
+    r = pcd_replay_records_foreach(txn, count_pending, &reply->plans);
+  return r < 0 ? r : 0;
+}
+
+static void start_committed(pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  if (!rp)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  if (job->req) { /* asked for: a replay that gave up tries again */
+    rp->gave_up = 0;
+    rp->failures_in_row = 0;
+  }
+  if (rp->active)
+    wake(rp, 1, 0);
+  pthread_mutex_unlock(&rp->lock);
+}
+
+/* ------------------------------------------------------------ claim */
+
+struct pick {
+  pcd_replay *rp;
+  pcd_txn *txn;
+  pcache__hash found;
+  int r;
+};
+
+static int pending(struct pick *p, const pcache__hash *h) {
+  pcd_replay *rp = p->rp;
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcd_entry e;
+  int r;
+  if (pcd_replay_in_flight(rp, h))
+    return 0;
+  entry_key(k, rp->rec.new_key, h);
+  if ((r = pcd_entry_get(p->txn, k, &e)) != PCACHE_ENOT_FOUND)
+    return r < 0 ? r : 0;
+  r = pcd_replay_bad_get(p->txn, rp->rec.old_key, rp->rec.new_key, h);
+  if (r != PCACHE_ENOT_FOUND)
+    return r < 0 ? r : 0;
+  return 1;
+}
+
+static int pick_in_app(void *ctx, const pcache__hash *h, pcache__hash *after, int *has_after) {
+  struct pick *p = ctx;
+  int r = pending(p, h);
+  *after = *h;
+  *has_after = 1;
+  if (r > 0)
+    p->found = *h;
+  return r;
+}
+
+static int pick_boost(void *ctx, const pcache__hash *h) {
+  struct pick *p = ctx;
+  return pick_in_app(ctx, h, &p->rp->boost_after, &p->rp->boost_has_after);
+}
+
+static int pick_cur(void *ctx, const pcache__hash *h) {
+  struct pick *p = ctx;
+  return pick_in_app(ctx, h, &p->rp->cur_after, &p->rp->cur_has_after);
+}
+
+static int pick_lru(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
+  struct pick *p = ctx;
+  pcd_replay *rp = p->rp;
+  pcache__hash h;
+  pcd_entry e;
+  int r;
+  memcpy(rp->lru_before, lru_key, PCD_LRU_KEY_SIZE);
+  rp->lru_has_before = 1;
+  memcpy(h.bytes, lru_key + 8 + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  if ((r = pending(p, &h)) <= 0)
+    return r;
+  if ((r = pcd_entry_get(p->txn, lru_key + 8, &e)) < 0)
+    return r == PCACHE_ENOT_FOUND ? 0 : r;
+  /* The most recently used app with work left: all of it next. */
+  snprintf(rp->cur_app, sizeof rp->cur_app, "%s", e.app);
+  rp->cur = 1;
+  rp->cur_has_after = 0;
+  p->found = h;
+  return 1;
+}
+
+/* The next item in the replay's order: 1 (p->found), 0 (none) or an
+ * error. */
+static int next_item(struct pick *p) {
+  pcd_replay *rp = p->rp;
+  int r;
+  if (rp->boost) {
+    r = pcd_app_hashes_after(p->txn, rp->rec.old_key, rp->boost_app,
+                             rp->boost_has_after ? &rp->boost_after : NULL, pick_boost, p);
+    if (r != 0)
+      return r;
+    rp->boost = 0;
+  }
+  if (rp->cur) {
+    r = pcd_app_hashes_after(p->txn, rp->rec.old_key, rp->cur_app,
+                             rp->cur_has_after ? &rp->cur_after : NULL, pick_cur, p);
+    if (r != 0)
+      return r;
+    rp->cur = 0;
+  }
+  return pcd_lru_newest_before(p->txn, rp->rec.old_key, rp->lru_has_before ? rp->lru_before : NULL,
+                               pick_lru, p);
+}
+
+/* Fills item with what the replayer needs of old entry h (copied into
+ * the job's arena: the reply is encoded after the transaction). Returns
+ * 0, 1 (unreadable: recorded as bad) or an error. */
+static int fill_item(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const pcache__hash *h,
+                     Pcachepb__ReplayItem *item) {
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcache__hash mods[PCACHE_DESC_MAX_MODULES];
+  const uint8_t *desc, *code;
+  size_t desc_size, n_mods = 0, code_size;
+  pcd_entry e;
+  int r;
+  entry_key(k, rp->rec.old_key, h);
+  if ((r = pcd_entry_get(txn, k, &e)) < 0 || (r = pcd_desc_get(txn, k, &desc, &desc_size)) < 0)
+    goto out_bad;
+  if ((r = pcache__desc_check(desc, desc_size, h, e.kind, mods, &n_mods)) < 0)
+    goto out_bad;
+  item->old_key.data = pcd_arena_memdup(&job->arena, rp->rec.old_key, PCACHE_DEVKEY_SIZE);
+  item->old_key.len = PCACHE_DEVKEY_SIZE;
+  item->state_hash.data = pcd_arena_memdup(&job->arena, h->bytes, PCACHE_HASH_SIZE);
+  item->state_hash.len = PCACHE_HASH_SIZE;
+  item->app = pcd_arena_strdup(&job->arena, e.app);
+  item->kind = (Pcachepb__EntryKind)e.kind;
+  item->desc.data = pcd_arena_memdup(&job->arena, desc, desc_size);
+  item->desc.len = desc_size;
+  item->modules = pcd_arena_alloc(&job->arena, (n_mods + 1) * sizeof *item->modules);
+  if (!item->modules)
+    return -ENOMEM;
+  for (size_t i = 0; i < n_mods; i++) {
+    Pcachepb__Module *m = pcd_arena_alloc(&job->arena, sizeof *m);
+    if (!m)
+      return -ENOMEM;
+    if ((r = pcd_module_get(txn, &mods[i], &code, &code_size)) < 0)
+      goto out_bad;
+    pcachepb__module__init(m);
+    m->hash.data = pcd_arena_memdup(&job->arena, mods[i].bytes, PCACHE_HASH_SIZE);
+    m->hash.len = PCACHE_HASH_SIZE;
+    m->code.data = pcd_arena_memdup(&job->arena, code, code_size);
+    m->code.len = code_size;
+    item->modules[item->n_modules++] = m;
+  }
+  return 0;
+
+out_bad:
+  if (r == PCACHE_ESTORE || r == -ENOMEM)
+    return r;
+  pcd_replay_queue_bad(rp, h, pcache_strerror(r));
+  return 1;
+}
+
+/* The replay is over: what is done and failed is recorded, the sync job
+ * evicts the old key. */
+static int finish_replay(pcd_replay *rp, pcd_txn *txn) {
+  pcd_replay_record rec = rp->rec;
+  int r;
+  rec.state = PCD_REPLAY_FINISHED;
+  rec.finished_us = pcd_now_us();
+  rec.total = rp->total;
+  rec.failed = rp->failed;
+  rec.done = rp->total > rp->failed ? rp->total - rp->failed : 0;
+  if ((r = pcd_replay_record_put(txn, &rec)) < 0)
+    return r;
+  rp->rec = rec;
+  rp->done = rec.done;
+  rp->finished_now = 1;
+  return 0;
+}
+
+static int take_results(pcd_replay *rp, const Pcachepb__ReplayClaim *claim) {
+  for (size_t i = 0; i < claim->n_results; i++) {
+    const Pcachepb__ReplayResult *res = claim->results[i];
+    pcache__hash h;
+    if (res->state_hash.len != PCACHE_HASH_SIZE)
+      continue;
+    memcpy(h.bytes, res->state_hash.data, PCACHE_HASH_SIZE);
+    if (!pcd_replay_land(rp, &h))
+      continue; /* not ours (any more): an earlier replayer's, or another replay's */
+    if (res->status == 0)
+      rp->done++;
+    else
+      pcd_replay_queue_bad(rp, &h, res->message && *res->message
+                                       ? res->message
+                                       : pcache_strerror(res->status));
+  }
+  return 0;
+}
+
+static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  const Pcachepb__ReplayClaim *claim = job->req->replay_claim;
+  Pcachepb__ReplayClaimReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__ReplayItem *item = pcd_arena_alloc(&job->arena, sizeof *item);
+  struct pick p = {.rp = rp, .txn = txn};
+  uint64_t now = pcache__mono_us();
+  int r = 0;
+  (void)cfg;
+  if (!reply || !item)
+    return -ENOMEM;
+  pcachepb__replay_claim_reply__init(reply);
+  pcachepb__replay_item__init(item);
+  job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPLAY_CLAIM;
+  job->resp.replay_claim = reply;
+  if (!rp) {
+    reply->finished = 1;
+    return 0;
+  }
+  pthread_mutex_lock(&rp->lock);
+  take_results(rp, claim);
+  if ((r = write_pending_bad(rp, txn, job)) < 0)
+    goto out_unlock;
+  rp->paused[0] = '\0';
+  if (claim->last || !rp->active || claim->new_key.len != PCACHE_DEVKEY_SIZE ||
+      memcmp(claim->new_key.data, rp->rec.new_key, PCACHE_DEVKEY_SIZE) != 0) {
+    reply->finished = 1;
+    goto out_unlock;
+  }
+  if (now - atomic_load(&rp->fg_us) < rp->quiet_us) {
+    /* A client is loading or building pipelines: the machine is theirs. */
+    snprintf(rp->paused, sizeof rp->paused, "foreground");
+    reply->wait_ms = 250;
+    goto out_unlock;
+  }
+  for (int skips = 0; skips < CLAIM_MAX_SKIPS; skips++) {
+    if (rp->n_retry && !rp->n_flight) {
+      /* One at a time, so that a crash names its pipeline. */
+      p.found = rp->retry[--rp->n_retry];
+      rp->retry_in_flight = 1;
+      if ((r = pending(&p, &p.found)) < 0)
+        goto out_unlock;
+      if (r == 0) {
+        rp->retry_in_flight = 0;
+        continue;
+      }
+    } else if (rp->n_retry || rp->retry_in_flight) {
+      reply->wait_ms = 100;
+      goto out_unlock;
+    } else if ((r = next_item(&p)) <= 0) {
+      if (r < 0)
+        goto out_unlock;
+      /* Nothing left to hand out: this replayer thread is done; the
+       * replay is, once nothing is out either. */
+      reply->finished = 1;
+      if (!rp->n_flight)
+        r = finish_replay(rp, txn);
+      goto out_unlock;
+    }
+    if ((r = fill_item(rp, txn, job, &p.found, item)) < 0)
+      goto out_unlock;
+    if (r == 0) {
+      rp->flight[rp->n_flight].hash = p.found;
+      rp->flight[rp->n_flight].started_us = now;
+      rp->n_flight++;
+      reply->item = item;
+      goto out_unlock;
+    }
+    rp->retry_in_flight = 0;
+  }
+  reply->wait_ms = 1;
+  r = 0;
+out_unlock:
+  pthread_mutex_unlock(&rp->lock);
+  return r < 0 ? r : 0;
+}
+
+static void claim_committed(pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  if (!rp)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  drop_written_bad(rp, job);
+  if (rp->finished_now || rp->n_pending_bad)
+    wake(rp, 0, 1);
+  pthread_mutex_unlock(&rp->lock);
+}
+
+/* ------------------------------------------------------------ sync */
+
+static int latest_use(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
+  uint64_t t = 0;
+  for (int i = 0; i < 8; i++)
+    t = t << 8 | lru_key[i];
+  *(uint64_t *)ctx = t;
+  return 1;
+}
+
+static int collect_entry(void *ctx, const pcd_entry *e) {
+  return pcd_key_list_add(ctx, e->key);
+}
+
+/* The old key's entries go once its replay is done, unless a client
+ * used one since the replay began: then another driver build still runs
+ * them (two installed side by side), and they stay for LRU to judge. */
+static int evict_old(pcd_txn *txn, const pcd_replay_record *rec) {
+  pcd_key_list keys = {0};
+  pcd_snap_list snaps = {0};
+  uint64_t last = 0, n = 0;
+  int r = pcd_lru_newest_before(txn, rec->old_key, NULL, latest_use, &last);
+  if (r < 0)
+    return r;
+  if (last > rec->created_us) {
+    log_info("replay: the old key was used during its replay; leaving its entries to LRU");
+    return 0;
+  }
+  r = pcd_entries_foreach(txn, rec->old_key, collect_entry, &keys);
+  for (size_t i = 0; r >= 0 && !keys.oom && i < keys.keys.n; i++, n++)
+    r = pcd_entry_delete(txn, keys.keys.items[i].bytes, NULL);
+  if (r >= 0 && !keys.oom)
+    r = pcd_snapshots_foreach(txn, rec->old_key, pcd_snap_list_visit, &snaps);
+  for (size_t i = 0; r >= 0 && i < snaps.v.n; i++)
+    r = pcd_snapshot_delete(txn, rec->old_key, snaps.v.items[i].app, NULL);
+  if (r >= 0 && !keys.oom)
+    r = pcd_device_forget(txn, rec->old_key);
+  if (r >= 0 && !keys.oom)
+    log_info("replay: evicted the old key's %llu entries", (unsigned long long)n);
+  pcache_vec_free(&keys.keys);
+  pcache_vec_free(&snaps.v);
+  return keys.oom ? -ENOMEM : (r == PCACHE_ENOT_FOUND ? 0 : r);
+}
+
+static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  int r;
+  (void)cfg;
+  if (!rp)
+    return 0;
+  pthread_mutex_lock(&rp->lock);
+  r = write_pending_bad(rp, txn, job);
+  if (r >= 0 && rp->active && rp->finished_now) {
+    pcd_replay_record rec = rp->rec;
+    if ((r = evict_old(txn, &rec)) >= 0)
+      pcd_replay_unload(rp);
+  }
+  if (r >= 0)
+    r = load_next(rp, txn);
+  pthread_mutex_unlock(&rp->lock);
+  return r < 0 ? r : 0;
+}
+
+static void sync_committed(pcd_job *job) {
+  pcd_replay *rp = job_replay(job);
+  if (!rp)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  drop_written_bad(rp, job);
+  if (rp->active)
+    wake(rp, 1, 0);
+  pthread_mutex_unlock(&rp->lock);
+}
+
+const pcd_job_ops pcd_job_replay_start = {
+    .name = "replay_start", .run = op_start, .committed = start_committed};
+const pcd_job_ops pcd_job_replay_claim = {
+    .name = "replay_claim", .run = op_claim, .committed = claim_committed};
+const pcd_job_ops pcd_job_replay_sync = {
+    .name = "replay_sync", .run = op_sync, .committed = sync_committed};

@@ -1,0 +1,220 @@
+/* The replay state every thread shares (replay.h): which replay is under
+ * way and where its order stands, the items handed out, what waits for
+ * the writer, and the progress Stats shows. Everything here runs under
+ * replay->lock. */
+#include "replay.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "server.h"
+
+/* The replayer's default path: beside pcached (both are installed to the
+ * same bin directory, and the build puts them side by side). */
+static void default_replayer(char *out, size_t size) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash;
+  if (n <= 0) {
+    snprintf(out, size, "pcache-replay");
+    return;
+  }
+  self[n] = '\0';
+  slash = strrchr(self, '/');
+  if (slash)
+    slash[1] = '\0';
+  snprintf(out, size, "%spcache-replay", slash ? self : "");
+}
+
+int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
+  pcd_replay *rp = pcache__calloc(1, sizeof *rp);
+  const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int r;
+  if (!rp)
+    return -ENOMEM;
+  if ((r = pthread_mutex_init(&rp->lock, NULL)) != 0) {
+    pcache__free(rp);
+    return -r;
+  }
+  rp->srv = srv;
+  if (bin && *bin)
+    snprintf(rp->replayer_path, sizeof rp->replayer_path, "%s", bin);
+  else
+    default_replayer(rp->replayer_path, sizeof rp->replayer_path);
+  rp->disabled = off && strcmp(off, "off") == 0;
+  /* Half the cores, at most 4: a background job that leaves the machine
+   * to its user (docs/replay.md). */
+  rp->threads = cpus > 1 ? (unsigned)cpus / 2 : 1;
+  if (rp->threads > 4)
+    rp->threads = 4;
+  /* (pcache__env_ms reads a plain bounded number: a count here.) */
+  rp->threads = pcache__env_ms("PCACHE_REPLAY_THREADS", rp->threads, 1, 16);
+  rp->quiet_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_QUIET_MS", 2000, 0, 3600000) * 1000;
+  rp->hang_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_HANG_MS", 120000, 100, 86400000) * 1000;
+  *ret = rp;
+  return 0;
+}
+
+void pcd_replay_free(pcd_replay *rp) {
+  if (!rp)
+    return;
+  pthread_mutex_destroy(&rp->lock);
+  pcache__free(rp);
+}
+
+int pcd_replay_in_flight(const pcd_replay *rp, const pcache__hash *h) {
+  for (unsigned i = 0; i < rp->n_flight; i++)
+    if (memcmp(rp->flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+      return 1;
+  for (unsigned i = 0; i < rp->n_retry; i++)
+    if (memcmp(rp->retry[i].bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+      return 1;
+  return 0;
+}
+
+int pcd_replay_land(pcd_replay *rp, const pcache__hash *h) {
+  for (unsigned i = 0; i < rp->n_flight; i++)
+    if (memcmp(rp->flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0) {
+      rp->flight[i] = rp->flight[--rp->n_flight];
+      if (rp->n_flight == 0)
+        rp->retry_in_flight = 0;
+      return 1;
+    }
+  return 0;
+}
+
+void pcd_replay_queue_bad(pcd_replay *rp, const pcache__hash *h, const char *reason) {
+  pcd_replay_bad *b;
+  if (!rp->active || rp->n_pending_bad == PCD_REPLAY_MAX_PENDING_BAD)
+    return;
+  b = &rp->pending_bad[rp->n_pending_bad++];
+  memcpy(b->old_key, rp->rec.old_key, PCACHE_DEVKEY_SIZE);
+  memcpy(b->new_key, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
+  b->hash = *h;
+  snprintf(b->reason, sizeof b->reason, "%s", reason);
+  rp->failed++;
+}
+
+void pcd_replay_unload(pcd_replay *rp) {
+  rp->active = 0;
+  rp->boost = rp->cur = rp->lru_has_before = 0;
+  rp->n_flight = rp->n_retry = 0;
+  rp->retry_in_flight = 0;
+  rp->finished_now = 0;
+}
+
+/* ------------------------------------------------------------- progress */
+
+typedef struct progress_ctx {
+  pcd_replay *rp;
+  pcd_txn *txn;
+  pcd_arena *arena;
+  Pcachepb__ReplayProgress **items;
+  size_t n, cap;
+  Pcachepb__ReplayProgress *cur;
+  size_t cap_fail;
+} progress_ctx;
+
+/* The first few failures of a replay: enough to name them in status. */
+#define PROGRESS_MAX_FAILURES 16
+
+static int add_failure(void *ctx, const pcache__hash *h, const char *reason, size_t len) {
+  progress_ctx *p = ctx;
+  Pcachepb__ReplayProgress *it = p->cur;
+  Pcachepb__ReplayFailure *f;
+  void *grown;
+  if (it->n_failures == PROGRESS_MAX_FAILURES)
+    return 1;
+  f = pcd_arena_alloc(p->arena, sizeof *f);
+  grown = pcd_arena_grow(p->arena, it->failures, it->n_failures, &p->cap_fail, sizeof *f);
+  if (!f || !grown)
+    return -ENOMEM;
+  it->failures = grown;
+  pcachepb__replay_failure__init(f);
+  f->state_hash.data = pcd_arena_memdup(p->arena, h->bytes, PCACHE_HASH_SIZE);
+  f->state_hash.len = PCACHE_HASH_SIZE;
+  f->reason = pcd_arena_alloc(p->arena, len + 1);
+  if (!f->state_hash.data || !f->reason)
+    return -ENOMEM;
+  memcpy(f->reason, reason, len);
+  f->reason[len] = '\0';
+  it->failures[it->n_failures++] = f;
+  return 0;
+}
+
+static int add_progress(void *ctx, const pcd_replay_record *rec) {
+  progress_ctx *p = ctx;
+  pcd_replay *rp = p->rp;
+  Pcachepb__ReplayProgress *it = pcd_arena_alloc(p->arena, sizeof *it);
+  void *grown = pcd_arena_grow(p->arena, p->items, p->n, &p->cap, sizeof *p->items);
+  int live = rp->active && memcmp(rec->old_key, rp->rec.old_key, PCACHE_DEVKEY_SIZE) == 0 &&
+             memcmp(rec->new_key, rp->rec.new_key, PCACHE_DEVKEY_SIZE) == 0;
+  int r;
+  if (!it || !grown)
+    return -ENOMEM;
+  p->items = grown;
+  pcachepb__replay_progress__init(it);
+  it->old_key.data = pcd_arena_memdup(p->arena, rec->old_key, PCACHE_DEVKEY_SIZE);
+  it->new_key.data = pcd_arena_memdup(p->arena, rec->new_key, PCACHE_DEVKEY_SIZE);
+  if (!it->old_key.data || !it->new_key.data)
+    return -ENOMEM;
+  it->old_key.len = it->new_key.len = PCACHE_DEVKEY_SIZE;
+  it->finished = rec->state == PCD_REPLAY_FINISHED;
+  it->total = rec->total;
+  it->done = rec->done;
+  it->failed = rec->failed;
+  if (live) {
+    uint64_t now = pcache__mono_us(), since = now - rp->load_us;
+    uint64_t rate_done = rp->done - rp->done_at_load;
+    uint64_t left = rp->total > rp->done + rp->failed ? rp->total - rp->done - rp->failed : 0;
+    it->total = rp->total;
+    it->done = rp->done;
+    it->failed = rp->failed;
+    it->running = rp->running;
+    it->replayer_pid = rp->running ? rp->pid : 0;
+    it->restarts = rp->restarts;
+    if (rate_done && since)
+      it->eta_s = (uint64_t)((double)left * (double)since / (double)rate_done / 1e6) + 1;
+    if (rp->paused[0])
+      it->paused = pcd_arena_strdup(p->arena, rp->paused);
+    else if (rp->gave_up)
+      it->paused = pcd_arena_strdup(p->arena, rp->gave_up_why);
+  }
+  p->cur = it;
+  p->cap_fail = 0;
+  r = pcd_replay_bad_foreach(p->txn, rec->old_key, rec->new_key, add_failure, p);
+  if (r < 0)
+    return r;
+  p->items[p->n++] = it;
+  return 0;
+}
+
+int pcd_replay_progress(pcd_replay *rp, pcd_txn *txn, pcd_arena *arena,
+                        Pcachepb__ReplayProgress ***ret_items, size_t *ret_n) {
+  progress_ctx p = {.rp = rp, .txn = txn, .arena = arena};
+  int r;
+  if (!rp) {
+    *ret_items = NULL;
+    *ret_n = 0;
+    return 0;
+  }
+  pthread_mutex_lock(&rp->lock);
+  r = pcd_replay_records_foreach(txn, add_progress, &p);
+  pthread_mutex_unlock(&rp->lock);
+  if (r < 0)
+    return r;
+  *ret_items = p.items;
+  *ret_n = p.n;
+  return 0;
+}

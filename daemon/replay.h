@@ -1,0 +1,152 @@
+/* Replay (docs/replay.md): when a client names a device key that
+ * supersedes one the store holds (same vendor, device and ABI; another
+ * driver version or cache UUID), pcached rebuilds the old key's pipelines
+ * for the new key in the background, through pcache-replay, a separate
+ * process it starts and supervises, so that a driver crash or hang costs
+ * only that process and the pipeline it was on.
+ *
+ * The files, each calling only those after it:
+ *   replay_supervise.c  the replayer process: start, exit, hang watch,
+ *                       and the triggers (a client naming a new key);
+ *                       restart (the accepting loop's thread)
+ *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
+ *                       ReplayClaim (handing out items, taking results),
+ *                       the sync job (bad records, the old key's eviction)
+ *   replay.c            the state they share: the replay under way, its
+ *                       order, the items in flight, progress for Stats
+ *   store_replay.c      the records in the store (store_replay.h) */
+#ifndef PCD_REPLAY_H
+#define PCD_REPLAY_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "arena.h"
+#include "common/devkey.h"
+#include "common/hash.h"
+#include "store_replay.h"
+
+/* Items handed out and not yet reported: more than any replayer has
+ * threads (pcache-replay caps its --threads at 16). */
+#define PCD_REPLAY_MAX_INFLIGHT 32
+/* Items to hand out again, one at a time, after a replayer died with more
+ * than one in flight (which of them killed it is not known). */
+#define PCD_REPLAY_MAX_RETRY PCD_REPLAY_MAX_INFLIGHT
+/* Device keys this run has seen a client name (the cheap test before a
+ * look at the store for a superseded key). */
+#define PCD_REPLAY_MAX_SEEN 64
+/* Bad-pipeline records waiting for the writer. */
+#define PCD_REPLAY_MAX_PENDING_BAD 8
+/* Replayer exits in a row without an item done before replay gives up
+ * (until the next ReplayStart or a restart of pcached). */
+#define PCD_REPLAY_MAX_FAILURES 5
+/* The replayer's exit codes (replay/replayer.h says the same). */
+#define PCD_REPLAY_EXIT_NO_DEVICE 3 /* no Vulkan device has the new key */
+#define PCD_REPLAY_EXIT_RECYCLE 4   /* it grew past its memory bound: start afresh */
+
+typedef struct pcd_replay_flight {
+  pcache__hash hash;
+  uint64_t started_us; /* pcache__mono_us */
+} pcd_replay_flight;
+
+typedef struct pcd_replay_bad {
+  uint8_t old_key[PCACHE_DEVKEY_SIZE], new_key[PCACHE_DEVKEY_SIZE];
+  pcache__hash hash;
+  char reason[96];
+} pcd_replay_bad;
+
+typedef struct pcd_replay {
+  pthread_mutex_t lock;
+  struct pcd_server *srv;
+  /* The replay under way (active), loaded from its record. */
+  int active;
+  pcd_replay_record rec;
+  uint64_t done, failed, total; /* live counts */
+  uint64_t done_at_load, load_us; /* for the ETA (pcache__mono_us) */
+  /* The order: an app that is running now first (boost), then app by app,
+   * most recently used first (found through the LRU index newest first). */
+  char boost_app[201];
+  int boost, boost_has_after;
+  pcache__hash boost_after;
+  char cur_app[201];
+  int cur, cur_has_after;
+  pcache__hash cur_after;
+  uint8_t lru_before[PCD_LRU_KEY_SIZE];
+  int lru_has_before;
+  pcd_replay_flight flight[PCD_REPLAY_MAX_INFLIGHT];
+  unsigned n_flight;
+  pcache__hash retry[PCD_REPLAY_MAX_RETRY];
+  unsigned n_retry;
+  int retry_in_flight; /* a retried item is out: hand out nothing else */
+  pcd_replay_bad pending_bad[PCD_REPLAY_MAX_PENDING_BAD];
+  unsigned n_pending_bad;
+  int finished_now; /* the replay just finished: evict and go on (sync job) */
+  /* The replayer process (replay_supervise.c, accepting loop). */
+  uv_loop_t *loop;
+  uv_process_t proc;
+  uv_timer_t watch;   /* hang watch while it runs; restart delay */
+  uv_async_t wake;    /* another thread wants a start or a sync */
+  int handles_ready, running, closing;
+  int want_spawn, want_sync;
+  int hang_kill;
+  pcache__hash hang_hash;
+  uint32_t pid;
+  unsigned failures_in_row, restarts;
+  int gave_up;
+  char gave_up_why[128];
+  char paused[32];
+  /* Foreground use (pcache__mono_us of the last Get, Prefetch or Put of a
+   * client other than the replayer). */
+  atomic_uint_fast64_t fg_us;
+  uint8_t seen[PCD_REPLAY_MAX_SEEN][PCACHE_DEVKEY_SIZE];
+  unsigned n_seen;
+  uint8_t last_new_key[PCACHE_DEVKEY_SIZE];
+  int have_last_new_key;
+  /* Settings (environment, read once; docs/replay.md). */
+  char replayer_path[4096];
+  unsigned threads;
+  uint64_t quiet_us, hang_us;
+  int disabled;
+} pcd_replay;
+
+/* Makes the state; reads the settings. Returns 0 or -errno. */
+int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
+void pcd_replay_free(pcd_replay *replay);
+
+/* Any I/O thread: a client (pid from its Hello) named device_key in a
+ * Get, Prefetch or Put as app. Cheap when the key was seen before; a new
+ * key queues a ReplayStart job that looks for a key it supersedes. */
+void pcd_replay_note(pcd_replay *replay, const uint8_t *device_key, size_t key_len,
+                     const char *app, uint32_t pid);
+
+/* On the accepting loop (replay_supervise.c): makes its handles and
+ * queues the job that takes up a replay the last run left pending.
+ * Returns 0 or -errno. */
+int pcd_replay_start(pcd_replay *replay, uv_loop_t *loop);
+/* After the loop stopped: ends the replayer (SIGTERM) and closes the
+ * handles. */
+void pcd_replay_stop(pcd_replay *replay);
+
+/* Any thread: an Import may bring entries of a key that the keys seen
+ * so far supersede, so each is looked at again when next named. */
+void pcd_replay_forget_keys(pcd_replay *replay);
+
+/* Under replay->lock. */
+int pcd_replay_in_flight(const pcd_replay *replay, const pcache__hash *hash);
+/* Takes hash out of the items in flight; returns whether it was there. */
+int pcd_replay_land(pcd_replay *replay, const pcache__hash *hash);
+/* Queues a bad-pipeline record for the writer (dropped past the bound:
+ * the item is then simply tried again by the next replayer). */
+void pcd_replay_queue_bad(pcd_replay *replay, const pcache__hash *hash, const char *reason);
+/* Forgets the replay under way (its order, its flight). */
+void pcd_replay_unload(pcd_replay *replay);
+
+/* Stats: the progress of the replay under way and the records of the
+ * others, read through txn (a read transaction), into arena. Returns 0,
+ * -ENOMEM or PCACHE_ESTORE. */
+int pcd_replay_progress(pcd_replay *replay, pcd_txn *txn, pcd_arena *arena,
+                        Pcachepb__ReplayProgress ***ret_items, size_t *ret_n);
+
+#endif

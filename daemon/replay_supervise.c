@@ -1,0 +1,268 @@
+/* The replayer process (replay.h), and what sets replays off: a client
+ * naming a device key (pcd_replay_note, on an I/O thread, which queues
+ * the job that looks for a key it supersedes). The process is started on
+ * the accepting loop when a replay is under way, watched for hangs, and restarted after it ends
+ * before the replay does. How it ended decides what the items it had in
+ * flight become: a crash (a signal other than SIGKILL, or an exit code
+ * that is not ours) with one item out makes that item bad; with several
+ * out, they are handed out again one at a time, so the next crash names
+ * its item; SIGKILL from elsewhere (the OOM killer, a person) blames
+ * nothing and hands them out again; a hang past PCACHE_REPLAY_HANG_MS is
+ * killed here and makes its item bad. */
+#include "replay.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "server.h"
+
+static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal);
+
+static void submit(pcd_replay *rp, pcd_job_type type) {
+  pcd_job *job;
+  if (!rp->srv->writer || !(job = pcd_job_new(type)))
+    return;
+  job->ctx = rp;
+  pcd_writer_submit(rp->srv->writer, job);
+}
+
+static void watch_cb(uv_timer_t *t) {
+  pcd_replay *rp = t->data;
+  uint64_t now = pcache__mono_us();
+  pthread_mutex_lock(&rp->lock);
+  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->n_flight; i++)
+    if (now - rp->flight[i].started_us > rp->hang_us) {
+      rp->hang_kill = 1;
+      rp->hang_hash = rp->flight[i].hash;
+      log_warn("replay: pid %u is stuck on one pipeline for over %llu ms; killing it", rp->pid,
+               (unsigned long long)(rp->hang_us / 1000));
+      uv_process_kill(&rp->proc, SIGKILL);
+    }
+  pthread_mutex_unlock(&rp->lock);
+}
+
+static void spawn(pcd_replay *rp) {
+  char key_hex[65], threads[16];
+  pcache__devkey nk;
+  const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path, "--device", key_hex,
+                        "--threads", threads, NULL};
+  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_INHERIT_FD, .data.fd = 1},
+                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
+  uv_process_options_t opt = {.exit_cb = on_exit_cb,
+                              .file = rp->replayer_path,
+                              .args = (char **)args,
+                              .stdio_count = 3,
+                              .stdio = stdio};
+  int r;
+  memcpy(nk.bytes, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
+  pcache__devkey_format(&nk, key_hex);
+  snprintf(threads, sizeof threads, "%u", rp->threads);
+  rp->proc.data = rp;
+  if ((r = uv_spawn(rp->loop, &rp->proc, &opt)) < 0) {
+    log_error("replay: cannot start %s: %s", rp->replayer_path, uv_strerror(r));
+    rp->gave_up = 1;
+    snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "cannot start pcache-replay");
+    uv_close((uv_handle_t *)&rp->proc, NULL);
+    return;
+  }
+  rp->running = 1;
+  rp->pid = (uint32_t)rp->proc.pid;
+  rp->hang_kill = 0;
+  log_info("replay: started %s (pid %u, %u threads) for %s", rp->replayer_path, rp->pid,
+           rp->threads, key_hex);
+  uv_timer_start(&rp->watch, watch_cb, 1000, 1000);
+}
+
+static void restart_cb(uv_timer_t *t) {
+  pcd_replay *rp = t->data;
+  pthread_mutex_lock(&rp->lock);
+  rp->want_spawn = 1;
+  pthread_mutex_unlock(&rp->lock);
+  uv_async_send(&rp->wake);
+}
+
+/* Blames the one item out, or hands the items out again. */
+static void settle_flight(pcd_replay *rp, int blame, const char *why) {
+  if (blame && rp->n_flight == 1) {
+    log_warn("replay: a pipeline %s the replayer; recorded as bad, skipped from now on", why);
+    pcd_replay_queue_bad(rp, &rp->flight[0].hash, why);
+  } else {
+    for (unsigned i = 0; i < rp->n_flight && rp->n_retry < PCD_REPLAY_MAX_RETRY; i++)
+      rp->retry[rp->n_retry++] = rp->flight[i].hash;
+  }
+  rp->n_flight = 0;
+  rp->retry_in_flight = 0;
+}
+
+static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
+  pcd_replay *rp = proc->data;
+  uint64_t delay_ms = 0;
+  int restart = 0;
+  char why[96];
+  uv_timer_stop(&rp->watch);
+  uv_close((uv_handle_t *)proc, NULL);
+  pthread_mutex_lock(&rp->lock);
+  rp->running = 0;
+  rp->paused[0] = '\0';
+  if (rp->hang_kill) {
+    snprintf(why, sizeof why, "hung (over %llu ms)", (unsigned long long)(rp->hang_us / 1000));
+    /* The stuck one is to blame whatever else was out. */
+    pcd_replay_queue_bad(rp, &rp->hang_hash, why);
+    pcd_replay_land(rp, &rp->hang_hash);
+    settle_flight(rp, 0, why);
+    rp->restarts++;
+    restart = 1;
+  } else if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
+    log_warn("replay: pid %u was killed (signal %d); starting another", rp->pid, sig);
+    settle_flight(rp, 0, "killed");
+    rp->restarts++;
+    restart = 1;
+    delay_ms = 1000;
+  } else if (sig || (status != 0 && status != PCD_REPLAY_EXIT_NO_DEVICE &&
+                     status != PCD_REPLAY_EXIT_RECYCLE)) {
+    if (sig)
+      snprintf(why, sizeof why, "crashed (signal %d: %s)", sig, strsignal(sig));
+    else
+      snprintf(why, sizeof why, "crashed (exit status %lld)", (long long)status);
+    if (!rp->n_flight)
+      rp->failures_in_row++;
+    settle_flight(rp, 1, why);
+    rp->restarts++;
+    restart = 1;
+    delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
+  } else if (status == PCD_REPLAY_EXIT_NO_DEVICE) {
+    log_warn("replay: no Vulkan device here has the new key; the replay waits for a "
+             "pcachectl replay or a restart of pcached");
+    rp->gave_up = 1;
+    snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "no device with the new key");
+    settle_flight(rp, 0, "");
+  } else {
+    /* 0 (its threads ran out of items) or RECYCLE: whatever is left is
+     * started afresh. */
+    rp->failures_in_row = 0;
+    settle_flight(rp, 0, "");
+    restart = rp->active && !rp->finished_now;
+  }
+  if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES) {
+    log_error("replay: pcache-replay failed %u times in a row before any pipeline; giving up "
+              "until pcachectl replay or a restart of pcached",
+              rp->failures_in_row);
+    rp->gave_up = 1;
+    snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "the replayer keeps failing");
+    restart = 0;
+  }
+  rp->want_sync = 1;
+  pthread_mutex_unlock(&rp->lock);
+  if (rp->closing)
+    return;
+  uv_async_send(&rp->wake);
+  if (restart)
+    uv_timer_start(&rp->watch, restart_cb, delay_ms, 0);
+}
+
+static void wake_cb(uv_async_t *a) {
+  pcd_replay *rp = a->data;
+  int spawn_now, sync;
+  pthread_mutex_lock(&rp->lock);
+  spawn_now = rp->want_spawn && rp->active && !rp->running && !rp->gave_up && !rp->closing &&
+              !rp->disabled && !rp->finished_now;
+  rp->want_spawn = 0;
+  sync = rp->want_sync;
+  rp->want_sync = 0;
+  if (spawn_now)
+    spawn(rp);
+  if (rp->closing)
+    sync = 0; /* the writer may be gone */
+  pthread_mutex_unlock(&rp->lock);
+  if (sync)
+    submit(rp, PCD_JOB_REPLAY_SYNC);
+}
+
+void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const char *app,
+                     uint32_t pid) {
+  pcd_job *job;
+  int is_new = 1;
+  if (!rp || key_len != PCACHE_DEVKEY_SIZE)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  if (rp->running && pid == rp->pid) {
+    pthread_mutex_unlock(&rp->lock);
+    return; /* the replayer's own Puts are not the user's work */
+  }
+  atomic_store(&rp->fg_us, pcache__mono_us());
+  for (unsigned i = 0; i < rp->n_seen && is_new; i++)
+    is_new = memcmp(rp->seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
+  if (is_new) {
+    if (rp->n_seen == PCD_REPLAY_MAX_SEEN)
+      rp->n_seen = 0; /* forget them all: a new look costs one short job */
+    memcpy(rp->seen[rp->n_seen++], key, PCACHE_DEVKEY_SIZE);
+  }
+  /* The app that runs now on the new key goes first. */
+  if (rp->active && app && *app && memcmp(rp->rec.new_key, key, PCACHE_DEVKEY_SIZE) == 0 &&
+      !(rp->boost && strcmp(rp->boost_app, app) == 0)) {
+    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", app);
+    rp->boost = 1;
+    rp->boost_has_after = 0;
+  }
+  pthread_mutex_unlock(&rp->lock);
+  if (!is_new || rp->disabled || !rp->srv->writer)
+    return;
+  if (!(job = pcd_job_new(PCD_JOB_REPLAY_START)))
+    return;
+  job->ctx = rp;
+  memcpy(job->device_key, key, PCACHE_DEVKEY_SIZE);
+  snprintf(job->app, sizeof job->app, "%s", app ? app : "");
+  pcd_writer_submit(rp->srv->writer, job);
+}
+
+void pcd_replay_forget_keys(pcd_replay *rp) {
+  if (!rp)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  rp->n_seen = 0;
+  pthread_mutex_unlock(&rp->lock);
+}
+
+int pcd_replay_start(pcd_replay *rp, uv_loop_t *loop) {
+  int r;
+  rp->loop = loop;
+  if ((r = uv_async_init(loop, &rp->wake, wake_cb)) < 0)
+    return pcd_uv_err(r);
+  if ((r = uv_timer_init(loop, &rp->watch)) < 0) {
+    uv_close((uv_handle_t *)&rp->wake, NULL);
+    return pcd_uv_err(r);
+  }
+  rp->wake.data = rp->watch.data = rp;
+  /* They must not keep the loop running once the server has stopped. */
+  uv_unref((uv_handle_t *)&rp->wake);
+  uv_unref((uv_handle_t *)&rp->watch);
+  rp->handles_ready = 1;
+  /* A replay the last run left pending goes on. */
+  if (!rp->disabled)
+    submit(rp, PCD_JOB_REPLAY_SYNC);
+  return 0;
+}
+
+void pcd_replay_stop(pcd_replay *rp) {
+  if (!rp || !rp->handles_ready)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  rp->closing = 1;
+  pthread_mutex_unlock(&rp->lock);
+  if (rp->running) {
+    /* It finds its socket closed and stops; the signal makes it sooner. */
+    uv_process_kill(&rp->proc, SIGTERM);
+    uv_close((uv_handle_t *)&rp->proc, NULL);
+    rp->running = 0;
+  }
+  uv_close((uv_handle_t *)&rp->wake, NULL);
+  uv_close((uv_handle_t *)&rp->watch, NULL);
+  uv_run(rp->loop, UV_RUN_NOWAIT);
+  rp->handles_ready = 0;
+}

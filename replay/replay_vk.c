@@ -1,0 +1,267 @@
+/* The replayer's device and builds (replay_vk.h). The device is made the
+ * way apps make theirs, as far as a replayer can know it: every core
+ * feature the driver has except the robustness ones (drivers put
+ * robustness into their pipeline keys, and few apps enable it, so a
+ * replayed blob built with it would miss for them), and the extensions a
+ * stored description may need (pipeline libraries, creation feedback). */
+#include "replay_vk.h"
+
+#include <errno.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/blob.h"
+#include "common/clock.h"
+#include "replay/desc_decode.h"
+
+struct pcache__replay_vk {
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  pcache__devkey key;
+  Pcachepb__DeviceInfo info;
+  char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+  char driver_name[VK_MAX_DRIVER_NAME_SIZE], driver_info[VK_MAX_DRIVER_INFO_SIZE];
+};
+
+/* Extensions enabled when the driver has them: what stored descriptions
+ * may chain (docs/pipeline-desc.md, "Known structs"). */
+static const char *const wanted_extensions[] = {
+    VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME,
+    VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME,
+    VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME,
+    VK_EXT_VERTEX_ATTRIBUTE_DIVISOR_EXTENSION_NAME,
+    VK_EXT_TRANSFORM_FEEDBACK_EXTENSION_NAME,
+    VK_EXT_CONSERVATIVE_RASTERIZATION_EXTENSION_NAME,
+    VK_EXT_LINE_RASTERIZATION_EXTENSION_NAME,
+    VK_EXT_DEPTH_CLIP_ENABLE_EXTENSION_NAME,
+    VK_EXT_PROVOKING_VERTEX_EXTENSION_NAME,
+    VK_EXT_COLOR_WRITE_ENABLE_EXTENSION_NAME,
+    VK_EXT_CUSTOM_BORDER_COLOR_EXTENSION_NAME,
+    VK_EXT_DEPTH_CLIP_CONTROL_EXTENSION_NAME,
+    VK_EXT_EXTENDED_DYNAMIC_STATE_EXTENSION_NAME,
+    VK_EXT_EXTENDED_DYNAMIC_STATE_2_EXTENSION_NAME,
+    VK_EXT_VERTEX_INPUT_DYNAMIC_STATE_EXTENSION_NAME,
+};
+
+static int pick_device(pcache__replay_vk *vk, const pcache__devkey *want) {
+  VkPhysicalDevice devs[16];
+  uint32_t n = 16;
+  if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0)
+    return -EIO;
+  for (uint32_t i = 0; i < n; i++) {
+    VkPhysicalDeviceProperties p;
+    pcache__devkey k;
+    vkGetPhysicalDeviceProperties(devs[i], &p);
+    pcache__devkey_make(p.pipelineCacheUUID, p.vendorID, p.deviceID, p.driverVersion,
+                        (uint32_t)sizeof(void *), &k);
+    if (memcmp(k.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0) {
+      vk->physical_device = devs[i];
+      vk->key = k;
+      memcpy(vk->name, p.deviceName, sizeof vk->name);
+      vk->info.api_version = p.apiVersion;
+      return 0;
+    }
+  }
+  return PCACHE_ENOT_FOUND;
+}
+
+static void driver_names(pcache__replay_vk *vk) {
+  VkPhysicalDeviceDriverProperties driver = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                        .pNext = &driver};
+  if (vk->info.api_version >= VK_API_VERSION_1_2) {
+    vkGetPhysicalDeviceProperties2(vk->physical_device, &props2);
+    vk->info.driver_id = (uint32_t)driver.driverID;
+    memcpy(vk->driver_name, driver.driverName, sizeof vk->driver_name);
+    memcpy(vk->driver_info, driver.driverInfo, sizeof vk->driver_info);
+  }
+  vk->info.key.data = vk->key.bytes;
+  vk->info.key.len = PCACHE_DEVKEY_SIZE;
+  vk->info.name = vk->name;
+  vk->info.driver_name = vk->driver_name;
+  vk->info.driver_info = vk->driver_info;
+}
+
+static int make_device(pcache__replay_vk *vk) {
+  VkExtensionProperties exts[512];
+  const char *enabled[sizeof wanted_extensions / sizeof *wanted_extensions];
+  uint32_t n = 512, n_enabled = 0, family = 0, n_fam = 16;
+  VkQueueFamilyProperties fams[16];
+  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
+  VkPhysicalDeviceVulkan13Features f13 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &f13};
+  VkPhysicalDeviceVulkan11Features f11 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .queueCount = 1,
+                                 .pQueuePriorities = &priority};
+  VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                            .queueCreateInfoCount = 1,
+                            .pQueueCreateInfos = &qci};
+  int have_gpl = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(vk->physical_device, &n_fam, fams);
+  for (family = 0; family < n_fam; family++)
+    if (fams[family].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))
+      break;
+  if (family == n_fam)
+    return -EIO;
+  qci.queueFamilyIndex = family;
+  if (vkEnumerateDeviceExtensionProperties(vk->physical_device, NULL, &n, exts) < 0)
+    n = 0;
+  for (size_t w = 0; w < sizeof wanted_extensions / sizeof *wanted_extensions; w++)
+    for (uint32_t i = 0; i < n; i++)
+      if (strcmp(exts[i].extensionName, wanted_extensions[w]) == 0) {
+        enabled[n_enabled++] = wanted_extensions[w];
+        have_gpl |= strcmp(wanted_extensions[w], VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME) == 0;
+      }
+  /* The core features, robustness left out (see the top of the file). */
+  if (vk->info.api_version >= VK_API_VERSION_1_3)
+    features.pNext = &f11;
+  else if (vk->info.api_version >= VK_API_VERSION_1_2)
+    features.pNext = &f11, f12.pNext = NULL;
+  if (have_gpl) {
+    gpl.pNext = features.pNext;
+    features.pNext = &gpl;
+  }
+  vkGetPhysicalDeviceFeatures2(vk->physical_device, &features);
+  features.features.robustBufferAccess = VK_FALSE;
+  f13.robustImageAccess = VK_FALSE;
+  dci.pNext = &features;
+  dci.enabledExtensionCount = n_enabled;
+  dci.ppEnabledExtensionNames = n_enabled ? enabled : NULL;
+  return vkCreateDevice(vk->physical_device, &dci, NULL, &vk->device) == VK_SUCCESS ? 0 : -EIO;
+}
+
+int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret) {
+  uint32_t api = VK_API_VERSION_1_0;
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .pApplicationName = "pcache-replay"};
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                              .pApplicationInfo = &app};
+  pcache__replay_vk *vk = pcache__calloc(1, sizeof *vk);
+  int r;
+  if (!vk)
+    return -ENOMEM;
+  pcachepb__device_info__init(&vk->info);
+  if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS)
+    api = VK_API_VERSION_1_0;
+  app.apiVersion = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : api;
+  if (vkCreateInstance(&ici, NULL, &vk->instance) != VK_SUCCESS) {
+    r = -EIO;
+    goto out_free;
+  }
+  if ((r = pick_device(vk, want)) < 0)
+    goto out_instance;
+  if (vk->info.api_version > app.apiVersion)
+    vk->info.api_version = app.apiVersion;
+  driver_names(vk);
+  if ((r = make_device(vk)) < 0)
+    goto out_instance;
+  *ret = vk;
+  return 0;
+
+out_instance:
+  vkDestroyInstance(vk->instance, NULL);
+out_free:
+  pcache__free(vk);
+  return r;
+}
+
+void pcache__replay_vk_close(pcache__replay_vk *vk) {
+  if (!vk)
+    return;
+  vkDestroyDevice(vk->device, NULL);
+  vkDestroyInstance(vk->instance, NULL);
+  pcache__free(vk);
+}
+
+const Pcachepb__DeviceInfo *pcache__replay_vk_info(const pcache__replay_vk *vk) {
+  return &vk->info;
+}
+
+struct modules {
+  Pcachepb__Module *const *v;
+  size_t n;
+};
+
+static int find_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_code,
+                     size_t *ret_size) {
+  const struct modules *m = ctx;
+  for (size_t i = 0; i < m->n; i++) {
+    const Pcachepb__Module *mod = m->v[i];
+    if (mod->hash.len == PCACHE_HASH_SIZE &&
+        memcmp(mod->hash.data, hash->bytes, PCACHE_HASH_SIZE) == 0 && mod->code.len &&
+        mod->code.len % 4 == 0) {
+      *ret_code = (const uint32_t *)(const void *)mod->code.data;
+      *ret_size = mod->code.len;
+      return 0;
+    }
+  }
+  return PCACHE_EMISSING_MODULE;
+}
+
+int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t desc_size,
+                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
+                            size_t *ret_size, uint64_t *ret_ns) {
+  struct modules m = {modules, n_modules};
+  VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  pcache__desc_decoded *d = NULL;
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint8_t *blob = NULL;
+  size_t size = 0;
+  uint64_t t0;
+  int r;
+  /* The SPIR-V words must be aligned for the driver: protobuf-c's bytes
+   * are, as they sit in their own allocations. */
+  if ((r = pcache__desc_decode(desc, desc_size, find_code, &m, &d)) < 0)
+    return r;
+  if ((r = pcache__desc_decoded_create_objects(d, vk->device, NULL)) < 0)
+    goto out_free;
+  if (vkCreatePipelineCache(vk->device, &pci, NULL, &cache) != VK_SUCCESS) {
+    r = -EIO;
+    goto out_objects;
+  }
+  t0 = pcache__mono_ns();
+  if ((r = pcache__desc_decoded_create_pipeline(d, vk->device, cache, NULL, &pipeline)) < 0)
+    goto out_cache;
+  *ret_ns = pcache__mono_ns() - t0;
+  if (vkGetPipelineCacheData(vk->device, cache, &size, NULL) != VK_SUCCESS || !size) {
+    r = -EIO;
+    goto out_pipeline;
+  }
+  if (!(blob = pcache__malloc(size))) {
+    r = -ENOMEM;
+    goto out_pipeline;
+  }
+  if (vkGetPipelineCacheData(vk->device, cache, &size, blob) != VK_SUCCESS) {
+    r = -EIO;
+    goto out_pipeline;
+  }
+  /* What the daemon would refuse anyway, said here with the reason. */
+  if ((r = pcache__blob_check_header(blob, size, &vk->key)) < 0)
+    goto out_pipeline;
+  *ret_blob = blob;
+  *ret_size = size;
+  blob = NULL;
+out_pipeline:
+  vkDestroyPipeline(vk->device, pipeline, NULL);
+out_cache:
+  vkDestroyPipelineCache(vk->device, cache, NULL);
+out_objects:
+  pcache__desc_decoded_destroy_objects(d, vk->device, NULL);
+out_free:
+  pcache__desc_decoded_free(d);
+  pcache__free(blob);
+  return r;
+}

@@ -1,0 +1,39 @@
+/* The replayer's Vulkan side (replay_vk.c): the device whose key a replay
+ * builds for, and one stored description built on it into a blob. */
+#ifndef PCACHE_REPLAY_REPLAY_VK_H
+#define PCACHE_REPLAY_REPLAY_VK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/devkey.h"
+#include "proto/pcache.pb-c.h"
+
+typedef struct pcache__replay_vk pcache__replay_vk;
+
+/*
+ * pcache__replay_vk_open - a VkDevice on the physical device whose key
+ * (common/devkey.h, this process's ABI) is want. Returns 0,
+ * PCACHE_ENOT_FOUND (no such device here), -ENOMEM or -EIO.
+ */
+int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret_vk);
+void pcache__replay_vk_close(pcache__replay_vk *vk);
+
+/* The DeviceInfo a Put of this device carries (valid until close). */
+const Pcachepb__DeviceInfo *pcache__replay_vk_info(const pcache__replay_vk *vk);
+
+/*
+ * pcache__replay_vk_build - decodes desc, makes its objects and the
+ * pipeline on the device with a fresh VkPipelineCache, and returns that
+ * cache's data, checked against the device key (pcache__malloc'ed, the
+ * caller frees it). modules give the SPIR-V the description names.
+ * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
+ * kept: every object is the call's own). Returns 0, PCACHE_EBAD_DESC,
+ * PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the driver's data does not
+ * match its own key), -ENOMEM or -EIO (the driver refused something).
+ */
+int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t desc_size,
+                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
+                            size_t *ret_size, uint64_t *ret_ns);
+
+#endif

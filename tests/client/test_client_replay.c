@@ -1,0 +1,293 @@
+/* Replay for a new driver (docs/replay.md), on lavapipe: a store whose
+ * entries are filed under an older driver version of lavapipe's device (an
+ * export of a cold run, its device key rewritten, imported) is replayed by
+ * pcache-replay once a client names the real key, and the app's next run
+ * gets a daemon hit for every pipeline. Modes (argv[1]):
+ *   (none)   the whole replay, then the warm run
+ *   crash    an injected crash (PCACHE_REPLAY_TEST_CRASH) is skipped and
+ *            reported, and the rest replayed
+ *   kill     the replayer killed with -9 midway, and then pcached, and the
+ *            replay resumes to the end
+ *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
+ *            version lowered by one (the benchmark's simulated update) */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client_util.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "harness.h"
+#include "proto/archive.h"
+#include "proto/rpc.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+
+/* One process's run of the set: cold (compiles all), touch (makes the
+ * device, which names its key to the daemon, and builds nothing), warm
+ * (expects `hits` daemon hits and the rest compiled). */
+static void run(const char *mode, int hits) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  pcache_stats st;
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  test_objects_create(&o, device);
+  if (strcmp(mode, "touch") != 0)
+    util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (strcmp(mode, "warm") == 0) {
+    ASSERT_EQ(st.daemon_hits, (uint64_t)hits);
+    ASSERT_EQ(st.compiles, (uint64_t)(N_PIPELINES - hits));
+    ASSERT_EQ(st.rejected_blobs, 0);
+  } else if (strcmp(mode, "cold") == 0) {
+    ASSERT_EQ(st.compiles, N_PIPELINES);
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+static void rpc(const test_env *env, const Pcachepb__Request *req, Pcachepb__Response__BodyCase b,
+                pcache__reply *ret) {
+  int fd = test_open(env, "replay-test", 5000);
+  ASSERT_GE(fd, 0);
+  ASSERT_OK(pcache__rpc(fd, req, b, 64u << 20, pcache__mono_ms() + 20000, ret));
+  close(fd);
+}
+
+/* ------------------------------------------------------------- rekey */
+
+typedef struct rekey {
+  pcache__archive_writer *w;
+} rekey;
+
+static void older(uint8_t *key) {
+  pcache__devkey k;
+  memcpy(k.bytes, key, PCACHE_DEVKEY_SIZE);
+  pcache__put_le32(key + 24, pcache__devkey_driver_version(&k) - 1);
+}
+
+static int rk_device(void *ctx, const Pcachepb__DeviceInfo *info) {
+  Pcachepb__DeviceInfo copy = *info;
+  uint8_t key[PCACHE_DEVKEY_SIZE];
+  memcpy(key, info->key.data, PCACHE_DEVKEY_SIZE);
+  older(key);
+  copy.key.data = key;
+  return pcache__archive_add_device(((rekey *)ctx)->w, &copy);
+}
+
+static int rk_module(void *ctx, const pcache__hash *h, const void *code, size_t size) {
+  return pcache__archive_add_module(((rekey *)ctx)->w, h, code, size);
+}
+
+static int rk_entry(void *ctx, const pcache__archive_entry *e) {
+  pcache__archive_entry copy = *e;
+  older(copy.device_key.bytes);
+  return pcache__archive_add_entry(((rekey *)ctx)->w, &copy);
+}
+
+static void rekey_bytes(const uint8_t *in, size_t in_size, uint8_t **out, size_t *out_size) {
+  rekey rk;
+  pcache__archive_visitor v = {rk_device, rk_module, rk_entry, NULL};
+  ASSERT_OK(pcache__archive_writer_new(&rk.w));
+  ASSERT_OK(pcache__archive_read(in, in_size, &v, &rk));
+  ASSERT_OK(pcache__archive_finish(rk.w, out, out_size));
+  pcache__archive_writer_free(rk.w);
+}
+
+static int rekey_files(const char *in_path, const char *out_path) {
+  struct stat st;
+  uint8_t *in, *out;
+  size_t out_size;
+  int fd = open(in_path, O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fstat(fd, &st), 0);
+  in = malloc((size_t)st.st_size + 1);
+  ASSERT_TRUE(in != NULL);
+  ASSERT_EQ(read(fd, in, (size_t)st.st_size), st.st_size);
+  close(fd);
+  rekey_bytes(in, (size_t)st.st_size, &out, &out_size);
+  fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, out, out_size), (ssize_t)out_size);
+  close(fd);
+  free(in);
+  pcache__free(out);
+  return 0;
+}
+
+/* The store as after a driver update: the cold run's entries filed under
+ * the previous driver version of the same device, and nothing else. */
+static void make_old_store(const test_env *env, const char *argv0) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
+  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
+  Pcachepb__Import im = PCACHEPB__IMPORT__INIT;
+  pcache__reply reply = {0};
+  const uint8_t *archive;
+  uint8_t *old;
+  size_t size, old_size;
+  util_run_self(argv0, "cold");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  req.body_case = PCACHEPB__REQUEST__BODY_EXPORT;
+  req.export = &ex;
+  rpc(env, &req, PCACHEPB__RESPONSE__BODY_EXPORT, &reply);
+  archive = pcache__reply_bytes(&reply, reply.response->export->archive,
+                                reply.response->export->archive_offset,
+                                reply.response->export->archive_size, &size);
+  ASSERT_TRUE(archive != NULL);
+  rekey_bytes(archive, size, &old, &old_size);
+  pcache__reply_release(&reply);
+  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+  req.purge = &purge;
+  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+  purge.all = 1;
+  rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
+  pcache__reply_release(&reply);
+  req.body_case = PCACHEPB__REQUEST__BODY_IMPORT;
+  req.import = &im;
+  im.archive.data = old;
+  im.archive.len = old_size;
+  rpc(env, &req, PCACHEPB__RESPONSE__BODY_IMPORT, &reply);
+  ASSERT_EQ(reply.response->import->accepted, N_PIPELINES);
+  pcache__reply_release(&reply);
+  pcache__free(old);
+}
+
+/* The replay's progress (the first, and in these tests only, one). */
+static Pcachepb__Response *progress(const Pcachepb__ReplayProgress **ret) {
+  Pcachepb__Response *resp = util_stats();
+  *ret = resp->stats->n_replay ? resp->stats->replay[0] : NULL;
+  return resp;
+}
+
+/* Waits for the replay to finish (20 s at most); returns the response,
+ * whose progress is in *ret. */
+static Pcachepb__Response *wait_finished(const Pcachepb__ReplayProgress **ret) {
+  uint64_t end = util_now_ms() + 20000;
+  for (;;) {
+    Pcachepb__Response *resp = progress(ret);
+    if (*ret && (*ret)->finished)
+      return resp;
+    pcache__response_free(resp);
+    ASSERT_LT(util_now_ms(), end);
+    usleep(50000);
+  }
+}
+
+/* The state hash of one stored entry, in hex. */
+static void some_hash(char out[33]) {
+  uint8_t hashes[N_PIPELINES][16];
+  ASSERT_EQ(util_list_hashes(hashes, N_PIPELINES), N_PIPELINES);
+  pcache__hex(hashes[3], 16, out);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp;
+  char crash[33] = "";
+  test_env env;
+  if (strcmp(mode, "rekey") == 0 && argc == 4)
+    return rekey_files(argv[2], argv[3]);
+  if (strcmp(mode, "cold") == 0 || strcmp(mode, "touch") == 0 || strcmp(mode, "warm") == 0) {
+    run(mode, N_PIPELINES);
+    return 0;
+  }
+  if (strcmp(mode, "warm-crash") == 0) {
+    run("warm", N_PIPELINES - 1); /* the crashing pipeline is compiled */
+    return 0;
+  }
+  test_env_init(&env, "client-replay");
+  /* The touch run's own requests must not hold the replay back long. */
+  setenv("PCACHE_REPLAY_QUIET_MS", "100", 1);
+  setenv("PCACHE_REPLAY_THREADS", strcmp(mode, "kill") == 0 ? "1" : "2", 1);
+  if (strcmp(mode, "kill") == 0)
+    setenv("PCACHE_REPLAY_TEST_DELAY_MS", "150", 1);
+  test_daemon_start(&env, NULL);
+  make_old_store(&env, argv[0]);
+  if (strcmp(mode, "crash") == 0) {
+    /* The replayer inherits pcached's environment: restart it with the
+     * hook set for one of the stored pipelines. */
+    some_hash(crash);
+    setenv("PCACHE_REPLAY_TEST_CRASH", crash, 1);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+    test_daemon_start(&env, NULL);
+  }
+  util_run_self(argv[0], "touch");
+
+  if (strcmp(mode, "kill") == 0) {
+    uint64_t end = util_now_ms() + 20000;
+    /* Midway: kill -9 the replayer, then pcached itself. */
+    for (;;) {
+      resp = progress(&p);
+      if (p && p->running && p->done >= 2 && p->replayer_pid)
+        break;
+      pcache__response_free(resp);
+      ASSERT_LT(util_now_ms(), end);
+      usleep(20000);
+    }
+    ASSERT_LT(p->done, N_PIPELINES);
+    ASSERT_EQ(kill((pid_t)p->replayer_pid, SIGKILL), 0);
+    pcache__response_free(resp);
+    for (;;) { /* a new replayer, after the kill */
+      resp = progress(&p);
+      if (p && p->restarts >= 1 && p->running)
+        break;
+      pcache__response_free(resp);
+      ASSERT_LT(util_now_ms(), end);
+      usleep(20000);
+    }
+    ASSERT_TRUE(!p->finished);
+    pcache__response_free(resp);
+    ASSERT_EQ(test_daemon_stop(&env, SIGKILL) & 0x7f, SIGKILL);
+    /* The record survives: the restarted daemon takes the replay up. */
+    test_daemon_start(&env, NULL);
+  }
+
+  resp = wait_finished(&p);
+  ASSERT_EQ(p->total, N_PIPELINES);
+  if (crash[0]) {
+    char hex[33];
+    ASSERT_EQ(p->failed, 1);
+    ASSERT_EQ(p->done, N_PIPELINES - 1);
+    ASSERT_EQ(p->n_failures, 1);
+    pcache__hex(p->failures[0]->state_hash.data, 16, hex);
+    ASSERT_STREQ(hex, crash);
+    ASSERT_TRUE(strstr(p->failures[0]->reason, "crashed") != NULL);
+  } else {
+    ASSERT_EQ(p->failed, 0);
+    ASSERT_EQ(p->done, N_PIPELINES);
+  }
+  pcache__response_free(resp);
+  /* The old key's entries go once the new key is warm (a job after the
+   * one that finished the replay). */
+  {
+    size_t want = crash[0] ? N_PIPELINES - 1 : N_PIPELINES;
+    uint64_t end = util_now_ms() + 10000;
+    while (util_count_entries() != want) {
+      ASSERT_LT(util_now_ms(), end);
+      usleep(50000);
+    }
+  }
+  util_run_self(argv[0], crash[0] ? "warm-crash" : "warm");
+  test_env_cleanup(&env);
+  return 0;
+}

@@ -1,0 +1,210 @@
+/* pcachectl replay: start (or take up again) the replay of superseded
+ * device keys for the driver now installed (docs/replay.md), optionally
+ * one app's first, and with --wait follow it to the end with a progress
+ * bar. Also how status shows replays (ctl_replay_show). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/devkey.h"
+#include "common/hash.h"
+#include "common/parse.h"
+#include "tools/ctl.h"
+
+typedef struct replay_args {
+  ctl_entry_filter filter;
+  int wait;
+} replay_args;
+
+enum { OPT_WAIT = 0x200 };
+
+static const struct option replay_options[] = {
+    {"device", required_argument, NULL, 'd'},
+    {"app", required_argument, NULL, 'a'},
+    {"wait", no_argument, NULL, OPT_WAIT},
+    {0},
+};
+
+static int replay_option(ctl *c, const ctl_command *cmd, int opt, const char *arg, void *state) {
+  replay_args *a = state;
+  if (opt == OPT_WAIT) {
+    a->wait = 1;
+    return 0;
+  }
+  return ctl_filter_option(c, cmd, opt, arg, &a->filter);
+}
+
+/* One replay as a line: a bar of 30 cells on a terminal, counts either way. */
+static void print_line(const Pcachepb__ReplayProgress *p, int bar, FILE *out) {
+  char eta[32] = "";
+  uint64_t settled = p->done + p->failed;
+  double frac = p->total ? (double)settled / (double)p->total : 1.0;
+  if (p->eta_s && !p->finished)
+    pcache__format_duration(p->eta_s, eta, sizeof eta);
+  if (bar) {
+    char cells[31];
+    int full = (int)(frac * 30 + 0.5);
+    for (int i = 0; i < 30; i++)
+      cells[i] = i < full ? '#' : '.';
+    cells[30] = '\0';
+    fprintf(out, "[%s] ", cells);
+  }
+  fprintf(out, "%3.0f%% %" PRIu64 "/%" PRIu64 " done, %" PRIu64 " failed%s%s%s%s (driver %u -> %u)",
+          frac * 100, p->done, p->total, p->failed, p->finished ? ", finished" : "",
+          eta[0] ? ", ETA " : "", eta, p->paused && *p->paused ? ", paused" : "",
+          p->old_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->old_key.data + 24) : 0,
+          p->new_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->new_key.data + 24) : 0);
+}
+
+void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j) {
+  if (j) {
+    ctl_json_key(j, "replay");
+    ctl_json_array_begin(j);
+    for (size_t i = 0; i < s->n_replay; i++) {
+      const Pcachepb__ReplayProgress *p = s->replay[i];
+      ctl_json_object_begin(j);
+      ctl_json_kv_hex(j, "old_key", p->old_key.data, p->old_key.len);
+      ctl_json_kv_hex(j, "new_key", p->new_key.data, p->new_key.len);
+      ctl_json_kv_uint(j, "total", p->total);
+      ctl_json_kv_uint(j, "done", p->done);
+      ctl_json_kv_uint(j, "failed", p->failed);
+      ctl_json_kv_uint(j, "eta_s", p->eta_s);
+      ctl_json_kv_bool(j, "running", p->running);
+      ctl_json_kv_bool(j, "finished", p->finished);
+      ctl_json_kv_uint(j, "replayer_pid", p->replayer_pid);
+      ctl_json_kv_uint(j, "restarts", p->restarts);
+      ctl_json_kv_string(j, "paused", p->paused ? p->paused : "");
+      ctl_json_key(j, "failures");
+      ctl_json_array_begin(j);
+      for (size_t k = 0; k < p->n_failures; k++) {
+        ctl_json_object_begin(j);
+        ctl_json_kv_hex(j, "state_hash", p->failures[k]->state_hash.data,
+                        p->failures[k]->state_hash.len);
+        ctl_json_kv_string(j, "reason", p->failures[k]->reason);
+        ctl_json_object_end(j);
+      }
+      ctl_json_array_end(j);
+      ctl_json_object_end(j);
+    }
+    ctl_json_array_end(j);
+    return;
+  }
+  for (size_t i = 0; i < s->n_replay; i++) {
+    const Pcachepb__ReplayProgress *p = s->replay[i];
+    printf("%-12s ", i ? "" : "replay:");
+    print_line(p, isatty(STDOUT_FILENO), stdout);
+    printf("\n");
+    for (size_t k = 0; k < p->n_failures; k++) {
+      char hex[33] = "?";
+      if (p->failures[k]->state_hash.len == PCACHE_HASH_SIZE)
+        pcache__hex(p->failures[k]->state_hash.data, PCACHE_HASH_SIZE, hex);
+      printf("%-12s   failed %s: %s\n", "", hex, p->failures[k]->reason);
+    }
+  }
+}
+
+static int stats(ctl *c, pcache__reply *reply) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Stats st = PCACHEPB__STATS__INIT;
+  request.body_case = PCACHEPB__REQUEST__BODY_STATS;
+  request.stats = &st;
+  return ctl_call(c, &request, PCACHEPB__RESPONSE__BODY_STATS, reply);
+}
+
+/* Follows the replays until none is pending: a bar redrawn in place on a
+ * terminal, a line per change otherwise. */
+static int wait_all(ctl *c) {
+  int tty = isatty(STDERR_FILENO), r;
+  char last[256] = "";
+  for (;;) {
+    pcache__reply reply = {0};
+    const Pcachepb__StatsReply *s;
+    int pending = 0;
+    if ((r = stats(c, &reply)) != EXIT_OK)
+      return r;
+    s = reply.response->stats;
+    for (size_t i = 0; i < s->n_replay; i++) {
+      char line[256];
+      FILE *m = fmemopen(line, sizeof line, "w");
+      if (!s->replay[i]->finished)
+        pending = 1;
+      if (!m)
+        continue;
+      print_line(s->replay[i], tty, m);
+      fclose(m);
+      line[sizeof line - 1] = '\0';
+      if (tty)
+        fprintf(stderr, "\r%s\033[K", line);
+      else if (strcmp(line, last) != 0)
+        fprintf(stderr, "%s\n", line);
+      snprintf(last, sizeof last, "%s", line);
+    }
+    pcache__reply_release(&reply);
+    if (!pending)
+      break;
+    usleep(200000);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  return EXIT_OK;
+}
+
+static int cmd_replay(ctl *c, int argc, char **argv) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__ReplayStart start = PCACHEPB__REPLAY_START__INIT;
+  replay_args a = {0};
+  pcache__devkey *keys = NULL;
+  size_t n = 0;
+  uint32_t plans = 0;
+  int r;
+  if ((r = ctl_parse(c, &ctl_verb_replay, argc, argv, replay_option, &a)) <= 0)
+    return -r;
+  if (a.filter.have_dev && (r = ctl_resolve_devices(c, &a.filter.dev, &keys, &n)) != EXIT_OK)
+    return r;
+  request.body_case = PCACHEPB__REQUEST__BODY_REPLAY_START;
+  request.replay_start = &start;
+  start.app = (char *)(a.filter.app ? a.filter.app : "");
+  for (size_t i = 0; i < (a.filter.have_dev ? n : 1); i++) {
+    pcache__reply reply = {0};
+    if (a.filter.have_dev) {
+      start.device_key.data = keys[i].bytes;
+      start.device_key.len = PCACHE_DEVKEY_SIZE;
+    }
+    if ((r = ctl_call(c, &request, PCACHEPB__RESPONSE__BODY_REPLAY_START, &reply)) != EXIT_OK) {
+      pcache__free(keys);
+      return r;
+    }
+    plans = reply.response->replay_start->plans;
+    pcache__reply_release(&reply);
+  }
+  pcache__free(keys);
+  if (c->json) {
+    ctl_json j;
+    ctl_json_init(&j, stdout);
+    ctl_json_object_begin(&j);
+    ctl_json_kv_uint(&j, "pending", plans);
+    ctl_json_object_end(&j);
+    ctl_json_finish(&j);
+  } else {
+    printf("%u replay%s pending\n", plans, plans == 1 ? "" : "s");
+  }
+  return a.wait ? wait_all(c) : EXIT_OK;
+}
+
+const ctl_command ctl_verb_replay = {
+    .name = "replay",
+    .run = cmd_replay,
+    .synopsis = "replay [--device KEY|UUID] [--app NAME] [--wait]",
+    .help = "Rebuild the pipelines of device keys an installed driver superseded (same\n"
+            "vendor and device, another driver version or cache UUID) for the new one,\n"
+            "in the background (pcache-replay). --device: only those old keys; --app:\n"
+            "that app's pipelines first; --wait: follow the replay to its end with a\n"
+            "progress bar. Finished replays named again run again.\n",
+    .options = replay_options,
+    .short_options = CTL_FILTER_SHORT,
+};
