@@ -22,18 +22,20 @@
 /* The replayer's default path: beside pcached (both are installed to the
  * same bin directory, and the build puts them side by side). */
 static void default_replayer(char *out, size_t size) {
+  static const char name[] = "pcache-replay";
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   char *slash;
-  if (n <= 0) {
-    snprintf(out, size, "pcache-replay");
+  size_t dir_len;
+  /* No path of our own, or one too long to add the name to: the name
+   * alone, found through PATH. */
+  if (n <= 0 || !(slash = memrchr(self, '/', (size_t)n)) ||
+      (dir_len = (size_t)(slash - self) + 1) + sizeof name > size) {
+    snprintf(out, size, "%s", name);
     return;
   }
-  self[n] = '\0';
-  slash = strrchr(self, '/');
-  if (slash)
-    slash[1] = '\0';
-  snprintf(out, size, "%spcache-replay", slash ? self : "");
+  memcpy(out, self, dir_len);
+  memcpy(out + dir_len, name, sizeof name);
 }
 
 int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
