@@ -29,6 +29,14 @@
 #include <pcache/version.h>
 
 #ifdef __cplusplus
+/* PCACHE_STRUCT_INIT for C++, which has no compound literals: every field
+ * value-initialized (zero), then the size. A template, so outside the
+ * extern "C" block. */
+template <typename T> static inline T pcache_cxx_struct_init() {
+  T value = T();
+  value.struct_size = sizeof(T);
+  return value;
+}
 extern "C" {
 #endif
 
@@ -137,8 +145,7 @@ typedef struct pcache_client pcache_client;
  * library fills are sized by the call instead (pcache_device_get_stats).
  */
 #ifdef __cplusplus
-/* C++ has no compound literals: the same value, list-initialized. */
-#define PCACHE_STRUCT_INIT(type) (type{sizeof(type)})
+#define PCACHE_STRUCT_INIT(type) (pcache_cxx_struct_init<type>())
 #else
 #define PCACHE_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 #endif
