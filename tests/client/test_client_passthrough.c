@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "client/device.h"
 #include "client_util.h"
 #include "harness.h"
 #include "test.h"
@@ -110,10 +111,13 @@ int main(void) {
     ASSERT_NE(H(a), H(b)); /* no cache behind it: a new one each time */
     ASSERT_OK(pcache_release_pipeline(device, a));
     ASSERT_ERR(pcache_release_pipeline(device, a), PCACHE_ENOT_FOUND);
-    test_objects_destroy(&o);
     ASSERT_OK(pcache_device_get_stats(device, &st));
     ASSERT_EQ(st.pipelines, 1);
     ASSERT_EQ(st.compiles, 0);
+    ASSERT_EQ(st.unhashable, 0); /* nothing is described at all */
+    /* The wrappers recorded nothing. */
+    ASSERT_TRUE(pcache__objmap_module(device->objects, o.vert) == NULL);
+    test_objects_destroy(&o);
   }
   pcache_device_destroy(device); /* destroys b */
   ASSERT_EQ(util_count_entries(), 3);
