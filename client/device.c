@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "client/abi.h"
+#include "client/appcache.h"
 #include "client/device.h"
+#include "client/owned.h"
 #include "client/pipeline.h"
 #include "client/prefetch.h"
 #include "client/upload.h"
@@ -89,13 +91,28 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   pcache_device *d;
   int r = -ENOMEM;
 
-  if (!info->instance || !info->physical_device || !info->device || !gipa || !ret_device)
+  VkResult vr;
+
+  if (!info->instance || !info->physical_device || !info->device || !gipa || !ret_device ||
+      info->pipeline_ownership > PCACHE_PIPELINES_APP)
     return -EINVAL;
   d = pcache__calloc(1, sizeof *d);
   if (!d)
     return -ENOMEM;
-  d->client = client && !client->disabled && client->socket_path ? client : NULL;
+  d->passthrough = info->passthrough != 0;
+  d->ownership = info->pipeline_ownership;
+  /* Pass-through talks to nobody and keeps nothing. */
+  d->client = client && !client->disabled && client->socket_path && !d->passthrough ? client : NULL;
   d->log = pcache__client_logger(client);
+  if (d->passthrough)
+    d->given_cache = info->pipeline_cache;
+  if (info->cache_path && !d->passthrough) {
+    size_t n = strlen(info->cache_path) + 1;
+    d->cache_path = pcache__malloc(n);
+    if (!d->cache_path)
+      goto out_free;
+    memcpy(d->cache_path, info->cache_path, n);
+  }
   d->instance = info->instance;
   d->physical_device = info->physical_device;
   d->vk_device = info->device;
@@ -128,8 +145,14 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     goto out_cache_lock;
   if (pthread_mutex_init(&d->owned_lock, NULL) != 0)
     goto out_tiers_lock;
-  if (pcache__table_init(&d->hash_tiers) < 0)
+  if (pcache__owned_init(&d->owned) < 0)
     goto out_owned_lock;
+  if (pthread_mutex_init(&d->app_cache_lock, NULL) != 0)
+    goto out_owned;
+  if (pthread_mutex_init(&d->cache_file_lock, NULL) != 0)
+    goto out_app_cache_lock;
+  if (pcache__table_init(&d->hash_tiers) < 0)
+    goto out_cache_file_lock;
   if (pcache__table_init(&d->app_tiers) < 0)
     goto out_hash_tiers;
   if (pcache__table_init(&d->prefetched) < 0)
@@ -143,8 +166,12 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     pcache__table_fini(&d->prefetched, NULL, NULL);
     goto out_app_tiers;
   }
-  if (d->CreatePipelineCache(d->vk_device, &cache_ci, d->allocator, &d->cache) != VK_SUCCESS) {
-    r = -EIO;
+  /* Pass-through has no cache of its own: the driver gets the app's. */
+  vr = d->passthrough ? VK_SUCCESS
+                      : d->CreatePipelineCache(d->vk_device, &cache_ci, d->allocator, &d->cache);
+  if (vr != VK_SUCCESS) {
+    pcache__device_info_set_result(info, vr);
+    r = PCACHE_EVULKAN;
     goto out_prefetched;
   }
   if (d->client) {
@@ -164,6 +191,10 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     }
     d->creating = 0;
   }
+  /* After the prefetch, which may have replaced the cache by a snapshot. */
+  if (!d->passthrough)
+    pcache__appcache_load(d, info->pipeline_cache);
+  pcache__device_info_set_result(info, VK_SUCCESS);
   *ret_device = d;
   return 0;
 
@@ -177,6 +208,12 @@ out_app_tiers:
   pcache__table_fini(&d->app_tiers, NULL, NULL);
 out_hash_tiers:
   pcache__table_fini(&d->hash_tiers, NULL, NULL);
+out_cache_file_lock:
+  pthread_mutex_destroy(&d->cache_file_lock);
+out_app_cache_lock:
+  pthread_mutex_destroy(&d->app_cache_lock);
+out_owned:
+  pcache__owned_fini(d);
 out_owned_lock:
   pthread_mutex_destroy(&d->owned_lock);
 out_tiers_lock:
@@ -188,6 +225,7 @@ out_objects:
 out_shards:
   pcache__free(d->shards_mem);
 out_free:
+  pcache__free(d->cache_path);
   pcache__free(d);
   return r;
 }
@@ -202,7 +240,10 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
     pcache__upload_flush(device, device->client->timeout_ms);
     pcache__upload_stop(device);
   }
+  /* Best effort: destroy has no way to report a failed save. */
+  (void)pcache__appcache_save(device);
   pcache__pipeline_release_all(device);
+  pcache__appcache_fini(device);
   device->DestroyPipelineCache(device->vk_device, device->cache, device->allocator);
   pcache__table_fini(&device->prefetched, NULL, NULL);
   pcache__table_fini(&device->built, NULL, NULL);
@@ -211,22 +252,36 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   pcache__objmap_free(device->objects);
   pcache__free(device->shards_mem);
   pthread_mutex_destroy(&device->owned_lock);
+  pthread_mutex_destroy(&device->app_cache_lock);
+  pthread_mutex_destroy(&device->cache_file_lock);
   pthread_mutex_destroy(&device->tiers_lock);
   pthread_rwlock_destroy(&device->cache_lock);
   pcache__free(device);
 }
 
 PCACHE_API VkPipelineCache pcache_device_pipeline_cache(const pcache_device *device) {
-  return device ? device->cache : VK_NULL_HANDLE;
+  if (!device)
+    return VK_NULL_HANDLE;
+  if (device->passthrough)
+    return device->given_cache;
+  /* Made on first use, so the pointer is const only to the app. */
+  return pcache__appcache_get((pcache_device *)device);
 }
 
 PCACHE_API int pcache_device_flush(pcache_device *device) {
+  int r = 0, saved;
   if (!device)
     return -EINVAL;
-  if (!device->client)
-    return 0;
-  pcache__upload_want_snapshot(device);
-  return pcache__upload_flush(device, device->client->timeout_ms);
+  if (device->client) {
+    pcache__upload_want_snapshot(device);
+    r = pcache__upload_flush(device, device->client->timeout_ms);
+  }
+  saved = pcache__appcache_save(device);
+  return r < 0 ? r : saved;
+}
+
+PCACHE_API int pcache_device_cache_file_status(const pcache_device *device) {
+  return device ? device->cache_file_status : -EINVAL;
 }
 
 PCACHE_API void pcache_device_end_frame(pcache_device *device) {
@@ -272,4 +327,18 @@ PCACHE_API int pcache_device_get_stats_sized(const pcache_device *device,
 PCACHE_API int(pcache_device_get_stats)(const pcache_device *device, pcache_stats *ret_stats) {
   return pcache_device_get_stats_sized(device, ret_stats,
                                        PCACHE__V1_SIZE(pcache_stats, snapshots_uploaded));
+}
+
+PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
+                                                pcache_counters *caller_counters, size_t size) {
+  pcache_device *d = (pcache_device *)device;
+  pcache_counters c;
+  if (!device || !caller_counters || size < PCACHE__V1_SIZE(pcache_counters, cache_file_saved))
+    return -EINVAL;
+  c.released = atomic_load(&d->stats.released);
+  c.reused_handles = atomic_load(&d->stats.reused_handles);
+  c.cache_file_loaded = atomic_load(&d->stats.cache_file_loaded);
+  c.cache_file_saved = atomic_load(&d->stats.cache_file_saved);
+  memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
+  return 0;
 }

@@ -40,6 +40,13 @@ typedef struct pcache__upload {
 /* The device's upload queue, a batch taken off it, and the batch's retries. */
 typedef PCACHE_QUEUE(pcache__upload) pcache__upload_queue;
 
+/* The owned pipelines (owned.c). */
+typedef struct pcache__owned_entry pcache__owned_entry;
+typedef struct pcache__owned {
+  pcache__owned_entry **buckets;
+  size_t n_buckets, count;
+} pcache__owned;
+
 struct pcache_tier {
   struct pcache_device *device;
   pcache__table table; /* app draw key or state hash -> VkPipeline */
@@ -58,6 +65,9 @@ struct pcache_device {
   const VkAllocationCallbacks *allocator;
   int creation_feedback;
   uint32_t instance_api_version; /* what the app's instance asked for; 0: 1.0 */
+  uint32_t ownership;            /* PCACHE_PIPELINES_* */
+  int passthrough;               /* every pipeline call straight to the driver */
+  VkPipelineCache given_cache;   /* the app's pipeline_cache (pass-through only) */
 
   PFN_vkCreatePipelineCache CreatePipelineCache;
   PFN_vkDestroyPipelineCache DestroyPipelineCache;
@@ -107,8 +117,22 @@ struct pcache_device {
   pthread_mutex_t tiers_lock; /* guards the list of tiers, for end_frame */
   PCACHE_VEC(pcache_tier *) tiers;
 
-  pthread_mutex_t owned_lock; /* every pipeline the context made */
-  PCACHE_VEC(VkPipeline) owned;
+  pthread_mutex_t owned_lock; /* every pipeline the context owns (owned.c) */
+  pcache__owned owned;
+
+  /* pcache_device_pipeline_cache's cache: made on the first call, never
+   * merged into by pcache (cachefile.c). */
+  pthread_mutex_t app_cache_lock;
+  _Atomic(VkPipelineCache) app_cache;
+
+  /* cache_path (cachefile.c): the path (NULL: none), what loading it
+   * gave, and the checksum of the data last loaded or saved, so an
+   * unchanged cache is not written again. */
+  char *cache_path;
+  int cache_file_status;
+  int cache_file_sum_known;
+  uint64_t cache_file_sum;
+  pthread_mutex_t cache_file_lock; /* one save at a time */
 
   /* Upload queue and thread (only when a client may reach a daemon). */
   pthread_mutex_t upload_lock;
@@ -152,7 +176,7 @@ struct pcache_device {
   struct {
     atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, compiles, unhashable, uploaded,
         prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
-        snapshots_uploaded;
+        snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved;
   } stats;
 };
 
@@ -163,11 +187,18 @@ struct pcache_device {
  * layer's entry points). gdpa may be NULL: then gipa's vkGetDeviceProcAddr.
  * Nothing here references a symbol of the Vulkan loader, so the layer can
  * link it without binding to an app's globals named like Vulkan functions.
- * Returns 0, -ENOMEM, -EINVAL, or -EIO when the driver refuses the cache.
+ * Returns 0, -ENOMEM, -EINVAL, or PCACHE_EVULKAN when the driver refuses
+ * the cache (its VkResult stored through info->ret_vk_result).
  */
 int pcache__device_create(pcache_client *client, const pcache_device_info *info,
                           PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa,
                           pcache_device **ret_device);
+
+/* Stores a Vulkan call's result where the app asked (ret_vk_result). */
+static inline void pcache__device_info_set_result(const pcache_device_info *info, VkResult vr) {
+  if (info->ret_vk_result)
+    *info->ret_vk_result = vr;
+}
 
 /* The DeviceInfo that Put and PutSnapshot carry; points into d. */
 static inline void pcache__device_info_message(const pcache_device *d,

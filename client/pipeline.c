@@ -1,11 +1,16 @@
 /* Getting a pipeline: the tiers (no lock on a hit), then the daemon (one
- * Get, unless the prefetch already had the state hash), then the driver. */
+ * Get, unless the prefetch already had the state hash), then the driver;
+ * batches of them, with derivatives; releasing one; and pass-through,
+ * where every request goes to the driver alone. Who owns what is in
+ * pcache.h ("Pipelines and who owns them"); the owned set is owned.c. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "client/build.h"
+#include "client/owned.h"
 #include "client/pipeline.h"
+#include "client/record.h"
 #include "common/alloc.h"
 
 typedef struct pipeline_request {
@@ -19,18 +24,6 @@ static void add_tier(pcache_device *device, pcache_tier *tier) {
   /* Out of memory: this tier just never gets published, lookups lock. */
   (void)pcache_vec_push(&device->tiers, tier);
   pthread_mutex_unlock(&device->tiers_lock);
-}
-
-static int own_pipeline(pcache_device *device, VkPipeline pipeline) {
-  int r;
-  pthread_mutex_lock(&device->owned_lock);
-  r = pcache_vec_push(&device->owned, pipeline);
-  if (r == 0) {
-    atomic_fetch_add(&device->stats.pipelines, 1);
-    atomic_fetch_add(&device->stats.pipelines_this_frame, 1);
-  }
-  pthread_mutex_unlock(&device->owned_lock);
-  return r;
 }
 
 static pcache_tier *tier_new(pcache_device *device) {
@@ -48,7 +41,7 @@ static pcache_tier *tier_new(pcache_device *device) {
 
 static uint64_t make_tier(void *ctx) { return (uint64_t)(uintptr_t)tier_new(ctx); }
 
-/* Tier values are pipelines the device's owned list destroys. */
+/* Tier values are pipelines the device's owned set destroys. */
 static void free_tier(uint64_t value, void *ctx) {
   pcache_tier *tier = (pcache_tier *)(uintptr_t)value;
   (void)ctx;
@@ -56,16 +49,40 @@ static void free_tier(uint64_t value, void *ctx) {
   pcache__free(tier);
 }
 
+/* A new pipeline for the caller: the context's with shared ownership (or
+ * none, without memory to track it), else the app's as it is. */
 static VkResult own(pcache_device *d, VkPipeline pipeline) {
-  if (own_pipeline(d, pipeline) < 0) {
-    d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
-    return VK_ERROR_OUT_OF_HOST_MEMORY;
+  VkResult vr;
+  if (d->ownership == PCACHE_PIPELINES_APP) {
+    atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+    return VK_SUCCESS;
   }
-  return VK_SUCCESS;
+  vr = pcache__owned_add(d, pipeline);
+  if (vr != VK_SUCCESS)
+    d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
+  return vr;
+}
+
+/* Pass-through: the driver, with the app's cache and the context's
+ * allocator, as the app would have called it. */
+static VkResult create_direct(pcache_device *d, const pipeline_request *req,
+                              VkPipeline *ret_pipeline) {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkResult vr = req->graphics ? d->CreateGraphicsPipelines(d->vk_device, d->given_cache, 1,
+                                                           req->graphics, d->allocator, &pipeline)
+                              : d->CreateComputePipelines(d->vk_device, d->given_cache, 1,
+                                                          req->compute, d->allocator, &pipeline);
+  atomic_fetch_add(&d->stats.misses, 1);
+  if (vr != VK_SUCCESS)
+    return vr;
+  vr = own(d, pipeline);
+  if (vr == VK_SUCCESS)
+    *ret_pipeline = pipeline;
+  return vr;
 }
 
 /* Built (build.c) with the device cache and the context's allocator, then
- * owned by the context. */
+ * owned as the context's ownership says. */
 static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                             const pcache__desc_keys *keys, const pcache__desc_buf *desc,
                             VkPipeline *ret_pipeline) {
@@ -101,6 +118,8 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   int r;
   pcache__build b = {.kind = req->kind, .graphics = req->graphics, .compute = req->compute};
 
+  if (d->passthrough)
+    return create_direct(d, req, ret_pipeline);
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(d, &b, &buf, &keys);
   if (r == PCACHE_EUNHASHABLE) {
@@ -109,6 +128,12 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   }
   if (r < 0) {
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
+    goto out;
+  }
+  if (d->ownership == PCACHE_PIPELINES_APP) {
+    /* A pipeline per call: the tiers, which hand one out many times, are
+     * skipped; the device cache still makes a repeat cheap. */
+    vr = build_owned(d, req, &keys, &buf, ret_pipeline);
     goto out;
   }
   tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->hash_tiers, keys.tier1_key, 0,
@@ -134,8 +159,10 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = build_owned(d, req, &keys, &buf, &pipeline);
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
-    if (vr == VK_SUCCESS)
+    if (vr == VK_SUCCESS) {
+      pcache__owned_note(d, pipeline, &tier->table, k0, k1);
       *ret_pipeline = pipeline;
+    }
     break;
   default:
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -169,7 +196,7 @@ PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
 PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_key,
                                          pcache_tier **ret_tier) {
   pcache_tier *tier;
-  if (!device || !ret_tier)
+  if (!device || !ret_tier || device->ownership == PCACHE_PIPELINES_APP)
     return -EINVAL;
   tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->app_tiers, global_key, 0,
                                                              make_tier, device);
@@ -211,8 +238,10 @@ static VkResult tier_get(pcache_tier *tier, uint64_t draw_key, const pipeline_re
     vr = get_by_create_info(d, req, &pipeline);
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
-    if (vr == VK_SUCCESS)
+    if (vr == VK_SUCCESS) {
+      pcache__owned_note(d, pipeline, &tier->table, draw_key, 0);
       *ret_pipeline = pipeline;
+    }
     return vr;
   default:
     return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -250,8 +279,98 @@ void pcache__pipeline_end_frame(pcache_device *device) {
 void pcache__pipeline_release_all(pcache_device *device) {
   pcache__table_fini(&device->hash_tiers, free_tier, device);
   pcache__table_fini(&device->app_tiers, free_tier, device);
-  for (size_t i = 0; i < device->owned.n; i++)
-    device->DestroyPipeline(device->vk_device, device->owned.items[i], device->allocator);
-  pcache_vec_free(&device->owned);
+  pcache__owned_fini(device);
   pcache_vec_free(&device->tiers);
+}
+
+/* ----------------------------------------------------------------- batches */
+
+/* Element i of a batch, its base index resolved to the handle an earlier
+ * element got (the pipelines are made one at a time, so a base index
+ * cannot reach the driver). An index that is not an earlier element is
+ * VK_ERROR_INITIALIZATION_FAILED. A base that failed leaves the element to
+ * be built as a pipeline of its own (a derivative is only a hint), as the
+ * layer does (layer/pipelines.c). */
+static VkResult resolve_base(const void *chain, VkPipelineCreateFlags *flags, int32_t *index,
+                             VkPipeline *handle, uint32_t i, const VkPipeline *pipelines) {
+  int in_flags2;
+  if (!(pcache__pipeline_flags(chain, *flags, &in_flags2) & VK_PIPELINE_CREATE_DERIVATIVE_BIT) ||
+      *index == -1)
+    return VK_SUCCESS;
+  if (*index < 0 || (uint32_t)*index >= i)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  *handle = pipelines[*index];
+  *index = -1;
+  if (*handle == VK_NULL_HANDLE && !in_flags2)
+    *flags &= ~(VkPipelineCreateFlags)VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  return VK_SUCCESS;
+}
+
+/* A batch of either kind (exactly one of graphics and compute), element
+ * by element, as pcache.h says. */
+static VkResult create_batch(pcache_device *d, uint32_t count,
+                             const VkGraphicsPipelineCreateInfo *graphics,
+                             const VkComputePipelineCreateInfo *compute,
+                             VkPipeline *ret_pipelines) {
+  VkResult first_failure = VK_SUCCESS;
+  if (!d || (count && ((!graphics && !compute) || !ret_pipelines)))
+    return VK_ERROR_INITIALIZATION_FAILED;
+  for (uint32_t i = 0; i < count; i++)
+    ret_pipelines[i] = VK_NULL_HANDLE;
+  for (uint32_t i = 0; i < count; i++) {
+    VkGraphicsPipelineCreateInfo gci;
+    VkComputePipelineCreateInfo cci;
+    pipeline_request req;
+    VkResult vr;
+    int in_flags2;
+    if (graphics) {
+      gci = graphics[i];
+      req = (pipeline_request){.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, .graphics = &gci};
+      vr = resolve_base(gci.pNext, &gci.flags, &gci.basePipelineIndex, &gci.basePipelineHandle, i,
+                        ret_pipelines);
+    } else {
+      cci = compute[i];
+      req = (pipeline_request){.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_COMPUTE, .compute = &cci};
+      vr = resolve_base(cci.pNext, &cci.flags, &cci.basePipelineIndex, &cci.basePipelineHandle, i,
+                        ret_pipelines);
+    }
+    if (vr == VK_SUCCESS)
+      vr = get_by_create_info(d, &req, &ret_pipelines[i]);
+    if (vr == VK_SUCCESS)
+      continue;
+    ret_pipelines[i] = VK_NULL_HANDLE;
+    if (first_failure == VK_SUCCESS)
+      first_failure = vr;
+    if (pcache__pipeline_flags(graphics ? gci.pNext : cci.pNext, graphics ? gci.flags : cci.flags,
+                               &in_flags2) &
+        VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT)
+      break;
+  }
+  return first_failure;
+}
+
+PCACHE_API VkResult pcache_create_graphics_pipelines(pcache_device *device, uint32_t count,
+                                                     const VkGraphicsPipelineCreateInfo *infos,
+                                                     VkPipeline *ret_pipelines) {
+  return create_batch(device, count, infos, NULL, ret_pipelines);
+}
+
+PCACHE_API VkResult pcache_create_compute_pipelines(pcache_device *device, uint32_t count,
+                                                    const VkComputePipelineCreateInfo *infos,
+                                                    VkPipeline *ret_pipelines) {
+  return create_batch(device, count, NULL, infos, ret_pipelines);
+}
+
+PCACHE_API int pcache_release_pipeline(pcache_device *device, VkPipeline pipeline) {
+  if (!device)
+    return -EINVAL;
+  if (pipeline == VK_NULL_HANDLE)
+    return 0;
+  if (device->ownership == PCACHE_PIPELINES_SHARED)
+    return pcache__owned_release(device, pipeline);
+  /* The app's own: exactly vkDestroyPipeline. */
+  pcache__record_forget(device, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
+  device->DestroyPipeline(device->vk_device, pipeline, device->allocator);
+  atomic_fetch_add(&device->stats.released, 1);
+  return 0;
 }

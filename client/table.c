@@ -52,8 +52,9 @@ void pcache__table_fini(pcache__table *table, void (*free_value)(uint64_t value,
     return;
   if (pub) {
     for (size_t i = 0; i <= pub->mask; i++)
-      if (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed) && free_value)
-        free_value(pub->slots[i].value, ctx);
+      if (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed) && free_value &&
+          atomic_load_explicit(&pub->slots[i].value, memory_order_relaxed))
+        free_value(atomic_load_explicit(&pub->slots[i].value, memory_order_relaxed), ctx);
     pcache__free(pub);
   }
   while (table->retired) {
@@ -84,9 +85,20 @@ static uint64_t published_find(const pcache_published *pub, uint64_t k0, uint64_
     if (!atomic_load_explicit(&s->used, memory_order_acquire))
       return 0;
     if (s->k0 == k0 && s->k1 == k1)
-      return s->value;
+      return atomic_load_explicit(&s->value, memory_order_acquire);
     i = (i + 1) & pub->mask;
   }
+}
+
+/* The slot holding key, or NULL. Under the table lock. */
+static pcache_slot *published_slot(pcache_published *pub, uint64_t k0, uint64_t k1) {
+  size_t i = (size_t)mix(k0, k1) & pub->mask;
+  while (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed)) {
+    if (pub->slots[i].k0 == k0 && pub->slots[i].k1 == k1)
+      return &pub->slots[i];
+    i = (i + 1) & pub->mask;
+  }
+  return NULL;
 }
 
 uint64_t pcache__table_find(const pcache__table *table, uint64_t k0, uint64_t k1) {
@@ -272,11 +284,17 @@ uint64_t pcache__table_insert(pcache__table *table, uint64_t k0, uint64_t k1, ui
 
 static void published_put(pcache_published *pub, uint64_t k0, uint64_t k1, uint64_t value) {
   size_t i = (size_t)mix(k0, k1) & pub->mask;
+  pcache_slot *removed = published_slot(pub, k0, k1);
+  if (removed) {
+    /* The key was removed (a released pipeline) and is back. */
+    atomic_store_explicit(&removed->value, value, memory_order_release);
+    return;
+  }
   while (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed))
     i = (i + 1) & pub->mask;
   pub->slots[i].k0 = k0;
   pub->slots[i].k1 = k1;
-  pub->slots[i].value = value;
+  atomic_store_explicit(&pub->slots[i].value, value, memory_order_relaxed);
   atomic_store_explicit(&pub->slots[i].used, 1, memory_order_release);
   pub->count++;
 }
@@ -287,8 +305,10 @@ static pcache_published *published_new(size_t capacity) {
   if (!pub)
     return NULL;
   pub->mask = capacity - 1;
-  for (size_t i = 0; i < capacity; i++)
+  for (size_t i = 0; i < capacity; i++) {
     atomic_init(&pub->slots[i].used, 0);
+    atomic_init(&pub->slots[i].value, 0);
+  }
   return pub;
 }
 
@@ -313,8 +333,10 @@ int pcache__table_publish(pcache__table *table) {
     }
     if (pub)
       for (size_t i = 0; i <= pub->mask; i++)
-        if (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed))
-          published_put(target, pub->slots[i].k0, pub->slots[i].k1, pub->slots[i].value);
+        if (atomic_load_explicit(&pub->slots[i].used, memory_order_relaxed) &&
+            atomic_load_explicit(&pub->slots[i].value, memory_order_relaxed))
+          published_put(target, pub->slots[i].k0, pub->slots[i].k1,
+                        atomic_load_explicit(&pub->slots[i].value, memory_order_relaxed));
   }
   for (size_t b = 0; b < table->n_buckets; b++) {
     pcache_pending **pp = &table->buckets[b];
@@ -343,4 +365,26 @@ int pcache__table_publish(pcache__table *table) {
 out_unlock:
   pthread_mutex_unlock(&table->lock);
   return r;
+}
+
+int pcache__table_remove(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value) {
+  pcache_published *pub;
+  pcache_pending *p;
+  int removed = 0;
+  pthread_mutex_lock(&table->lock);
+  p = *pending_slot(table, k0, k1);
+  if (p && p->state == PENDING_READY && p->value == value && p->waiters == 0) {
+    pending_remove(table, p);
+    removed = 1;
+  }
+  pub = atomic_load_explicit(&table->published, memory_order_relaxed);
+  for (int live = 1; pub; pub = live ? table->retired : pub->retired_next, live = 0) {
+    pcache_slot *s = published_slot(pub, k0, k1);
+    if (s && atomic_load_explicit(&s->value, memory_order_relaxed) == value) {
+      atomic_store_explicit(&s->value, 0, memory_order_release);
+      removed = 1;
+    }
+  }
+  pthread_mutex_unlock(&table->lock);
+  return removed;
 }

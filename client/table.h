@@ -1,6 +1,11 @@
 /* The in-process tables behind the tiers: 128-bit key -> nonzero 64-bit
  * value (a VkPipeline, or a pointer to a tier).
  *
+ * Insert-only but for one operation: pcache__table_remove (a released
+ * pipeline) sets a published slot's value to 0, which readers take as
+ * absent; the key stays in its slot, and a later publish of the same key
+ * fills that slot again, so probe chains never break.
+ *
  * Hits must take no lock, so each table is two parts:
  *  - the published part, an open-addressing table that readers probe with
  *    acquire loads only. Only pcache__table_publish (end of frame) writes
@@ -23,7 +28,8 @@
 
 typedef struct pcache_slot {
   atomic_uint_fast32_t used;
-  uint64_t k0, k1, value;
+  uint64_t k0, k1;
+  atomic_uint_fast64_t value; /* 0: removed */
 } pcache_slot;
 
 typedef struct pcache_published {
@@ -82,6 +88,13 @@ uint64_t pcache__table_insert(pcache__table *table, uint64_t k0, uint64_t k1, ui
 /* Lookup with a constructor run under the table lock (cheap ones only). */
 uint64_t pcache__table_get_or_make(pcache__table *table, uint64_t k0, uint64_t k1,
                                    uint64_t (*make)(void *ctx), void *ctx);
+
+/* Removes key's entry if its value is value (a ready pending entry, or
+ * the published slot, in the live copy and the retired ones). A reader
+ * probing at that moment may still return value: the caller's promise
+ * that nobody asks for the key meanwhile is what makes destroying it safe.
+ * Returns 1 when an entry was removed. */
+int pcache__table_remove(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value);
 
 /* Moves finished pending entries into the published part. Returns 0 or
  * -ENOMEM (entries then stay pending, still found under the lock). Called

@@ -3,7 +3,8 @@
  * the object was made from (record.c, shared with the Vulkan layer). */
 #include "client/record.h"
 
-/* The driver call, then the record; a failed call records nothing. */
+/* The driver call, then the record; a failed call records nothing, and
+ * neither does pass-through, which describes no pipeline. */
 #define WRAP_CREATE(Name, record, device, info, allocator, ret_handle)                             \
   do {                                                                                             \
     VkResult vr_;                                                                                  \
@@ -14,7 +15,8 @@
     vr_ = (device)->Name((device)->vk_device, (info), (allocator), (ret_handle));                  \
     if (vr_ != VK_SUCCESS)                                                                         \
       return vr_;                                                                                  \
-    record((device), (info), *(ret_handle));                                                       \
+    if (!(device)->passthrough)                                                                    \
+      record((device), (info), *(ret_handle));                                                     \
     return VK_SUCCESS;                                                                             \
   } while (0)
 

@@ -9,15 +9,16 @@ install(FILES include/pcache/pcache.h ${PCACHE_GEN_DIR}/pcache/version.h
 
 # In the build tree libpcache links Vulkan through pkg-config's imported
 # target; a consumer of the installed package has no such target, so the
-# exported interface names CMake's own Vulkan::Vulkan instead (the package
-# config finds it with find_dependency(Vulkan)).
+# exported interface names CMake's own Vulkan::Headers instead (the package
+# config finds it with find_dependency(Vulkan)): libpcache does not link the
+# loader, so neither need its consumers.
 get_target_property(_pcache_iface pcache INTERFACE_LINK_LIBRARIES)
 if(_pcache_iface)
   set(_pcache_iface_fixed)
   foreach(_lib IN LISTS _pcache_iface)
     if(_lib STREQUAL "PkgConfig::VULKAN")
       list(APPEND _pcache_iface_fixed "$<BUILD_INTERFACE:PkgConfig::VULKAN>"
-           "$<INSTALL_INTERFACE:Vulkan::Vulkan>")
+           "$<INSTALL_INTERFACE:Vulkan::Headers>")
     else()
       list(APPEND _pcache_iface_fixed "${_lib}")
     endif()

@@ -29,6 +29,14 @@
 #include <pcache/version.h>
 
 #ifdef __cplusplus
+/* PCACHE_STRUCT_INIT for C++, which has no compound literals: every field
+ * value-initialized (zero), then the size. A template, so outside the
+ * extern "C" block. */
+template <typename T> static inline T pcache_cxx_struct_init() {
+  T value = T();
+  value.struct_size = sizeof(T);
+  return value;
+}
 extern "C" {
 #endif
 
@@ -46,44 +54,46 @@ extern "C" {
  * pcache's own error codes, below -10000 so they never collide with -errno.
  * XX(name, value, message). The list is append-only: values are on the wire.
  */
-#define PCACHE_ERRNO_MAP(XX)                                                    \
-  XX(PROTO, -10001, "malformed message")                                        \
-  XX(VERSION, -10002, "unsupported protocol version")                           \
-  XX(FRAME_TOO_LARGE, -10003, "frame larger than the limit")                    \
-  XX(EMPTY_FRAME, -10004, "zero-length frame")                                  \
-  XX(UNKNOWN_REQUEST, -10005, "unknown request kind")                           \
-  XX(TOO_MANY_HASHES, -10006, "too many state hashes in one request")           \
-  XX(BAD_KEY, -10007, "device key or state hash of the wrong length")           \
-  XX(BLOB_TOO_LARGE, -10008, "blob larger than the daemon's limit")             \
-  XX(BLOB_SHORT, -10009, "blob shorter than a pipeline cache header")           \
-  XX(HEADER_SIZE, -10010, "pipeline cache header size out of range")           \
-  XX(HEADER_VERSION, -10011, "pipeline cache header version is not 1")          \
-  XX(WRONG_VENDOR, -10012, "blob made for another vendor")                      \
-  XX(WRONG_DEVICE, -10013, "blob made for another device")                      \
-  XX(WRONG_UUID, -10014, "blob made for another pipelineCacheUUID")             \
-  XX(CHECKSUM, -10015, "checksum mismatch")                                     \
-  XX(BAD_DESC, -10016, "malformed pipeline description")                        \
-  XX(HASH_MISMATCH, -10017, "state hash does not match the description")        \
-  XX(PEER, -10018, "peer refused: another user")                                \
-  XX(UNAVAILABLE, -10019, "daemon unavailable")                                 \
-  XX(DISABLED, -10020, "daemon disabled (PCACHE_DISABLE)")                      \
-  XX(UNHASHABLE, -10021, "pipeline has state the library cannot describe")     \
-  XX(FULL, -10022, "store full and nothing left to evict")                      \
-  XX(STORE, -10023, "store error")                                              \
-  XX(ARCHIVE, -10024, "malformed archive")                                      \
-  XX(ARCHIVE_VERSION, -10025, "unsupported archive version")                    \
-  XX(NOT_FOUND, -10026, "not found")                                            \
-  XX(TOO_MANY_CONNECTIONS, -10027, "too many connections")                      \
-  XX(MISSING_MODULE, -10028, "description names SPIR-V the daemon lacks")       \
-  XX(DB_VERSION, -10029, "store has an unknown format version")                 \
-  XX(BAD_SIZE, -10030, "size out of range")                                     \
-  XX(NOT_READY, -10031, "hello not sent yet")
+#define PCACHE_ERRNO_MAP(XX)                                                                       \
+  XX(PROTO, -10001, "malformed message")                                                           \
+  XX(VERSION, -10002, "unsupported protocol version")                                              \
+  XX(FRAME_TOO_LARGE, -10003, "frame larger than the limit")                                       \
+  XX(EMPTY_FRAME, -10004, "zero-length frame")                                                     \
+  XX(UNKNOWN_REQUEST, -10005, "unknown request kind")                                              \
+  XX(TOO_MANY_HASHES, -10006, "too many state hashes in one request")                              \
+  XX(BAD_KEY, -10007, "device key or state hash of the wrong length")                              \
+  XX(BLOB_TOO_LARGE, -10008, "blob larger than the daemon's limit")                                \
+  XX(BLOB_SHORT, -10009, "blob shorter than a pipeline cache header")                              \
+  XX(HEADER_SIZE, -10010, "pipeline cache header size out of range")                               \
+  XX(HEADER_VERSION, -10011, "pipeline cache header version is not 1")                             \
+  XX(WRONG_VENDOR, -10012, "blob made for another vendor")                                         \
+  XX(WRONG_DEVICE, -10013, "blob made for another device")                                         \
+  XX(WRONG_UUID, -10014, "blob made for another pipelineCacheUUID")                                \
+  XX(CHECKSUM, -10015, "checksum mismatch")                                                        \
+  XX(BAD_DESC, -10016, "malformed pipeline description")                                           \
+  XX(HASH_MISMATCH, -10017, "state hash does not match the description")                           \
+  XX(PEER, -10018, "peer refused: another user")                                                   \
+  XX(UNAVAILABLE, -10019, "daemon unavailable")                                                    \
+  XX(DISABLED, -10020, "daemon disabled (PCACHE_DISABLE)")                                         \
+  XX(UNHASHABLE, -10021, "pipeline has state the library cannot describe")                         \
+  XX(FULL, -10022, "store full and nothing left to evict")                                         \
+  XX(STORE, -10023, "store error")                                                                 \
+  XX(ARCHIVE, -10024, "malformed archive")                                                         \
+  XX(ARCHIVE_VERSION, -10025, "unsupported archive version")                                       \
+  XX(NOT_FOUND, -10026, "not found")                                                               \
+  XX(TOO_MANY_CONNECTIONS, -10027, "too many connections")                                         \
+  XX(MISSING_MODULE, -10028, "description names SPIR-V the daemon lacks")                          \
+  XX(DB_VERSION, -10029, "store has an unknown format version")                                    \
+  XX(BAD_SIZE, -10030, "size out of range")                                                        \
+  XX(NOT_READY, -10031, "hello not sent yet")                                                      \
+  XX(VULKAN, -10032, "a Vulkan call failed")                                                       \
+  XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")
 
 typedef enum pcache_errno {
 #define PCACHE__ERR_ENUM(name, value, msg) PCACHE_E##name = value,
   PCACHE_ERRNO_MAP(PCACHE__ERR_ENUM)
 #undef PCACHE__ERR_ENUM
-  PCACHE_ERRNO_LAST_ = -10032
+      PCACHE_ERRNO_LAST_ = -10034
 } pcache_errno;
 
 /*
@@ -134,7 +144,11 @@ typedef struct pcache_client pcache_client;
  * "since 0.1"), so zero-initialized structs keep working too. Structs the
  * library fills are sized by the call instead (pcache_device_get_stats).
  */
+#ifdef __cplusplus
+#define PCACHE_STRUCT_INIT(type) (pcache_cxx_struct_init<type>())
+#else
 #define PCACHE_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
+#endif
 
 /*
  * Logging. The library prints nothing by itself; it tells the app's log
@@ -183,7 +197,7 @@ typedef struct pcache_client_options {
   uint32_t timeout_ms;
   /* Nonzero: never contact the daemon. $PCACHE_DISABLE=1 does the same. */
   int disable_daemon;
-  /* Since 0.2. Where messages go (see "Logging" above); NULL: nowhere
+  /* Since 0.3. Where messages go (see "Logging" above); NULL: nowhere
    * but $PCACHE_LOG's stderr. log_level: the least severe level passed to
    * log_func; 0 means PCACHE_SEVERITY_WARNING. */
   pcache_log_func log_func;
@@ -246,7 +260,49 @@ typedef struct pcache_device_info {
    * ask the driver for its name (vkGetPhysicalDeviceProperties2), which is
    * only shown by pcachectl. 0: unknown, treated as 1.0. */
   uint32_t instance_api_version;
+  /* Since 0.3: every field below. */
+  /* Where pcache_device_create stores the VkResult of the Vulkan call that
+   * failed when it returns PCACHE_EVULKAN (VK_SUCCESS otherwise). May be
+   * NULL. */
+  VkResult *ret_vk_result;
+  /* Who owns the pipelines the context returns: PCACHE_PIPELINES_SHARED
+   * (0) or PCACHE_PIPELINES_APP ("Pipelines and who owns them" below). */
+  uint32_t pipeline_ownership;
+  /* Nonzero: pass-through. Every pipeline call goes straight to the
+   * driver (vkCreate*Pipelines with pipeline_cache, the context's
+   * allocator), nothing is described, cached, fetched, uploaded or saved,
+   * and no daemon is contacted; ownership is as above. $PCACHE_PASSTHROUGH=1
+   * does the same. */
+  int passthrough;
+  /* The app's own VkPipelineCache, or VK_NULL_HANDLE. Its contents are
+   * merged into the device cache at creation; pcache never writes into it
+   * (no merge, so it never races the app's own use of it) and does not
+   * keep it: the app may destroy it once pcache_device_create returns,
+   * except in pass-through, where every pipeline is created with it. */
+  VkPipelineCache pipeline_cache;
+  /* A file of the app's choice that keeps the device cache between runs,
+   * with or without a daemon: read at creation (checked first: its
+   * checksum, length, device key and the driver's cache header; a file
+   * that fails is ignored, see pcache_device_cache_file_status), written
+   * at pcache_device_flush and pcache_device_destroy when the cache
+   * changed (a temporary file renamed over it, so a crash never leaves a
+   * half-written one). NULL: none. Copied. Not used in pass-through. */
+  const char *cache_path;
 } pcache_device_info;
+
+/* pcache_device_info.pipeline_ownership */
+enum {
+  /* The context owns every pipeline it returns, and identical state gets
+   * the same handle. pcache_release_pipeline frees one early; the rest go
+   * with pcache_device_destroy. The app must not call vkDestroyPipeline on
+   * them. */
+  PCACHE_PIPELINES_SHARED = 0,
+  /* Plain Vulkan: every successful call returns a new pipeline (built
+   * through the same caches, so a repeat is a cache hit) that the app
+   * owns and destroys with vkDestroyPipeline (or pcache_release_pipeline,
+   * which does the same). The tiers are not available. */
+  PCACHE_PIPELINES_APP = 1,
+};
 
 /*
  * pcache_device_create - the context for one VkDevice. Creates its
@@ -254,33 +310,49 @@ typedef struct pcache_device_info {
  * each blob is checked (checksum, then header against this device) before
  * the driver sees it, loaded into its own cache and merged separately, so a
  * bad blob loses only itself and is reported. client may be NULL (local
- * only). Never fails because of the daemon.
- * Returns 0, -ENOMEM, -EINVAL, or a VkResult failure mapped to -EIO.
- * Thread-safe with respect to other devices.
+ * only). Never fails because of the daemon, nor because of cache_path.
+ * When get_instance_proc_addr is NULL, vkGetInstanceProcAddr is taken from
+ * libvulkan.so.1, loaded with dlopen (libpcache does not link it and never
+ * looks the name up among the program's globals, so a volk-style app's
+ * variables named like Vulkan functions are never called).
+ * Returns 0, -ENOMEM, -EINVAL, -ENOENT (no get_instance_proc_addr and no
+ * libvulkan.so.1 to load), or PCACHE_EVULKAN when a Vulkan call failed: its
+ * VkResult is then stored in *info->ret_vk_result (since 0.3; until 0.2
+ * this was -EIO). Thread-safe with respect to other devices.
  */
 PCACHE_API int pcache_device_create(pcache_client *client,
                                     const pcache_device_info *info,
                                     pcache_device **ret_device);
 
 /*
- * pcache_device_destroy - destroy every pipeline the context owns and its
- * VkPipelineCache, waiting up to the client's timeout for queued uploads.
+ * pcache_device_destroy - destroy every pipeline the context owns (with
+ * PCACHE_PIPELINES_SHARED: those not released; with PCACHE_PIPELINES_APP
+ * none, they are the app's) and its VkPipelineCaches, after saving
+ * cache_path and waiting up to the client's timeout for queued uploads.
  * Objects made with the wrappers below are the app's and stay alive.
  * Accepts NULL. Externally synchronized.
  */
 PCACHE_API void pcache_device_destroy(pcache_device *device);
 
 /*
- * pcache_device_pipeline_cache - the device's merged VkPipelineCache, for
- * pipelines the app builds itself. Owned by the context. Thread-safe.
+ * pcache_device_pipeline_cache - a VkPipelineCache for pipelines the app
+ * builds itself with vkCreate*Pipelines. It is made on the first call from
+ * what the device cache holds then, and pcache never merges into it
+ * afterwards: vkMergePipelineCaches needs its destination externally
+ * synchronized, and the app has no lock to take, so the app may use this
+ * cache from any number of threads while pcache works. Its contents join
+ * cache_path when it is saved. Owned by the context (destroyed with it); in
+ * pass-through, the info's pipeline_cache. VK_NULL_HANDLE when the driver
+ * refused to make it (vkCreate*Pipelines accepts that too). Thread-safe.
  */
 PCACHE_API VkPipelineCache pcache_device_pipeline_cache(const pcache_device *device);
 
 /*
  * pcache_device_flush - wait until queued uploads have been acknowledged
- * by the daemon, or the client's timeout passes. Returns 0 when the queue
- * is empty, -ETIMEDOUT otherwise, 0 with nothing to do when local only.
- * Thread-safe.
+ * by the daemon, or the client's timeout passes, then save cache_path if
+ * the device has one and its cache changed. Returns 0 when the queue is
+ * empty (always, when local only), -ETIMEDOUT otherwise, or the -errno of
+ * writing cache_path. Thread-safe.
  */
 PCACHE_API int pcache_device_flush(pcache_device *device);
 
@@ -313,6 +385,33 @@ typedef struct pcache_stats {
   uint64_t snapshots_uploaded; /* snapshots the daemon acknowledged */
 } pcache_stats;
 
+/* Counters added in 0.3, in a struct of their own: apps built against 0.1
+ * size pcache_stats by that header and check that the library writes
+ * nothing past it (tests/abi), so pcache_stats keeps its 0.1 size. New
+ * fields are only ever appended (pcache_device_get_counters). */
+typedef struct pcache_counters {
+  /* Since 0.3: every field below. */
+  uint64_t released;          /* pipelines freed by pcache_release_pipeline */
+  uint64_t reused_handles;    /* the driver returned the handle of a pipeline
+                                 the context still owned: the app destroyed a
+                                 context-owned pipeline itself ("Pipelines
+                                 and who owns them") */
+  uint64_t cache_file_loaded; /* bytes of cache data cache_path gave */
+  uint64_t cache_file_saved;  /* times cache_path was written */
+} pcache_counters;
+
+/*
+ * pcache_device_cache_file_status - what became of cache_path at creation:
+ * 0 when it was loaded, or there was none or no file yet; else why the
+ * file was refused and ignored (never handed to the driver): -errno from
+ * reading it, PCACHE_ECACHE_FILE (not a pcache cache file, or another
+ * format version), PCACHE_EBAD_SIZE (truncated or grown), PCACHE_ECHECKSUM,
+ * PCACHE_EWRONG_DEVICE (another device or driver version), the driver
+ * header's PCACHE_E* codes, or PCACHE_EVULKAN (the driver refused it). A
+ * refused file is replaced at the next save. Thread-safe.
+ */
+PCACHE_API int pcache_device_cache_file_status(const pcache_device *device);
+
 /*
  * pcache_device_get_stats - a snapshot of the counters. A macro: it passes
  * sizeof *ret_stats as the app compiled it, and the library fills only the
@@ -328,6 +427,17 @@ PCACHE_API int pcache_device_get_stats(const pcache_device *device,
                                        pcache_stats *ret_stats);
 #define pcache_device_get_stats(device, ret_stats)                                                 \
   pcache_device_get_stats_sized((device), (ret_stats), sizeof *(ret_stats))
+
+/*
+ * pcache_device_get_counters - pcache_counters, sized by the caller as
+ * pcache_device_get_stats is (a macro passing sizeof *ret_counters).
+ * Returns 0, or -EINVAL when device or ret_counters is NULL or the size is
+ * smaller than the first version's. Thread-safe.
+ */
+PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
+                                                pcache_counters *ret_counters, size_t size);
+#define pcache_device_get_counters(device, ret_counters)                                           \
+  pcache_device_get_counters_sized((device), (ret_counters), sizeof *(ret_counters))
 
 /* ------------------------------------------------------- object wrappers */
 
@@ -381,13 +491,47 @@ PCACHE_API void pcache_destroy_sampler(pcache_device *device, VkSampler sampler,
 /* -------------------------------------------------------------- pipelines */
 
 /*
+ * Pipelines and who owns them (pcache_device_info.pipeline_ownership).
+ *
+ * PCACHE_PIPELINES_SHARED (the default): a pipeline belongs to the context.
+ * Two calls with identical state (equal state hashes) return the same
+ * handle, so per-handle bookkeeping (debug names, a map from handle to
+ * material) sees one pipeline for both; choose PCACHE_PIPELINES_APP to get
+ * a handle per call instead. pcache_release_pipeline destroys one early
+ * (hot reload, streaming): for every holder of the handle, since it is one
+ * pipeline, and every tier entry that pointed at it is forgotten, so the
+ * next request of that state builds a new one (from the device cache,
+ * without compiling). The cache data stays: releasing frees the pipeline,
+ * not what the daemon or cache_path keep.
+ *
+ * PCACHE_PIPELINES_APP: plain Vulkan ownership. Each call returns a new
+ * pipeline the app destroys with vkDestroyPipeline, as if it had called
+ * vkCreate*Pipelines (which, with pass-through, it has). Code written for
+ * this mode works unchanged with pcache on, off (pass-through) or removed.
+ *
+ * Misuse pcache can see: releasing a pipeline it does not own (twice, or
+ * never its own) returns PCACHE_ENOT_FOUND and destroys nothing. A
+ * context-owned pipeline that the app destroyed with vkDestroyPipeline is
+ * invisible to pcache until the driver hands the same handle value out
+ * again: pcache then forgets the dead pipeline's tier entries (so they do
+ * not return a different pipeline) and counts it (reused_handles). What it
+ * cannot see: a destroyed pipeline whose handle never comes back is
+ * destroyed a second time by pcache_device_destroy, which the driver may
+ * report as heap corruption; run with VK_LAYER_KHRONOS_validation to have
+ * the first destroy named (VUID-vkDestroyPipeline-pipeline-parameter at
+ * the second), or use PCACHE_PIPELINES_APP.
+ */
+
+/*
  * pcache_get_graphics_pipeline / pcache_get_compute_pipeline - the pipeline
  * for this create info: from the in-process tiers when it was built before
  * (a hit takes no lock), else fetched from the daemon if it has the blob,
- * else compiled and queued for upload. info->basePipelineHandle and
- * info->flags' derivative bits are honoured but not hashed. The pipeline is
- * owned by the context: do not destroy it. Concurrent calls with the same
- * state compile once; the others wait for that one.
+ * else compiled and queued for upload. info->basePipelineHandle is honoured
+ * but not hashed (a derivative is the same pipeline whatever its base);
+ * the flags are hashed where they change what the driver builds or what
+ * the app may do with the pipeline (docs/pipeline-desc.md). The owner is
+ * the context or the app, as pipeline_ownership says. Concurrent calls
+ * with the same state compile once; the others wait for that one.
  * Returns what vkCreate*Pipelines would. Thread-safe.
  */
 PCACHE_API VkResult pcache_get_graphics_pipeline(pcache_device *device,
@@ -396,6 +540,42 @@ PCACHE_API VkResult pcache_get_graphics_pipeline(pcache_device *device,
 PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
                                                 const VkComputePipelineCreateInfo *info,
                                                 VkPipeline *ret_pipeline);
+
+/*
+ * pcache_create_graphics_pipelines / pcache_create_compute_pipelines -
+ * count pipelines at once, as vkCreate*Pipelines makes them: each as
+ * pcache_get_*_pipeline would, in order, so an element that is a
+ * derivative (VK_PIPELINE_CREATE_DERIVATIVE_BIT) may name an earlier one
+ * by basePipelineIndex (it must be below its own index and that element
+ * must allow derivatives, as Vulkan requires) or any pipeline by
+ * basePipelineHandle. Every element is tried (all up to the first failure
+ * with VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT); a failed one is
+ * VK_NULL_HANDLE in ret_pipelines. One whose base (by index) failed is
+ * built as a pipeline of its own: a derivative is only a hint. Returns VK_SUCCESS, or the first
+ * failure's result (VK_PIPELINE_COMPILE_REQUIRED included); the elements that succeeded are valid
+ * and owned as pipeline_ownership says, whatever the result. VK_ERROR_INITIALIZATION_FAILED for
+ * NULL arguments or a basePipelineIndex out of range. Thread-safe.
+ */
+PCACHE_API VkResult pcache_create_graphics_pipelines(pcache_device *device, uint32_t count,
+                                                     const VkGraphicsPipelineCreateInfo *infos,
+                                                     VkPipeline *ret_pipelines);
+PCACHE_API VkResult pcache_create_compute_pipelines(pcache_device *device, uint32_t count,
+                                                    const VkComputePipelineCreateInfo *infos,
+                                                    VkPipeline *ret_pipelines);
+
+/*
+ * pcache_release_pipeline - destroy a pipeline the context returned. With
+ * PCACHE_PIPELINES_SHARED: for every holder of the handle, and the tiers
+ * forget it (see "Pipelines and who owns them"); returns PCACHE_ENOT_FOUND,
+ * destroying nothing, when the context does not own it (released already,
+ * or not from this context). With PCACHE_PIPELINES_APP: vkDestroyPipeline
+ * with the context's allocator, nothing checked, exactly as Vulkan.
+ * VK_NULL_HANDLE is accepted (0). The app must not use the pipeline, nor
+ * request its state or draw key from another thread, while this runs
+ * (Vulkan's rule for vkDestroyPipeline). Returns 0, PCACHE_ENOT_FOUND or
+ * -EINVAL (device NULL). Thread-safe otherwise.
+ */
+PCACHE_API int pcache_release_pipeline(pcache_device *device, VkPipeline pipeline);
 
 /*
  * The app-key path. Tier 1 is the rarely changing global state (attachment
@@ -412,7 +592,9 @@ typedef struct pcache_tier pcache_tier;
 /*
  * pcache_device_select_tier - the tier-2 table for global_key, created on
  * first use. Owned by the context, valid until it is destroyed.
- * Returns 0 or -ENOMEM. Thread-safe.
+ * Returns 0, -ENOMEM, or -EINVAL with PCACHE_PIPELINES_APP (a tier hands
+ * the same pipeline to every lookup, which only the context may own).
+ * Thread-safe.
  */
 PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_key,
                                          pcache_tier **ret_tier);

@@ -15,6 +15,9 @@
 /* gfx_full: every field below is state. */
 static const field full_hashed[] = {
     FB(info.flags, VK_PIPELINE_CREATE_VIEW_INDEX_FROM_DEVICE_INDEX_BIT),
+    /* Not what is compiled, but what the app may do: only a pipeline made
+     * with it may be a base (issue 15, docs/pipeline-desc.md). */
+    FB(info.flags, VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT),
     F(info.flags, U32),
     F(info.stageCount, DEC),
     F(stages[0].flags, U32),
@@ -137,7 +140,6 @@ static const field full_hashed[] = {
 /* gfx_full: what does not change the compiled code. */
 static const field full_ignored[] = {
     FB(info.flags, VK_PIPELINE_CREATE_DERIVATIVE_BIT),
-    FB(info.flags, VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT),
     FB(info.flags, VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT),
     FB(info.flags, VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT),
     F(info.basePipelineIndex, I32),
@@ -192,9 +194,9 @@ static const field multiview_hashed[] = {F(info.subpass, DEC)};
 
 static const field compute_hashed[] = {
     {"cinfo.flags", offsetof(fx_pipeline, cinfo.flags), U32, 0},
+    FB(cinfo.flags, VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT),
     {"cinfo.stage.flags", offsetof(fx_pipeline, cinfo.stage.flags), U32, 0},
-    {"subgroup.requiredSubgroupSize", offsetof(fx_pipeline, subgroup.requiredSubgroupSize), U32,
-     0},
+    {"subgroup.requiredSubgroupSize", offsetof(fx_pipeline, subgroup.requiredSubgroupSize), U32, 0},
     F(spec_data[0], U32),
     F(spec_data[1], U32),
     F(spec_entries[1].constantID, U32),

@@ -47,6 +47,17 @@ if nm -D --defined-only "$libdir/libpcache.so" | awk '{ print $3 }' | grep -q '^
   fail "libpcache.so exports pcache__ internals"
 fi
 
+# libpcache finds the Vulkan loader at run time, through the app's
+# vkGetInstanceProcAddr or dlopen: an app with a GL fallback must start on a
+# machine without libvulkan.so.1, and no vk* name may be bound to a
+# program's global of that name (client/loader.c).
+if readelf -d "$libdir/libpcache.so" | grep -q 'NEEDED.*libvulkan'; then
+  fail "libpcache.so needs libvulkan.so.1 at load time"
+fi
+if nm -D --undefined-only "$libdir/libpcache.so" | awk '{ print $2 }' | grep -q '^vk'; then
+  fail "libpcache.so references Vulkan symbols: $(nm -D --undefined-only "$libdir/libpcache.so" | grep ' vk' | tr '\n' ' ')"
+fi
+
 # The Vulkan layer: its manifest where the loader looks for implicit layers,
 # off unless PCACHE_LAYER=1, naming the installed library by its configured
 # path. The library exports only the loader's entry point and references no

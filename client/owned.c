@@ -1,0 +1,156 @@
+/* The owned pipelines of a context: see owned.h. A chained hash map from
+ * handle to the table keys that point at it; one entry per pipeline, a
+ * few keys each (its state hash, the app's draw keys). */
+#include <errno.h>
+#include <string.h>
+
+#include "client/owned.h"
+#include "client/record.h"
+#include "common/alloc.h"
+
+typedef struct owned_ref {
+  pcache__table *table;
+  uint64_t k0, k1;
+} owned_ref;
+
+struct pcache__owned_entry {
+  pcache__owned_entry *next;
+  VkPipeline pipeline;
+  size_t n_refs, cap_refs;
+  owned_ref *refs;
+};
+
+static size_t bucket_of(const pcache__owned *o, VkPipeline p) {
+  uint64_t x = pcache__pipeline_to_u64(p) * 0x9e3779b97f4a7c15ull;
+  return (size_t)(x >> 32) & (o->n_buckets - 1);
+}
+
+int pcache__owned_init(pcache__owned *o) {
+  o->n_buckets = 64;
+  o->count = 0;
+  o->buckets = pcache__calloc(o->n_buckets, sizeof *o->buckets);
+  return o->buckets ? 0 : -ENOMEM;
+}
+
+static pcache__owned_entry **find(pcache__owned *o, VkPipeline p) {
+  pcache__owned_entry **pp = &o->buckets[bucket_of(o, p)];
+  while (*pp && (*pp)->pipeline != p)
+    pp = &(*pp)->next;
+  return pp;
+}
+
+static void grow(pcache__owned *o) {
+  pcache__owned old = *o;
+  pcache__owned_entry **buckets = pcache__calloc(old.n_buckets * 2, sizeof *buckets);
+  if (!buckets)
+    return; /* longer chains, still correct */
+  o->buckets = buckets;
+  o->n_buckets = old.n_buckets * 2;
+  for (size_t b = 0; b < old.n_buckets; b++)
+    while (old.buckets[b]) {
+      pcache__owned_entry *e = old.buckets[b];
+      size_t nb = bucket_of(o, e->pipeline);
+      old.buckets[b] = e->next;
+      e->next = o->buckets[nb];
+      o->buckets[nb] = e;
+    }
+  pcache__free(old.buckets);
+}
+
+/* Every table forgets e's pipeline; e keeps no references. */
+static void forget_refs(pcache__owned_entry *e) {
+  for (size_t i = 0; i < e->n_refs; i++)
+    pcache__table_remove(e->refs[i].table, e->refs[i].k0, e->refs[i].k1,
+                         pcache__pipeline_to_u64(e->pipeline));
+  e->n_refs = 0;
+}
+
+VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
+  pcache__owned *o = &d->owned;
+  pcache__owned_entry **pp, *e;
+  VkResult vr = VK_SUCCESS;
+  pthread_mutex_lock(&d->owned_lock);
+  pp = find(o, pipeline);
+  if (*pp) {
+    /* The table entries name a pipeline of other state that no longer
+     * exists: keeping them would hand this one out for that state. */
+    forget_refs(*pp);
+    atomic_fetch_add(&d->stats.reused_handles, 1);
+    goto out_count;
+  }
+  e = pcache__calloc(1, sizeof *e);
+  if (!e) {
+    vr = VK_ERROR_OUT_OF_HOST_MEMORY;
+    goto out_unlock;
+  }
+  e->pipeline = pipeline;
+  e->next = *pp;
+  *pp = e;
+  if (++o->count > o->n_buckets)
+    grow(o);
+  atomic_fetch_add(&d->stats.pipelines, 1);
+out_count:
+  atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+out_unlock:
+  pthread_mutex_unlock(&d->owned_lock);
+  return vr;
+}
+
+void pcache__owned_note(pcache_device *d, VkPipeline pipeline, pcache__table *table, uint64_t k0,
+                        uint64_t k1) {
+  pcache__owned_entry *e;
+  pthread_mutex_lock(&d->owned_lock);
+  e = *find(&d->owned, pipeline);
+  if (!e)
+    goto out_unlock;
+  if (e->n_refs == e->cap_refs) {
+    size_t cap = e->cap_refs ? e->cap_refs * 2 : 2;
+    owned_ref *refs = pcache__realloc(e->refs, cap * sizeof *refs);
+    if (!refs) {
+      pcache__table_remove(table, k0, k1, pcache__pipeline_to_u64(pipeline));
+      goto out_unlock;
+    }
+    e->refs = refs;
+    e->cap_refs = cap;
+  }
+  e->refs[e->n_refs++] = (owned_ref){.table = table, .k0 = k0, .k1 = k1};
+out_unlock:
+  pthread_mutex_unlock(&d->owned_lock);
+}
+
+int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
+  pcache__owned_entry **pp, *e;
+  pthread_mutex_lock(&d->owned_lock);
+  pp = find(&d->owned, pipeline);
+  e = *pp;
+  if (e) {
+    *pp = e->next;
+    d->owned.count--;
+    forget_refs(e);
+  }
+  pthread_mutex_unlock(&d->owned_lock);
+  if (!e)
+    return PCACHE_ENOT_FOUND;
+  /* A library is known by its handle to describe pipelines linking it. */
+  pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
+  d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
+  atomic_fetch_sub(&d->stats.pipelines, 1);
+  atomic_fetch_add(&d->stats.released, 1);
+  pcache__free(e->refs);
+  pcache__free(e);
+  return 0;
+}
+
+void pcache__owned_fini(pcache_device *d) {
+  pcache__owned *o = &d->owned;
+  for (size_t b = 0; o->buckets && b < o->n_buckets; b++)
+    while (o->buckets[b]) {
+      pcache__owned_entry *e = o->buckets[b];
+      o->buckets[b] = e->next;
+      d->DestroyPipeline(d->vk_device, e->pipeline, d->allocator);
+      pcache__free(e->refs);
+      pcache__free(e);
+    }
+  pcache__free(o->buckets);
+  o->buckets = NULL;
+}

@@ -1,0 +1,32 @@
+/* The pipelines a device context owns (owned.c), with PCACHE_PIPELINES_
+ * SHARED: which ones, and under which keys of which tables each is found,
+ * so that releasing one can make every table forget it before it is
+ * destroyed. The map is under the device's owned_lock; the tables keep
+ * their own locks (taken after it). */
+#ifndef PCACHE_CLIENT_OWNED_H
+#define PCACHE_CLIENT_OWNED_H
+
+#include "client/device.h"
+
+int pcache__owned_init(pcache__owned *owned);
+
+/* The context takes pipeline. If it already owned that handle, the app
+ * destroyed the old pipeline itself and the driver reused the value: the
+ * old one's table entries are forgotten and reused_handles counts it.
+ * VK_SUCCESS, or VK_ERROR_OUT_OF_HOST_MEMORY (then the caller destroys
+ * it). */
+VkResult pcache__owned_add(pcache_device *device, VkPipeline pipeline);
+
+/* table now maps (k0, k1) to pipeline. A pipeline the context does not
+ * own (released meanwhile) is left alone; without memory to note it, the
+ * entry is removed again, so that no table outlives the pipeline. */
+void pcache__owned_note(pcache_device *device, VkPipeline pipeline, pcache__table *table,
+                        uint64_t k0, uint64_t k1);
+
+/* Forgets pipeline everywhere and destroys it. 0 or PCACHE_ENOT_FOUND. */
+int pcache__owned_release(pcache_device *device, VkPipeline pipeline);
+
+/* Destroys every pipeline still owned and frees the map (destroy). */
+void pcache__owned_fini(pcache_device *device);
+
+#endif
