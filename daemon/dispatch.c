@@ -16,6 +16,8 @@
 #include "jobs.h"
 #include "proto/frame.h"
 #include "reads.h"
+#include "remote.h"
+#include "remote_serve.h"
 #include "respond.h"
 #include "server.h"
 #include "validate.h"
@@ -33,6 +35,8 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
     return;
   }
   job->req = req;
+  job->remote = c->srv->remote;
+  job->push = pcd_remote_push;
   job->conn = c;
   job->finish = finish_job;
   snprintf(job->app, sizeof job->app, "%s", c->app);
@@ -99,9 +103,13 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   }
   switch (req->body_case) {
   case PCACHEPB__REQUEST__BODY_GET:
+    if (pcd_remote_serve(c, req))
+      return; /* answered once the fleet was asked */
     pcd_read_get(c, req->get);
     break;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
+    if (pcd_remote_serve(c, req))
+      return;
     pcd_read_prefetch(c, req->prefetch);
     break;
   case PCACHEPB__REQUEST__BODY_LIST:

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "remote.h"
 #include "respond.h"
 #include "server.h"
 
@@ -177,6 +178,7 @@ void pcd_read_stats(pcd_conn *c) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
   pcd_totals t = {0};
+  pcd_arena arena = {0};
   pcd_txn *txn;
   int r = pcd_txn_begin(srv->store, 0, &txn);
   if (r == 0) {
@@ -213,7 +215,10 @@ void pcd_read_stats(pcd_conn *c) {
   s.snapshot_bytes = t.snapshot_bytes;
   s.parked = atomic_load(&srv->stats.parked);
   s.prefetch_scans = atomic_load(&srv->stats.prefetch_scans);
+  if (srv->remote)
+    s.remote = pcd_remote_stats(srv->remote, &arena);
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);
+  pcd_arena_free(&arena);
 }
