@@ -2,8 +2,10 @@
 # gpu-deps.sh - fetch, from Debian's archive, every package a GPU machine
 # with a compiler and CMake but no Debian libraries needs to build and run
 # pcache's benchmark set from a clean tree: the -dev packages of libuv,
-# LMDB, protobuf-c, xxHash and Vulkan, protoc-c, glslang, pkg-config, and
-# the Vulkan loader and GL dispatch packages.
+# LMDB, protobuf-c, xxHash, hiredis (pcached's fleet tier needs it to build)
+# and Vulkan, protoc-c, glslang, pkg-config, and the Vulkan loader and GL
+# dispatch packages. No redis-server: the fleet benchmark runs here only
+# (docs/fleet.md, bench/RESULTS.md).
 #
 #   bench/gpu-deps.sh [OUT_DIR]      (default: out/gpudeps, git-ignored)
 #
@@ -13,7 +15,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$SRC/out/gpudeps}
 PACKAGES="libuv1 libuv1-dev liblmdb0 liblmdb-dev libprotobuf-c1 libprotobuf-c-dev
-  protobuf-c-compiler libprotoc32 libprotobuf32 libxxhash0 libxxhash-dev libvulkan1
+  protobuf-c-compiler libhiredis0.14 libhiredis-dev libprotoc32 libprotobuf32 libxxhash0 libxxhash-dev libvulkan1
   libvulkan-dev glslang-tools spirv-tools pkgconf pkgconf-bin libpkgconf3
   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
 rm -rf "$OUT"

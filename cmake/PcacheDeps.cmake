@@ -9,6 +9,9 @@ pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c>=1.3)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash>=0.8)
 pkg_check_modules(VULKAN REQUIRED IMPORTED_TARGET vulkan)
 pkg_check_modules(LIBSYSTEMD IMPORTED_TARGET libsystemd)
+# pcached's fleet tier (daemon/remote*.c, docs/fleet.md): required, so that
+# every build can serve --remote; scripts/setup-deps.sh installs it.
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
 
 find_program(PROTOC_C protoc-c REQUIRED)
 find_program(GLSLANG_VALIDATOR glslangValidator)

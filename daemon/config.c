@@ -51,6 +51,19 @@ static void usage(FILE *out) {
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
+          "  --remote URL           share entries with a fleet through Redis:\n"
+          "                         redis://HOST:PORT[/DB] or a Unix socket path\n"
+          "                         (docs/fleet.md); default: none\n"
+          "  --remote-auth FILE     the Redis password (or a user, then the password,\n"
+          "                         on two lines); FILE must be the user's, mode 0600\n"
+          "  --remote-prefix TEXT   start of every Redis key (pcache:), so fleets can\n"
+          "                         share one Redis\n"
+          "  --remote-ttl SECS      Redis keys expire this long after their last\n"
+          "                         write (0: never; leave it to maxmemory)\n"
+          "  --remote-timeout MS    longest a Get waits on Redis (20; a Prefetch's\n"
+          "                         first page waits ten times this)\n"
+          "  --remote-queue SIZE    entries waiting to be pushed, at most (64M);\n"
+          "                         more are dropped and counted\n"
           "  --log-level LEVEL      error, warn, info or debug (info)\n"
           "  --version              print the version and exit\n"
           "  --help                 print this help and exit\n",
@@ -76,6 +89,12 @@ enum {
   OPT_HELLO_TIMEOUT,
   OPT_PREFETCH_WINDOW,
   OPT_PREFETCH_MAX,
+  OPT_REMOTE,
+  OPT_REMOTE_AUTH,
+  OPT_REMOTE_PREFIX,
+  OPT_REMOTE_TTL,
+  OPT_REMOTE_TIMEOUT,
+  OPT_REMOTE_QUEUE,
   OPT_VERSION,
   OPT_HELP,
 };
@@ -108,6 +127,9 @@ static const number_option numbers[] = {
     {OPT_PREFETCH_MAX,  "prefetch-max",    0, 1,         1u << 24,        FIELD(prefetch_max)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
+    {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},
+    {OPT_REMOTE_TIMEOUT, "remote-timeout", 0, 1,         60000,           FIELD(remote_timeout_ms)},
+    {OPT_REMOTE_QUEUE,  "remote-queue",    0, 1ull << 20, 1ull << 40,     FIELD(remote_queue)},
 };
 /* clang-format on */
 #undef FIELD
@@ -158,6 +180,12 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+      {"remote", required_argument, NULL, OPT_REMOTE},
+      {"remote-auth", required_argument, NULL, OPT_REMOTE_AUTH},
+      {"remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX},
+      {"remote-ttl", required_argument, NULL, OPT_REMOTE_TTL},
+      {"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
+      {"remote-queue", required_argument, NULL, OPT_REMOTE_QUEUE},
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0},
@@ -176,6 +204,9 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .prefetch_window_s = 7 * 86400,
       .prefetch_max = 65536,
       .log_level = PCACHE_LOG_INFO,
+      .remote_prefix = "pcache:",
+      .remote_timeout_ms = 20,
+      .remote_queue = 64ull << 20,
   };
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const number_option *n;
@@ -199,6 +230,21 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
     case OPT_DATA_DIR:
       c.data_dir_arg = optarg;
       break;
+    case OPT_REMOTE:
+      c.remote_arg = optarg;
+      break;
+    case OPT_REMOTE_AUTH:
+      c.remote_auth_file = optarg;
+      break;
+    case OPT_REMOTE_PREFIX:
+      if (strlen(optarg) > PCD_MAX_REMOTE_PREFIX ||
+          !pcache__utf8_printable(optarg, strlen(optarg))) {
+        fprintf(stderr, "pcached: --remote-prefix must be printable text of at most %d bytes\n",
+                PCD_MAX_REMOTE_PREFIX);
+        return -EINVAL;
+      }
+      c.remote_prefix = optarg;
+      break;
     case OPT_LOG_LEVEL:
       c.log_level = pcache_log_parse_level(optarg);
       if (c.log_level < 0) {
@@ -216,6 +262,10 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       usage(stderr);
       return -EINVAL;
     }
+  }
+  if (!c.remote_arg && c.remote_auth_file) {
+    fprintf(stderr, "pcached: --remote-auth needs --remote\n");
+    return -EINVAL;
   }
   if (optind < argc) {
     fprintf(stderr, "pcached: unexpected argument '%s'\n", argv[optind]);

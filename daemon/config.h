@@ -7,6 +7,9 @@
 /* Most --threads: each is a loop, a thread and an LMDB reader slot. */
 #define PCD_MAX_THREADS 64
 
+/* Longest --remote-prefix: keys stay short, and readable in redis-cli. */
+#define PCD_MAX_REMOTE_PREFIX 64
+
 typedef struct pcd_config {
   const char *socket_arg;       /* --socket, NULL: paths.h resolution */
   const char *data_dir_arg;     /* --data-dir */
@@ -25,6 +28,13 @@ typedef struct pcd_config {
   uint64_t flush_interval_ms;   /* --flush-interval: last-used/hit batches */
   uint64_t prefetch_window_s;   /* --prefetch-window: use before the app's latest, 0: any */
   uint32_t prefetch_max;        /* --prefetch-max: entries one Prefetch order holds */
+  /* The fleet tier (remote*.c, docs/fleet.md); remote_arg NULL: none. */
+  const char *remote_arg;       /* --remote: redis://host:port[/db] or a socket path */
+  const char *remote_auth_file; /* --remote-auth: the password (user, password) */
+  const char *remote_prefix;    /* --remote-prefix: every key starts with it */
+  uint64_t remote_ttl_s;        /* --remote-ttl, 0: keys never expire */
+  uint64_t remote_timeout_ms;   /* --remote-timeout: longest a Get waits on it */
+  uint64_t remote_queue;        /* --remote-queue: bytes waiting to be pushed */
   int log_level;
 } pcd_config;
 

@@ -16,6 +16,8 @@
 #include "jobs.h"
 #include "proto/frame.h"
 #include "reads.h"
+#include "remote.h"
+#include "remote_serve.h"
 #include "replay.h"
 #include "respond.h"
 #include "server.h"
@@ -34,6 +36,8 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
     return;
   }
   job->req = req;
+  job->remote = c->srv->remote;
+  job->push = pcd_remote_push;
   job->conn = c;
   job->ctx = c->srv->replay;
   job->finish = finish_job;
@@ -103,12 +107,16 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   case PCACHEPB__REQUEST__BODY_GET:
     pcd_replay_note(c->srv->replay, req->get->device_key.data, req->get->device_key.len, c->app,
                     c->pid);
+    if (pcd_remote_serve(c, req))
+      return; /* answered once the fleet was asked */
     pcd_read_get(c, req->get);
     break;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
     pcd_replay_note(c->srv->replay, req->prefetch->device_key.data,
                     req->prefetch->device_key.len,
                     *req->prefetch->app ? req->prefetch->app : c->app, c->pid);
+    if (pcd_remote_serve(c, req))
+      return;
     pcd_read_prefetch(c, req->prefetch);
     break;
   case PCACHEPB__REQUEST__BODY_LIST:

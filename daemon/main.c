@@ -18,6 +18,7 @@
 #include "common/paths.h"
 #include "config.h"
 #include "dispatch.h"
+#include "remote.h"
 #include "replay.h"
 #include "server.h"
 
@@ -73,8 +74,15 @@ int main(int argc, char **argv) {
     pcd_writer_stop(srv.writer);
     goto out_store;
   }
+  if (config.remote_arg && (r = pcd_remote_new(&config, &loop, srv.store, srv.writer, &srv.stats,
+                                               pcd_dispatch_job_done, &srv.remote)) < 0) {
+    pcd_writer_stop(srv.writer);
+    goto out_store;
+  }
   if ((r = pcd_server_start(&srv)) < 0) {
     log_error("cannot start serving: %s", pcache_strerror(r));
+    pcd_remote_stop(srv.remote);
+    uv_run(&loop, UV_RUN_NOWAIT);
     pcd_writer_stop(srv.writer);
     goto out_store;
   }
@@ -90,6 +98,7 @@ int main(int argc, char **argv) {
   pcd_replay_free(srv.replay);
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
+  pcd_remote_free(srv.remote);
   pcd_client_reports_free(srv.client_reports);
   log_info("stopped");
   return 0;
@@ -98,6 +107,7 @@ out_store:
   pcd_replay_stop(srv.replay);
   pcd_replay_free(srv.replay);
   pcd_store_close(srv.store);
+  pcd_remote_free(srv.remote);
 out_listen:
   if (srv.listen_fd >= 0)
     close(srv.listen_fd);

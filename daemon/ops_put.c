@@ -8,6 +8,24 @@
 #include <pcache/pcache.h>
 
 #include "common/log.h"
+#include "remote_pack.h"
+
+/* Packs a stored item for the fleet: only what a client of this machine
+ * uploaded, never what came from the fleet. A value that cannot be made
+ * is only not pushed. */
+static void push_item(pcd_txn *txn, pcd_job *job, const Pcachepb__Put *put,
+                      const Pcachepb__PutItem *it, const char *app) {
+  pcd_push *p;
+  int r;
+  if (!job->remote || !job->push || job->fleet)
+    return;
+  if ((r = pcd_remote_pack_item(txn, put, it, app, &p)) < 0) {
+    log_debug("put: item not pushed to the fleet: %s", pcache_strerror(r));
+    return;
+  }
+  p->next = job->pushes;
+  job->pushes = p;
+}
 
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
@@ -19,6 +37,9 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
 
   if (!reply)
     return -ENOMEM;
+  /* A batch run again (the map was full) packs again. */
+  pcd_push_free_all(job->pushes);
+  job->pushes = NULL;
   pcachepb__put_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_PUT;
   job->resp.put = reply;
@@ -100,6 +121,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     } else {
       reply->stored++;
       job->stored++;
+      push_item(txn, job, put, it, app);
     }
     reply->results[reply->n_results++] = res;
   }
@@ -117,7 +139,21 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   return 0;
 }
 
+/* Pushed only once committed: a batch that failed stored nothing. */
+static void committed_put(pcd_job *job) {
+  if (job->pushes)
+    job->push(job->remote, job->pushes);
+  job->pushes = NULL;
+}
+
 static void count_put(const pcd_job *job, pcd_stats *stats, int failed) {
+  if (job->fleet) {
+    atomic_fetch_add(&stats->fleet_stored, failed ? 0 : job->stored);
+    atomic_fetch_add(&stats->fleet_refused,
+                     failed ? (job->req ? job->req->put->n_items : 0) : job->rejected);
+    atomic_fetch_add(&stats->evictions, failed ? 0 : job->evicted);
+    return;
+  }
   if (failed) {
     atomic_fetch_add(&stats->put_rejected, job->req->put->n_items);
     return;
@@ -134,5 +170,8 @@ static uint64_t bytes_put(const pcd_job *job) {
   return n;
 }
 
-const pcd_job_ops pcd_job_put = {
-    .name = "put", .run = op_put, .count = count_put, .bytes = bytes_put};
+const pcd_job_ops pcd_job_put = {.name = "put",
+                                 .run = op_put,
+                                 .committed = committed_put,
+                                 .count = count_put,
+                                 .bytes = bytes_put};

@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/blob.h"
 #include "common/log.h"
+#include "remote_pack.h"
 
 static int snapshot_refuse(pcd_job *job, int status, const char *why) {
   job->resp.status = status;
@@ -82,6 +83,12 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if (r < 0)
     return r;
   job->stored = 1;
+  pcd_push_free_all(job->pushes);
+  job->pushes = NULL;
+  /* Only a snapshot this machine's client made goes to the fleet. */
+  if (job->remote && job->push && !job->fleet &&
+      pcd_remote_pack_snapshot(ps, snap.app, &job->pushes) < 0)
+    log_debug("put snapshot: not pushed to the fleet: out of memory");
   if ((r = pcd_evict_keep(txn, cfg->max_size, key.bytes, snap.app, &n, NULL)) < 0)
     return r;
   job->evicted = n;
@@ -104,9 +111,17 @@ static int op_snapshot_drop(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   return r == PCACHE_ENOT_FOUND ? 0 : r;
 }
 
+static void committed_snapshot(pcd_job *job) {
+  if (job->pushes)
+    job->push(job->remote, job->pushes);
+  job->pushes = NULL;
+}
+
 static void count_snapshot(const pcd_job *job, pcd_stats *stats, int failed) {
   if (!failed)
     atomic_fetch_add(&stats->evictions, job->evicted);
+  if (job->fleet)
+    atomic_fetch_add(job->stored && !failed ? &stats->fleet_stored : &stats->fleet_refused, 1);
 }
 
 static uint64_t bytes_snapshot(const pcd_job *job) {
@@ -116,6 +131,7 @@ static uint64_t bytes_snapshot(const pcd_job *job) {
 
 const pcd_job_ops pcd_job_snapshot = {.name = "put snapshot",
                                       .run = op_put_snapshot,
+                                      .committed = committed_snapshot,
                                       .count = count_snapshot,
                                       .bytes = bytes_snapshot};
 const pcd_job_ops pcd_job_snapshot_drop = {.name = "snapshot drop", .run = op_snapshot_drop};

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "remote.h"
 #include "replay.h"
 #include "respond.h"
 #include "server.h"
@@ -218,6 +219,8 @@ void pcd_read_stats(pcd_conn *c) {
   s.snapshot_bytes = t.snapshot_bytes;
   s.parked = atomic_load(&srv->stats.parked);
   s.prefetch_scans = atomic_load(&srv->stats.prefetch_scans);
+  if (srv->remote)
+    s.remote = pcd_remote_stats(srv->remote, &arena);
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

@@ -19,6 +19,7 @@
 #include "common/paths.h"
 #include "connection.h"
 #include "private_dir.h"
+#include "remote.h"
 
 /* ------------------------------------------------------------------ listen */
 
@@ -300,6 +301,8 @@ void pcd_server_stop(pcd_server *srv) {
    * and closes its connections; only then may the writer stop, since
    * nothing else submits to it. Queued commits finish before the store
    * closes. */
+  /* The fleet's asks are answered first: the workers wait for them. */
+  pcd_remote_stop(srv->remote);
   stop_workers(srv, srv->n_workers);
   pcd_writer_stop(srv->writer);
   srv->writer = NULL;

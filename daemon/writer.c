@@ -13,6 +13,7 @@
 #include "eviction.h"
 #include "jobs.h"
 #include "proto/frame.h"
+#include "remote_pack.h"
 
 #define MAX_RETRIES 4
 
@@ -45,6 +46,8 @@ void pcd_job_free(pcd_job *job) {
   if (!job)
     return;
   pcache__request_free(job->req);
+  pcache__request_free(job->held);
+  pcd_push_free_all(job->pushes);
   pcache__free(job->touches);
   pcd_arena_free(&job->arena);
   pcd_out_release(&job->out);

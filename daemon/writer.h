@@ -30,6 +30,8 @@ typedef enum pcd_job_type {
 } pcd_job_type;
 
 typedef struct pcd_job_ops pcd_job_ops;
+struct pcd_remote;
+struct pcd_push;
 
 typedef struct pcd_job {
   struct pcd_job *next;
@@ -47,6 +49,17 @@ typedef struct pcd_job {
   void (*finish)(struct pcd_job *job);
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;
+  /* The fleet tier (remote.h). fleet: the job stores what the fleet sent
+   * (counted apart, never pushed back); held: the Get or Prefetch it will
+   * answer then (owned). remote: where a client's Put or PutSnapshot is
+   * pushed after its commit, through push (pcd_remote_push, installed by
+   * dispatch.c, so that the ops, which the remote's jobs reach, need not
+   * call it); pushes: the values packed for it. */
+  int fleet;
+  Pcachepb__Request *held;
+  struct pcd_remote *remote;
+  void (*push)(struct pcd_remote *remote, struct pcd_push *list);
+  struct pcd_push *pushes;
   /* Filled by the writer thread. */
   void *slices;                /* a request done in slices (Import): its
                                 * state between them, owned */

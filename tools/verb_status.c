@@ -12,6 +12,42 @@
 #include "common/parse.h"
 #include "tools/ctl.h"
 
+/* The fleet tier's counters (StatsReply.remote), as JSON fields. */
+static void json_remote(ctl_json *j, const Pcachepb__RemoteStats *m) {
+  ctl_json_key(j, "remote");
+  ctl_json_object_begin(j);
+  ctl_json_kv_string(j, "url", m->url);
+  ctl_json_kv_string(j, "state", m->state);
+  ctl_json_kv_string(j, "last_error", m->last_error);
+  ctl_json_kv_uint(j, "reconnects", m->reconnects);
+  ctl_json_kv_uint(j, "asks", m->asks);
+  ctl_json_kv_uint(j, "skipped", m->skipped);
+  ctl_json_kv_uint(j, "fetched", m->fetched);
+  ctl_json_kv_uint(j, "stored", m->stored);
+  ctl_json_kv_uint(j, "refused", m->refused);
+  ctl_json_kv_uint(j, "timeouts", m->timeouts);
+  ctl_json_kv_uint(j, "pushed", m->pushed);
+  ctl_json_kv_uint(j, "push_dropped", m->push_dropped);
+  ctl_json_kv_uint(j, "push_errors", m->push_errors);
+  ctl_json_kv_uint(j, "queued", m->queued);
+  ctl_json_kv_uint(j, "queued_bytes", m->queued_bytes);
+  ctl_json_object_end(j);
+}
+
+static void print_remote(const Pcachepb__RemoteStats *m) {
+  char queued[32];
+  ctl_fmt_size(m->queued_bytes, queued, sizeof queued);
+  printf("%-12s %s, %s (%" PRIu64 " reconnects)%s%s\n", "remote:", m->url, m->state, m->reconnects,
+         m->last_error && *m->last_error ? "; last error: " : "",
+         m->last_error ? m->last_error : "");
+  printf("%-12s %" PRIu64 " asks, %" PRIu64 " skipped while down, %" PRIu64 " timed out; %" PRIu64
+         " fetched, %" PRIu64 " stored, %" PRIu64 " refused\n",
+         "fleet reads:", m->asks, m->skipped, m->timeouts, m->fetched, m->stored, m->refused);
+  printf("%-12s %" PRIu64 " pushed, %" PRIu64 " dropped, %" PRIu64 " refused by Redis, %" PRIu64
+         " queued (%s)\n",
+         "fleet writes:", m->pushed, m->push_dropped, m->push_errors, m->queued, queued);
+}
+
 static int cmd_status(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Stats stats_req = PCACHEPB__STATS__INIT;
@@ -60,6 +96,8 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "snapshots", s->snapshots);
     ctl_json_kv_uint(&j, "snapshot_bytes", s->snapshot_bytes);
     ctl_replay_show(s, &j);
+    if (s->remote)
+      json_remote(&j, s->remote);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
   } else {
@@ -93,6 +131,8 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_fmt_size(s->snapshot_bytes, used, sizeof used);
     printf("%-12s %" PRIu64 " (%s, counted in the size cap)\n", "snapshots:", s->snapshots, used);
     ctl_replay_show(s, NULL);
+    if (s->remote)
+      print_remote(s->remote);
   }
   pcache__reply_release(&reply);
   return EXIT_OK;
@@ -102,7 +142,8 @@ const ctl_command ctl_verb_status = {
     .name = "status",
     .run = cmd_status,
     .synopsis = "status",
-    .help = "Show the daemon's version, data directory, size, uptime and counters.\n",
+    .help = "Show the daemon's version, data directory, size, uptime and counters, and\n"
+            "the fleet tier's state when pcached runs with --remote.\n",
     .options = NULL,
     .short_options = NULL,
 };

@@ -1,0 +1,342 @@
+/* The fleet tier's connection to Redis on the accepting loop: where it
+ * points (--remote, --remote-auth), connecting, AUTH / SELECT / PING,
+ * and going down and back up with a growing pause between tries. A
+ * connection counts as up only once PING is answered: a stopped Redis
+ * (SIGSTOP) still completes TCP connects from the kernel's backlog. */
+#include "remote_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hiredis/adapters/libuv.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#define BACKOFF_FIRST_MS 100u
+#define BACKOFF_MAX_MS 5000u
+
+const char *pcd_remote_url(const pcd_remote *r) { return r->config->remote_arg; }
+
+uint64_t pcd_remote_stall_us(const pcd_remote *r) {
+  uint64_t us = r->config->remote_timeout_ms * 10000u;
+  return us < 250000u ? 250000u : us;
+}
+
+/* ------------------------------------------------------------- the options */
+
+/* redis://HOST[:PORT][/DB], HOST a name, an IPv4 address or [IPv6]. */
+static int parse_url(pcd_remote *r, const char *url) {
+  const char *h = url + strlen("redis://"), *end;
+  char *tail;
+  size_t n;
+  unsigned long v;
+  if (*h == '[') {
+    end = strchr(++h, ']');
+    if (!end)
+      return -EINVAL;
+    n = (size_t)(end - h);
+    end++;
+  } else {
+    end = h + strcspn(h, ":/");
+    n = (size_t)(end - h);
+  }
+  if (n == 0 || n >= sizeof r->host)
+    return -EINVAL;
+  memcpy(r->host, h, n);
+  r->host[n] = 0;
+  r->port = 6379;
+  if (*end == ':') {
+    errno = 0;
+    v = strtoul(end + 1, &tail, 10);
+    if (errno || tail == end + 1 || v == 0 || v > 65535)
+      return -EINVAL;
+    r->port = (int)v;
+    end = tail;
+  }
+  if (*end == '/' && end[1]) {
+    errno = 0;
+    v = strtoul(end + 1, &tail, 10);
+    if (errno || tail == end + 1 || *tail || v > 1000000)
+      return -EINVAL;
+    r->db = (unsigned)v;
+  } else if (*end && strcmp(end, "/") != 0) {
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* Drops the line end of s in place. */
+static void chomp(char *s) { s[strcspn(s, "\r\n")] = 0; }
+
+/* The password (one line), or a user then the password (two lines), from
+ * a file only its owner, this user, can read: it is a secret, and a file
+ * others could write would let them point us at their own server's
+ * account. */
+static int read_auth(pcd_remote *r, const char *path) {
+  char buf[1024], *second;
+  struct stat st;
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), e;
+  if (fd < 0) {
+    e = errno;
+    log_error("remote: cannot open --remote-auth %s: %s", path, strerror(e));
+    return -e;
+  }
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    log_error("remote: --remote-auth %s must be a regular file of yours that no one else may "
+              "read or write (chmod 600; it is %04o)",
+              path, (unsigned)(st.st_mode & 07777));
+    close(fd);
+    return -EINVAL;
+  }
+  n = read(fd, buf, sizeof buf - 1);
+  e = errno;
+  close(fd);
+  if (n < 0) {
+    log_error("remote: cannot read --remote-auth %s: %s", path, strerror(e));
+    return -e;
+  }
+  buf[n] = 0;
+  second = strchr(buf, '\n');
+  if (second && second[1]) {
+    *second++ = 0;
+    chomp(second);
+  } else {
+    second = NULL;
+  }
+  chomp(buf);
+  const char *user = second ? buf : "", *password = second ? second : buf;
+  if (!*password || strlen(user) >= sizeof r->user || strlen(password) >= sizeof r->password) {
+    log_error("remote: --remote-auth %s must hold a password (one line), or a user and a "
+              "password (two lines), each shorter than %zu bytes",
+              path, sizeof r->user);
+    return -EINVAL;
+  }
+  memcpy(r->user, user, strlen(user) + 1);
+  memcpy(r->password, password, strlen(password) + 1);
+  return 0;
+}
+
+int pcd_remote_parse(pcd_remote *r) {
+  const char *url = r->config->remote_arg;
+  int bad;
+  if (strncmp(url, "redis://", 8) == 0) {
+    bad = parse_url(r, url) < 0;
+  } else {
+    const char *path = strncmp(url, "unix:", 5) == 0 ? url + 5 : url;
+    bad = path[0] != '/' || strlen(path) >= sizeof r->unix_path;
+    if (!bad)
+      snprintf(r->unix_path, sizeof r->unix_path, "%s", path);
+  }
+  if (bad) {
+    log_error("remote: --remote '%s' is neither redis://HOST[:PORT][/DB] nor a Unix socket "
+              "path (absolute, under %zu bytes)",
+              url, sizeof r->unix_path);
+    return -EINVAL;
+  }
+  return r->config->remote_auth_file ? read_auth(r, r->config->remote_auth_file) : 0;
+}
+
+/* ----------------------------------------------------------------- commands */
+
+typedef struct command {
+  pcd_remote *remote;
+  pcd_remote_reply_fn fn;
+  void *privdata;
+} command;
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+  command *c = privdata;
+  pcd_remote *r = c->remote;
+  (void)ac;
+  r->commands--;
+  if (reply)
+    r->last_progress_us = pcache__mono_us();
+  c->fn(r, reply, c->privdata);
+  pcache__free(c);
+}
+
+/* Whether ac can take another command (not on its way out). */
+static int usable(const redisAsyncContext *ac) {
+  return ac && !ac->err && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING));
+}
+
+int pcd_remote_command(pcd_remote *r, pcd_remote_reply_fn fn, void *privdata, int argc,
+                       const char **argv, const size_t *argv_len) {
+  command *c;
+  if (!usable(r->ac))
+    return -EIO;
+  if (!(c = pcache__malloc(sizeof *c)))
+    return -ENOMEM;
+  *c = (command){r, fn, privdata};
+  if (redisAsyncCommandArgv(r->ac, on_reply, c, argc, argv, argv_len) != REDIS_OK) {
+    pcache__free(c);
+    return -EIO;
+  }
+  if (!r->commands++)
+    r->last_progress_us = pcache__mono_us();
+  return 0;
+}
+
+/* ------------------------------------------------------------------- states */
+
+static void set_state(pcd_remote *r, pcd_remote_state s) {
+  atomic_store(&r->state, s);
+  r->state_since_us = pcache__mono_us();
+}
+
+static void on_retry(uv_timer_t *t) {
+  pcd_remote *r = t->data;
+  if (atomic_load(&r->state) == PCD_REMOTE_DOWN)
+    pcd_remote_connect(r);
+}
+
+/* The connection is gone (ac already freed or being freed): say so the
+ * first time, and try again later. */
+static void went_down(pcd_remote *r, const char *why) {
+  int was = atomic_load(&r->state);
+  if (was == PCD_REMOTE_STOPPED)
+    return;
+  atomic_fetch_add(&r->stats->fleet_reconnects, 1);
+  pthread_mutex_lock(&r->lock);
+  snprintf(r->last_error, sizeof r->last_error, "%s", why);
+  pthread_mutex_unlock(&r->lock);
+  set_state(r, PCD_REMOTE_DOWN);
+  if (was == PCD_REMOTE_UP || !r->warned_down) {
+    log_warn("remote: %s: %s; serving from the local store alone, retrying every %u ms to %u s",
+             pcd_remote_url(r), why, BACKOFF_FIRST_MS, BACKOFF_MAX_MS / 1000);
+    r->warned_down = 1;
+  } else {
+    log_debug("remote: %s: %s; next try in %llu ms", pcd_remote_url(r), why,
+              (unsigned long long)r->backoff_ms);
+  }
+  uv_timer_start(&r->retry_timer, on_retry, r->backoff_ms, 0);
+  r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
+}
+
+void pcd_remote_drop(pcd_remote *r, const char *why) {
+  redisAsyncContext *ac = r->ac;
+  if (!ac)
+    return;
+  /* Cleared first: the disconnect callback this runs is then ours, not a
+   * surprise (on_disconnect). */
+  r->ac = NULL;
+  redisAsyncFree(ac);
+  went_down(r, why);
+}
+
+static void on_ping(pcd_remote *r, redisReply *reply, void *privdata) {
+  char why[300];
+  (void)privdata;
+  if (!reply)
+    return; /* dropped meanwhile: said then */
+  if (reply->type != REDIS_REPLY_STATUS || strcmp(reply->str, "PONG") != 0) {
+    snprintf(why, sizeof why, "PING answered %s",
+             reply->type == REDIS_REPLY_ERROR ? reply->str : "something else");
+    pcd_remote_drop(r, why);
+    return;
+  }
+  if (r->ever_up)
+    log_info("remote: %s is back after %.1f s; fleet tier up", pcd_remote_url(r),
+             (double)(pcache__mono_us() - r->state_since_us) / 1e6);
+  else
+    log_info("remote: connected to %s; fleet tier up", pcd_remote_url(r));
+  r->ever_up = 1;
+  r->warned_down = 0;
+  r->backoff_ms = BACKOFF_FIRST_MS;
+  set_state(r, PCD_REMOTE_UP);
+  r->on_up(r);
+}
+
+/* AUTH and SELECT: an error ends the try (a wrong password, a database
+ * the server does not have). */
+static void on_setup(pcd_remote *r, redisReply *reply, void *privdata) {
+  char why[300];
+  if (!reply || reply->type != REDIS_REPLY_ERROR)
+    return;
+  snprintf(why, sizeof why, "%s refused: %s", (const char *)privdata, reply->str);
+  pcd_remote_drop(r, why);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+  pcd_remote *r = ac->data;
+  char db[16];
+  const char *argv[3];
+  size_t len[3];
+  int bad = 0;
+  if (r->ac != ac)
+    return;
+  if (status != REDIS_OK) {
+    char why[300];
+    /* hiredis frees the context after this callback. */
+    snprintf(why, sizeof why, "cannot connect: %s", ac->errstr);
+    r->ac = NULL;
+    went_down(r, why);
+    return;
+  }
+  if (r->password[0]) {
+    int n = 1;
+    argv[0] = "AUTH";
+    if (r->user[0])
+      argv[n++] = r->user;
+    argv[n++] = r->password;
+    for (int i = 0; i < n; i++)
+      len[i] = strlen(argv[i]);
+    bad |= pcd_remote_command(r, on_setup, (void *)"AUTH", n, argv, len) < 0;
+  }
+  if (r->db) {
+    snprintf(db, sizeof db, "%u", r->db);
+    argv[0] = "SELECT";
+    argv[1] = db;
+    len[0] = 6;
+    len[1] = strlen(db);
+    bad |= pcd_remote_command(r, on_setup, (void *)"SELECT", 2, argv, len) < 0;
+  }
+  argv[0] = "PING";
+  len[0] = 4;
+  bad |= pcd_remote_command(r, on_ping, NULL, 1, argv, len) < 0;
+  if (bad)
+    pcd_remote_drop(r, "cannot send the handshake");
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+  pcd_remote *r = ac->data;
+  char why[300];
+  (void)status;
+  if (r->ac != ac)
+    return; /* ours: pcd_remote_drop said why */
+  r->ac = NULL;
+  snprintf(why, sizeof why, "connection lost: %s", ac->err ? ac->errstr : "closed by the server");
+  went_down(r, why);
+}
+
+void pcd_remote_connect(pcd_remote *r) {
+  redisAsyncContext *ac =
+      r->unix_path[0] ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
+  char why[300];
+  set_state(r, PCD_REMOTE_CONNECTING);
+  if (!ac || ac->err) {
+    snprintf(why, sizeof why, "cannot connect: %s", ac ? ac->errstr : "out of memory");
+    if (ac)
+      redisAsyncFree(ac);
+    went_down(r, why);
+    return;
+  }
+  ac->data = r;
+  if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+    redisAsyncFree(ac);
+    went_down(r, "cannot watch the connection");
+    return;
+  }
+  r->ac = ac;
+  redisAsyncSetConnectCallback(ac, on_connect);
+  redisAsyncSetDisconnectCallback(ac, on_disconnect);
+  r->last_progress_us = pcache__mono_us();
+}

@@ -1,0 +1,350 @@
+/* Asks: a Get's missing state hashes, or a Prefetch's (device, app), sent
+ * to the fleet as MGETs (and SMEMBERS of the app's index, and GET of its
+ * snapshot), each value checked as it arrives, and the ask answered when
+ * every reply is in or its deadline passes, whichever comes first: a slow
+ * Redis costs a client at most --remote-timeout, never its own timeout.
+ *
+ * A value is untrusted input. Here it must carry its magic and checksum
+ * (remote_pack.h), unpack within the limits a client's request has, pass
+ * pcd_request_validate, and be exactly the Put (or PutSnapshot) of the key
+ * it was fetched under; the writer then runs the upload's own checks on
+ * it (ops_put.c: header and device, description hash, module code) before
+ * it is stored, and only then is it served, from the store. */
+#include "remote_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "proto/frame.h"
+#include "validate.h"
+
+/* Keys per MGET: big enough to batch, small enough that one slow value
+ * does not hold up the rest of a Prefetch. */
+#define MGET_KEYS 64
+
+typedef enum { CMD_MGET, CMD_MEMBERS, CMD_SNAPSHOT } cmd_kind;
+
+typedef struct fetch_cmd {
+  pcd_ask *ask;
+  cmd_kind kind;
+  size_t start, count; /* MGET: ask->hashes[start, start + count) */
+} fetch_cmd;
+
+void pcd_remote_ask_free(pcd_ask *ask) {
+  if (!ask)
+    return;
+  pcache__free(ask->hashes);
+  for (size_t i = 0; i < ask->n_values; i++)
+    pcache__request_free(ask->values[i]);
+  pcache__free(ask->values);
+  pcache__request_free(ask->snapshot);
+  pcache__free(ask);
+}
+
+static void refuse(pcd_remote *r, const pcd_ask *ask, const char *why) {
+  atomic_fetch_add(&r->stats->fleet_refused, 1);
+  log_warn("remote: refused a fleet value for app '%s': %s", ask->app, why);
+}
+
+/* Unpacks a value's payload as a request and checks it as dispatch checks
+ * a client's. Returns the request (free with pcache__request_free) or
+ * NULL after refusing it. */
+static Pcachepb__Request *unpack_value(pcd_remote *r, const pcd_ask *ask, const uint8_t *payload,
+                                       size_t size) {
+  Pcachepb__Request *req = NULL;
+  char msg[160];
+  if (size > r->config->max_frame) {
+    refuse(r, ask, "larger than --max-frame");
+    return NULL;
+  }
+  if (pcache__request_decode(payload, size, pcd_config_max_allocations(r->config), &req) < 0) {
+    refuse(r, ask, "not a request");
+    return NULL;
+  }
+  if (pcd_request_validate(req, r->config, msg, sizeof msg) < 0) {
+    refuse(r, ask, msg);
+    pcache__request_free(req);
+    return NULL;
+  }
+  return req;
+}
+
+/* Whether info names the ask's device. */
+static int same_device(const pcd_ask *ask, const Pcachepb__DeviceInfo *info) {
+  return info && info->key.len == PCACHE_DEVKEY_SIZE &&
+         memcmp(info->key.data, ask->device_key, PCACHE_DEVKEY_SIZE) == 0;
+}
+
+/* An entry's value for state hash: kept when it is the Put of exactly
+ * that entry, for the app that fetches it. */
+static void take_entry(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t size,
+                       const uint8_t *hash) {
+  const uint8_t *payload;
+  size_t n;
+  Pcachepb__Request *req;
+  const Pcachepb__Put *put;
+  Pcachepb__Request **grown;
+  if (pcd_fleet_unwrap(value, size, &payload, &n) < 0) {
+    refuse(r, ask, "damaged (magic or checksum)");
+    return;
+  }
+  if (!(req = unpack_value(r, ask, payload, n)))
+    return;
+  put = req->body_case == PCACHEPB__REQUEST__BODY_PUT ? req->put : NULL;
+  if (!put || !same_device(ask, put->device) || put->n_items != 1 || (put->app && *put->app) ||
+      put->items[0]->state_hash.len != PCACHE_HASH_SIZE ||
+      memcmp(put->items[0]->state_hash.data, hash, PCACHE_HASH_SIZE) != 0) {
+    refuse(r, ask, "not the Put of the entry it is filed under");
+    pcache__request_free(req);
+    return;
+  }
+  /* The Puts go to the writer together, as one request: it too must
+   * stay within what a client may send. */
+  if (ask->values_size + n > r->config->max_frame - 1024 ||
+      ask->n_values >= r->config->max_hashes) {
+    log_debug("remote: ask for app '%s' is full; the rest waits for another", ask->app);
+    pcache__request_free(req);
+    return;
+  }
+  if (!(grown = pcache__realloc(ask->values, (ask->n_values + 1) * sizeof *grown))) {
+    pcache__request_free(req);
+    return;
+  }
+  ask->values = grown;
+  ask->values[ask->n_values++] = req;
+  ask->values_size += n;
+}
+
+static void take_snapshot(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t size) {
+  const uint8_t *payload;
+  size_t n;
+  Pcachepb__Request *req;
+  if (pcd_fleet_unwrap(value, size, &payload, &n) < 0) {
+    refuse(r, ask, "damaged snapshot (magic or checksum)");
+    return;
+  }
+  if (!(req = unpack_value(r, ask, payload, n)))
+    return;
+  if (req->body_case != PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT ||
+      !same_device(ask, req->put_snapshot->device) ||
+      (req->put_snapshot->app && *req->put_snapshot->app)) {
+    refuse(r, ask, "not the snapshot it is filed under");
+    pcache__request_free(req);
+    return;
+  }
+  ask->snapshot = req;
+}
+
+/* The ask's Puts as one: the first, with the items of the others moved
+ * into it (each unpacked piece is its own allocation, freed on its own).
+ * NULL when none, or out of memory. */
+static Pcachepb__Request *gathered(pcd_ask *ask) {
+  Pcachepb__Request *first;
+  Pcachepb__Put *put;
+  Pcachepb__PutItem **items;
+  if (!ask->n_values)
+    return NULL;
+  first = ask->values[0];
+  put = first->put;
+  items = pcache__realloc(put->items, ask->n_values * sizeof *items);
+  if (!items)
+    return NULL;
+  put->items = items;
+  for (size_t i = 1; i < ask->n_values; i++) {
+    Pcachepb__Put *other = ask->values[i]->put;
+    put->items[put->n_items++] = other->items[0];
+    other->n_items = 0;
+  }
+  for (size_t i = 1; i < ask->n_values; i++)
+    pcache__request_free(ask->values[i]);
+  ask->n_values = 0;
+  return first;
+}
+
+/* Hands the ask's job back: through the writer when anything was found
+ * (the snapshot first, in a job of its own that nothing waits for), else
+ * straight to done. The ask itself goes once no callback is due. */
+static void answer(pcd_remote *r, pcd_ask *ask) {
+  pcd_job *job = ask->job;
+  pcd_ask **pp;
+  if (!job)
+    return;
+  ask->job = NULL;
+  for (pp = &r->pending; *pp; pp = &(*pp)->next)
+    if (*pp == ask) {
+      *pp = ask->next;
+      break;
+    }
+  if (ask->snapshot) {
+    pcd_job *sj = pcd_job_new(PCD_JOB_SNAPSHOT);
+    if (sj) {
+      sj->req = ask->snapshot;
+      ask->snapshot = NULL;
+      sj->fleet = 1;
+      snprintf(sj->app, sizeof sj->app, "%s", job->app);
+      pcd_writer_submit(r->writer, sj);
+    }
+  }
+  job->req = gathered(ask);
+  if (job->req)
+    pcd_writer_submit(r->writer, job);
+  else
+    r->done(job);
+  if (!ask->outstanding)
+    pcd_remote_ask_free(ask);
+}
+
+static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata);
+
+/* Sends MGETs for ask->hashes[from, n). */
+static void send_mgets(pcd_remote *r, pcd_ask *ask, size_t from) {
+  static char keys[MGET_KEYS][PCD_FLEET_KEY_MAX];
+  const char *argv[MGET_KEYS + 1];
+  size_t len[MGET_KEYS + 1];
+  for (size_t at = from; at < ask->n_hashes; at += MGET_KEYS) {
+    size_t count = ask->n_hashes - at < MGET_KEYS ? ask->n_hashes - at : MGET_KEYS;
+    fetch_cmd *c = pcache__malloc(sizeof *c);
+    if (!c)
+      return;
+    *c = (fetch_cmd){ask, CMD_MGET, at, count};
+    argv[0] = "MGET";
+    len[0] = 4;
+    for (size_t i = 0; i < count; i++) {
+      len[i + 1] = pcd_fleet_key_entry(keys[i], r->config->remote_prefix, ask->device_key,
+                                       ask->hashes + (at + i) * PCACHE_HASH_SIZE);
+      argv[i + 1] = keys[i];
+    }
+    if (pcd_remote_command(r, on_fetch, c, (int)count + 1, argv, len) < 0) {
+      pcache__free(c);
+      return;
+    }
+    ask->outstanding++;
+  }
+}
+
+/* The app's index: the hex state hashes this store lacks, up to
+ * --max-hashes, become the ask's hashes. */
+static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
+  pcd_txn *txn;
+  size_t n = 0, max = r->config->max_hashes;
+  if (reply->type != REDIS_REPLY_ARRAY || !reply->elements)
+    return;
+  if (!(ask->hashes =
+            pcache__malloc((reply->elements < max ? reply->elements : max) * PCACHE_HASH_SIZE)))
+    return;
+  if (pcd_txn_begin(r->store, 0, &txn) < 0)
+    return;
+  for (size_t i = 0; i < reply->elements && n < max; i++) {
+    const redisReply *m = reply->element[i];
+    uint8_t key[PCD_ENTRY_KEY_SIZE];
+    pcd_entry e;
+    if (m->type != REDIS_REPLY_STRING || m->len != 2 * PCACHE_HASH_SIZE ||
+        pcache__unhex(m->str, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE) < 0)
+      continue;
+    memcpy(key, ask->device_key, PCACHE_DEVKEY_SIZE);
+    if (pcd_entry_get(txn, key, &e) == 0)
+      continue;
+    memcpy(ask->hashes + n++ * PCACHE_HASH_SIZE, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  }
+  pcd_txn_abort(txn);
+  ask->n_hashes = n;
+}
+
+static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
+  fetch_cmd *c = privdata;
+  pcd_ask *ask = c->ask;
+  ask->outstanding--;
+  if (reply && ask->job) {
+    if (reply->type == REDIS_REPLY_ERROR)
+      log_warn("remote: %s: %s", pcd_remote_url(r), reply->str);
+    switch (c->kind) {
+    case CMD_MGET:
+      for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements && i < c->count;
+           i++) {
+        const redisReply *v = reply->element[i];
+        if (v->type != REDIS_REPLY_STRING)
+          continue;
+        atomic_fetch_add(&r->stats->fleet_fetched, 1);
+        take_entry(r, ask, (const uint8_t *)v->str, v->len,
+                   ask->hashes + (c->start + i) * PCACHE_HASH_SIZE);
+      }
+      break;
+    case CMD_MEMBERS:
+      take_members(r, ask, reply);
+      send_mgets(r, ask, 0);
+      break;
+    case CMD_SNAPSHOT:
+      if (reply->type == REDIS_REPLY_STRING) {
+        atomic_fetch_add(&r->stats->fleet_fetched, 1);
+        take_snapshot(r, ask, (const uint8_t *)reply->str, reply->len);
+      }
+      break;
+    }
+  }
+  pcache__free(c);
+  if (ask->outstanding)
+    return;
+  if (ask->job)
+    answer(r, ask);
+  else
+    pcd_remote_ask_free(ask);
+}
+
+/* Sends one GET-like command of kind for key. */
+static void send_one(pcd_remote *r, pcd_ask *ask, cmd_kind kind, const char *verb, const char *key,
+                     size_t key_len) {
+  const char *argv[2] = {verb, key};
+  size_t len[2] = {strlen(verb), key_len};
+  fetch_cmd *c = pcache__malloc(sizeof *c);
+  if (!c)
+    return;
+  *c = (fetch_cmd){ask, kind, 0, 0};
+  if (pcd_remote_command(r, on_fetch, c, 2, argv, len) < 0) {
+    pcache__free(c);
+    return;
+  }
+  ask->outstanding++;
+}
+
+void pcd_remote_fetch_start(pcd_remote *r, pcd_ask *ask) {
+  char key[PCD_FLEET_KEY_MAX];
+  size_t n;
+  ask->next = r->pending;
+  r->pending = ask;
+  if (atomic_load(&r->state) != PCD_REMOTE_UP) {
+    atomic_fetch_add(&r->stats->fleet_skipped, 1);
+    answer(r, ask);
+    return;
+  }
+  atomic_fetch_add(&r->stats->fleet_asks, 1);
+  if (!ask->prefetch) {
+    send_mgets(r, ask, 0);
+  } else {
+    n = pcd_fleet_key_index(key, r->config->remote_prefix, ask->device_key, ask->app);
+    send_one(r, ask, CMD_MEMBERS, "SMEMBERS", key, n);
+    if (ask->want_snapshot) {
+      n = pcd_fleet_key_snapshot(key, r->config->remote_prefix, ask->device_key, ask->app);
+      send_one(r, ask, CMD_SNAPSHOT, "GET", key, n);
+    }
+  }
+  if (!ask->outstanding)
+    answer(r, ask);
+}
+
+void pcd_remote_fetch_expire(pcd_remote *r, uint64_t now_us) {
+  pcd_ask *ask = r->pending, *next;
+  for (; ask; ask = next) {
+    next = ask->next;
+    if (ask->deadline_us > now_us)
+      continue;
+    atomic_fetch_add(&r->stats->fleet_timeouts, 1);
+    log_debug("remote: an ask for app '%s' timed out with %zu values in", ask->app, ask->n_values);
+    answer(r, ask);
+  }
+}

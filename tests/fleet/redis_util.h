@@ -1,0 +1,38 @@
+/* A real redis-server for the fleet tests: on loopback, on a free port,
+ * its files in a scratch directory, started and stopped by the test. A
+ * test calls redis_require() first: without redis-server installed it
+ * exits 77 (skipped) saying so; scripts/setup-deps.sh installs it. */
+#ifndef PCACHE_TESTS_REDIS_UTIL_H
+#define PCACHE_TESTS_REDIS_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct test_redis {
+  char dir[320];
+  char url[64]; /* redis://127.0.0.1:PORT */
+  int port;
+  pid_t pid;         /* 0 when not running */
+  char password[64]; /* requirepass, "" for none */
+} test_redis;
+
+/* Exits 77 with a message when redis-server is not on PATH. */
+void redis_require(void);
+/* A loopback TCP port nothing listens on now. */
+int redis_free_port(void);
+/* Starts redis-server in dir (made), on a free port unless r->port is set,
+ * with r->password as requirepass when not empty; waits until it answers
+ * PING (aborts after 10 s). */
+void redis_start(test_redis *r, const char *dir);
+/* SIGKILL and reap. */
+void redis_kill(test_redis *r);
+/* A synchronous hiredis connection (AUTH done); aborts on failure. */
+redisContext *redis_connect(const test_redis *r);
+/* A reply to argv (binary-safe); aborts when there is none. */
+redisReply *redis_cmd(redisContext *c, int argc, const char **argv, const size_t *len);
+/* Keys matching pattern (KEYS), how many. */
+size_t redis_count_keys(redisContext *c, const char *pattern);
+
+#endif

@@ -1,0 +1,396 @@
+/* The fleet tier against a real redis-server, through the wire protocol:
+ * entries a daemon stores are pushed; another daemon with an empty store
+ * serves them from the fleet; damaged, misfiled and invalid values are
+ * refused and counted; Redis killed, stopped (SIGSTOP), speaking garbage,
+ * or asking for a password: the daemon keeps serving from its own store,
+ * answers within the client's deadline, and reconnects when Redis is
+ * back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "common/bytes.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "proto/rpc.h"
+#include "redis_util.h"
+#include "test.h"
+#include "wire.h"
+
+#define N_ITEMS 4
+
+/* What a test reads of StatsReply.remote. */
+typedef struct remote_view {
+  char state[16], last_error[256];
+  uint64_t asks, fetched, stored, refused, pushed, reconnects, skipped, timeouts;
+  uint64_t entries;
+} remote_view;
+
+static remote_view view(const test_env *env, const char *app) {
+  int fd = wire_open(env, app);
+  wire_reply r;
+  remote_view v = {0};
+  wire_stats(fd, &r);
+  const Pcachepb__RemoteStats *m = r.resp->stats->remote;
+  ASSERT_TRUE(m != NULL);
+  snprintf(v.state, sizeof v.state, "%s", m->state);
+  snprintf(v.last_error, sizeof v.last_error, "%s", m->last_error);
+  v.asks = m->asks, v.fetched = m->fetched, v.stored = m->stored, v.refused = m->refused;
+  v.pushed = m->pushed, v.reconnects = m->reconnects, v.skipped = m->skipped;
+  v.timeouts = m->timeouts;
+  v.entries = r.resp->stats->entries;
+  wire_reply_free(&r);
+  close(fd);
+  return v;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Waits (10 s at most) until env's remote is in state. */
+static void wait_state(test_env *env, const char *state) {
+  for (int i = 0; i < 1000; i++) {
+    if (strcmp(view(env, "fleet").state, state) == 0)
+      return;
+    sleep_ms(10);
+  }
+  fprintf(stderr, "remote never became %s\n", state);
+  test_dump_daemon_log(env);
+  abort();
+}
+
+/* Waits until env has pushed at least n values. */
+static void wait_pushed(test_env *env, uint64_t n) {
+  for (int i = 0; i < 1000; i++) {
+    if (view(env, "fleet").pushed >= n)
+      return;
+    sleep_ms(10);
+  }
+  fprintf(stderr, "fewer than %llu values pushed\n", (unsigned long long)n);
+  test_dump_daemon_log(env);
+  abort();
+}
+
+/* A Get of items on a fresh connection within deadline_ms (the client's
+ * own timeout): asserts the daemon answered in time; returns how many
+ * blobs came back. */
+static size_t get_within(const test_env *env, const pcache__devkey *key, wire_item *items, size_t n,
+                         uint32_t deadline_ms) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  ProtobufCBinaryData hashes[N_ITEMS];
+  pcache__reply reply = {0};
+  int fd = wire_open(env, "fleet");
+  size_t got;
+  for (size_t i = 0; i < n; i++)
+    hashes[i] = (ProtobufCBinaryData){PCACHE_HASH_SIZE, items[i].hash.bytes};
+  get.device_key.data = (uint8_t *)key->bytes;
+  get.device_key.len = PCACHE_DEVKEY_SIZE;
+  get.state_hashes = hashes;
+  get.n_state_hashes = n;
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  ASSERT_OK(pcache__rpc(fd, &req, PCACHEPB__RESPONSE__BODY_GET, PCACHE_DEFAULT_MAX_FRAME,
+                        pcache__mono_ms() + deadline_ms, &reply));
+  got = reply.response->get->n_blobs;
+  pcache__reply_release(&reply);
+  close(fd);
+  return got;
+}
+
+static void start_with(test_env *env, const char *name, const char *url, const char *auth) {
+  const char *args[] = {
+      "--remote", url, "--remote-timeout", "100", "--threads", "2", auth ? "--remote-auth" : NULL,
+      auth,       NULL};
+  test_env_init(env, name);
+  test_daemon_start(env, args);
+}
+
+/* The entry's value in Redis. */
+static char *entry_key(const pcache__devkey *key, const wire_item *it) {
+  static char k[256];
+  char dev[65], h[33];
+  pcache__hex(key->bytes, 32, dev);
+  pcache__hex(it->hash.bytes, 16, h);
+  snprintf(k, sizeof k, "pcache:e:%s:%s", dev, h);
+  return k;
+}
+
+static redisReply *get_value(redisContext *c, const char *k) {
+  const char *argv[2] = {"GET", k};
+  size_t len[2] = {3, strlen(k)};
+  redisReply *v = redis_cmd(c, 2, argv, len);
+  ASSERT_EQ(v->type, REDIS_REPLY_STRING);
+  return v;
+}
+
+static void set_value(redisContext *c, const char *k, const void *v, size_t n) {
+  const char *argv[3] = {"SET", k, v};
+  size_t len[3] = {3, strlen(k), n};
+  freeReplyObject(redis_cmd(c, 3, argv, len));
+}
+
+/* Damages three of the four values in three ways: a flipped bit (the
+ * checksum catches it), another entry's value (the wrong Put), a
+ * description changed under a recomputed checksum (the writer's own
+ * check, as for an upload, refuses it). */
+static void damage(redisContext *c, const pcache__devkey *key, wire_item *items) {
+  redisReply *v = get_value(c, entry_key(key, &items[0]));
+  v->str[v->len / 2] ^= 0x10;
+  set_value(c, entry_key(key, &items[0]), v->str, v->len);
+  freeReplyObject(v);
+
+  v = get_value(c, entry_key(key, &items[3]));
+  set_value(c, entry_key(key, &items[1]), v->str, v->len);
+  freeReplyObject(v);
+
+  v = get_value(c, entry_key(key, &items[2]));
+  uint8_t *desc = memmem(v->str, v->len, items[2].item.desc.data, items[2].item.desc.len);
+  ASSERT_TRUE(desc != NULL);
+  desc[items[2].item.desc.len - 1] ^= 0x01;
+  pcache__put_le64((uint8_t *)v->str + 4, pcache__checksum64((uint8_t *)v->str + 12, v->len - 12));
+  set_value(c, entry_key(key, &items[2]), v->str, v->len);
+  freeReplyObject(v);
+}
+
+/* ------------------------------------------------------------- garbage */
+
+static int garbage_fd;
+
+/* Accepts and answers anything with bytes that are no RESP. */
+static void *garbage_server(void *arg) {
+  (void)arg;
+  for (;;) {
+    int c = accept(garbage_fd, NULL, NULL);
+    char buf[256];
+    if (c < 0)
+      return NULL;
+    (void)!read(c, buf, sizeof buf);
+    (void)!write(c, "%%%% not redis %%%%\r\n", 20);
+    sleep_ms(50);
+    close(c);
+  }
+}
+
+static void garbage_case(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  pthread_t t;
+  test_env env;
+  pcache__devkey key;
+  wire_item it;
+  wire_reply r;
+  char url[64];
+  int fd;
+  garbage_fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(bind(garbage_fd, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(getsockname(garbage_fd, (struct sockaddr *)&a, &len), 0);
+  ASSERT_EQ(listen(garbage_fd, 8), 0);
+  ASSERT_EQ(pthread_create(&t, NULL, garbage_server, NULL), 0);
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+  start_with(&env, "fleet-garbage", url, NULL);
+  wire_guard(&env);
+  sleep_ms(300);
+  remote_view v = view(&env, "fleet");
+  ASSERT_TRUE(strcmp(v.state, "up") != 0);
+  ASSERT_GE(v.reconnects, 1);
+  /* Serving goes on from the store alone, at once. */
+  wire_devkey(7, &key);
+  wire_item_make(&it, &key, 1, 4096);
+  fd = wire_open(&env, "fleet");
+  wire_put(fd, &key, &it, 1, &r);
+  ASSERT_EQ(r.resp->put->stored, 1);
+  wire_reply_free(&r);
+  close(fd);
+  ASSERT_EQ(get_within(&env, &key, &it, 1, 1000), 1);
+  wire_item_free(&it);
+  test_env_cleanup(&env);
+  shutdown(garbage_fd, SHUT_RDWR);
+  close(garbage_fd);
+  pthread_join(t, NULL);
+}
+
+/* ---------------------------------------------------------------- AUTH */
+
+static void auth_case(const char *root) {
+  test_redis rs = {0};
+  test_env env;
+  char dir[400], file[400];
+  int fd;
+  snprintf(rs.password, sizeof rs.password, "s3cret-fleet");
+  snprintf(dir, sizeof dir, "%s/redis-auth", root);
+  redis_start(&rs, dir);
+  snprintf(file, sizeof file, "%s/auth", root);
+
+  /* A password file others may read is refused: pcached does not start. */
+  fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_EQ(write(fd, "s3cret-fleet\n", 13), 13);
+  close(fd);
+  chmod(file, 0644);
+  {
+    test_env e;
+    char out[4096];
+    const char *args[] = {"--socket", "/nonexistent/x", "--remote", rs.url, "--remote-auth",
+                          file,       "--idle-exit",    "1",        NULL};
+    test_env_init(&e, "fleet-authmode");
+    ASSERT_NE(test_pcached_run(&e, args, out, sizeof out), 0);
+    ASSERT_TRUE(strstr(out, "--remote-auth") != NULL);
+    test_env_cleanup(&e);
+  }
+  /* The wrong password: never up, and the reason is shown. */
+  fd = open(file, O_WRONLY | O_TRUNC);
+  ASSERT_EQ(write(fd, "wrong\n", 6), 6);
+  close(fd);
+  chmod(file, 0600);
+  start_with(&env, "fleet-authbad", rs.url, file);
+  wire_guard(&env);
+  for (int i = 0; i < 500 && !view(&env, "fleet").reconnects; i++)
+    sleep_ms(10);
+  remote_view v = view(&env, "fleet");
+  ASSERT_TRUE(strcmp(v.state, "up") != 0);
+  ASSERT_TRUE(strstr(v.last_error, "AUTH") != NULL);
+  test_env_cleanup(&env);
+
+  /* The right one, as user "default" on a second line: up, and pushing. */
+  fd = open(file, O_WRONLY | O_TRUNC);
+  ASSERT_EQ(write(fd, "default\ns3cret-fleet\n", 21), 21);
+  close(fd);
+  start_with(&env, "fleet-auth", rs.url, file);
+  wire_guard(&env);
+  wait_state(&env, "up");
+  {
+    pcache__devkey key;
+    wire_item it;
+    wire_reply r;
+    wire_devkey(9, &key);
+    wire_item_make(&it, &key, 5, 2048);
+    fd = wire_open(&env, "fleet");
+    wire_put(fd, &key, &it, 1, &r);
+    wire_reply_free(&r);
+    close(fd);
+    wait_pushed(&env, 1);
+    wire_item_free(&it);
+  }
+  test_env_cleanup(&env);
+  redis_kill(&rs);
+}
+
+int main(void) {
+  test_redis rs = {0};
+  test_env a, b;
+  pcache__devkey key;
+  wire_item items[N_ITEMS], more;
+  wire_reply r;
+  redisContext *c;
+  char dir[400];
+  int fd;
+
+  redis_require();
+  signal(SIGPIPE, SIG_IGN);
+  test_env_init(&a, "fleet-root");
+  snprintf(dir, sizeof dir, "%s/redis", a.root);
+  redis_start(&rs, dir);
+  start_with(&a, "fleet-a", rs.url, NULL);
+  wire_guard(&a);
+  wait_state(&a, "up");
+
+  /* A stores four entries: each is pushed, with its app's index. */
+  wire_devkey(3, &key);
+  for (int i = 0; i < N_ITEMS; i++)
+    wire_item_make(&items[i], &key, 100 + (unsigned)i, 8192);
+  fd = wire_open(&a, "fleet");
+  wire_put(fd, &key, items, N_ITEMS, &r);
+  ASSERT_EQ(r.resp->put->stored, N_ITEMS);
+  wire_reply_free(&r);
+  close(fd);
+  wait_pushed(&a, N_ITEMS);
+  c = redis_connect(&rs);
+  ASSERT_EQ(redis_count_keys(c, "pcache:e:*"), N_ITEMS);
+  ASSERT_EQ(redis_count_keys(c, "pcache:a:*"), 1);
+
+  /* B, empty, serves an intact entry from the fleet: asked, stored, then
+   * a local hit. */
+  start_with(&b, "fleet-b", rs.url, NULL);
+  wire_guard(&b);
+  wait_state(&b, "up");
+  ASSERT_EQ(get_within(&b, &key, &items[3], 1, 5000), 1);
+  remote_view v = view(&b, "fleet");
+  ASSERT_EQ(v.stored, 1);
+  ASSERT_EQ(v.entries, 1);
+  ASSERT_EQ(v.pushed, 0); /* never pushed back */
+
+  /* Damaged values are refused, each counted, none stored or served. */
+  damage(c, &key, items);
+  ASSERT_EQ(get_within(&b, &key, items, N_ITEMS, 5000), 1); /* items[3], local now */
+  v = view(&b, "fleet");
+  ASSERT_EQ(v.refused, 3);
+  ASSERT_EQ(v.stored, 1);
+  ASSERT_EQ(v.entries, 1);
+
+  /* Redis stopped (SIGSTOP): answers come within the deadline; the
+   * connection is dropped as stalled, then taken up again after SIGCONT. */
+  wire_item_make(&more, &key, 999, 1024);
+  kill(rs.pid, SIGSTOP);
+  for (int i = 0; i < 5; i++)
+    ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
+  wait_state(&b, "down");
+  ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
+  ASSERT_GE(view(&b, "fleet").skipped, 1);
+  ASSERT_GE(view(&b, "fleet").timeouts, 1);
+  kill(rs.pid, SIGCONT);
+  wait_state(&b, "up");
+
+  /* Redis killed midway: B serves what it has and stores uploads; once
+   * Redis is back (empty: it kept nothing), B reconnects and pushes. */
+  redisFree(c);
+  redis_kill(&rs);
+  wait_state(&b, "down");
+  ASSERT_EQ(get_within(&b, &key, &items[3], 1, 1000), 1);
+  ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
+  fd = wire_open(&b, "fleet");
+  wire_put(fd, &key, &more, 1, &r);
+  ASSERT_EQ(r.resp->put->stored, 1);
+  wire_reply_free(&r);
+  close(fd);
+  redis_start(&rs, dir); /* the same port */
+  wait_state(&b, "up");
+  ASSERT_GE(view(&b, "fleet").reconnects, 2);
+  fd = wire_open(&b, "fleet");
+  wire_item_free(&more);
+  wire_item_make(&more, &key, 1000, 1024);
+  wire_put(fd, &key, &more, 1, &r);
+  wire_reply_free(&r);
+  close(fd);
+  wait_pushed(&b, 1);
+
+  for (int i = 0; i < N_ITEMS; i++)
+    wire_item_free(&items[i]);
+  wire_item_free(&more);
+  ASSERT_EQ(test_daemon_stop(&b, SIGTERM) & 0x7f, 0);
+  test_env_cleanup(&b);
+  test_env_cleanup(&a);
+
+  garbage_case();
+  {
+    test_env root;
+    test_env_init(&root, "fleet-authroot");
+    auth_case(root.root);
+    test_env_cleanup(&root);
+  }
+  redis_kill(&rs);
+  return 0;
+}

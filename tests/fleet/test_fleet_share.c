@@ -1,0 +1,144 @@
+/* Two machines of a fleet, as two pcached with separate stores sharing one
+ * real redis-server. The app's cold run against A compiles and uploads
+ * every pipeline, and A pushes them to Redis. Against B, with an empty
+ * store, the app's first run compiles nothing: its prefetch brings every
+ * blob from the fleet through B. Against C, also empty, a run without
+ * prefetch does the same through one Get per pipeline. Neither B nor C
+ * pushes back what it learned from the fleet. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_util.h"
+#include "harness.h"
+#include "redis_util.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+
+/* One process's run: cold (compiles and uploads) or from the fleet. */
+static void run(int cold) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  pcache_stats st;
+
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_TRUE(pcache_client_connected(client));
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  test_objects_create(&o, device);
+  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_EQ(st.misses, N_PIPELINES);
+  ASSERT_EQ(st.rejected_blobs, 0);
+  if (cold) {
+    ASSERT_EQ(st.compiles, N_PIPELINES);
+    ASSERT_EQ(st.uploaded, N_PIPELINES);
+  } else {
+    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+    ASSERT_EQ(st.compiles, 0);
+    ASSERT_EQ(st.uploaded, 0);
+    if (getenv("PCACHE_NO_PREFETCH"))
+      ASSERT_EQ(st.prefetched, 0);
+    else
+      ASSERT_EQ(st.prefetched, N_PIPELINES);
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+/* The fleet counters of the daemon at $PCACHE_SOCKET. */
+static Pcachepb__RemoteStats remote_of(void) {
+  Pcachepb__Response *resp = util_stats();
+  Pcachepb__RemoteStats m;
+  ASSERT_TRUE(resp->stats->remote != NULL);
+  m = *resp->stats->remote;
+  m.url = m.state = m.last_error = NULL; /* freed with resp */
+  pcache__response_free(resp);
+  return m;
+}
+
+/* Starts a daemon of the fleet; test_env_init points $PCACHE_SOCKET (this
+ * process's and the runs') at it. */
+static void start(test_env *env, const char *name, const test_redis *rs) {
+  /* Generous: this test is about what is shared, not how fast (the
+   * fault test and bench/bench_fleet.c are about time). */
+  const char *args[] = {"--remote", rs->url, "--remote-timeout", "2000", NULL};
+  test_env_init(env, name);
+  test_daemon_start(env, args);
+  for (int i = 0; i < 500; i++) {
+    Pcachepb__Response *resp = util_stats();
+    int up = resp->stats->remote && strcmp(resp->stats->remote->state, "up") == 0;
+    pcache__response_free(resp);
+    if (up)
+      return;
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  test_dump_daemon_log(env);
+  abort();
+}
+
+int main(int argc, char **argv) {
+  test_env root, a, b, c;
+  test_redis rs = {0};
+  char dir[400];
+  if (argc > 1) {
+    run(strcmp(argv[1], "cold") == 0);
+    return 0;
+  }
+  redis_require();
+  test_env_init(&root, "fleet-share");
+  snprintf(dir, sizeof dir, "%s/redis", root.root);
+  redis_start(&rs, dir);
+
+  start(&a, "fleet-share-a", &rs);
+  util_run_self(argv[0], "cold");
+  /* Every pipeline pushed (and the app's snapshot, when it made one). */
+  for (int i = 0; i < 500 && remote_of().pushed < N_PIPELINES; i++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  ASSERT_GE(remote_of().pushed, N_PIPELINES);
+  ASSERT_EQ(remote_of().refused, 0);
+
+  start(&b, "fleet-share-b", &rs);
+  ASSERT_EQ(util_count_entries(), 0);
+  util_run_self(argv[0], "fleet");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  /* Every entry, and the app's snapshot when A's run made one. */
+  ASSERT_GE(remote_of().stored, N_PIPELINES);
+  ASSERT_LE(remote_of().stored, N_PIPELINES + 1);
+  ASSERT_EQ(remote_of().refused, 0);
+  ASSERT_EQ(remote_of().pushed, 0);
+
+  start(&c, "fleet-share-c", &rs);
+  setenv("PCACHE_NO_PREFETCH", "1", 1);
+  util_run_self(argv[0], "fleet");
+  unsetenv("PCACHE_NO_PREFETCH");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  ASSERT_EQ(remote_of().stored, N_PIPELINES);
+  /* At most the snapshot C's client made at exit (without a prefetch it
+   * had none from the fleet): no entry goes back. */
+  ASSERT_LE(remote_of().pushed, 1);
+  {
+    redisContext *rc = redis_connect(&rs);
+    ASSERT_EQ(redis_count_keys(rc, "pcache:e:*"), N_PIPELINES);
+    redisFree(rc);
+  }
+
+  test_env_cleanup(&c);
+  test_env_cleanup(&b);
+  test_env_cleanup(&a);
+  redis_kill(&rs);
+  test_env_cleanup(&root);
+  return 0;
+}
