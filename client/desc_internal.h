@@ -200,10 +200,13 @@ typedef struct reader {
 } reader;
 
 /* The next field: its number, its value (a varint's, or a length-delimited
- * field's length) and, for a length-delimited one, its body. 0 or -1. */
+ * field's length) and its body: a length-delimited one's bytes, else
+ * empty, so a caller that expected a message where a varint stands reads
+ * nothing rather than what an earlier field left. 0 or -1. */
 static inline int rd_field(reader *r, uint32_t *ret_field, uint64_t *ret_value, reader *ret_body) {
   uint64_t tag;
   const uint8_t *body = NULL;
+  ret_body->p = ret_body->end = r->p;
   if (pcache__wire_field(&r->p, r->end, &tag, ret_value, &body) < 0)
     return -1;
   *ret_field = (uint32_t)(tag >> 3);
