@@ -9,6 +9,7 @@
 # Configurations (NVIDIA's variables; Mesa's drivers ignore them):
 #   default      nothing set, a scratch HOME (the driver's own path, size
 #                limit and clean-up)
+#   desktop      the same, but the HOME has a ~/.cache, as a user's has
 #   skipcleanup  a scratch HOME, __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
 #   bigsize      a scratch HOME, __GL_SHADER_DISK_CACHE_SIZE=8 GiB
 #   path         __GL_SHADER_DISK_CACHE_PATH=scratch, nothing else
@@ -59,9 +60,10 @@ one() {
     "${envs[@]}" "${args[@]}" >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "$config failed"; }
 }
 
-for config in default skipcleanup bigsize path pathskip pathskipapp; do
+for config in default desktop skipcleanup bigsize path pathskip pathskipapp; do
   dir=$WORK_DIR/$config
   rm -rf "$dir"; mkdir -p "$dir/home" "$dir/cache"
+  [ "$config" = desktop ] && mkdir -p "$dir/home/.cache"
   app=""; [ "$config" = pathskipapp ] && app=1
   one "$config" "$dir/fill.txt" "$app"
   echo "diskprobe_${config}_fill_ms_per_pipeline=$(kv "$dir/fill.txt" ms_per_pipeline)"
