@@ -468,6 +468,14 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return 0;
   }
   pthread_mutex_lock(&rp->lock);
+  if (!rp->running || job->peer_pid != rp->pid) {
+    /* Only the replayer this daemon started (its pid as the kernel gave
+     * it at accept, not as Hello says) is handed items and heard: another
+     * client's claims would hold items it never builds, and its results
+     * would mark good pipelines bad. */
+    reply->finished = 1;
+    goto out_unlock;
+  }
   take_results(rp, claim);
   if ((r = write_pending_bad(rp, txn, job)) < 0)
     goto out_unlock;
@@ -475,6 +483,12 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if (claim->last || !rp->active || claim->new_key.len != PCACHE_DEVKEY_SIZE ||
       memcmp(claim->new_key.data, rp->rec.new_key, PCACHE_DEVKEY_SIZE) != 0) {
     reply->finished = 1;
+    goto out_unlock;
+  }
+  if (rp->n_flight >= PCD_REPLAY_MAX_INFLIGHT) {
+    /* More claims out than a replayer has threads: it asks again without
+     * reporting. Nothing more until results land. */
+    reply->wait_ms = 100;
     goto out_unlock;
   }
   if (now - atomic_load(&rp->fg_us) < rp->quiet_us) {

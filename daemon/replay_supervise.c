@@ -71,6 +71,9 @@ static void spawn(pcd_replay *rp) {
     uv_close((uv_handle_t *)&rp->proc, NULL);
     return;
   }
+  /* A replayer stuck in its driver must not keep pcached from stopping:
+   * the loop ends without waiting for it, and pcd_replay_stop kills it. */
+  uv_unref((uv_handle_t *)&rp->proc);
   rp->running = 1;
   rp->pid = (uint32_t)rp->proc.pid;
   rp->hang_kill = 0;
@@ -256,8 +259,10 @@ void pcd_replay_stop(pcd_replay *rp) {
   rp->closing = 1;
   pthread_mutex_unlock(&rp->lock);
   if (rp->running) {
-    /* It finds its socket closed and stops; the signal makes it sooner. */
-    uv_process_kill(&rp->proc, SIGTERM);
+    /* SIGKILL, not a request: a replayer stuck in a driver call would
+     * outlive pcached otherwise, and it holds nothing to save (what it
+     * built is Put; the rest is handed out again at the next start). */
+    uv_process_kill(&rp->proc, SIGKILL);
     uv_close((uv_handle_t *)&rp->proc, NULL);
     rp->running = 0;
   }
