@@ -264,9 +264,10 @@ static void start_committed(pcd_job *job) {
   if (!rp)
     return;
   pthread_mutex_lock(&rp->lock);
-  if (job->req) { /* asked for: a replay that gave up tries again */
+  if (job->req) { /* asked for: a replay that gave up tries again, now */
     rp->gave_up = 0;
     rp->failures_in_row = 0;
+    rp->spawn_after_ms = 0;
   }
   if (rp->active)
     wake(rp, 1, 0);
@@ -438,6 +439,7 @@ static int take_results(pcd_replay *rp, const Pcachepb__ReplayClaim *claim) {
     memcpy(h.bytes, res->state_hash.data, PCACHE_HASH_SIZE);
     if (!pcd_replay_land(rp, &h))
       continue; /* not ours (any more): an earlier replayer's, or another replay's */
+    rp->landed++;
     if (res->status == 0)
       rp->done++;
     else

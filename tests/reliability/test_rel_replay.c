@@ -7,7 +7,10 @@
  *          32. A client that is not the replayer claims and reports too:
  *          it is handed nothing and what it reports is ignored. The
  *          replayer never reads its socket again, as one stuck in a
- *          driver: SIGTERM still stops pcached, which ends it. */
+ *          driver: SIGTERM still stops pcached, which ends it.
+ *   quit   the replayer exits 0 at once, doing nothing (/bin/true): it
+ *          must be restarted with a growing pause and given up on, not
+ *          restarted as fast as it can exit, forever (about 8 s). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -216,6 +219,37 @@ static void part_storm(const char *self) {
   test_env_cleanup(&env);
 }
 
+static void part_quit(void) {
+  test_env env;
+  const Pcachepb__ReplayProgress *p;
+  wire_reply rep;
+  uint64_t end, t0 = 0;
+  int fd = start_replay(&env, "rel-replay-quit", "/bin/true");
+  end = rel_now_ms() + 40000;
+  for (;;) {
+    p = progress(fd, &rep);
+    if (p && !t0)
+      t0 = rel_now_ms(); /* its first start is no earlier */
+    if (p && p->paused && strstr(p->paused, "keeps failing"))
+      break;
+    ASSERT_TRUE(!p || p->restarts < 10);
+    wire_reply_free(&rep);
+    ASSERT_LT(rel_now_ms(), end);
+    usleep(50000);
+  }
+  printf("quit: given up after %llu restarts, %llu ms\n", (unsigned long long)p->restarts,
+         (unsigned long long)(rel_now_ms() - t0));
+  /* Four pauses, 0.5 + 1 + 2 + 4 s, before the fifth failure in a row:
+   * with the pauses skipped it takes a few milliseconds. */
+  ASSERT_GT(rel_now_ms() - t0, 5000);
+  ASSERT_TRUE(!p->running);
+  ASSERT_TRUE(!p->finished);
+  wire_reply_free(&rep);
+  close(fd);
+  stop_daemon(&env, 0);
+  test_env_cleanup(&env);
+}
+
 int main(int argc, char **argv) {
   char self[4096];
   ssize_t n;
@@ -226,5 +260,7 @@ int main(int argc, char **argv) {
   self[n] = '\0';
   if (rel_part_wanted(argc, argv, "storm"))
     part_storm(self);
+  if (rel_part_wanted(argc, argv, "quit"))
+    part_quit();
   return 0;
 }
