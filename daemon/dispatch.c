@@ -42,6 +42,7 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   job->ctx = c->srv->replay;
   job->finish = finish_job;
   snprintf(job->app, sizeof job->app, "%s", c->app);
+  job->peer_pid = c->pid;
   pcd_conn_ref(c);
   c->busy = 1;
   c->worker->inflight++;

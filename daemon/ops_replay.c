@@ -264,9 +264,10 @@ static void start_committed(pcd_job *job) {
   if (!rp)
     return;
   pthread_mutex_lock(&rp->lock);
-  if (job->req) { /* asked for: a replay that gave up tries again */
+  if (job->req) { /* asked for: a replay that gave up tries again, now */
     rp->gave_up = 0;
     rp->failures_in_row = 0;
+    rp->spawn_after_ms = 0;
   }
   if (rp->active)
     wake(rp, 1, 0);
@@ -438,6 +439,7 @@ static int take_results(pcd_replay *rp, const Pcachepb__ReplayClaim *claim) {
     memcpy(h.bytes, res->state_hash.data, PCACHE_HASH_SIZE);
     if (!pcd_replay_land(rp, &h))
       continue; /* not ours (any more): an earlier replayer's, or another replay's */
+    rp->landed++;
     if (res->status == 0)
       rp->done++;
     else
@@ -468,6 +470,14 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return 0;
   }
   pthread_mutex_lock(&rp->lock);
+  if (!rp->running || job->peer_pid != rp->pid) {
+    /* Only the replayer this daemon started (its pid as the kernel gave
+     * it at accept, not as Hello says) is handed items and heard: another
+     * client's claims would hold items it never builds, and its results
+     * would mark good pipelines bad. */
+    reply->finished = 1;
+    goto out_unlock;
+  }
   take_results(rp, claim);
   if ((r = write_pending_bad(rp, txn, job)) < 0)
     goto out_unlock;
@@ -475,6 +485,12 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if (claim->last || !rp->active || claim->new_key.len != PCACHE_DEVKEY_SIZE ||
       memcmp(claim->new_key.data, rp->rec.new_key, PCACHE_DEVKEY_SIZE) != 0) {
     reply->finished = 1;
+    goto out_unlock;
+  }
+  if (rp->n_flight >= PCD_REPLAY_MAX_INFLIGHT) {
+    /* More claims out than a replayer has threads: it asks again without
+     * reporting. Nothing more until results land. */
+    reply->wait_ms = 100;
     goto out_unlock;
   }
   if (now - atomic_load(&rp->fg_us) < rp->quiet_us) {

@@ -90,9 +90,11 @@ typedef struct pcd_replay {
   uv_async_t wake;    /* another thread wants a start or a sync */
   int handles_ready, running, closing;
   int want_spawn, want_sync;
+  uint64_t spawn_after_ms; /* uv_now of the loop: a restart's pause lasts until then */
   int hang_kill;
   pcache__hash hang_hash;
   uint32_t pid;
+  unsigned landed; /* results the running replayer reported */
   unsigned failures_in_row, restarts;
   int gave_up;
   char gave_up_why[128];

@@ -71,9 +71,13 @@ static void spawn(pcd_replay *rp) {
     uv_close((uv_handle_t *)&rp->proc, NULL);
     return;
   }
+  /* A replayer stuck in its driver must not keep pcached from stopping:
+   * the loop ends without waiting for it, and pcd_replay_stop kills it. */
+  uv_unref((uv_handle_t *)&rp->proc);
   rp->running = 1;
   rp->pid = (uint32_t)rp->proc.pid;
   rp->hang_kill = 0;
+  rp->landed = 0;
   log_info("replay: started %s (pid %u, %u threads) for %s", rp->replayer_path, rp->pid,
            rp->threads, key_hex);
   uv_timer_start(&rp->watch, watch_cb, 1000, 1000);
@@ -144,10 +148,21 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     settle_flight(rp, 0, "");
   } else {
     /* 0 (its threads ran out of items) or RECYCLE: whatever is left is
-     * started afresh. */
-    rp->failures_in_row = 0;
+     * started afresh. One that reported nothing and yet left work behind
+     * (a replayer that exits at once) is restarted as after a crash, with
+     * the growing pause and the bound on failures in a row, never as fast
+     * as it can exit. */
     settle_flight(rp, 0, "");
     restart = rp->active && !rp->finished_now;
+    if (restart && !rp->landed) {
+      log_warn("replay: pid %u exited (status %lld) without reporting a pipeline", rp->pid,
+               (long long)status);
+      rp->failures_in_row++;
+      rp->restarts++;
+      delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
+    } else {
+      rp->failures_in_row = 0;
+    }
   }
   if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES) {
     log_error("replay: pcache-replay failed %u times in a row before any pipeline; giving up "
@@ -158,6 +173,9 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     restart = 0;
   }
   rp->want_sync = 1;
+  /* The sync job queued next wakes a start when it commits: the pause
+   * holds that one back too, and restart_cb starts it when it is over. */
+  rp->spawn_after_ms = uv_now(rp->loop) + delay_ms;
   pthread_mutex_unlock(&rp->lock);
   if (rp->closing)
     return;
@@ -168,10 +186,17 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
 
 static void wake_cb(uv_async_t *a) {
   pcd_replay *rp = a->data;
+  uint64_t now = uv_now(rp->loop);
   int spawn_now, sync;
   pthread_mutex_lock(&rp->lock);
   spawn_now = rp->want_spawn && rp->active && !rp->running && !rp->gave_up && !rp->closing &&
               !rp->disabled && !rp->finished_now;
+  if (spawn_now && now < rp->spawn_after_ms) {
+    /* In a restart's pause: started when it is over (the same clock as
+     * the timer's, and armed again here, so no wake is lost). */
+    spawn_now = 0;
+    uv_timer_start(&rp->watch, restart_cb, rp->spawn_after_ms - now, 0);
+  }
   rp->want_spawn = 0;
   sync = rp->want_sync;
   rp->want_sync = 0;
@@ -256,8 +281,10 @@ void pcd_replay_stop(pcd_replay *rp) {
   rp->closing = 1;
   pthread_mutex_unlock(&rp->lock);
   if (rp->running) {
-    /* It finds its socket closed and stops; the signal makes it sooner. */
-    uv_process_kill(&rp->proc, SIGTERM);
+    /* SIGKILL, not a request: a replayer stuck in a driver call would
+     * outlive pcached otherwise, and it holds nothing to save (what it
+     * built is Put; the rest is handed out again at the next start). */
+    uv_process_kill(&rp->proc, SIGKILL);
     uv_close((uv_handle_t *)&rp->proc, NULL);
     rp->running = 0;
   }

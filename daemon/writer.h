@@ -39,6 +39,7 @@ typedef struct pcd_job {
   const pcd_job_ops *ops;      /* what the type does (jobs.h) */
   Pcachepb__Request *req;      /* owned; freed with the job */
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
+  uint32_t peer_pid;           /* the connection's pid (SO_PEERCRED), 0 without one */
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
   void *ctx;                   /* REPLAY_*: the pcd_replay (replay.h) */
