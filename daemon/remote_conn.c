@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <uv.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -317,6 +319,137 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   went_down(r, why);
 }
 
+/* ------------------------------------------------- the connection's events
+ *
+ * hiredis's own libuv adapter would do, but a reply it reads has no
+ * bound: a Redis that sends one huge value, or a bulk length it never
+ * fills, would have pcached hold all of it. So the connection's events are
+ * ours: after each read (hiredis takes at most 16 KiB a read) the bytes a
+ * reply holds, parsed (counted as hiredis makes its objects) and not yet
+ * parsed (its buffer), are weighed, and a connection whose reply passes
+ * the bound is dropped. The bound is what the largest answer pcached can
+ * ask for may need: values the asker keeps under --max-frame, or the
+ * app's list and a snapshot, each under --max-frame. */
+
+typedef struct watch {
+  redisAsyncContext *ac; /* NULL once hiredis let go of it */
+  pcd_remote *r;
+  uv_poll_t poll;
+  int events;
+  redisReplyObjectFunctions fn; /* hiredis's, counting */
+  const redisReplyObjectFunctions *orig;
+  uint64_t held; /* bytes of objects made for the reply in progress */
+} watch;
+
+uint64_t pcd_remote_reply_bound(const pcd_remote *r) {
+  return 2 * (uint64_t)r->config->max_frame + (1u << 20);
+}
+
+/* The reader hands its privdata (the watch, set below) to each task. */
+static watch *watch_of(const redisReadTask *task) { return task->privdata; }
+
+static void count(const redisReadTask *task, uint64_t bytes) {
+  watch *w = watch_of(task);
+  if (!w)
+    return;
+  /* A reply's first object starts its count afresh. */
+  w->held = task->parent ? w->held + bytes : bytes;
+}
+
+static void *count_string(const redisReadTask *task, char *str, size_t len) {
+  watch *w = watch_of(task);
+  count(task, len + 64);
+  return w->orig->createString(task, str, len);
+}
+
+static void *count_array(const redisReadTask *task, int elements) {
+  watch *w = watch_of(task);
+  count(task, (uint64_t)(elements > 0 ? elements : 0) * sizeof(void *) + 64);
+  return w->orig->createArray(task, elements);
+}
+
+static void on_events(uv_poll_t *handle, int status, int events) {
+  watch *w = handle->data;
+  pcd_remote *r = w->r;
+  if (status < 0 && w->ac) {
+    /* The socket failed: hiredis finds out on its next read. */
+    events = UV_READABLE;
+  }
+  if (w->ac && (events & UV_READABLE)) {
+    redisAsyncContext *ac = w->ac;
+    redisAsyncHandleRead(ac);
+    if (w->ac == ac && r->ac == ac) {
+      const redisReader *rd = ac->c.reader;
+      uint64_t buffered = rd->len > rd->pos ? rd->len - rd->pos : 0;
+      char why[160];
+      if (rd->ridx < 0)
+        w->held = 0; /* no reply in progress */
+      if (w->held + buffered > pcd_remote_reply_bound(r)) {
+        snprintf(why, sizeof why, "a reply holding over %llu bytes (the bound)",
+                 (unsigned long long)pcd_remote_reply_bound(r));
+        pcd_remote_drop(r, why);
+        return;
+      }
+    }
+  }
+  if (w->ac && (events & UV_WRITABLE))
+    redisAsyncHandleWrite(w->ac);
+}
+
+static void watch_set(watch *w, int events) {
+  w->events = events;
+  if (events)
+    uv_poll_start(&w->poll, events, on_events);
+  else
+    uv_poll_stop(&w->poll);
+}
+
+static void add_read(void *data) { watch_set(data, ((watch *)data)->events | UV_READABLE); }
+static void del_read(void *data) { watch_set(data, ((watch *)data)->events & ~UV_READABLE); }
+static void add_write(void *data) { watch_set(data, ((watch *)data)->events | UV_WRITABLE); }
+static void del_write(void *data) { watch_set(data, ((watch *)data)->events & ~UV_WRITABLE); }
+
+static void watch_closed(uv_handle_t *handle) { pcache__free(handle->data); }
+
+/* hiredis is done with the connection (freed or disconnected). */
+static void cleanup(void *data) {
+  watch *w = data;
+  w->ac = NULL;
+  uv_poll_stop(&w->poll);
+  uv_close((uv_handle_t *)&w->poll, watch_closed);
+}
+
+/* Watches ac on the remote's loop. 0, or -ENOMEM / a libuv error. */
+static int watch_connection(pcd_remote *r, redisAsyncContext *ac) {
+  watch *w;
+  int rc;
+  if (ac->ev.data)
+    return -EBUSY;
+  w = pcache__calloc(1, sizeof *w);
+  if (!w)
+    return -ENOMEM;
+  if ((rc = uv_poll_init_socket(r->loop, &w->poll, ac->c.fd)) < 0) {
+    pcache__free(w);
+    return rc;
+  }
+  w->poll.data = w;
+  w->ac = ac;
+  w->r = r;
+  w->orig = ac->c.reader->fn;
+  w->fn = *w->orig;
+  w->fn.createString = count_string;
+  w->fn.createArray = count_array;
+  ac->c.reader->fn = &w->fn;
+  ac->c.reader->privdata = w;
+  ac->ev.addRead = add_read;
+  ac->ev.delRead = del_read;
+  ac->ev.addWrite = add_write;
+  ac->ev.delWrite = del_write;
+  ac->ev.cleanup = cleanup;
+  ac->ev.data = w;
+  return 0;
+}
+
 void pcd_remote_connect(pcd_remote *r) {
   redisAsyncContext *ac =
       r->unix_path[0] ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
@@ -330,7 +463,7 @@ void pcd_remote_connect(pcd_remote *r) {
     return;
   }
   ac->data = r;
-  if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+  if (watch_connection(r, ac) < 0) {
     redisAsyncFree(ac);
     went_down(r, "cannot watch the connection");
     return;

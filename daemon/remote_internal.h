@@ -99,6 +99,9 @@ int pcd_remote_command(pcd_remote *remote, pcd_remote_reply_fn fn, void *privdat
 /* How long the remote may leave a command unanswered, or take to
  * connect, before the connection is dropped as stalled. */
 uint64_t pcd_remote_stall_us(const pcd_remote *remote);
+/* The most one reply from Redis may hold, parsed and not: more drops the
+ * connection (remote_conn.c). */
+uint64_t pcd_remote_reply_bound(const pcd_remote *remote);
 /* The URL as given, for logs and Stats. */
 const char *pcd_remote_url(const pcd_remote *remote);
 

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,104 @@ static void garbage_case(void) {
   pthread_join(t, NULL);
 }
 
+/* ---------------------------------------------------------- huge reply */
+
+static int huge_fd;
+static _Atomic uint64_t huge_sent;
+
+/* Answers PING, then answers anything else with one bulk string it says
+ * is 1 GiB long and streams it (up to 512 MiB) as fast as it is taken. */
+static void *huge_server(void *arg) {
+  static char zeros[1 << 16];
+  (void)arg;
+  for (;;) {
+    int c = accept(huge_fd, NULL, NULL);
+    char buf[4096];
+    ssize_t n;
+    if (c < 0)
+      return NULL;
+    while ((n = read(c, buf, sizeof buf - 1)) > 0) {
+      buf[n] = 0;
+      if (strstr(buf, "PING")) {
+        (void)!write(c, "+PONG\r\n", 7);
+        continue;
+      }
+      if (write(c, "$1073741824\r\n", 14) != 14)
+        break;
+      for (uint64_t sent = 0; sent < (512u << 20);) {
+        ssize_t w = send(c, zeros, sizeof zeros, MSG_NOSIGNAL);
+        if (w <= 0)
+          break;
+        sent += (uint64_t)w;
+        atomic_fetch_add(&huge_sent, (uint64_t)w);
+      }
+      break;
+    }
+    close(c);
+  }
+}
+
+/* The peak resident memory of pid, in KiB (VmHWM). */
+static uint64_t peak_kib(pid_t pid) {
+  char path[64], line[256];
+  uint64_t kib = 0;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  f = fopen(path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %llu kB", (unsigned long long *)&kib) == 1)
+      break;
+  fclose(f);
+  return kib;
+}
+
+/* A Redis whose reply never ends: pcached holds no more of it than the
+ * bound (two frames and 1 MiB; 3 MiB here with --max-frame 1 MiB), drops
+ * the connection saying why, and goes on serving from its store. */
+static void huge_case(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  const char *args[] = {"--remote", NULL, "--remote-timeout", "2000", "--max-frame",
+                        "1048576",  NULL};
+  pthread_t t;
+  test_env env;
+  pcache__devkey key;
+  wire_item it;
+  char url[64];
+  remote_view v;
+  huge_fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(bind(huge_fd, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(getsockname(huge_fd, (struct sockaddr *)&a, &len), 0);
+  ASSERT_EQ(listen(huge_fd, 8), 0);
+  ASSERT_EQ(pthread_create(&t, NULL, huge_server, NULL), 0);
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+  args[1] = url;
+  test_env_init(&env, "fleet-huge");
+  test_daemon_start(&env, args);
+  wait_state(&env, "up");
+  wire_devkey(8, &key);
+  wire_item_make(&it, &key, 1, 4096);
+  /* The miss asks the fleet, which answers without end. */
+  ASSERT_EQ(get_within(&env, &key, &it, 1, 5000), 0);
+  for (int i = 0; i < 500 && view(&env, "fleet").reconnects == 0; i++)
+    sleep_ms(10);
+  v = view(&env, "fleet");
+  ASSERT_GE(v.reconnects, 1);
+  ASSERT_TRUE(strstr(v.last_error, "bound") != NULL);
+  /* It took in no more than the bound and some slack, though it was sent
+   * far more. */
+  ASSERT_LT(peak_kib(env.daemon_pid), 96u * 1024u);
+  fprintf(stderr, "huge: the server sent %llu MiB; pcached's peak %llu KiB\n",
+          (unsigned long long)(atomic_load(&huge_sent) >> 20),
+          (unsigned long long)peak_kib(env.daemon_pid));
+  wire_item_free(&it);
+  test_env_cleanup(&env);
+  shutdown(huge_fd, SHUT_RDWR);
+  close(huge_fd);
+  pthread_join(t, NULL);
+}
+
 /* ---------------------------------------------------------------- AUTH */
 
 static void auth_case(const char *root) {
@@ -385,6 +484,7 @@ int main(void) {
   test_env_cleanup(&a);
 
   garbage_case();
+  huge_case();
   {
     test_env root;
     test_env_init(&root, "fleet-authroot");
