@@ -64,23 +64,34 @@ static void identify(pcache_device *d, PFN_vkGetInstanceProcAddr gipa) {
   memcpy(d->device_name, props.deviceName, sizeof d->device_name);
   d->device_name[sizeof d->device_name - 1] = '\0';
   d->api_version = props.apiVersion;
-  /* VkPhysicalDeviceDriverProperties is core in 1.2, and the app's
-   * instance must have asked for 1.2 too (the effective version is the
-   * lower of the two: calling past it is a validation error the app would
-   * see as its own). The names are only for display, so older ones go
-   * without. */
-  if (get_props2 && props.apiVersion >= VK_API_VERSION_1_2 &&
-      d->instance_api_version >= VK_API_VERSION_1_2) {
+  /* vkGetPhysicalDeviceProperties2 and VkPhysicalDeviceIDProperties are
+   * core in 1.1, VkPhysicalDeviceDriverProperties in 1.2, and the app's
+   * instance must have asked for that version too (the effective version
+   * is the lower of the two: calling past it is a validation error the app
+   * would see as its own). Through the KHR extensions a 1.0 instance could
+   * answer as well, but only if the app enabled them, which the library
+   * cannot see. The UUID and the names are only for display, so older
+   * ones go without. */
+  if (get_props2 && props.apiVersion >= VK_API_VERSION_1_1 &&
+      d->instance_api_version >= VK_API_VERSION_1_1) {
+    int v12 =
+        props.apiVersion >= VK_API_VERSION_1_2 && d->instance_api_version >= VK_API_VERSION_1_2;
     VkPhysicalDeviceDriverProperties driver = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+                                       .pNext = v12 ? &driver : NULL};
     VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                          .pNext = &driver};
+                                          .pNext = &id};
     get_props2(d->physical_device, &props2);
-    d->driver_id = (uint32_t)driver.driverID;
-    memcpy(d->driver_name, driver.driverName, sizeof d->driver_name);
-    d->driver_name[sizeof d->driver_name - 1] = '\0';
-    memcpy(d->driver_info, driver.driverInfo, sizeof d->driver_info);
-    d->driver_info[sizeof d->driver_info - 1] = '\0';
+    memcpy(d->device_uuid, id.deviceUUID, sizeof d->device_uuid);
+    d->has_device_uuid = 1;
+    if (v12) {
+      d->driver_id = (uint32_t)driver.driverID;
+      memcpy(d->driver_name, driver.driverName, sizeof d->driver_name);
+      d->driver_name[sizeof d->driver_name - 1] = '\0';
+      memcpy(d->driver_info, driver.driverInfo, sizeof d->driver_info);
+      d->driver_info[sizeof d->driver_info - 1] = '\0';
+    }
   }
 }
 

@@ -93,6 +93,8 @@ struct pcache_device {
   char driver_name[VK_MAX_DRIVER_NAME_SIZE];
   char driver_info[VK_MAX_DRIVER_INFO_SIZE];
   uint32_t driver_id, api_version;
+  uint8_t device_uuid[VK_UUID_SIZE]; /* VkPhysicalDeviceIDProperties; if has_device_uuid */
+  int has_device_uuid;
 
   /* The merged device cache. Creating pipelines with it takes the read
    * side; vkMergePipelineCaches (dstCache externally synchronized) the
@@ -211,6 +213,10 @@ static inline void pcache__device_info_message(const pcache_device *d,
   ret_info->api_version = d->api_version;
   ret_info->driver_name = (char *)d->driver_name;
   ret_info->driver_info = (char *)d->driver_info;
+  if (d->has_device_uuid) {
+    ret_info->device_uuid.data = (uint8_t *)d->device_uuid;
+    ret_info->device_uuid.len = VK_UUID_SIZE;
+  }
 }
 
 /* The lock of a VkPipelineCache that creations read and merges write (the

@@ -64,7 +64,18 @@ configure_file(cmake/pcache.pc.in ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)
 
-# The documentation the units' Documentation= lines and the man page point
-# at: README.md and docs/*.md under share/doc/pcache.
+# The documentation keeps the repository's layout under share/doc/pcache,
+# so the relative links between the README, docs/ and the files they name
+# resolve there as they do in the source tree (the install test follows
+# every one): the top-level README.md and CONTRIBUTING.md, docs/ (whose
+# index is docs/README.md; the units' Documentation= names
+# docs/operations.md), bench/RESULTS.md, and the example program and the
+# header the README sends readers to.
 file(GLOB PCACHE_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md)
-install(FILES README.md ${PCACHE_DOC_FILES} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+install(FILES README.md CONTRIBUTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+install(FILES ${PCACHE_DOC_FILES} docs/pcachectl.1 DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        COMPONENT doc)
+install(FILES bench/RESULTS.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT doc)
+install(FILES examples/pcache_demo.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
+install(FILES include/pcache/pcache.h DESTINATION ${CMAKE_INSTALL_DOCDIR}/include/pcache
+        COMPONENT doc)

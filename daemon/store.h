@@ -22,9 +22,10 @@
  * strings are cut. */
 #define PCD_MAX_DEVICE_STRING 255
 /* The most a device record counts against --max-size: its key, the
- * 40-byte header and a DeviceInfo of the key, two integers and three such
- * strings. */
-#define PCD_DEVICE_COST_MAX (2 * PCACHE_DEVKEY_SIZE + 40 + 3 * (PCD_MAX_DEVICE_STRING + 3) + 16)
+ * 40-byte header and a DeviceInfo of the key, two integers, three such
+ * strings and the deviceUUID (a two-byte tag, its length, 16 bytes). */
+#define PCD_DEVICE_COST_MAX                                                                        \
+  (2 * PCACHE_DEVKEY_SIZE + 40 + 3 * (PCD_MAX_DEVICE_STRING + 3) + 16 + 3 + PCACHE_UUID_SIZE)
 /* The on-disk format this build writes (info "format"). */
 #define PCD_STORE_FORMAT 1
 
@@ -158,7 +159,8 @@ int pcd_lru_oldest(pcd_txn *txn, uint8_t ret_key[PCD_ENTRY_KEY_SIZE]);
 
 /* Writes (write txn only). */
 /* Records or refreshes a device (first/last seen). Strings longer than
- * PCD_MAX_DEVICE_STRING are cut and unknown fields dropped. */
+ * PCD_MAX_DEVICE_STRING are cut, a deviceUUID not of 16 bytes and unknown
+ * fields dropped; a record's deviceUUID stays when a client sends none. */
 int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *info, uint64_t now_s);
 /* Removes a device record that holds no entries and no snapshots (0 when
  * there is none): a request whose every item was refused leaves nothing

@@ -123,9 +123,26 @@ static char *bounded_string(const char *s, char out[PCD_MAX_DEVICE_STRING + 1]) 
   return out;
 }
 
+/* The deviceUUID a stored record's info holds, into out; 0 when none. */
+static int stored_device_uuid(const MDB_val *v, uint8_t out[PCACHE_UUID_SIZE]) {
+  Pcachepb__DeviceInfo *old;
+  int found = 0;
+  if (v->mv_size <= DEVICE_SIZE)
+    return 0;
+  old = pcachepb__device_info__unpack(&pcache__pb_allocator, v->mv_size - DEVICE_SIZE,
+                                      (const uint8_t *)v->mv_data + DEVICE_SIZE);
+  if (old && old->device_uuid.len == PCACHE_UUID_SIZE) {
+    memcpy(out, old->device_uuid.data, PCACHE_UUID_SIZE);
+    found = 1;
+  }
+  pcachepb__device_info__free_unpacked(old, &pcache__pb_allocator);
+  return found;
+}
+
 int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint64_t now_s) {
   char name[PCD_MAX_DEVICE_STRING + 1], driver_name[PCD_MAX_DEVICE_STRING + 1],
       driver_info[PCD_MAX_DEVICE_STRING + 1];
+  uint8_t device_uuid[PCACHE_UUID_SIZE];
   Pcachepb__DeviceInfo bounded = PCACHEPB__DEVICE_INFO__INIT, *info = &bounded;
   MDB_val v;
   uint8_t *buf;
@@ -145,7 +162,6 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint
   bounded.name = bounded_string(client_info->name, name);
   bounded.driver_name = bounded_string(client_info->driver_name, driver_name);
   bounded.driver_info = bounded_string(client_info->driver_info, driver_info);
-  n = pcachepb__device_info__get_packed_size(info);
   r = pcd_db_get(txn, txn->store->devices, info->key.data, PCACHE_DEVKEY_SIZE, &v, "get device");
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
@@ -157,6 +173,16 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint
     entries = pcache__le64(p + 24);
     bytes = pcache__le64(p + 32);
   }
+  /* The deviceUUID names the physical device, which a client that cannot
+   * ask for it (a Vulkan 1.0 instance, an older libpcache, an import of
+   * an older archive) has not changed: no UUID keeps the one known. */
+  if (client_info->device_uuid.len == PCACHE_UUID_SIZE) {
+    memcpy(device_uuid, client_info->device_uuid.data, PCACHE_UUID_SIZE);
+    bounded.device_uuid = (ProtobufCBinaryData){.len = PCACHE_UUID_SIZE, .data = device_uuid};
+  } else if (r == 0 && stored_device_uuid(&v, device_uuid)) {
+    bounded.device_uuid = (ProtobufCBinaryData){.len = PCACHE_UUID_SIZE, .data = device_uuid};
+  }
+  n = pcachepb__device_info__get_packed_size(info);
   buf = pcache__malloc(DEVICE_SIZE + n);
   if (!buf)
     return -ENOMEM;

@@ -323,7 +323,7 @@ void ctl_print_problems(ctl_json *j, Pcachepb__Problem **problems, size_t n) {
   }
   if (n == 0)
     return;
-  printf("%-36s  %-32s  %-16s  %s\n", "DEVICE UUID", "STATE HASH", "PROBLEM", "DETAIL");
+  printf("%-36s  %-32s  %-16s  %s\n", "PIPELINE CACHE UUID", "STATE HASH", "PROBLEM", "DETAIL");
   for (size_t i = 0; i < n; i++) {
     const Pcachepb__Problem *p = problems[i];
     char uuid[37], hash[2 * PCACHE_HASH_SIZE + 1] = "-";

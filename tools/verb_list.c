@@ -46,11 +46,20 @@ static const Pcachepb__DeviceRecord *find_device(const Pcachepb__ListReply *l,
   return NULL;
 }
 
+/* The deviceUUID a client reported (VkPhysicalDeviceIDProperties), as
+ * text, or "-" when none did (a Vulkan 1.0 instance, an older client). */
+static void device_uuid_text(const Pcachepb__DeviceInfo *info, char out[37]) {
+  if (info && info->device_uuid.len == PCACHE_UUID_SIZE)
+    pcache__uuid_format(info->device_uuid.data, out);
+  else
+    snprintf(out, 37, "-");
+}
+
 static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d, uint64_t n_entries,
                         uint64_t bytes) {
   const Pcachepb__DeviceInfo *info = d->info;
   pcache__devkey key;
-  char uuid[37];
+  char uuid[37], device_uuid[37];
   ctl_json_object_begin(j);
   if (info && ctl_key_from_bytes(&info->key, &key) == 0) {
     pcache__uuid_format(pcache__devkey_uuid(&key), uuid);
@@ -60,6 +69,13 @@ static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d, uint64_t n
     ctl_json_kv_uint(j, "device_id", pcache__devkey_device(&key));
     ctl_json_kv_uint(j, "driver_version", pcache__devkey_driver_version(&key));
     ctl_json_kv_uint(j, "driver_abi", pcache__devkey_abi(&key));
+  }
+  ctl_json_key(j, "device_uuid");
+  if (info && info->device_uuid.len == PCACHE_UUID_SIZE) {
+    pcache__uuid_format(info->device_uuid.data, device_uuid);
+    ctl_json_string(j, device_uuid);
+  } else {
+    ctl_json_null(j);
   }
   ctl_json_kv_string(j, "name", info ? info->name : "");
   ctl_json_kv_uint(j, "driver_id", info ? info->driver_id : 0);
@@ -118,7 +134,7 @@ static void device_totals(const Pcachepb__DeviceRecord *d, const char *app,
 static void print_device_row(const Pcachepb__DeviceRecord *d, uint64_t n_entries, uint64_t bytes) {
   const Pcachepb__DeviceInfo *info = d->info;
   pcache__devkey key;
-  char uuid[37] = "?", vendor_buf[16], version[32] = "?", size[32];
+  char uuid[37] = "?", device_uuid[37], vendor_buf[16], version[32] = "?", size[32];
   const char *vendor = "?";
   uint32_t device_id = 0, abi = 0;
   if (info && ctl_key_from_bytes(&info->key, &key) == 0) {
@@ -130,9 +146,10 @@ static void print_device_row(const Pcachepb__DeviceRecord *d, uint64_t n_entries
     abi = pcache__devkey_abi(&key);
   }
   char name[256];
+  device_uuid_text(info, device_uuid);
   ctl_fmt_size(bytes, size, sizeof size);
-  printf("%-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s\n", uuid,
-         vendor, device_id, version, abi * 8, n_entries, size,
+  printf("%-36s  %-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s\n",
+         uuid, device_uuid, vendor, device_id, version, abi * 8, n_entries, size,
          ctl_printable(info ? info->name : NULL, name, sizeof name));
 }
 
@@ -248,8 +265,9 @@ static int cmd_list(ctl *c, int argc, char **argv) {
     r = EXIT_OK;
     goto out;
   }
-  printf("%-36s  %-8s  %-6s  %-12s  %-6s  %7s  %10s  %s\n", "PIPELINE CACHE UUID", "VENDOR",
-         "DEVICE", "DRIVER", "ABI", app ? "APP'S" : "ENTRIES", "SIZE", "NAME");
+  printf("%-36s  %-36s  %-8s  %-6s  %-12s  %-6s  %7s  %10s  %s\n", "PIPELINE CACHE UUID",
+         "DEVICE UUID", "VENDOR", "DEVICE", "DRIVER", "ABI", app ? "APP'S" : "ENTRIES", "SIZE",
+         "NAME");
   for (size_t i = 0; i < n_devices; i++) {
     uint64_t dev_entries, dev_bytes;
     device_totals(devices[i], app, entries, n_entries, &dev_entries, &dev_bytes);

@@ -256,9 +256,10 @@ typedef struct pcache_device_info {
   int no_prefetch;
   /* Since 0.2. The apiVersion the app created the instance with
    * (VkApplicationInfo.apiVersion; VK_API_VERSION_1_0 when it passed none).
-   * The library calls only what that version allows: below 1.2 it does not
-   * ask the driver for its name (vkGetPhysicalDeviceProperties2), which is
-   * only shown by pcachectl. 0: unknown, treated as 1.0. */
+   * The library calls only what that version allows: below 1.1 it does not
+   * call vkGetPhysicalDeviceProperties2 for the deviceUUID, below 1.2 not
+   * for the driver's name; both are only shown by pcachectl. 0: unknown,
+   * treated as 1.0. */
   uint32_t instance_api_version;
   /* Since 0.3: every field below. */
   /* Where pcache_device_create stores the VkResult of the Vulkan call that

@@ -127,10 +127,18 @@ void ctl_blob(const pcache__devkey *key, uint32_t n, uint8_t *out, size_t size) 
 
 void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_name,
              const char *app, uint32_t kind, uint32_t first, uint32_t count) {
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  info.name = (char *)device_name;
+  ctl_put_info(env, key, &info, app, kind, first, count);
+}
+
+void ctl_put_info(const test_env *env, const pcache__devkey *key,
+                  const Pcachepb__DeviceInfo *device, const char *app, uint32_t kind,
+                  uint32_t first, uint32_t count) {
   pcache__transport *t = NULL;
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  Pcachepb__DeviceInfo info = *device;
   Pcachepb__PutItem *items = calloc(count, sizeof *items);
   Pcachepb__PutItem **item_ptrs = calloc(count, sizeof *item_ptrs);
   uint8_t(*blobs)[96] = calloc(count, sizeof *blobs);
@@ -148,7 +156,6 @@ void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_
   ASSERT_OK(pcache__transport_open(env->socket_path, app, 5000, &t, NULL));
   info.key.data = (uint8_t *)key->bytes;
   info.key.len = PCACHE_DEVKEY_SIZE;
-  info.name = (char *)device_name;
   put.device = &info;
   put.app = (char *)app;
   for (uint32_t i = 0; i < count; i++) {

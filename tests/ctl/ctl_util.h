@@ -43,6 +43,11 @@ void ctl_blob(const pcache__devkey *key, uint32_t n, uint8_t *out, size_t size);
 void ctl_put(const test_env *env, const pcache__devkey *key, const char *device_name,
              const char *app, uint32_t kind, uint32_t first, uint32_t count);
 
+/* The same with the rest of the DeviceInfo given (its key is set to key). */
+void ctl_put_info(const test_env *env, const pcache__devkey *key,
+                  const Pcachepb__DeviceInfo *device, const char *app, uint32_t kind,
+                  uint32_t first, uint32_t count);
+
 /* The state hash ctl_put gives entry n. */
 void ctl_state_hash(uint32_t kind, uint32_t n, pcache__hash *ret_hash);
 

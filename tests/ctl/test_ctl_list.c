@@ -1,5 +1,7 @@
 /* pcachectl list (issue 15, point 8): with --app, a device's totals are
- * that app's, not the device's; the UUID column says which UUID it is. */
+ * that app's, not the device's; each UUID column says which UUID it is:
+ * the pipelineCacheUUID of the key, and the deviceUUID a client reported
+ * ("-" until one does; kept when a later client sends none). */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,9 +9,55 @@
 #include "harness.h"
 #include "test.h"
 
+/* The pipelineCacheUUID (seed 3) then the device UUID column of the first
+ * device row must read pc and dev. */
+static void check_row(const char *pc, const char *dev) {
+  const char *row = strstr(ctl_out, "\n") + 1;
+  char want[96];
+  snprintf(want, sizeof want, "%-36s  %-36s  ", pc, dev);
+  if (strncmp(row, want, strlen(want)) != 0)
+    TEST_FAIL_("the device row is \"%.80s\", expected it to start \"%s\"", row, want);
+}
+
+static void device_uuid_checks(const test_env *env, const pcache__devkey *key) {
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  uint8_t uuid[PCACHE_UUID_SIZE], odd[5] = {1, 2, 3, 4, 5};
+  char pc[37], dev[37];
+  ctl_uuid_text(3, pc);
+  for (int i = 0; i < PCACHE_UUID_SIZE; i++)
+    uuid[i] = (uint8_t)(0xa0 + i);
+  pcache__uuid_format(uuid, dev);
+
+  /* No client has reported one. */
+  ctl_json_check(env, 0, "list", "d[\"devices\"][0][\"device_uuid\"] is None");
+  ASSERT_EQ(ctl_run(env, "list"), 0);
+  check_row(pc, "-");
+
+  /* A client reports it; it is not the pipelineCacheUUID. */
+  info.name = (char *)"GPU";
+  info.device_uuid.data = uuid;
+  info.device_uuid.len = sizeof uuid;
+  ctl_put_info(env, key, &info, "game", 1, 200, 1);
+  {
+    char expr[160];
+    snprintf(expr, sizeof expr,
+             "d[\"devices\"][0][\"device_uuid\"] == \"%s\" != d[\"devices\"][0][\"uuid\"]", dev);
+    ctl_json_check(env, 0, "list", expr);
+    /* An older client (none sent) and a bad one (5 bytes) change nothing. */
+    ctl_put(env, key, "GPU", "game", 1, 201, 1);
+    info.device_uuid.data = odd;
+    info.device_uuid.len = sizeof odd;
+    ctl_put_info(env, key, &info, "game", 1, 202, 1);
+    ctl_json_check(env, 0, "list", expr);
+  }
+  ASSERT_EQ(ctl_run(env, "list"), 0);
+  check_row(pc, dev);
+}
+
 int main(void) {
   test_env env;
   pcache__devkey key;
+  test_env_init(&env, "ctl-list");
   ctl_start(&env);
   ctl_key(3, 1, &key);
   ctl_put(&env, &key, "GPU", "game", 1, 0, 7);
@@ -22,8 +70,11 @@ int main(void) {
                  "d[\"devices\"][0][\"bytes\"] == sum(e[\"blob_size\"] + e[\"desc_size\"] "
                  "for e in d[\"entries\"])");
   ASSERT_EQ(ctl_run(&env, "list --app tool"), 0);
-  ASSERT_TRUE(strstr(ctl_out, "PIPELINE CACHE UUID") != NULL);
-  ASSERT_TRUE(strstr(ctl_out, "DEVICE UUID") == NULL);
+  {
+    char head[96];
+    snprintf(head, sizeof head, "%-36s  %-36s  VENDOR", "PIPELINE CACHE UUID", "DEVICE UUID");
+    ASSERT_EQ(strncmp(ctl_out, head, strlen(head)), 0);
+  }
   ASSERT_TRUE(strstr(ctl_out, "APP'S") != NULL);
   /* The row says 2, not 9. */
   {
@@ -34,6 +85,7 @@ int main(void) {
     ASSERT_TRUE(strstr(row, n2) != NULL);
     ASSERT_TRUE(strstr(row, n9) == NULL);
   }
+  device_uuid_checks(&env, &key);
   test_env_cleanup(&env);
   printf("ok\n");
   return 0;

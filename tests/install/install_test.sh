@@ -1,8 +1,10 @@
 #!/bin/bash
 # install_test.sh BUILD_DIR CONSUMER_SRC CC [SANITIZE]
-# Installs BUILD_DIR into a scratch prefix, checks the layout, then builds
-# and runs the consumer against it twice: with pkg-config and with
-# find_package(pcache). SANITIZE is the build's -fsanitize= list, which a
+# Installs BUILD_DIR into a scratch prefix, checks the layout and that
+# every relative link in the installed documentation resolves, then builds
+# and runs the consumer against it: with pkg-config, and with
+# find_package(pcache) linking pcache::pcache by either signature of
+# target_link_libraries. SANITIZE is the build's -fsanitize= list, which a
 # program loading an instrumented libpcache must be built with too.
 set -euo pipefail
 
@@ -24,12 +26,19 @@ pc=$(find "$prefix" -name pcache.pc -path '*/pkgconfig/*' | head -n1)
 libdir=$(dirname "$(dirname "$pc")")
 for f in include/pcache/pcache.h include/pcache/version.h bin/pcached bin/pcachectl \
          lib/systemd/user/pcached.socket lib/systemd/user/pcached.service \
-         share/doc/pcache/README.md share/doc/pcache/operations.md; do
+         share/doc/pcache/README.md share/doc/pcache/docs/README.md \
+         share/doc/pcache/docs/operations.md; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
+# The top-level README and the docs index are two files, not one over the
+# other; and every relative link in the installed docs leads somewhere.
+cmp -s "$prefix/share/doc/pcache/README.md" "$prefix/share/doc/pcache/docs/README.md" &&
+  fail "share/doc/pcache/README.md and docs/README.md are the same file"
+python3 "$(dirname "$0")/doc_links.py" "$prefix/share/doc/pcache" ||
+  fail "the installed documentation has broken links"
 # The units' Documentation= names the operations guide where it installs
 # (under the configured prefix, which --prefix above does not change).
-grep -q "^Documentation=file:///.*/share/doc/pcache/operations.md$" \
+grep -q "^Documentation=file:///.*/share/doc/pcache/docs/operations.md$" \
   "$prefix/lib/systemd/user/pcached.socket" || fail "pcached.socket names no installed documentation"
 for f in "$libdir/cmake/pcache/pcacheConfig.cmake" "$libdir/cmake/pcache/pcacheConfigVersion.cmake" \
          "$libdir/cmake/pcache/pcacheTargets.cmake" "$libdir/libpcache.so"; do
@@ -113,4 +122,15 @@ cmake --build "$scratch/consumer-build" >"$scratch/build.log" 2>&1 ||
   { cat "$scratch/build.log" >&2; fail "building with find_package(pcache)"; }
 out=$("$scratch/consumer-build/consumer") || fail "consumer built with find_package failed"
 echo "find_package: $out"
+out=$("$scratch/consumer-build/consumer_plain") ||
+  fail "consumer linked by the plain signature failed"
+echo "find_package, plain signature: $out"
+# Mixing the signatures on one target is CMake's error, not pcache's: the
+# one docs/client.md quotes.
+if cmake -S "$consumer" -B "$scratch/consumer-mixed" -DCMAKE_PREFIX_PATH="$prefix" \
+     -DCMAKE_C_COMPILER="$cc" -DPCACHE_CONSUMER_MIXED=ON >"$scratch/mixed.log" 2>&1; then
+  fail "CMake accepted both signatures on one target: docs/client.md says it does not"
+fi
+grep -q 'The plain signature for target_link_libraries has already been used with' \
+  "$scratch/mixed.log" || { cat "$scratch/mixed.log" >&2; fail "mixing signatures failed otherwise"; }
 echo "install_test: ok ($prefix)"
