@@ -88,6 +88,7 @@ typedef struct pcd_replay {
   uv_process_t proc;
   uv_timer_t watch;   /* hang watch while it runs; restart delay */
   uv_async_t wake;    /* another thread wants a start or a sync */
+  struct relay *relay; /* the replayer's stderr, read into pcached's log */
   int handles_ready, running, closing;
   int want_spawn, want_sync;
   int hang_kill;

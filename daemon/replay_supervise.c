@@ -8,7 +8,13 @@
  * out, they are handed out again one at a time, so the next crash names
  * its item; SIGKILL from elsewhere (the OOM killer, a person) blames
  * nothing and hands them out again; a hang past PCACHE_REPLAY_HANG_MS is
- * killed here and makes its item bad. */
+ * killed here and makes its item bad.
+ *
+ * Its stderr is a pipe that pcached reads and writes into its own log,
+ * line by line at the line's level: the replayer's messages reach the
+ * journal with pcached's, and an orphaned replayer never holds open a
+ * pipe of whoever started pcached (a test, a script reading its output).
+ * Its stdout goes nowhere: it prints nothing there. */
 #include "replay.h"
 
 #include <errno.h>
@@ -18,11 +24,78 @@
 
 #include <pcache/pcache.h>
 
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "server.h"
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal);
+
+/* ------------------------------------------------------------- its log */
+
+/* Longest line kept whole; a longer one is written in pieces. */
+#define RELAY_LINE_MAX 1024
+
+/* One per replayer process, freed when its pipe closes (which may be
+ * before or after the process's exit is seen). */
+typedef struct relay {
+  uv_pipe_t pipe;
+  pcd_replay *rp;
+  size_t len;
+  char buf[RELAY_LINE_MAX];
+} relay;
+
+static void relay_closed(uv_handle_t *h) { pcache__free(h->data); }
+
+static void relay_close(relay *rl) {
+  if (rl->rp->relay == rl)
+    rl->rp->relay = NULL;
+  uv_close((uv_handle_t *)&rl->pipe, relay_closed);
+}
+
+/* One line of the replayer's, "<N>text" as common/log.c writes to a pipe,
+ * into pcached's log at level N (pcached's --log-level applies). */
+static void relay_line(const char *s, size_t n) {
+  int level = PCACHE_LOG_INFO;
+  if (n >= 3 && s[0] == '<' && s[1] >= '0' && s[1] <= '7' && s[2] == '>') {
+    level = s[1] - '0';
+    s += 3, n -= 3;
+  }
+  if (n)
+    pcache_log(level, "%.*s", (int)n, s);
+}
+
+static void relay_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  relay *rl = h->data;
+  (void)hint;
+  *buf = uv_buf_init(rl->buf + rl->len, (unsigned)(sizeof rl->buf - rl->len));
+}
+
+static void relay_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  relay *rl = s->data;
+  size_t start = 0;
+  (void)buf;
+  if (n < 0) {
+    if (rl->len)
+      relay_line(rl->buf, rl->len);
+    relay_close(rl);
+    return;
+  }
+  rl->len += (size_t)n;
+  for (size_t i = 0; i < rl->len; i++)
+    if (rl->buf[i] == '\n') {
+      relay_line(rl->buf + start, i - start);
+      start = i + 1;
+    }
+  if (start == 0 && rl->len == sizeof rl->buf) {
+    relay_line(rl->buf, rl->len); /* no end in sight: what there is */
+    start = rl->len;
+  }
+  memmove(rl->buf, rl->buf + start, rl->len - start);
+  rl->len -= start;
+}
+
+/* ------------------------------------------------------------- process */
 
 static void submit(pcd_replay *rp, pcd_job_type type) {
   pcd_job *job;
@@ -52,14 +125,26 @@ static void spawn(pcd_replay *rp) {
   pcache__devkey nk;
   const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path, "--device", key_hex,
                         "--threads", threads, NULL};
-  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_INHERIT_FD, .data.fd = 1},
-                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
+  uv_stdio_container_t stdio[3] = {
+      {.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
   uv_process_options_t opt = {.exit_cb = on_exit_cb,
                               .file = rp->replayer_path,
                               .args = (char **)args,
                               .stdio_count = 3,
                               .stdio = stdio};
+  relay *rl = pcache__calloc(1, sizeof *rl);
   int r;
+  /* Without a pipe (no memory, no descriptor) it still runs; its
+   * messages are lost. */
+  if (rl && uv_pipe_init(rp->loop, &rl->pipe, 0) == 0) {
+    rl->rp = rp;
+    rl->pipe.data = rl;
+    stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[2].data.stream = (uv_stream_t *)&rl->pipe;
+  } else {
+    pcache__free(rl);
+    rl = NULL;
+  }
   memcpy(nk.bytes, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
   pcache__devkey_format(&nk, key_hex);
   snprintf(threads, sizeof threads, "%u", rp->threads);
@@ -69,7 +154,16 @@ static void spawn(pcd_replay *rp) {
     rp->gave_up = 1;
     snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "cannot start pcache-replay");
     uv_close((uv_handle_t *)&rp->proc, NULL);
+    if (rl)
+      uv_close((uv_handle_t *)&rl->pipe, relay_closed);
     return;
+  }
+  if (rl) {
+    if (rp->relay)
+      relay_close(rp->relay); /* the last one's orphan, if any, is not heard */
+    rp->relay = rl;
+    if (uv_read_start((uv_stream_t *)&rl->pipe, relay_alloc, relay_read) < 0)
+      relay_close(rl);
   }
   rp->running = 1;
   rp->pid = (uint32_t)rp->proc.pid;
@@ -261,6 +355,8 @@ void pcd_replay_stop(pcd_replay *rp) {
     uv_close((uv_handle_t *)&rp->proc, NULL);
     rp->running = 0;
   }
+  if (rp->relay)
+    relay_close(rp->relay);
   uv_close((uv_handle_t *)&rp->wake, NULL);
   uv_close((uv_handle_t *)&rp->watch, NULL);
   uv_run(rp->loop, UV_RUN_NOWAIT);

@@ -199,6 +199,34 @@ static void some_hash(char out[33]) {
   pcache__hex(hashes[3], 16, out);
 }
 
+/* The replayer holds none of pcached's own output: its stdout is
+ * /dev/null and its stderr a pipe pcached reads (so an orphan holds no
+ * pipe of whoever started pcached). */
+static void expect_own_output(uint32_t pid) {
+  char path[64], target[256];
+  ssize_t n;
+  snprintf(path, sizeof path, "/proc/%u/fd/1", pid);
+  ASSERT_GT(n = readlink(path, target, sizeof target - 1), 0);
+  target[n] = '\0';
+  ASSERT_STREQ(target, "/dev/null");
+  snprintf(path, sizeof path, "/proc/%u/fd/2", pid);
+  ASSERT_GT(n = readlink(path, target, sizeof target - 1), 0);
+  target[n] = '\0';
+  ASSERT_TRUE(strncmp(target, "socket:", 7) == 0 || strncmp(target, "pipe:", 5) == 0);
+}
+
+/* Whether the daemon's log has a line with needle in it. */
+static int log_has(const test_env *env, const char *needle) {
+  char line[2048];
+  int found = 0;
+  FILE *f = fopen(env->log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const Pcachepb__ReplayProgress *p;
@@ -245,6 +273,7 @@ int main(int argc, char **argv) {
       usleep(20000);
     }
     ASSERT_LT(p->done, N_PIPELINES);
+    expect_own_output(p->replayer_pid);
     ASSERT_EQ(kill((pid_t)p->replayer_pid, SIGKILL), 0);
     pcache__response_free(resp);
     for (;;) { /* a new replayer, after the kill */
@@ -272,6 +301,8 @@ int main(int argc, char **argv) {
     pcache__hex(p->failures[0]->state_hash.data, 16, hex);
     ASSERT_STREQ(hex, crash);
     ASSERT_TRUE(strstr(p->failures[0]->reason, "crashed") != NULL);
+    /* The replayer's stderr reaches pcached's log (replay_supervise.c). */
+    ASSERT_TRUE(log_has(&env, "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
   } else {
     ASSERT_EQ(p->failed, 0);
     ASSERT_EQ(p->done, N_PIPELINES);
@@ -288,6 +319,14 @@ int main(int argc, char **argv) {
     }
   }
   util_run_self(argv[0], crash[0] ? "warm-crash" : "warm");
+  {
+    /* The last replayer's closing line, relayed into pcached's log. */
+    uint64_t end = util_now_ms() + 10000;
+    while (!log_has(&env, "pcache-replay: replay: built")) {
+      ASSERT_LT(util_now_ms(), end);
+      usleep(50000);
+    }
+  }
   test_env_cleanup(&env);
   return 0;
 }
