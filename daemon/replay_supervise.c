@@ -109,10 +109,10 @@ static void watch_cb(uv_timer_t *t) {
   pcd_replay *rp = t->data;
   uint64_t now = pcache__mono_us();
   pthread_mutex_lock(&rp->lock);
-  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->n_flight; i++)
-    if (now - rp->flight[i].started_us > rp->hang_us) {
+  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->st.n_flight; i++)
+    if (now - rp->st.flight[i].started_us > rp->hang_us) {
       rp->hang_kill = 1;
-      rp->hang_hash = rp->flight[i].hash;
+      rp->hang_hash = rp->st.flight[i].hash;
       log_warn("replay: pid %u is stuck on one pipeline for over %llu ms; killing it", rp->pid,
                (unsigned long long)(rp->hang_us / 1000));
       uv_process_kill(&rp->proc, SIGKILL);
@@ -145,7 +145,7 @@ static void spawn(pcd_replay *rp) {
     pcache__free(rl);
     rl = NULL;
   }
-  memcpy(nk.bytes, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
+  memcpy(nk.bytes, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
   pcache__devkey_format(&nk, key_hex);
   snprintf(threads, sizeof threads, "%u", rp->threads);
   rp->proc.data = rp;
@@ -167,6 +167,7 @@ static void spawn(pcd_replay *rp) {
   }
   rp->running = 1;
   rp->pid = (uint32_t)rp->proc.pid;
+  atomic_store(&rp->replayer_pid, rp->pid);
   rp->hang_kill = 0;
   log_info("replay: started %s (pid %u, %u threads) for %s", rp->replayer_path, rp->pid,
            rp->threads, key_hex);
@@ -183,15 +184,15 @@ static void restart_cb(uv_timer_t *t) {
 
 /* Blames the one item out, or hands the items out again. */
 static void settle_flight(pcd_replay *rp, int blame, const char *why) {
-  if (blame && rp->n_flight == 1) {
+  if (blame && rp->st.n_flight == 1) {
     log_warn("replay: a pipeline %s the replayer; recorded as bad, skipped from now on", why);
-    pcd_replay_queue_bad(rp, &rp->flight[0].hash, why);
+    pcd_replay_queue_bad(rp, &rp->st.flight[0].hash, why);
   } else {
-    for (unsigned i = 0; i < rp->n_flight && rp->n_retry < PCD_REPLAY_MAX_RETRY; i++)
-      rp->retry[rp->n_retry++] = rp->flight[i].hash;
+    for (unsigned i = 0; i < rp->st.n_flight && rp->st.n_retry < PCD_REPLAY_MAX_RETRY; i++)
+      rp->st.retry[rp->st.n_retry++] = rp->st.flight[i].hash;
   }
-  rp->n_flight = 0;
-  rp->retry_in_flight = 0;
+  rp->st.n_flight = 0;
+  rp->st.retry_in_flight = 0;
 }
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
@@ -203,7 +204,8 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
   uv_close((uv_handle_t *)proc, NULL);
   pthread_mutex_lock(&rp->lock);
   rp->running = 0;
-  rp->paused[0] = '\0';
+  atomic_store(&rp->replayer_pid, 0);
+  rp->st.paused[0] = '\0';
   if (rp->hang_kill) {
     snprintf(why, sizeof why, "hung (over %llu ms)", (unsigned long long)(rp->hang_us / 1000));
     /* The stuck one is to blame whatever else was out. */
@@ -224,7 +226,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       snprintf(why, sizeof why, "crashed (signal %d: %s)", sig, strsignal(sig));
     else
       snprintf(why, sizeof why, "crashed (exit status %lld)", (long long)status);
-    if (!rp->n_flight)
+    if (!rp->st.n_flight)
       rp->failures_in_row++;
     settle_flight(rp, 1, why);
     rp->restarts++;
@@ -241,7 +243,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
      * started afresh. */
     rp->failures_in_row = 0;
     settle_flight(rp, 0, "");
-    restart = rp->active && !rp->finished_now;
+    restart = rp->st.active && !rp->st.finished_now;
   }
   if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES) {
     log_error("replay: pcache-replay failed %u times in a row before any pipeline; giving up "
@@ -264,8 +266,8 @@ static void wake_cb(uv_async_t *a) {
   pcd_replay *rp = a->data;
   int spawn_now, sync;
   pthread_mutex_lock(&rp->lock);
-  spawn_now = rp->want_spawn && rp->active && !rp->running && !rp->gave_up && !rp->closing &&
-              !rp->disabled && !rp->finished_now;
+  spawn_now = rp->want_spawn && rp->st.active && !rp->running && !rp->gave_up && !rp->closing &&
+              !rp->disabled && !rp->st.finished_now;
   rp->want_spawn = 0;
   sync = rp->want_sync;
   rp->want_sync = 0;
@@ -279,32 +281,23 @@ static void wake_cb(uv_async_t *a) {
 }
 
 void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const char *app,
-                     uint32_t pid) {
+                     uint32_t pid, size_t pipelines) {
   pcd_job *job;
   int is_new = 1;
   if (!rp || key_len != PCACHE_DEVKEY_SIZE)
     return;
-  pthread_mutex_lock(&rp->lock);
-  if (rp->running && pid == rp->pid) {
-    pthread_mutex_unlock(&rp->lock);
+  if (pid && pid == atomic_load(&rp->replayer_pid))
     return; /* the replayer's own Puts are not the user's work */
-  }
-  atomic_store(&rp->fg_us, pcache__mono_us());
-  for (unsigned i = 0; i < rp->n_seen && is_new; i++)
-    is_new = memcmp(rp->seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
+  pthread_mutex_lock(&rp->fg.lock);
+  pcd_replay_fg_note(rp, key, app, pipelines, pcache__mono_us());
+  for (unsigned i = 0; i < rp->fg.n_seen && is_new; i++)
+    is_new = memcmp(rp->fg.seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
   if (is_new) {
-    if (rp->n_seen == PCD_REPLAY_MAX_SEEN)
-      rp->n_seen = 0; /* forget them all: a new look costs one short job */
-    memcpy(rp->seen[rp->n_seen++], key, PCACHE_DEVKEY_SIZE);
+    if (rp->fg.n_seen == PCD_REPLAY_MAX_SEEN)
+      rp->fg.n_seen = 0; /* forget them all: a new look costs one short job */
+    memcpy(rp->fg.seen[rp->fg.n_seen++], key, PCACHE_DEVKEY_SIZE);
   }
-  /* The app that runs now on the new key goes first. */
-  if (rp->active && app && *app && memcmp(rp->rec.new_key, key, PCACHE_DEVKEY_SIZE) == 0 &&
-      !(rp->boost && strcmp(rp->boost_app, app) == 0)) {
-    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", app);
-    rp->boost = 1;
-    rp->boost_has_after = 0;
-  }
-  pthread_mutex_unlock(&rp->lock);
+  pthread_mutex_unlock(&rp->fg.lock);
   if (!is_new || rp->disabled || !rp->srv->writer)
     return;
   if (!(job = pcd_job_new(PCD_JOB_REPLAY_START)))
@@ -318,9 +311,9 @@ void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const c
 void pcd_replay_forget_keys(pcd_replay *rp) {
   if (!rp)
     return;
-  pthread_mutex_lock(&rp->lock);
-  rp->n_seen = 0;
-  pthread_mutex_unlock(&rp->lock);
+  pthread_mutex_lock(&rp->fg.lock);
+  rp->fg.n_seen = 0;
+  pthread_mutex_unlock(&rp->fg.lock);
 }
 
 int pcd_replay_start(pcd_replay *rp, uv_loop_t *loop) {
@@ -354,6 +347,7 @@ void pcd_replay_stop(pcd_replay *rp) {
     uv_process_kill(&rp->proc, SIGTERM);
     uv_close((uv_handle_t *)&rp->proc, NULL);
     rp->running = 0;
+    atomic_store(&rp->replayer_pid, 0);
   }
   if (rp->relay)
     relay_close(rp->relay);

@@ -8,6 +8,8 @@
  *            reported, and the rest replayed
  *   kill     the replayer killed with -9 midway, and then pcached, and the
  *            replay resumes to the end
+ *   busy     a client that never stops fetching holds the replay to one
+ *            item at a time, paced, but not for ever: it finishes
  *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
  *            version lowered by one (the benchmark's simulated update) */
 #include <errno.h>
@@ -192,6 +194,47 @@ static Pcachepb__Response *wait_finished(const Pcachepb__ReplayProgress **ret) {
   }
 }
 
+/* A client that never stops fetching: a Get of one pipeline every 20 ms
+ * on the new key (50 a second, far over PCACHE_REPLAY_BUSY_RATE) until
+ * the replay finishes, which it must, paced to one item every
+ * PCACHE_REPLAY_BUSY_EVERY_MS (every_ms) while the client is busy. */
+static void fetch_until_finished(const test_env *env, uint64_t every_ms) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  uint8_t key[PCACHE_DEVKEY_SIZE], hash[16] = {0x42};
+  ProtobufCBinaryData hashes[1] = {{sizeof hash, hash}};
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp = progress(&p);
+  uint64_t start = util_now_ms(), end = start + 20000, done0;
+  int paused = 0, finished = 0;
+  ASSERT_TRUE(p != NULL);
+  memcpy(key, p->new_key.data, PCACHE_DEVKEY_SIZE);
+  done0 = p->done;
+  pcache__response_free(resp);
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  get.device_key.data = key;
+  get.device_key.len = PCACHE_DEVKEY_SIZE;
+  get.state_hashes = hashes;
+  get.n_state_hashes = 1;
+  while (!finished) {
+    pcache__reply reply = {0};
+    ASSERT_LT(util_now_ms(), end);
+    rpc(env, &req, PCACHEPB__RESPONSE__BODY_GET, &reply);
+    pcache__reply_release(&reply);
+    resp = progress(&p);
+    paused |= p->paused && strcmp(p->paused, "foreground") == 0;
+    finished = p->finished;
+    pcache__response_free(resp);
+    usleep(20000);
+  }
+  ASSERT_TRUE(paused);
+  /* Paced: the items left when the client began went one at a time, at
+   * most one every every_ms (the first at once). */
+  if (done0 + 1 < N_PIPELINES)
+    ASSERT_GE(util_now_ms() - start, (N_PIPELINES - done0 - 1) * every_ms * 9 / 10);
+}
+
 /* The state hash of one stored entry, in hex. */
 static void some_hash(char out[33]) {
   uint8_t hashes[N_PIPELINES][16];
@@ -249,6 +292,10 @@ int main(int argc, char **argv) {
   setenv("PCACHE_REPLAY_THREADS", strcmp(mode, "kill") == 0 ? "1" : "2", 1);
   if (strcmp(mode, "kill") == 0)
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "150", 1);
+  if (strcmp(mode, "busy") == 0) {
+    setenv("PCACHE_REPLAY_QUIET_MS", "500", 1);
+    setenv("PCACHE_REPLAY_BUSY_EVERY_MS", "200", 1);
+  }
   test_daemon_start(&env, NULL);
   make_old_store(&env, argv[0]);
   if (strcmp(mode, "crash") == 0) {
@@ -291,6 +338,8 @@ int main(int argc, char **argv) {
     test_daemon_start(&env, NULL);
   }
 
+  if (strcmp(mode, "busy") == 0)
+    fetch_until_finished(&env, 200);
   resp = wait_finished(&p);
   ASSERT_EQ(p->total, N_PIPELINES);
   if (crash[0]) {
