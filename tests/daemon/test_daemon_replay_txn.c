@@ -5,7 +5,12 @@
  * the lock free. Drives the writer's own sequence (run in a write
  * transaction, then abort and the aborted hooks, or commit and the
  * committed hooks) on a real LMDB store, with a device record standing in
- * for a store an older driver filled. */
+ * for a store an older driver filled.
+ *
+ * Then the skipped eviction (docs/replay.md, "After the replay"): when a
+ * client used an old key's entry after its replay began, the old key's
+ * entries stay, in the LRU index, and size eviction reaches them oldest
+ * first like any other. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,7 @@
 #include <pcache/pcache.h>
 
 #include "common/bytes.h"
+#include "eviction.h"
 #include "jobs.h"
 #include "replay.h"
 #include "server.h"
@@ -48,6 +54,18 @@ static pcd_job *new_job(pcd_job_type type) {
   return job;
 }
 
+/* A ReplayClaim of the new key, reporting nothing; req and claim are the
+ * caller's (job->req is set to NULL before the job is freed). */
+static pcd_job *claim_job(Pcachepb__Request *req, Pcachepb__ReplayClaim *claim) {
+  pcd_job *job = new_job(PCD_JOB_REPLAY_CLAIM);
+  req->body_case = PCACHEPB__REQUEST__BODY_REPLAY_CLAIM;
+  req->replay_claim = claim;
+  claim->new_key.data = new_key;
+  claim->new_key.len = PCACHE_DEVKEY_SIZE;
+  job->req = req;
+  return job;
+}
+
 static int record_state(void) {
   pcd_replay_record rec;
   pcd_txn *txn;
@@ -75,6 +93,104 @@ static void make_store(const char *dir) {
   ASSERT_OK(pcd_device_touch(txn, &info, 1000));
   ASSERT_OK(pcd_device_add(txn, old_key, 1, 64));
   ASSERT_OK(pcd_txn_commit(txn));
+}
+
+/* An entry of key with state hash byte h, used last at used_us. */
+static void put_entry(pcd_txn *txn, const uint8_t *key, uint8_t h, uint64_t used_us) {
+  static const uint8_t blob[256], desc[16];
+  pcd_entry e = {.kind = 0, .created_us = used_us, .last_used_us = used_us};
+  memcpy(e.key, key, PCACHE_DEVKEY_SIZE);
+  memset(e.key + PCACHE_DEVKEY_SIZE, h, PCACHE_HASH_SIZE);
+  e.blob_size = sizeof blob;
+  e.desc_size = sizeof desc;
+  snprintf(e.app, sizeof e.app, "game");
+  ASSERT_OK(pcd_entry_store(txn, &e, blob, desc));
+}
+
+static int has_entry(const uint8_t *key, uint8_t h) {
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcd_entry e;
+  pcd_txn *txn;
+  int r;
+  memcpy(k, key, PCACHE_DEVKEY_SIZE);
+  memset(k + PCACHE_DEVKEY_SIZE, h, PCACHE_HASH_SIZE);
+  ASSERT_OK(pcd_txn_begin(store, 0, &txn));
+  r = pcd_entry_get(txn, k, &e);
+  pcd_txn_abort(txn);
+  ASSERT_TRUE(r == 0 || r == PCACHE_ENOT_FOUND);
+  return r == 0;
+}
+
+/* Two driver builds side by side: the old key's entries (1, 2) are in
+ * the new key too, so the replay has nothing to build; entry 1 is used
+ * after the replay began. */
+static void side_by_side(void) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__ReplayClaim claim = PCACHEPB__REPLAY_CLAIM__INIT;
+  uint64_t t0 = pcd_now_us() - 10000000, n = 0, bytes = 0;
+  uint8_t k1[PCD_ENTRY_KEY_SIZE];
+  pcd_job *job;
+  pcd_txn *txn;
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  info.key.len = PCACHE_DEVKEY_SIZE;
+  info.key.data = old_key;
+  ASSERT_OK(pcd_device_touch(txn, &info, 2000));
+  info.key.data = new_key;
+  ASSERT_OK(pcd_device_touch(txn, &info, 3000)); /* the build named last */
+  put_entry(txn, old_key, 1, t0);
+  put_entry(txn, old_key, 2, t0 + 1);
+  put_entry(txn, new_key, 1, t0 + 2);
+  put_entry(txn, new_key, 2, t0 + 3);
+  ASSERT_OK(pcd_txn_commit(txn));
+  job = new_job(PCD_JOB_REPLAY_START); /* as `pcachectl replay` asks */
+  job->req = &req;
+  req.body_case = PCACHEPB__REQUEST__BODY_REPLAY_START;
+  {
+    Pcachepb__ReplayStart start = PCACHEPB__REPLAY_START__INIT;
+    req.replay_start = &start;
+    start.app = "";
+    run_job(job, 1);
+  }
+  job->req = NULL;
+  pcd_job_free(job);
+  ASSERT_EQ(rp->st.active, 1);
+  ASSERT_EQ(rp->st.total, 2);
+  ASSERT_EQ(rp->st.done, 2);
+  /* The other build's client uses entry 1 now. */
+  memcpy(k1, old_key, PCACHE_DEVKEY_SIZE);
+  memset(k1 + PCACHE_DEVKEY_SIZE, 1, PCACHE_HASH_SIZE);
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  ASSERT_OK(pcd_entry_touch(txn, k1, pcd_now_us() + 1000, 1));
+  ASSERT_OK(pcd_txn_commit(txn));
+  job = claim_job(&req, &claim);
+  run_job(job, 1);
+  ASSERT_EQ(rp->st.finished_now, 1);
+  job->req = NULL;
+  pcd_job_free(job);
+  job = new_job(PCD_JOB_REPLAY_SYNC);
+  run_job(job, 1);
+  pcd_job_free(job);
+  ASSERT_EQ(rp->st.active, 0);
+  /* Skipped: the old key's entries stay, all of them. */
+  ASSERT_TRUE(has_entry(old_key, 1) && has_entry(old_key, 2));
+  /* ... and size eviction reaches them in LRU order: the old key's unused
+   * entry 2 goes before the new key's; entry 1, just used, is the newest
+   * and the last to go. */
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  {
+    pcd_totals t;
+    ASSERT_OK(pcd_totals_get(txn, &t));
+    ASSERT_OK(pcd_evict_some(txn, t.bytes - 1, 1, &n, &bytes));
+  }
+  ASSERT_OK(pcd_txn_commit(txn));
+  ASSERT_EQ(n, 1);
+  ASSERT_TRUE(!has_entry(old_key, 2));
+  ASSERT_TRUE(has_entry(old_key, 1) && has_entry(new_key, 1) && has_entry(new_key, 2));
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  ASSERT_OK(pcd_evict_some(txn, 0, 2, &n, &bytes));
+  ASSERT_OK(pcd_txn_commit(txn));
+  ASSERT_TRUE(!has_entry(new_key, 1) && !has_entry(new_key, 2) && has_entry(old_key, 1));
 }
 
 int main(void) {
@@ -106,12 +222,7 @@ int main(void) {
 
   /* The replayer's claim finds nothing left (the old key has no entry
    * records): the replay finishes, but only with its transaction. */
-  req.body_case = PCACHEPB__REQUEST__BODY_REPLAY_CLAIM;
-  req.replay_claim = &claim;
-  claim.new_key.data = new_key;
-  claim.new_key.len = PCACHE_DEVKEY_SIZE;
-  job = new_job(PCD_JOB_REPLAY_CLAIM);
-  job->req = &req;
+  job = claim_job(&req, &claim);
   run_job(job, 0);
   ASSERT_EQ(rp->st.finished_now, 0);
   ASSERT_EQ(rp->st.rec.state, PCD_REPLAY_PENDING);
@@ -143,6 +254,8 @@ int main(void) {
   ASSERT_EQ(rp->st.n_pending_bad, 0);
   ASSERT_EQ(rp->st.active, 0);
   pcd_job_free(job);
+
+  side_by_side();
 
   pcd_replay_free(rp);
   pcd_store_close(store);
