@@ -10,6 +10,9 @@
 int main(void) {
   test_env env;
   pcache__devkey key;
+  /* Without it the env is whatever the stack held: pcached would start on
+   * the user's own socket and store. */
+  test_env_init(&env, "ctl-list");
   ctl_start(&env);
   ctl_key(3, 1, &key);
   ctl_put(&env, &key, "GPU", "game", 1, 0, 7);
