@@ -206,7 +206,7 @@ for t in $tlist; do
     grep -q "replay: built" "$WORK_DIR/pcached-replay-t$t.log" && [ "$(progress running)" = false ] && break
     sleep 0.05
   done
-  done_n=$(progress done); failed_n=$(progress failed)
+  done_n=$(progress "done"); failed_n=$(progress failed)
   read -r built ms < <(replayer_sum "$WORK_DIR/pcached-replay-t$t.log")
   rate=$(awk -v n="$built" -v ms="$ms" 'BEGIN { if (ms > 0) printf "%.3f\n", n * 1000 / ms; else print "na" }')
   echo "replay_t${t}_done=$done_n"
@@ -218,7 +218,6 @@ for t in $tlist; do
   echo "replay_t${t}_pipelines_per_s_per_core=$(ratio "$rate" "$t")"
   echo "replay_t${t}_wall_pipelines_per_s=$(awk -v n="$done_n" -v ms="$wall" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')"
   rates[$t]=$rate
-  [ "$t" = "$THREADS" ] && rate_threads=$rate
   if [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
     demo "$WORK_DIR/first.txt"
@@ -255,9 +254,9 @@ for mode in d a; do
   stop_daemon
   updated "fg-during-$mode" "$THREADS"
   for _ in $(seq 1 600); do [ "$(progress running)" = true ] && break; sleep 0.05; done
-  d0=$(progress done)
+  d0=$(progress "done")
   fg "$mode" "$WORK_DIR/fg-during-$mode.txt"
-  d1=$(progress done); fin=$(progress finished)
+  d1=$(progress "done"); fin=$(progress finished)
   stop_daemon
   a=$(awk -v x="$(kv "$WORK_DIR/fg-alone-$mode.txt" ms_per_pipeline)" \
     -v y="$(kv "$WORK_DIR/fg-alone2-$mode.txt" ms_per_pipeline)" 'BEGIN { printf "%.4f\n", (x + y) / 2 }')
@@ -276,10 +275,10 @@ psi_rates=()
 for hogs in 0 $(( cores / 2 > 0 ? cores / 2 : 1 )) "$cores"; do
   updated "psi-$hogs" "$THREADS" PCACHE_REPLAY_QUIET_MS=0
   for _ in $(seq 1 600); do [ "$(progress running)" = true ] && break; sleep 0.05; done
-  d0=$(progress done); t0=$(now_ms); end=$((t0 + PSI_S * 1000))
+  d0=$(progress "done"); t0=$(now_ms); end=$((t0 + PSI_S * 1000))
   for _ in $(seq 1 "$hogs"); do (while :; do :; done) & HOGS+=($!); done
   while [ "$(now_ms)" -lt "$end" ] && [ "$(progress finished)" != true ]; do sleep 0.1; done
-  d1=$(progress done); t1=$(now_ms)
+  d1=$(progress "done"); t1=$(now_ms)
   psi=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo na)
   stop_hogs
   stop_daemon
