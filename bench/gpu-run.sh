@@ -11,7 +11,9 @@
 # GPU_RUN (which parts, default "demo bench layer": the demo cold and warm,
 # run-all.sh's set, run-layer.sh's plain program through the Vulkan layer;
 # also "diskprobe": probe-disk-cache.sh, the driver's disk cache under each
-# configuration). LAYER_ARGS: more arguments for run-layer.sh ("--light 0").
+# configuration; "replay": run-replay.sh, replay after a simulated driver
+# update on the demo's heavy set). LAYER_ARGS: more arguments for
+# run-layer.sh ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512").
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$1" && pwd)
@@ -83,4 +85,13 @@ if [[ $parts == *" diskprobe "* ]]; then
   echo "# the driver's disk cache, configured each way a user may have it"
   "$SRC/bench/probe-disk-cache.sh" --build-dir "$B" --work-dir /tmp/pcache-dp |
     tee "$LOGDIR/diskprobe-gpu.log"
+fi
+
+if [[ $parts == *" replay "* ]]; then
+  rrun=$(mktemp -d /tmp/pcache-replay-run.XXXXXX)
+  chmod 700 "$rrun"
+  echo "# replay after a simulated driver update (docs/replay.md)"
+  # shellcheck disable=SC2086
+  XDG_RUNTIME_DIR=$rrun "$SRC/bench/run-replay.sh" --build-dir "$B" --work-dir /tmp/pcache-br \
+    ${REPLAY_ARGS:-} | tee "$LOGDIR/replay-gpu.log"
 fi

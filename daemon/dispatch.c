@@ -107,15 +107,14 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   switch (req->body_case) {
   case PCACHEPB__REQUEST__BODY_GET:
     pcd_replay_note(c->srv->replay, req->get->device_key.data, req->get->device_key.len, c->app,
-                    c->pid);
+                    c->pid, req->get->n_state_hashes);
     if (pcd_remote_serve(c, req))
       return; /* answered once the fleet was asked */
     pcd_read_get(c, req->get);
     break;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
-    pcd_replay_note(c->srv->replay, req->prefetch->device_key.data,
-                    req->prefetch->device_key.len,
-                    *req->prefetch->app ? req->prefetch->app : c->app, c->pid);
+    pcd_replay_note(c->srv->replay, req->prefetch->device_key.data, req->prefetch->device_key.len,
+                    *req->prefetch->app ? req->prefetch->app : c->app, c->pid, 1);
     if (pcd_remote_serve(c, req))
       return;
     pcd_read_prefetch(c, req->prefetch);
@@ -135,7 +134,7 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   case PCACHEPB__REQUEST__BODY_PUT:
     if (req->put->device)
       pcd_replay_note(c->srv->replay, req->put->device->key.data, req->put->device->key.len,
-                      *req->put->app ? req->put->app : c->app, c->pid);
+                      *req->put->app ? req->put->app : c->app, c->pid, req->put->n_items);
     to_writer(c, req, PCD_JOB_PUT);
     return;
   case PCACHEPB__REQUEST__BODY_REPORT:

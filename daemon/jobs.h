@@ -27,6 +27,10 @@ struct pcd_job_ops {
   int read_only;
   /* The transaction that ran it committed. May be NULL. */
   void (*committed)(pcd_job *job);
+  /* The transaction that ran it (or began to: the batch stops at the
+   * first failure) was aborted; the batch may run again. Whatever run
+   * changed outside the store must go back. May be NULL. */
+  void (*aborted)(pcd_job *job);
   /* Adds its counts to the daemon's stats once its batch is over (failed:
    * the batch's transaction failed). May be NULL. */
   void (*count)(const pcd_job *job, pcd_stats *stats, int failed);

@@ -69,13 +69,13 @@ static int load(pcd_replay *rp, pcd_txn *txn, const pcd_replay_record *rec) {
   if (r < 0)
     return r;
   pcd_replay_unload(rp);
-  rp->active = 1;
-  rp->rec = *rec;
-  rp->total = c.total;
-  rp->done = c.done;
-  rp->failed = failed;
-  rp->done_at_load = c.done;
-  rp->load_us = pcache__mono_us();
+  rp->st.active = 1;
+  rp->st.rec = *rec;
+  rp->st.total = c.total;
+  rp->st.done = c.done;
+  rp->st.failed = failed;
+  rp->st.done_at_load = c.done;
+  rp->st.load_us = pcache__mono_us();
   return 0;
 }
 
@@ -92,7 +92,7 @@ static int first_pending(void *ctx, const pcd_replay_record *rec) {
 static int load_next(pcd_replay *rp, pcd_txn *txn) {
   pcd_replay_record rec;
   int r;
-  if (rp->active)
+  if (rp->st.active)
     return 1;
   r = pcd_replay_records_foreach(txn, first_pending, &rec);
   if (r <= 0)
@@ -107,31 +107,23 @@ static int load_next(pcd_replay *rp, pcd_txn *txn) {
     pcache__devkey_format(&ok, o);
     pcache__devkey_format(&nk, n);
     log_info("replay: %s -> %s: %llu of %llu entries already there, %llu failed before", o, n,
-             (unsigned long long)rp->done, (unsigned long long)rp->total,
-             (unsigned long long)rp->failed);
+             (unsigned long long)rp->st.done, (unsigned long long)rp->st.total,
+             (unsigned long long)rp->st.failed);
   }
   return 1;
 }
 
-/* Writes the bad records waiting in rp (the count written goes to
- * job->stored; committed drops them from the queue). */
-static int write_pending_bad(pcd_replay *rp, pcd_txn *txn, pcd_job *job) {
+/* Writes the bad records waiting in rp; they leave the queue when the
+ * transaction commits (pcd_replay_txn_leave). */
+static int write_pending_bad(pcd_replay *rp, pcd_txn *txn) {
   int r;
-  for (unsigned i = 0; i < rp->n_pending_bad; i++) {
-    const pcd_replay_bad *b = &rp->pending_bad[i];
+  for (unsigned i = 0; i < rp->st.n_pending_bad; i++) {
+    const pcd_replay_bad *b = &rp->st.pending_bad[i];
     if ((r = pcd_replay_bad_put(txn, b->old_key, b->new_key, &b->hash, b->reason)) < 0)
       return r;
   }
-  job->stored = rp->n_pending_bad;
+  rp->st.n_bad_written = rp->st.n_pending_bad;
   return 0;
-}
-
-static void drop_written_bad(pcd_replay *rp, const pcd_job *job) {
-  unsigned n = (unsigned)job->stored;
-  if (n > rp->n_pending_bad)
-    n = rp->n_pending_bad;
-  memmove(rp->pending_bad, rp->pending_bad + n, (rp->n_pending_bad - n) * sizeof *rp->pending_bad);
-  rp->n_pending_bad -= n;
 }
 
 static void wake(pcd_replay *rp, int spawn, int sync) {
@@ -213,7 +205,7 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return 0;
   if ((r = pcd_devices_foreach(txn, collect_device, &l)) < 0)
     return r;
-  pthread_mutex_lock(&rp->lock);
+  pcd_replay_txn_enter(rp);
   for (size_t i = 0; i < l.n && r >= 0; i++) {
     const pcd_device *old = &l.v[i];
     const uint8_t *new_key = NULL;
@@ -224,9 +216,9 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       if (memcmp(old->key, job->device_key, PCACHE_DEVKEY_SIZE) != 0 &&
           same_device(old->key, job->device_key))
         new_key = job->device_key;
-    } else if (rp->have_last_new_key && same_device(old->key, rp->last_new_key) &&
-               memcmp(old->key, rp->last_new_key, PCACHE_DEVKEY_SIZE) != 0) {
-      new_key = rp->last_new_key;
+    } else if (rp->st.have_last_new_key && same_device(old->key, rp->st.last_new_key) &&
+               memcmp(old->key, rp->st.last_new_key, PCACHE_DEVKEY_SIZE) != 0) {
+      new_key = rp->st.last_new_key;
     } else {
       /* Asked without a client on the new key this run: the kin seen
        * last is taken as the driver now installed. */
@@ -241,17 +233,16 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       r = plan(txn, old->key, new_key, req != NULL);
   }
   if (r >= 0 && !req) {
-    memcpy(rp->last_new_key, job->device_key, PCACHE_DEVKEY_SIZE);
-    rp->have_last_new_key = 1;
+    memcpy(rp->st.last_new_key, job->device_key, PCACHE_DEVKEY_SIZE);
+    rp->st.have_last_new_key = 1;
   }
   if (r >= 0)
     r = loaded = load_next(rp, txn);
   if (r >= 0 && loaded && boost && *boost) {
-    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", boost);
-    rp->boost = 1;
-    rp->boost_has_after = 0;
+    snprintf(rp->st.boost_app, sizeof rp->st.boost_app, "%s", boost);
+    rp->st.boost = 1;
+    rp->st.boost_has_after = 0;
   }
-  pthread_mutex_unlock(&rp->lock);
   if (r < 0)
     return r;
   if (reply)
@@ -259,17 +250,24 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   return r < 0 ? r : 0;
 }
 
+/* Every replay job's aborted hook: the state goes back to the committed. */
+static void replay_aborted(pcd_job *job) {
+  if (job_replay(job))
+    pcd_replay_txn_leave(job_replay(job), 0);
+}
+
 static void start_committed(pcd_job *job) {
   pcd_replay *rp = job_replay(job);
   if (!rp)
     return;
+  pcd_replay_txn_leave(rp, 1);
   pthread_mutex_lock(&rp->lock);
   if (job->req) { /* asked for: a replay that gave up tries again, now */
     rp->gave_up = 0;
     rp->failures_in_row = 0;
     rp->spawn_after_ms = 0;
   }
-  if (rp->active)
+  if (rp->st.active)
     wake(rp, 1, 0);
   pthread_mutex_unlock(&rp->lock);
 }
@@ -290,10 +288,10 @@ static int pending(struct pick *p, const pcache__hash *h) {
   int r;
   if (pcd_replay_in_flight(rp, h))
     return 0;
-  entry_key(k, rp->rec.new_key, h);
+  entry_key(k, rp->st.rec.new_key, h);
   if ((r = pcd_entry_get(p->txn, k, &e)) != PCACHE_ENOT_FOUND)
     return r < 0 ? r : 0;
-  r = pcd_replay_bad_get(p->txn, rp->rec.old_key, rp->rec.new_key, h);
+  r = pcd_replay_bad_get(p->txn, rp->st.rec.old_key, rp->st.rec.new_key, h);
   if (r != PCACHE_ENOT_FOUND)
     return r < 0 ? r : 0;
   return 1;
@@ -311,12 +309,12 @@ static int pick_in_app(void *ctx, const pcache__hash *h, pcache__hash *after, in
 
 static int pick_boost(void *ctx, const pcache__hash *h) {
   struct pick *p = ctx;
-  return pick_in_app(ctx, h, &p->rp->boost_after, &p->rp->boost_has_after);
+  return pick_in_app(ctx, h, &p->rp->st.boost_after, &p->rp->st.boost_has_after);
 }
 
 static int pick_cur(void *ctx, const pcache__hash *h) {
   struct pick *p = ctx;
-  return pick_in_app(ctx, h, &p->rp->cur_after, &p->rp->cur_has_after);
+  return pick_in_app(ctx, h, &p->rp->st.cur_after, &p->rp->st.cur_has_after);
 }
 
 static int pick_lru(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
@@ -325,17 +323,17 @@ static int pick_lru(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
   pcache__hash h;
   pcd_entry e;
   int r;
-  memcpy(rp->lru_before, lru_key, PCD_LRU_KEY_SIZE);
-  rp->lru_has_before = 1;
+  memcpy(rp->st.lru_before, lru_key, PCD_LRU_KEY_SIZE);
+  rp->st.lru_has_before = 1;
   memcpy(h.bytes, lru_key + 8 + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   if ((r = pending(p, &h)) <= 0)
     return r;
   if ((r = pcd_entry_get(p->txn, lru_key + 8, &e)) < 0)
     return r == PCACHE_ENOT_FOUND ? 0 : r;
   /* The most recently used app with work left: all of it next. */
-  snprintf(rp->cur_app, sizeof rp->cur_app, "%s", e.app);
-  rp->cur = 1;
-  rp->cur_has_after = 0;
+  snprintf(rp->st.cur_app, sizeof rp->st.cur_app, "%s", e.app);
+  rp->st.cur = 1;
+  rp->st.cur_has_after = 0;
   p->found = h;
   return 1;
 }
@@ -345,22 +343,22 @@ static int pick_lru(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
 static int next_item(struct pick *p) {
   pcd_replay *rp = p->rp;
   int r;
-  if (rp->boost) {
-    r = pcd_app_hashes_after(p->txn, rp->rec.old_key, rp->boost_app,
-                             rp->boost_has_after ? &rp->boost_after : NULL, pick_boost, p);
+  if (rp->st.boost) {
+    r = pcd_app_hashes_after(p->txn, rp->st.rec.old_key, rp->st.boost_app,
+                             rp->st.boost_has_after ? &rp->st.boost_after : NULL, pick_boost, p);
     if (r != 0)
       return r;
-    rp->boost = 0;
+    rp->st.boost = 0;
   }
-  if (rp->cur) {
-    r = pcd_app_hashes_after(p->txn, rp->rec.old_key, rp->cur_app,
-                             rp->cur_has_after ? &rp->cur_after : NULL, pick_cur, p);
+  if (rp->st.cur) {
+    r = pcd_app_hashes_after(p->txn, rp->st.rec.old_key, rp->st.cur_app,
+                             rp->st.cur_has_after ? &rp->st.cur_after : NULL, pick_cur, p);
     if (r != 0)
       return r;
-    rp->cur = 0;
+    rp->st.cur = 0;
   }
-  return pcd_lru_newest_before(p->txn, rp->rec.old_key, rp->lru_has_before ? rp->lru_before : NULL,
-                               pick_lru, p);
+  return pcd_lru_newest_before(p->txn, rp->st.rec.old_key,
+                               rp->st.lru_has_before ? rp->st.lru_before : NULL, pick_lru, p);
 }
 
 /* Fills item with what the replayer needs of old entry h (copied into
@@ -374,12 +372,12 @@ static int fill_item(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const pcache__h
   size_t desc_size, n_mods = 0, code_size;
   pcd_entry e;
   int r;
-  entry_key(k, rp->rec.old_key, h);
+  entry_key(k, rp->st.rec.old_key, h);
   if ((r = pcd_entry_get(txn, k, &e)) < 0 || (r = pcd_desc_get(txn, k, &desc, &desc_size)) < 0)
     goto out_bad;
   if ((r = pcache__desc_check(desc, desc_size, h, e.kind, mods, &n_mods)) < 0)
     goto out_bad;
-  item->old_key.data = pcd_arena_memdup(&job->arena, rp->rec.old_key, PCACHE_DEVKEY_SIZE);
+  item->old_key.data = pcd_arena_memdup(&job->arena, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
   item->old_key.len = PCACHE_DEVKEY_SIZE;
   item->state_hash.data = pcd_arena_memdup(&job->arena, h->bytes, PCACHE_HASH_SIZE);
   item->state_hash.len = PCACHE_HASH_SIZE;
@@ -415,18 +413,18 @@ out_bad:
 /* The replay is over: what is done and failed is recorded, the sync job
  * evicts the old key. */
 static int finish_replay(pcd_replay *rp, pcd_txn *txn) {
-  pcd_replay_record rec = rp->rec;
+  pcd_replay_record rec = rp->st.rec;
   int r;
   rec.state = PCD_REPLAY_FINISHED;
   rec.finished_us = pcd_now_us();
-  rec.total = rp->total;
-  rec.failed = rp->failed;
-  rec.done = rp->total > rp->failed ? rp->total - rp->failed : 0;
+  rec.total = rp->st.total;
+  rec.failed = rp->st.failed;
+  rec.done = rp->st.total > rp->st.failed ? rp->st.total - rp->st.failed : 0;
   if ((r = pcd_replay_record_put(txn, &rec)) < 0)
     return r;
-  rp->rec = rec;
-  rp->done = rec.done;
-  rp->finished_now = 1;
+  rp->st.rec = rec;
+  rp->st.done = rec.done;
+  rp->st.finished_now = 1;
   return 0;
 }
 
@@ -441,7 +439,7 @@ static int take_results(pcd_replay *rp, const Pcachepb__ReplayClaim *claim) {
       continue; /* not ours (any more): an earlier replayer's, or another replay's */
     rp->landed++;
     if (res->status == 0)
-      rp->done++;
+      rp->st.done++;
     else
       pcd_replay_queue_bad(rp, &h, res->message && *res->message
                                        ? res->message
@@ -457,7 +455,7 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   Pcachepb__ReplayItem *item = pcd_arena_alloc(&job->arena, sizeof *item);
   struct pick p = {.rp = rp, .txn = txn};
   uint64_t now = pcache__mono_us();
-  int r = 0;
+  int r = 0, grant = 0;
   (void)cfg;
   if (!reply || !item)
     return -ENOMEM;
@@ -469,75 +467,81 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     reply->finished = 1;
     return 0;
   }
-  pthread_mutex_lock(&rp->lock);
+  pcd_replay_txn_enter(rp);
   if (!rp->running || job->peer_pid != rp->pid) {
     /* Only the replayer this daemon started (its pid as the kernel gave
      * it at accept, not as Hello says) is handed items and heard: another
      * client's claims would hold items it never builds, and its results
      * would mark good pipelines bad. */
     reply->finished = 1;
-    goto out_unlock;
+    goto out;
   }
   take_results(rp, claim);
-  if ((r = write_pending_bad(rp, txn, job)) < 0)
-    goto out_unlock;
-  rp->paused[0] = '\0';
-  if (claim->last || !rp->active || claim->new_key.len != PCACHE_DEVKEY_SIZE ||
-      memcmp(claim->new_key.data, rp->rec.new_key, PCACHE_DEVKEY_SIZE) != 0) {
+  if ((r = write_pending_bad(rp, txn)) < 0)
+    goto out;
+  rp->st.paused[0] = '\0';
+  if (claim->last || !rp->st.active || claim->new_key.len != PCACHE_DEVKEY_SIZE ||
+      memcmp(claim->new_key.data, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE) != 0) {
     reply->finished = 1;
-    goto out_unlock;
+    goto out;
   }
-  if (rp->n_flight >= PCD_REPLAY_MAX_INFLIGHT) {
+  if (rp->st.n_flight >= PCD_REPLAY_MAX_INFLIGHT) {
     /* More claims out than a replayer has threads: it asks again without
      * reporting. Nothing more until results land. */
     reply->wait_ms = 100;
-    goto out_unlock;
+    goto out;
   }
-  if (now - atomic_load(&rp->fg_us) < rp->quiet_us) {
-    /* A client is loading or building pipelines: the machine is theirs. */
-    snprintf(rp->paused, sizeof rp->paused, "foreground");
-    reply->wait_ms = 250;
-    goto out_unlock;
+  if (pcd_replay_fg_busy(rp, now)) {
+    /* A client is loading or building pipelines: the machine is theirs,
+     * but for one item at a time every busy_every_us, so that an app that
+     * never stops fetching cannot hold the replay back for ever. */
+    snprintf(rp->st.paused, sizeof rp->st.paused, "foreground");
+    if (rp->st.n_flight || now - rp->st.busy_grant_us < rp->busy_every_us) {
+      reply->wait_ms = 250;
+      goto out;
+    }
+    grant = 1;
   }
   for (int skips = 0; skips < CLAIM_MAX_SKIPS; skips++) {
-    if (rp->n_retry && !rp->n_flight) {
+    if (rp->st.n_retry && !rp->st.n_flight) {
       /* One at a time, so that a crash names its pipeline. */
-      p.found = rp->retry[--rp->n_retry];
-      rp->retry_in_flight = 1;
+      p.found = rp->st.retry[--rp->st.n_retry];
+      rp->st.retry_in_flight = 1;
       if ((r = pending(&p, &p.found)) < 0)
-        goto out_unlock;
+        goto out;
       if (r == 0) {
-        rp->retry_in_flight = 0;
+        rp->st.retry_in_flight = 0;
         continue;
       }
-    } else if (rp->n_retry || rp->retry_in_flight) {
+    } else if (rp->st.n_retry || rp->st.retry_in_flight) {
       reply->wait_ms = 100;
-      goto out_unlock;
+      goto out;
     } else if ((r = next_item(&p)) <= 0) {
       if (r < 0)
-        goto out_unlock;
+        goto out;
       /* Nothing left to hand out: this replayer thread is done; the
        * replay is, once nothing is out either. */
       reply->finished = 1;
-      if (!rp->n_flight)
+      if (!rp->st.n_flight)
         r = finish_replay(rp, txn);
-      goto out_unlock;
+      goto out;
     }
     if ((r = fill_item(rp, txn, job, &p.found, item)) < 0)
-      goto out_unlock;
+      goto out;
     if (r == 0) {
-      rp->flight[rp->n_flight].hash = p.found;
-      rp->flight[rp->n_flight].started_us = now;
-      rp->n_flight++;
+      rp->st.flight[rp->st.n_flight].hash = p.found;
+      rp->st.flight[rp->st.n_flight].started_us = now;
+      rp->st.n_flight++;
+      if (grant)
+        rp->st.busy_grant_us = now;
       reply->item = item;
-      goto out_unlock;
+      goto out;
     }
-    rp->retry_in_flight = 0;
+    rp->st.retry_in_flight = 0;
   }
   reply->wait_ms = 1;
   r = 0;
-out_unlock:
-  pthread_mutex_unlock(&rp->lock);
+out:
   return r < 0 ? r : 0;
 }
 
@@ -545,9 +549,9 @@ static void claim_committed(pcd_job *job) {
   pcd_replay *rp = job_replay(job);
   if (!rp)
     return;
+  pcd_replay_txn_leave(rp, 1);
   pthread_mutex_lock(&rp->lock);
-  drop_written_bad(rp, job);
-  if (rp->finished_now || rp->n_pending_bad)
+  if (rp->st.finished_now || rp->st.n_pending_bad)
     wake(rp, 0, 1);
   pthread_mutex_unlock(&rp->lock);
 }
@@ -602,16 +606,15 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   (void)cfg;
   if (!rp)
     return 0;
-  pthread_mutex_lock(&rp->lock);
-  r = write_pending_bad(rp, txn, job);
-  if (r >= 0 && rp->active && rp->finished_now) {
-    pcd_replay_record rec = rp->rec;
+  pcd_replay_txn_enter(rp);
+  r = write_pending_bad(rp, txn);
+  if (r >= 0 && rp->st.active && rp->st.finished_now) {
+    pcd_replay_record rec = rp->st.rec;
     if ((r = evict_old(txn, &rec)) >= 0)
       pcd_replay_unload(rp);
   }
   if (r >= 0)
     r = load_next(rp, txn);
-  pthread_mutex_unlock(&rp->lock);
   return r < 0 ? r : 0;
 }
 
@@ -619,16 +622,20 @@ static void sync_committed(pcd_job *job) {
   pcd_replay *rp = job_replay(job);
   if (!rp)
     return;
+  pcd_replay_txn_leave(rp, 1);
   pthread_mutex_lock(&rp->lock);
-  drop_written_bad(rp, job);
-  if (rp->active)
+  if (rp->st.active)
     wake(rp, 1, 0);
   pthread_mutex_unlock(&rp->lock);
 }
 
-const pcd_job_ops pcd_job_replay_start = {
-    .name = "replay_start", .run = op_start, .committed = start_committed};
-const pcd_job_ops pcd_job_replay_claim = {
-    .name = "replay_claim", .run = op_claim, .committed = claim_committed};
+const pcd_job_ops pcd_job_replay_start = {.name = "replay_start",
+                                          .run = op_start,
+                                          .committed = start_committed,
+                                          .aborted = replay_aborted};
+const pcd_job_ops pcd_job_replay_claim = {.name = "replay_claim",
+                                          .run = op_claim,
+                                          .committed = claim_committed,
+                                          .aborted = replay_aborted};
 const pcd_job_ops pcd_job_replay_sync = {
-    .name = "replay_sync", .run = op_sync, .committed = sync_committed};
+    .name = "replay_sync", .run = op_sync, .committed = sync_committed, .aborted = replay_aborted};

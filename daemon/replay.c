@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,11 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
     pcache__free(rp);
     return -r;
   }
+  if ((r = pthread_mutex_init(&rp->fg.lock, NULL)) != 0) {
+    pthread_mutex_destroy(&rp->lock);
+    pcache__free(rp);
+    return -r;
+  }
   rp->srv = srv;
   if (bin && *bin)
     snprintf(rp->replayer_path, sizeof rp->replayer_path, "%s", bin);
@@ -64,6 +70,13 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   rp->threads = pcache__env_ms("PCACHE_REPLAY_THREADS", rp->threads, 1, 16);
   rp->quiet_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_QUIET_MS", 2000, 0, 3600000) * 1000;
   rp->hang_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_HANG_MS", 120000, 100, 86400000) * 1000;
+  /* Busy: clients asking for or uploading pipelines at 2 a second or more
+   * (an app that loads or builds; one that only starts asks for a handful
+   * once). Even then one item every 5 s goes out, so that an app that
+   * never stops fetching cannot hold the replay back for ever. */
+  rp->busy_rate = pcache__env_ms("PCACHE_REPLAY_BUSY_RATE", 2, 1, 1000000);
+  rp->busy_every_us =
+      (uint64_t)pcache__env_ms("PCACHE_REPLAY_BUSY_EVERY_MS", 5000, 10, 3600000) * 1000;
   *ret = rp;
   return 0;
 }
@@ -71,26 +84,89 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
 void pcd_replay_free(pcd_replay *rp) {
   if (!rp)
     return;
+  pthread_mutex_destroy(&rp->fg.lock);
   pthread_mutex_destroy(&rp->lock);
   pcache__free(rp);
 }
 
+void pcd_replay_txn_enter(pcd_replay *rp) {
+  if (rp->txn_held)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  rp->saved = rp->st;
+  rp->txn_held = 1;
+}
+
+void pcd_replay_txn_leave(pcd_replay *rp, int committed) {
+  if (!rp->txn_held)
+    return;
+  if (!committed) {
+    rp->st = rp->saved;
+  } else if (rp->st.n_bad_written) {
+    /* The bad records the transaction wrote leave the queue. */
+    unsigned n = rp->st.n_bad_written;
+    memmove(rp->st.pending_bad, rp->st.pending_bad + n,
+            (rp->st.n_pending_bad - n) * sizeof *rp->st.pending_bad);
+    rp->st.n_pending_bad -= n;
+    rp->st.n_bad_written = 0;
+  }
+  rp->txn_held = 0;
+  pthread_mutex_unlock(&rp->lock);
+}
+
+/* The rate decayed to now: exp(-dt/tau) for the time since the last note. */
+static double fg_rate_now(const pcd_replay *rp, uint64_t now) {
+  double dt = now > rp->fg.last_us ? (double)(now - rp->fg.last_us) : 0;
+  return rp->quiet_us ? rp->fg.rate * exp(-dt / (double)rp->quiet_us) : 0;
+}
+
+void pcd_replay_fg_note(pcd_replay *rp, const uint8_t *key, const char *app, size_t pipelines,
+                        uint64_t now) {
+  /* Each pipeline adds 1/tau: a steady r a second settles at r. */
+  rp->fg.rate =
+      fg_rate_now(rp, now) + (rp->quiet_us ? (double)pipelines * 1e6 / (double)rp->quiet_us : 0);
+  rp->fg.last_us = now;
+  if (app && *app) {
+    snprintf(rp->fg.app, sizeof rp->fg.app, "%s", app);
+    memcpy(rp->fg.key, key, PCACHE_DEVKEY_SIZE);
+    rp->fg.seq++;
+  }
+}
+
+int pcd_replay_fg_busy(pcd_replay *rp, uint64_t now) {
+  int busy;
+  pthread_mutex_lock(&rp->fg.lock);
+  busy = fg_rate_now(rp, now) >= rp->busy_rate;
+  /* The app that runs now on the new key goes first. */
+  if (rp->fg.seq != rp->st.boost_seq) {
+    rp->st.boost_seq = rp->fg.seq;
+    if (rp->st.active && memcmp(rp->st.rec.new_key, rp->fg.key, PCACHE_DEVKEY_SIZE) == 0 &&
+        !(rp->st.boost && strcmp(rp->st.boost_app, rp->fg.app) == 0)) {
+      snprintf(rp->st.boost_app, sizeof rp->st.boost_app, "%s", rp->fg.app);
+      rp->st.boost = 1;
+      rp->st.boost_has_after = 0;
+    }
+  }
+  pthread_mutex_unlock(&rp->fg.lock);
+  return busy;
+}
+
 int pcd_replay_in_flight(const pcd_replay *rp, const pcache__hash *h) {
-  for (unsigned i = 0; i < rp->n_flight; i++)
-    if (memcmp(rp->flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+  for (unsigned i = 0; i < rp->st.n_flight; i++)
+    if (memcmp(rp->st.flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
       return 1;
-  for (unsigned i = 0; i < rp->n_retry; i++)
-    if (memcmp(rp->retry[i].bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+  for (unsigned i = 0; i < rp->st.n_retry; i++)
+    if (memcmp(rp->st.retry[i].bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
       return 1;
   return 0;
 }
 
 int pcd_replay_land(pcd_replay *rp, const pcache__hash *h) {
-  for (unsigned i = 0; i < rp->n_flight; i++)
-    if (memcmp(rp->flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0) {
-      rp->flight[i] = rp->flight[--rp->n_flight];
-      if (rp->n_flight == 0)
-        rp->retry_in_flight = 0;
+  for (unsigned i = 0; i < rp->st.n_flight; i++)
+    if (memcmp(rp->st.flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0) {
+      rp->st.flight[i] = rp->st.flight[--rp->st.n_flight];
+      if (rp->st.n_flight == 0)
+        rp->st.retry_in_flight = 0;
       return 1;
     }
   return 0;
@@ -98,22 +174,22 @@ int pcd_replay_land(pcd_replay *rp, const pcache__hash *h) {
 
 void pcd_replay_queue_bad(pcd_replay *rp, const pcache__hash *h, const char *reason) {
   pcd_replay_bad *b;
-  if (!rp->active || rp->n_pending_bad == PCD_REPLAY_MAX_PENDING_BAD)
+  if (!rp->st.active || rp->st.n_pending_bad == PCD_REPLAY_MAX_PENDING_BAD)
     return;
-  b = &rp->pending_bad[rp->n_pending_bad++];
-  memcpy(b->old_key, rp->rec.old_key, PCACHE_DEVKEY_SIZE);
-  memcpy(b->new_key, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
+  b = &rp->st.pending_bad[rp->st.n_pending_bad++];
+  memcpy(b->old_key, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
+  memcpy(b->new_key, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
   b->hash = *h;
   snprintf(b->reason, sizeof b->reason, "%s", reason);
-  rp->failed++;
+  rp->st.failed++;
 }
 
 void pcd_replay_unload(pcd_replay *rp) {
-  rp->active = 0;
-  rp->boost = rp->cur = rp->lru_has_before = 0;
-  rp->n_flight = rp->n_retry = 0;
-  rp->retry_in_flight = 0;
-  rp->finished_now = 0;
+  rp->st.active = 0;
+  rp->st.boost = rp->st.cur = rp->st.lru_has_before = 0;
+  rp->st.n_flight = rp->st.n_retry = 0;
+  rp->st.retry_in_flight = 0;
+  rp->st.finished_now = 0;
 }
 
 /* ------------------------------------------------------------- progress */
@@ -160,8 +236,8 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
   pcd_replay *rp = p->rp;
   Pcachepb__ReplayProgress *it = pcd_arena_alloc(p->arena, sizeof *it);
   void *grown = pcd_arena_grow(p->arena, p->items, p->n, &p->cap, sizeof *p->items);
-  int live = rp->active && memcmp(rec->old_key, rp->rec.old_key, PCACHE_DEVKEY_SIZE) == 0 &&
-             memcmp(rec->new_key, rp->rec.new_key, PCACHE_DEVKEY_SIZE) == 0;
+  int live = rp->st.active && memcmp(rec->old_key, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE) == 0 &&
+             memcmp(rec->new_key, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE) == 0;
   int r;
   if (!it || !grown)
     return -ENOMEM;
@@ -177,19 +253,20 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
   it->done = rec->done;
   it->failed = rec->failed;
   if (live) {
-    uint64_t now = pcache__mono_us(), since = now - rp->load_us;
-    uint64_t rate_done = rp->done - rp->done_at_load;
-    uint64_t left = rp->total > rp->done + rp->failed ? rp->total - rp->done - rp->failed : 0;
-    it->total = rp->total;
-    it->done = rp->done;
-    it->failed = rp->failed;
+    uint64_t now = pcache__mono_us(), since = now - rp->st.load_us;
+    uint64_t rate_done = rp->st.done - rp->st.done_at_load;
+    uint64_t left =
+        rp->st.total > rp->st.done + rp->st.failed ? rp->st.total - rp->st.done - rp->st.failed : 0;
+    it->total = rp->st.total;
+    it->done = rp->st.done;
+    it->failed = rp->st.failed;
     it->running = rp->running;
     it->replayer_pid = rp->running ? rp->pid : 0;
     it->restarts = rp->restarts;
     if (rate_done && since)
       it->eta_s = (uint64_t)((double)left * (double)since / (double)rate_done / 1e6) + 1;
-    if (rp->paused[0])
-      it->paused = pcd_arena_strdup(p->arena, rp->paused);
+    if (rp->st.paused[0])
+      it->paused = pcd_arena_strdup(p->arena, rp->st.paused);
     else if (rp->gave_up)
       it->paused = pcd_arena_strdup(p->arena, rp->gave_up_why);
   }

@@ -57,9 +57,14 @@ typedef struct pcd_replay_bad {
   char reason[96];
 } pcd_replay_bad;
 
-typedef struct pcd_replay {
-  pthread_mutex_t lock;
-  struct pcd_server *srv;
+/* What the writer's jobs change in step with the store. The first replay
+ * job of a transaction takes replay->lock and keeps it to the commit or
+ * the abort (pcd_replay_txn_enter, _leave), with a copy of this saved
+ * first: a transaction that aborts (a full map, retried after eviction;
+ * another job's failure) puts it back, so that the state never runs ahead
+ * of what the store committed. Nothing else changes it meanwhile: every
+ * other writer of it takes replay->lock. */
+typedef struct pcd_replay_state {
   /* The replay under way (active), loaded from its record. */
   int active;
   pcd_replay_record rec;
@@ -70,6 +75,7 @@ typedef struct pcd_replay {
   char boost_app[201];
   int boost, boost_has_after;
   pcache__hash boost_after;
+  uint64_t boost_seq; /* the last foreground note taken up (pcd_replay_fg) */
   char cur_app[201];
   int cur, cur_has_after;
   pcache__hash cur_after;
@@ -81,13 +87,44 @@ typedef struct pcd_replay {
   unsigned n_retry;
   int retry_in_flight; /* a retried item is out: hand out nothing else */
   pcd_replay_bad pending_bad[PCD_REPLAY_MAX_PENDING_BAD];
-  unsigned n_pending_bad;
+  unsigned n_pending_bad, n_bad_written; /* written: the first n, this transaction */
   int finished_now; /* the replay just finished: evict and go on (sync job) */
+  char paused[32];
+  uint64_t busy_grant_us; /* the last item handed out while a client was busy */
+  uint8_t last_new_key[PCACHE_DEVKEY_SIZE];
+  int have_last_new_key;
+} pcd_replay_state;
+
+/* What clients do (pcd_replay_note, on I/O threads), under its own lock
+ * so that a Get never waits for the writer's transaction. */
+typedef struct pcd_replay_fg {
+  pthread_mutex_t lock;
+  /* Foreground pipeline work: pipelines asked for or uploaded per second,
+   * decaying with the time constant quiet_us, as of last_us. */
+  double rate;
+  uint64_t last_us;
+  /* The app a client runs on a key now, to go first; seq counts notes. */
+  char app[201];
+  uint8_t key[PCACHE_DEVKEY_SIZE];
+  uint64_t seq;
+  uint8_t seen[PCD_REPLAY_MAX_SEEN][PCACHE_DEVKEY_SIZE];
+  unsigned n_seen;
+} pcd_replay_fg;
+
+typedef struct pcd_replay {
+  pthread_mutex_t lock;
+  struct pcd_server *srv;
+  pcd_replay_state st;
+  /* The writer thread's own: the lock is held for a transaction, and st
+   * as it was when the transaction's first replay job ran. */
+  int txn_held;
+  pcd_replay_state saved;
   /* The replayer process (replay_supervise.c, accepting loop). */
   uv_loop_t *loop;
   uv_process_t proc;
   uv_timer_t watch;   /* hang watch while it runs; restart delay */
   uv_async_t wake;    /* another thread wants a start or a sync */
+  struct relay *relay; /* the replayer's stderr, read into pcached's log */
   int handles_ready, running, closing;
   int want_spawn, want_sync;
   uint64_t spawn_after_ms; /* uv_now of the loop: a restart's pause lasts until then */
@@ -95,21 +132,16 @@ typedef struct pcd_replay {
   pcache__hash hang_hash;
   uint32_t pid;
   unsigned landed; /* results the running replayer reported */
+  atomic_uint replayer_pid; /* pid while running, else 0: read without the lock */
   unsigned failures_in_row, restarts;
   int gave_up;
   char gave_up_why[128];
-  char paused[32];
-  /* Foreground use (pcache__mono_us of the last Get, Prefetch or Put of a
-   * client other than the replayer). */
-  atomic_uint_fast64_t fg_us;
-  uint8_t seen[PCD_REPLAY_MAX_SEEN][PCACHE_DEVKEY_SIZE];
-  unsigned n_seen;
-  uint8_t last_new_key[PCACHE_DEVKEY_SIZE];
-  int have_last_new_key;
+  pcd_replay_fg fg;
   /* Settings (environment, read once; docs/replay.md). */
   char replayer_path[4096];
   unsigned threads;
-  uint64_t quiet_us, hang_us;
+  uint64_t quiet_us, hang_us, busy_every_us;
+  double busy_rate;
   int disabled;
 } pcd_replay;
 
@@ -118,10 +150,28 @@ int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
 void pcd_replay_free(pcd_replay *replay);
 
 /* Any I/O thread: a client (pid from its Hello) named device_key in a
- * Get, Prefetch or Put as app. Cheap when the key was seen before; a new
- * key queues a ReplayStart job that looks for a key it supersedes. */
-void pcd_replay_note(pcd_replay *replay, const uint8_t *device_key, size_t key_len,
-                     const char *app, uint32_t pid);
+ * Get, Prefetch or Put as app, for `pipelines` pipelines (the hashes a
+ * Get asks for, the items a Put uploads, 1 for a Prefetch). Cheap when
+ * the key was seen before; a new key queues a ReplayStart job that looks
+ * for a key it supersedes. Never waits for the writer. */
+void pcd_replay_note(pcd_replay *replay, const uint8_t *device_key, size_t key_len, const char *app,
+                     uint32_t pid, size_t pipelines);
+
+/* Under replay->fg.lock: adds a client's note (pcd_replay_note) to the
+ * foreground rate and the app to go first. */
+void pcd_replay_fg_note(pcd_replay *replay, const uint8_t *device_key, const char *app,
+                        size_t pipelines, uint64_t now_us);
+/* Under replay->lock: whether clients are busy with pipelines now (their
+ * rate at or above busy_rate), and takes up the app a client runs on the
+ * replay's new key (it goes first). */
+int pcd_replay_fg_busy(pcd_replay *replay, uint64_t now_us);
+
+/* Writer thread, in a replay job's run: holds replay->lock until
+ * pcd_replay_txn_leave, saving the state first (once per transaction). */
+void pcd_replay_txn_enter(pcd_replay *replay);
+/* Writer thread, from a replay job's committed (1) or aborted (0) hook:
+ * lets the lock go; an abort puts the saved state back. */
+void pcd_replay_txn_leave(pcd_replay *replay, int committed);
 
 /* On the accepting loop (replay_supervise.c): makes its handles and
  * queues the job that takes up a replay the last run left pending.

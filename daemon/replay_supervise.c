@@ -8,7 +8,13 @@
  * out, they are handed out again one at a time, so the next crash names
  * its item; SIGKILL from elsewhere (the OOM killer, a person) blames
  * nothing and hands them out again; a hang past PCACHE_REPLAY_HANG_MS is
- * killed here and makes its item bad. */
+ * killed here and makes its item bad.
+ *
+ * Its stderr is a pipe that pcached reads and writes into its own log,
+ * line by line at the line's level: the replayer's messages reach the
+ * journal with pcached's, and an orphaned replayer never holds open a
+ * pipe of whoever started pcached (a test, a script reading its output).
+ * Its stdout goes nowhere: it prints nothing there. */
 #include "replay.h"
 
 #include <errno.h>
@@ -18,11 +24,78 @@
 
 #include <pcache/pcache.h>
 
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "server.h"
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal);
+
+/* ------------------------------------------------------------- its log */
+
+/* Longest line kept whole; a longer one is written in pieces. */
+#define RELAY_LINE_MAX 1024
+
+/* One per replayer process, freed when its pipe closes (which may be
+ * before or after the process's exit is seen). */
+typedef struct relay {
+  uv_pipe_t pipe;
+  pcd_replay *rp;
+  size_t len;
+  char buf[RELAY_LINE_MAX];
+} relay;
+
+static void relay_closed(uv_handle_t *h) { pcache__free(h->data); }
+
+static void relay_close(relay *rl) {
+  if (rl->rp->relay == rl)
+    rl->rp->relay = NULL;
+  uv_close((uv_handle_t *)&rl->pipe, relay_closed);
+}
+
+/* One line of the replayer's, "<N>text" as common/log.c writes to a pipe,
+ * into pcached's log at level N (pcached's --log-level applies). */
+static void relay_line(const char *s, size_t n) {
+  int level = PCACHE_LOG_INFO;
+  if (n >= 3 && s[0] == '<' && s[1] >= '0' && s[1] <= '7' && s[2] == '>') {
+    level = s[1] - '0';
+    s += 3, n -= 3;
+  }
+  if (n)
+    pcache_log(level, "%.*s", (int)n, s);
+}
+
+static void relay_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  relay *rl = h->data;
+  (void)hint;
+  *buf = uv_buf_init(rl->buf + rl->len, (unsigned)(sizeof rl->buf - rl->len));
+}
+
+static void relay_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  relay *rl = s->data;
+  size_t start = 0;
+  (void)buf;
+  if (n < 0) {
+    if (rl->len)
+      relay_line(rl->buf, rl->len);
+    relay_close(rl);
+    return;
+  }
+  rl->len += (size_t)n;
+  for (size_t i = 0; i < rl->len; i++)
+    if (rl->buf[i] == '\n') {
+      relay_line(rl->buf + start, i - start);
+      start = i + 1;
+    }
+  if (start == 0 && rl->len == sizeof rl->buf) {
+    relay_line(rl->buf, rl->len); /* no end in sight: what there is */
+    start = rl->len;
+  }
+  memmove(rl->buf, rl->buf + start, rl->len - start);
+  rl->len -= start;
+}
+
+/* ------------------------------------------------------------- process */
 
 static void submit(pcd_replay *rp, pcd_job_type type) {
   pcd_job *job;
@@ -36,10 +109,10 @@ static void watch_cb(uv_timer_t *t) {
   pcd_replay *rp = t->data;
   uint64_t now = pcache__mono_us();
   pthread_mutex_lock(&rp->lock);
-  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->n_flight; i++)
-    if (now - rp->flight[i].started_us > rp->hang_us) {
+  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->st.n_flight; i++)
+    if (now - rp->st.flight[i].started_us > rp->hang_us) {
       rp->hang_kill = 1;
-      rp->hang_hash = rp->flight[i].hash;
+      rp->hang_hash = rp->st.flight[i].hash;
       log_warn("replay: pid %u is stuck on one pipeline for over %llu ms; killing it", rp->pid,
                (unsigned long long)(rp->hang_us / 1000));
       uv_process_kill(&rp->proc, SIGKILL);
@@ -52,15 +125,27 @@ static void spawn(pcd_replay *rp) {
   pcache__devkey nk;
   const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path, "--device", key_hex,
                         "--threads", threads, NULL};
-  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_INHERIT_FD, .data.fd = 1},
-                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
+  uv_stdio_container_t stdio[3] = {
+      {.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
   uv_process_options_t opt = {.exit_cb = on_exit_cb,
                               .file = rp->replayer_path,
                               .args = (char **)args,
                               .stdio_count = 3,
                               .stdio = stdio};
+  relay *rl = pcache__calloc(1, sizeof *rl);
   int r;
-  memcpy(nk.bytes, rp->rec.new_key, PCACHE_DEVKEY_SIZE);
+  /* Without a pipe (no memory, no descriptor) it still runs; its
+   * messages are lost. */
+  if (rl && uv_pipe_init(rp->loop, &rl->pipe, 0) == 0) {
+    rl->rp = rp;
+    rl->pipe.data = rl;
+    stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[2].data.stream = (uv_stream_t *)&rl->pipe;
+  } else {
+    pcache__free(rl);
+    rl = NULL;
+  }
+  memcpy(nk.bytes, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
   pcache__devkey_format(&nk, key_hex);
   snprintf(threads, sizeof threads, "%u", rp->threads);
   rp->proc.data = rp;
@@ -69,13 +154,25 @@ static void spawn(pcd_replay *rp) {
     rp->gave_up = 1;
     snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "cannot start pcache-replay");
     uv_close((uv_handle_t *)&rp->proc, NULL);
+    if (rl)
+      uv_close((uv_handle_t *)&rl->pipe, relay_closed);
     return;
   }
   /* A replayer stuck in its driver must not keep pcached from stopping:
-   * the loop ends without waiting for it, and pcd_replay_stop kills it. */
+   * the loop ends without waiting for it (nor for its stderr), and
+   * pcd_replay_stop kills it. */
   uv_unref((uv_handle_t *)&rp->proc);
+  if (rl) {
+    if (rp->relay)
+      relay_close(rp->relay); /* the last one's orphan, if any, is not heard */
+    rp->relay = rl;
+    uv_unref((uv_handle_t *)&rl->pipe);
+    if (uv_read_start((uv_stream_t *)&rl->pipe, relay_alloc, relay_read) < 0)
+      relay_close(rl);
+  }
   rp->running = 1;
   rp->pid = (uint32_t)rp->proc.pid;
+  atomic_store(&rp->replayer_pid, rp->pid);
   rp->hang_kill = 0;
   rp->landed = 0;
   log_info("replay: started %s (pid %u, %u threads) for %s", rp->replayer_path, rp->pid,
@@ -93,15 +190,15 @@ static void restart_cb(uv_timer_t *t) {
 
 /* Blames the one item out, or hands the items out again. */
 static void settle_flight(pcd_replay *rp, int blame, const char *why) {
-  if (blame && rp->n_flight == 1) {
+  if (blame && rp->st.n_flight == 1) {
     log_warn("replay: a pipeline %s the replayer; recorded as bad, skipped from now on", why);
-    pcd_replay_queue_bad(rp, &rp->flight[0].hash, why);
+    pcd_replay_queue_bad(rp, &rp->st.flight[0].hash, why);
   } else {
-    for (unsigned i = 0; i < rp->n_flight && rp->n_retry < PCD_REPLAY_MAX_RETRY; i++)
-      rp->retry[rp->n_retry++] = rp->flight[i].hash;
+    for (unsigned i = 0; i < rp->st.n_flight && rp->st.n_retry < PCD_REPLAY_MAX_RETRY; i++)
+      rp->st.retry[rp->st.n_retry++] = rp->st.flight[i].hash;
   }
-  rp->n_flight = 0;
-  rp->retry_in_flight = 0;
+  rp->st.n_flight = 0;
+  rp->st.retry_in_flight = 0;
 }
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
@@ -113,7 +210,8 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
   uv_close((uv_handle_t *)proc, NULL);
   pthread_mutex_lock(&rp->lock);
   rp->running = 0;
-  rp->paused[0] = '\0';
+  atomic_store(&rp->replayer_pid, 0);
+  rp->st.paused[0] = '\0';
   if (rp->hang_kill) {
     snprintf(why, sizeof why, "hung (over %llu ms)", (unsigned long long)(rp->hang_us / 1000));
     /* The stuck one is to blame whatever else was out. */
@@ -134,7 +232,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       snprintf(why, sizeof why, "crashed (signal %d: %s)", sig, strsignal(sig));
     else
       snprintf(why, sizeof why, "crashed (exit status %lld)", (long long)status);
-    if (!rp->n_flight)
+    if (!rp->st.n_flight)
       rp->failures_in_row++;
     settle_flight(rp, 1, why);
     rp->restarts++;
@@ -153,7 +251,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
      * the growing pause and the bound on failures in a row, never as fast
      * as it can exit. */
     settle_flight(rp, 0, "");
-    restart = rp->active && !rp->finished_now;
+    restart = rp->st.active && !rp->st.finished_now;
     if (restart && !rp->landed) {
       log_warn("replay: pid %u exited (status %lld) without reporting a pipeline", rp->pid,
                (long long)status);
@@ -189,8 +287,8 @@ static void wake_cb(uv_async_t *a) {
   uint64_t now = uv_now(rp->loop);
   int spawn_now, sync;
   pthread_mutex_lock(&rp->lock);
-  spawn_now = rp->want_spawn && rp->active && !rp->running && !rp->gave_up && !rp->closing &&
-              !rp->disabled && !rp->finished_now;
+  spawn_now = rp->want_spawn && rp->st.active && !rp->running && !rp->gave_up && !rp->closing &&
+              !rp->disabled && !rp->st.finished_now;
   if (spawn_now && now < rp->spawn_after_ms) {
     /* In a restart's pause: started when it is over (the same clock as
      * the timer's, and armed again here, so no wake is lost). */
@@ -210,32 +308,23 @@ static void wake_cb(uv_async_t *a) {
 }
 
 void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const char *app,
-                     uint32_t pid) {
+                     uint32_t pid, size_t pipelines) {
   pcd_job *job;
   int is_new = 1;
   if (!rp || key_len != PCACHE_DEVKEY_SIZE)
     return;
-  pthread_mutex_lock(&rp->lock);
-  if (rp->running && pid == rp->pid) {
-    pthread_mutex_unlock(&rp->lock);
+  if (pid && pid == atomic_load(&rp->replayer_pid))
     return; /* the replayer's own Puts are not the user's work */
-  }
-  atomic_store(&rp->fg_us, pcache__mono_us());
-  for (unsigned i = 0; i < rp->n_seen && is_new; i++)
-    is_new = memcmp(rp->seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
+  pthread_mutex_lock(&rp->fg.lock);
+  pcd_replay_fg_note(rp, key, app, pipelines, pcache__mono_us());
+  for (unsigned i = 0; i < rp->fg.n_seen && is_new; i++)
+    is_new = memcmp(rp->fg.seen[i], key, PCACHE_DEVKEY_SIZE) != 0;
   if (is_new) {
-    if (rp->n_seen == PCD_REPLAY_MAX_SEEN)
-      rp->n_seen = 0; /* forget them all: a new look costs one short job */
-    memcpy(rp->seen[rp->n_seen++], key, PCACHE_DEVKEY_SIZE);
+    if (rp->fg.n_seen == PCD_REPLAY_MAX_SEEN)
+      rp->fg.n_seen = 0; /* forget them all: a new look costs one short job */
+    memcpy(rp->fg.seen[rp->fg.n_seen++], key, PCACHE_DEVKEY_SIZE);
   }
-  /* The app that runs now on the new key goes first. */
-  if (rp->active && app && *app && memcmp(rp->rec.new_key, key, PCACHE_DEVKEY_SIZE) == 0 &&
-      !(rp->boost && strcmp(rp->boost_app, app) == 0)) {
-    snprintf(rp->boost_app, sizeof rp->boost_app, "%s", app);
-    rp->boost = 1;
-    rp->boost_has_after = 0;
-  }
-  pthread_mutex_unlock(&rp->lock);
+  pthread_mutex_unlock(&rp->fg.lock);
   if (!is_new || rp->disabled || !rp->srv->writer)
     return;
   if (!(job = pcd_job_new(PCD_JOB_REPLAY_START)))
@@ -249,9 +338,9 @@ void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const c
 void pcd_replay_forget_keys(pcd_replay *rp) {
   if (!rp)
     return;
-  pthread_mutex_lock(&rp->lock);
-  rp->n_seen = 0;
-  pthread_mutex_unlock(&rp->lock);
+  pthread_mutex_lock(&rp->fg.lock);
+  rp->fg.n_seen = 0;
+  pthread_mutex_unlock(&rp->fg.lock);
 }
 
 int pcd_replay_start(pcd_replay *rp, uv_loop_t *loop) {
@@ -287,7 +376,10 @@ void pcd_replay_stop(pcd_replay *rp) {
     uv_process_kill(&rp->proc, SIGKILL);
     uv_close((uv_handle_t *)&rp->proc, NULL);
     rp->running = 0;
+    atomic_store(&rp->replayer_pid, 0);
   }
+  if (rp->relay)
+    relay_close(rp->relay);
   uv_close((uv_handle_t *)&rp->wake, NULL);
   uv_close((uv_handle_t *)&rp->watch, NULL);
   uv_run(rp->loop, UV_RUN_NOWAIT);

@@ -116,6 +116,12 @@ static int halve_store(pcd_writer *w) {
   return r < 0 ? r : make_room(w, (t.bytes + t.snapshot_bytes) / 2);
 }
 
+static void aborted(pcd_job *batch) {
+  for (pcd_job *j = batch; j; j = j->next)
+    if (j->ops->aborted)
+      j->ops->aborted(j);
+}
+
 /* Runs one batch in one transaction. On a map-full error the batch is
  * undone, room is made by evicting, and the batch runs again. */
 static int run_batch(pcd_writer *w, pcd_job *batch) {
@@ -143,6 +149,7 @@ static int run_batch(pcd_writer *w, pcd_job *batch) {
         return 0;
       }
     }
+    aborted(batch);
     if (r != PCACHE_EFULL)
       return r;
     /* The map is full: halve what the store holds, then try again. */

@@ -293,6 +293,7 @@ int main(int argc, char **argv) {
   char sock[4096];
   const char *device = NULL, *socket_arg = NULL, *v;
   unsigned started = 0;
+  uint64_t t0;
   int r, code = 1, psi_started = 0;
 
   pcache_log_set_ident("pcache-replay");
@@ -342,6 +343,7 @@ int main(int argc, char **argv) {
       goto out_workers;
     }
   }
+  t0 = pcache__mono_us();
   psi_started = pthread_create(&psi, NULL, psi_main, &rp) == 0;
   for (started = 0; started < rp.threads; started++)
     if (pthread_create(&workers[started].thread, NULL, worker_main, &workers[started]) != 0)
@@ -351,7 +353,10 @@ int main(int argc, char **argv) {
   atomic_store(&rp.failed, 1); /* ends the PSI thread */
   if (psi_started)
     pthread_join(psi, NULL);
-  log_info("replay: built %llu pipelines", (unsigned long long)atomic_load(&rp.built));
+  /* The replay benchmark (bench/run-replay.sh) reads this line. */
+  log_info("replay: built %llu pipelines in %.1f ms with %u threads",
+           (unsigned long long)atomic_load(&rp.built), (double)(pcache__mono_us() - t0) / 1e3,
+           rp.threads);
   code = atomic_load(&rp.stop) ? EXIT_RECYCLE : started == rp.threads ? 0 : 1;
   for (unsigned i = 0; i < started; i++)
     if (!workers[i].done && !atomic_load(&rp.stop))

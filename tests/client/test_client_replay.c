@@ -8,6 +8,8 @@
  *            reported, and the rest replayed
  *   kill     the replayer killed with -9 midway, and then pcached, and the
  *            replay resumes to the end
+ *   busy     a client that never stops fetching holds the replay to one
+ *            item at a time, paced, but not for ever: it finishes
  *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
  *            version lowered by one (the benchmark's simulated update) */
 #include <errno.h>
@@ -178,10 +180,15 @@ static Pcachepb__Response *progress(const Pcachepb__ReplayProgress **ret) {
   return resp;
 }
 
-/* Waits for the replay to finish (20 s at most); returns the response,
+/* How long a replay of the test's few pipelines may take before a test
+ * calls it stuck: a liveness bound, not a speed goal. Under TSan, on a
+ * loaded 2-core machine, the whole replay took over 20 s. */
+#define REPLAY_DEADLINE_MS 120000
+
+/* Waits for the replay to finish (REPLAY_DEADLINE_MS at most); returns the response,
  * whose progress is in *ret. */
 static Pcachepb__Response *wait_finished(const Pcachepb__ReplayProgress **ret) {
-  uint64_t end = util_now_ms() + 20000;
+  uint64_t end = util_now_ms() + REPLAY_DEADLINE_MS;
   for (;;) {
     Pcachepb__Response *resp = progress(ret);
     if (*ret && (*ret)->finished)
@@ -192,11 +199,80 @@ static Pcachepb__Response *wait_finished(const Pcachepb__ReplayProgress **ret) {
   }
 }
 
+/* A client that never stops fetching: a Get of one pipeline every 20 ms
+ * on the new key (50 a second, far over PCACHE_REPLAY_BUSY_RATE) until
+ * the replay finishes, which it must, paced to one item every
+ * PCACHE_REPLAY_BUSY_EVERY_MS (every_ms) while the client is busy. */
+static void fetch_until_finished(const test_env *env, uint64_t every_ms) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  uint8_t key[PCACHE_DEVKEY_SIZE], hash[16] = {0x42};
+  ProtobufCBinaryData hashes[1] = {{sizeof hash, hash}};
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp = progress(&p);
+  uint64_t start = util_now_ms(), end = start + REPLAY_DEADLINE_MS, done0;
+  int paused = 0, finished = 0;
+  ASSERT_TRUE(p != NULL);
+  memcpy(key, p->new_key.data, PCACHE_DEVKEY_SIZE);
+  done0 = p->done;
+  pcache__response_free(resp);
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  get.device_key.data = key;
+  get.device_key.len = PCACHE_DEVKEY_SIZE;
+  get.state_hashes = hashes;
+  get.n_state_hashes = 1;
+  while (!finished) {
+    pcache__reply reply = {0};
+    ASSERT_LT(util_now_ms(), end);
+    rpc(env, &req, PCACHEPB__RESPONSE__BODY_GET, &reply);
+    pcache__reply_release(&reply);
+    resp = progress(&p);
+    paused |= p->paused && strcmp(p->paused, "foreground") == 0;
+    finished = p->finished;
+    pcache__response_free(resp);
+    usleep(20000);
+  }
+  ASSERT_TRUE(paused);
+  /* Paced: the items left when the client began went one at a time, at
+   * most one every every_ms (the first at once). */
+  if (done0 + 1 < N_PIPELINES)
+    ASSERT_GE(util_now_ms() - start, (N_PIPELINES - done0 - 1) * every_ms * 9 / 10);
+}
+
 /* The state hash of one stored entry, in hex. */
 static void some_hash(char out[33]) {
   uint8_t hashes[N_PIPELINES][16];
   ASSERT_EQ(util_list_hashes(hashes, N_PIPELINES), N_PIPELINES);
   pcache__hex(hashes[3], 16, out);
+}
+
+/* The replayer holds none of pcached's own output: its stdout is
+ * /dev/null and its stderr a pipe pcached reads (so an orphan holds no
+ * pipe of whoever started pcached). */
+static void expect_own_output(uint32_t pid) {
+  char path[64], target[256];
+  ssize_t n;
+  snprintf(path, sizeof path, "/proc/%u/fd/1", pid);
+  ASSERT_GT(n = readlink(path, target, sizeof target - 1), 0);
+  target[n] = '\0';
+  ASSERT_STREQ(target, "/dev/null");
+  snprintf(path, sizeof path, "/proc/%u/fd/2", pid);
+  ASSERT_GT(n = readlink(path, target, sizeof target - 1), 0);
+  target[n] = '\0';
+  ASSERT_TRUE(strncmp(target, "socket:", 7) == 0 || strncmp(target, "pipe:", 5) == 0);
+}
+
+/* Whether the daemon's log has a line with needle in it. */
+static int log_has(const test_env *env, const char *needle) {
+  char line[2048];
+  int found = 0;
+  FILE *f = fopen(env->log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
 }
 
 int main(int argc, char **argv) {
@@ -221,6 +297,10 @@ int main(int argc, char **argv) {
   setenv("PCACHE_REPLAY_THREADS", strcmp(mode, "kill") == 0 ? "1" : "2", 1);
   if (strcmp(mode, "kill") == 0)
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "150", 1);
+  if (strcmp(mode, "busy") == 0) {
+    setenv("PCACHE_REPLAY_QUIET_MS", "500", 1);
+    setenv("PCACHE_REPLAY_BUSY_EVERY_MS", "200", 1);
+  }
   test_daemon_start(&env, NULL);
   make_old_store(&env, argv[0]);
   if (strcmp(mode, "crash") == 0) {
@@ -234,7 +314,7 @@ int main(int argc, char **argv) {
   util_run_self(argv[0], "touch");
 
   if (strcmp(mode, "kill") == 0) {
-    uint64_t end = util_now_ms() + 20000;
+    uint64_t end = util_now_ms() + REPLAY_DEADLINE_MS;
     /* Midway: kill -9 the replayer, then pcached itself. */
     for (;;) {
       resp = progress(&p);
@@ -245,6 +325,7 @@ int main(int argc, char **argv) {
       usleep(20000);
     }
     ASSERT_LT(p->done, N_PIPELINES);
+    expect_own_output(p->replayer_pid);
     ASSERT_EQ(kill((pid_t)p->replayer_pid, SIGKILL), 0);
     pcache__response_free(resp);
     for (;;) { /* a new replayer, after the kill */
@@ -262,6 +343,8 @@ int main(int argc, char **argv) {
     test_daemon_start(&env, NULL);
   }
 
+  if (strcmp(mode, "busy") == 0)
+    fetch_until_finished(&env, 200);
   resp = wait_finished(&p);
   ASSERT_EQ(p->total, N_PIPELINES);
   if (crash[0]) {
@@ -272,6 +355,8 @@ int main(int argc, char **argv) {
     pcache__hex(p->failures[0]->state_hash.data, 16, hex);
     ASSERT_STREQ(hex, crash);
     ASSERT_TRUE(strstr(p->failures[0]->reason, "crashed") != NULL);
+    /* The replayer's stderr reaches pcached's log (replay_supervise.c). */
+    ASSERT_TRUE(log_has(&env, "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
   } else {
     ASSERT_EQ(p->failed, 0);
     ASSERT_EQ(p->done, N_PIPELINES);
@@ -288,6 +373,14 @@ int main(int argc, char **argv) {
     }
   }
   util_run_self(argv[0], crash[0] ? "warm-crash" : "warm");
+  {
+    /* The last replayer's closing line, relayed into pcached's log. */
+    uint64_t end = util_now_ms() + 10000;
+    while (!log_has(&env, "pcache-replay: replay: built")) {
+      ASSERT_LT(util_now_ms(), end);
+      usleep(50000);
+    }
+  }
   test_env_cleanup(&env);
   return 0;
 }

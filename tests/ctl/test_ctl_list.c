@@ -57,6 +57,8 @@ static void device_uuid_checks(const test_env *env, const pcache__devkey *key) {
 int main(void) {
   test_env env;
   pcache__devkey key;
+  /* Without it the env is whatever the stack held: pcached would start on
+   * the user's own socket and store. */
   test_env_init(&env, "ctl-list");
   ctl_start(&env);
   ctl_key(3, 1, &key);

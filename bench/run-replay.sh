@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# run-replay.sh - replay after a simulated driver update (issue 16,
+# docs/replay.md), on the demo's heavy set (pcache-demo's N distinct PBR
+# variants, as run-layer.sh's heavy set). Every launch is a fresh process
+# with the driver's disk cache off. What it measures, keys replay_<key>:
+#
+#   launch   pcache-demo through libpcache and pcached: cold (empty store),
+#            warm (REPEATS times, median), and the first launch after the
+#            update once replay is done (first_*). Target: first launch
+#            <= 1.3x warm (ratio_first_over_warm_*). launch_ms is the
+#            process's wall time (instance, device, prefetch, creation,
+#            exit), create_ms the creation of the N pipelines alone.
+#   update   the cold run's store exported (pcachectl export), its driver
+#            version lowered by one (bench_rekey), imported into a fresh
+#            pcached; a client naming the real device key (bench_warm, one
+#            pipeline of another set) sets the replay off.
+#   replay   throughput with 1 thread and with THREADS (default: pcached's
+#            own choice, half the cores, at most 4): pcache-replay's own
+#            time (its "built N pipelines in T ms" line, which pcached
+#            relays into its log) and the wall time to the end of
+#            `pcachectl replay --wait`; pipelines/s and per core (/threads).
+#            Against compiling the same pipelines directly (pcache-demo
+#            --plain, one thread, no cache). Target: replay per core >= 80%
+#            of direct (ratio_replay_t1_over_direct; the THREADS one assumes
+#            the direct compile would scale linearly, so it is a lower bound).
+#            PCACHE_REPLAY_QUIET_MS=0 here, so the client that sets it off
+#            does not hold it back, and PCACHE_REPLAY_PSI=100 (the throttle
+#            off: the psi part measures it; an idle machine never engages it).
+#   fg       a foreground app (bench_warm's mixed set, FG_N pipelines, all
+#            compiled: an app pcache has not seen) alone (twice, the mean)
+#            and while a replay (every setting at its default)
+#            runs, through pcached (mode d: pcached sees it and pauses the
+#            replay) and without pcache (mode a: pcached cannot see it; the
+#            replayer's nice 19 and SCHED_IDLE are all that keeps out of
+#            its way). The replay's progress during each is reported.
+#   psi      replay throughput (the throttle on) with no hogs, then while
+#            CPU hogs (busy loops at normal priority) run on half the
+#            cores, then on every core, each until the replay ends or for
+#            PSI_S seconds: the slowdown factor
+#            (replay_psi_<k>hogs_slowdown = rate without / rate with k).
+#
+#   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
+#                 [--psi-seconds S] [--work-dir DIR]
+#
+# Env: PCACHED, BENCH_BIN (as run-warm.sh), DRIVER_KIND, REPEATS (3).
+# Needs, in the build tree: daemon/pcached and daemon/pcache-replay,
+# tools/pcachectl, examples/pcache-demo, bench/bench_warm, bench/bench_rekey.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD_DIR=""
+WORK_DIR=""
+HEAVY=256
+THREADS=""
+FG_N=256
+PSI_S=10
+REPEATS=${REPEATS:-3}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) BUILD_DIR=$2; shift 2 ;;
+    --heavy) HEAVY=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --fg) FG_N=$2; shift 2 ;;
+    --psi-seconds) PSI_S=$2; shift 2 ;;
+    --work-dir) WORK_DIR=$2; shift 2 ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$BUILD_DIR" ] || { echo "--build-dir is required" >&2; exit 2; }
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+WORK_DIR=${WORK_DIR:-$BUILD_DIR/bench-work/replay}
+mkdir -p "$WORK_DIR"
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+HOGS=()
+stop_hogs() {
+  local p
+  for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${HOGS[@]}"; do wait "$p" 2>/dev/null || true; done
+  HOGS=()
+}
+trap 'stop_hogs; stop_daemon' EXIT
+DEMO=$BUILD_DIR/examples/pcache-demo
+CTL=$BUILD_DIR/tools/pcachectl
+REKEY=$BENCH_BIN/bench_rekey
+for f in "$DEMO" "$CTL" "$REKEY" "$BUILD_DIR/daemon/pcache-replay" "$BENCH_BIN/bench_warm"; do
+  [ -x "$f" ] || die "no $f"
+done
+cores=$(nproc)
+if [ -z "$THREADS" ]; then
+  THREADS=$((cores / 2)); [ "$THREADS" -ge 1 ] || THREADS=1; [ "$THREADS" -le 4 ] || THREADS=4
+fi
+
+probe_driver
+echo "driver_kind=$DRIVER_KIND"
+echo "replay_cores=$cores"
+echo "replay_heavy_n=$HEAVY"
+echo "replay_psi_cpu_some_avg10_at_start=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo na)"
+OFF=$(cache_off)
+APP=pcache-bench-replay
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# demo OUT ARGS...: one launch of the heavy set against the daemon; the
+# wall time goes into OUT as launch_ms.
+demo() {
+  local out=$1 t0; shift
+  t0=$(now_ms)
+  # shellcheck disable=SC2086
+  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH -u XDG_CACHE_HOME \
+    $OFF PCACHE_SOCKET="$DAEMON_SOCKET" "$DEMO" --pipelines "$HEAVY" --app-name "$APP" "$@" \
+    >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "pcache-demo $* failed"; }
+  echo "launch_ms=$(($(now_ms) - t0))" >>"$out"
+}
+
+# fg MODE OUT: the foreground app, bench_warm's mixed set, every pipeline
+# compiled (a fresh app name each time, a store that never saw the set).
+FG_K=0
+fg() {
+  local mode=$1 out=$2
+  FG_K=$((FG_K + 1))
+  # shellcheck disable=SC2086
+  env -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH $OFF \
+    PCACHE_SOCKET="${DAEMON_SOCKET:-/nonexistent}" "$BENCH_BIN/bench_warm" --mode "$mode" \
+    --phase measure --n "$FG_N" --app "pcache-bench-fg-$FG_K" >"$out" 2>"$out.err" ||
+    { cat "$out.err" >&2; die "bench_warm --mode $mode failed"; }
+}
+
+# progress KEY: a field of the (one) replay in pcachectl status --json.
+progress() {
+  "$CTL" --socket "$DAEMON_SOCKET" --json status |
+    tr -d ' \n' | sed -n "s/.*\"replay\":\[{[^]]*\"$1\":\([a-z0-9]*\).*/\1/p"
+}
+
+# updated NAME THREADS [pcached env...]: a fresh pcached holding only the
+# update's old-key store, and the client that names the new key. The
+# replay is under way when it returns.
+updated() {
+  local name=$1 threads=$2; shift 2
+  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" "$@")
+  start_daemon_env "$name"
+  "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
+    die "import failed"
+  # shellcheck disable=SC2086
+  env $OFF PCACHE_SOCKET="$DAEMON_SOCKET" "$BENCH_BIN/bench_warm" --mode d --phase measure --n 1 \
+    --app pcache-bench-replay-touch >"$WORK_DIR/touch-$name.txt" 2>&1 || die "touch failed"
+}
+
+# start_daemon with pcached's environment from PCACHED_ENV and its log at
+# info (the replayer's timing line).
+PCACHED_ENV=()
+start_daemon_env() {
+  local v
+  for v in "${PCACHED_ENV[@]}"; do export "${v?}"; done
+  : >"$WORK_DIR/pcached-$1.log"
+  start_daemon "$1" --log-level info
+  for v in "${PCACHED_ENV[@]}"; do unset "${v%%=*}"; done
+}
+
+# replayer_ms LOG: pcache-replay's own time, summed over its runs, and the
+# pipelines it built ("built N pipelines in T ms").
+replayer_sum() {
+  sed -n 's/.*replay: built \([0-9]*\) pipelines in \([0-9.]*\) ms.*/\1 \2/p' "$1" |
+    awk '{ n += $1; ms += $2 } END { printf "%d %.1f\n", n, ms }'
+}
+
+# --- launch: cold, warm; the update's store
+start_daemon replay-src --log-level info
+demo "$WORK_DIR/cold.txt"
+[ "$(kv "$WORK_DIR/cold.txt" compiles)" = "$HEAVY" ] || die "the cold launch did not compile $HEAVY"
+w_launch=() w_create=()
+for k in $(seq 1 "$REPEATS"); do
+  demo "$WORK_DIR/warm.txt"
+  w_launch+=("$(kv "$WORK_DIR/warm.txt" launch_ms)"); w_create+=("$(kv "$WORK_DIR/warm.txt" create_ms)")
+  echo "replay_warm_repeat${k}_launch_ms=${w_launch[-1]} create_ms=${w_create[-1]} daemon_hits=$(kv "$WORK_DIR/warm.txt" daemon_hits)"
+done
+rm -f "$WORK_DIR/export.pca"
+"$CTL" --socket "$DAEMON_SOCKET" export "$WORK_DIR/export.pca" --app "$APP" >/dev/null
+stop_daemon
+"$REKEY" "$WORK_DIR/export.pca" "$WORK_DIR/old.pca" | sed 's/^/replay_/'
+cold_launch=$(kv "$WORK_DIR/cold.txt" launch_ms); cold_create=$(kv "$WORK_DIR/cold.txt" create_ms)
+warm_launch=$(median "${w_launch[@]}"); warm_create=$(median "${w_create[@]}")
+echo "replay_cold_launch_ms=$cold_launch"
+echo "replay_cold_create_ms=$cold_create"
+echo "replay_warm_launch_ms=$warm_launch"
+echo "replay_warm_create_ms=$warm_create"
+
+# --- direct: the same pipelines compiled by the app itself, one thread;
+# again after the replay runs, and the mean (a shared machine drifts)
+demo "$WORK_DIR/direct.txt" --plain
+direct1_ms=$(kv "$WORK_DIR/direct.txt" create_ms)
+
+# --- replay throughput, 1 thread and THREADS; then the first launch
+tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
+declare -A rates
+for t in $tlist; do
+  updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
+  t0=$(now_ms)
+  "$CTL" --socket "$DAEMON_SOCKET" replay --wait >/dev/null 2>&1 || die "replay --wait failed"
+  wall=$(($(now_ms) - t0))
+  [ "$(progress finished)" = true ] || die "the replay did not finish"
+  # Its timing line comes as it exits, just after the replay finished.
+  for _ in $(seq 1 200); do
+    grep -q "replay: built" "$WORK_DIR/pcached-replay-t$t.log" && [ "$(progress running)" = false ] && break
+    sleep 0.05
+  done
+  done_n=$(progress "done"); failed_n=$(progress failed)
+  read -r built ms < <(replayer_sum "$WORK_DIR/pcached-replay-t$t.log")
+  rate=$(awk -v n="$built" -v ms="$ms" 'BEGIN { if (ms > 0) printf "%.3f\n", n * 1000 / ms; else print "na" }')
+  echo "replay_t${t}_done=$done_n"
+  echo "replay_t${t}_failed=$failed_n"
+  echo "replay_t${t}_built=$built"
+  echo "replay_t${t}_replayer_ms=$ms"
+  echo "replay_t${t}_wall_ms=$wall"
+  echo "replay_t${t}_pipelines_per_s=$rate"
+  echo "replay_t${t}_pipelines_per_s_per_core=$(ratio "$rate" "$t")"
+  echo "replay_t${t}_wall_pipelines_per_s=$(awk -v n="$done_n" -v ms="$wall" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')"
+  rates[$t]=$rate
+  if [ "$t" = "${tlist##* }" ]; then
+    # The first launch after the update, the replay done.
+    demo "$WORK_DIR/first.txt"
+    echo "replay_first_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
+    echo "replay_first_create_ms=$(kv "$WORK_DIR/first.txt" create_ms)"
+    echo "replay_first_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
+    echo "replay_first_compiles=$(kv "$WORK_DIR/first.txt" compiles)"
+    echo "replay_ratio_first_over_warm_launch=$(ratio "$(kv "$WORK_DIR/first.txt" launch_ms)" "$warm_launch")"
+    echo "replay_ratio_first_over_warm_create=$(ratio "$(kv "$WORK_DIR/first.txt" create_ms)" "$warm_create")"
+    echo "replay_ratio_cold_over_first_launch=$(ratio "$cold_launch" "$(kv "$WORK_DIR/first.txt" launch_ms)")"
+  fi
+  stop_daemon
+done
+
+demo "$WORK_DIR/direct2.txt" --plain
+direct2_ms=$(kv "$WORK_DIR/direct2.txt" create_ms)
+direct_ms=$(awk -v a="$direct1_ms" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
+direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
+echo "replay_direct_before_create_ms=$direct1_ms"
+echo "replay_direct_after_create_ms=$direct2_ms"
+echo "replay_direct_create_ms=$direct_ms"
+echo "replay_direct_pipelines_per_s=$direct_rate"
+for t in $tlist; do
+  echo "replay_ratio_replay_t${t}_over_direct=$(ratio "$(ratio "${rates[$t]}" "$t")" "$direct_rate")"
+done
+
+# --- a foreground app, alone and during a replay
+for mode in d a; do
+  start_daemon "fg-alone-$mode"
+  fg "$mode" "$WORK_DIR/fg-alone-$mode.txt"
+  stop_daemon
+  start_daemon "fg-alone2-$mode"
+  fg "$mode" "$WORK_DIR/fg-alone2-$mode.txt"
+  stop_daemon
+  updated "fg-during-$mode" "$THREADS"
+  for _ in $(seq 1 600); do [ "$(progress running)" = true ] && break; sleep 0.05; done
+  d0=$(progress "done")
+  fg "$mode" "$WORK_DIR/fg-during-$mode.txt"
+  d1=$(progress "done"); fin=$(progress finished)
+  stop_daemon
+  a=$(awk -v x="$(kv "$WORK_DIR/fg-alone-$mode.txt" ms_per_pipeline)" \
+    -v y="$(kv "$WORK_DIR/fg-alone2-$mode.txt" ms_per_pipeline)" 'BEGIN { printf "%.4f\n", (x + y) / 2 }')
+  b=$(kv "$WORK_DIR/fg-during-$mode.txt" ms_per_pipeline)
+  echo "replay_fg_${mode}_alone_ms_per_pipeline=$a"
+  echo "replay_fg_${mode}_during_ms_per_pipeline=$b"
+  echo "replay_fg_${mode}_ratio_during_over_alone=$(ratio "$b" "$a")"
+  echo "replay_fg_${mode}_replayed_during=$((d1 - d0))"
+  echo "replay_fg_${mode}_finished_during=$fin"
+done
+
+# --- CPU pressure: the replay's rate with no hogs, with hogs on half the
+# cores, then on every core (the throttle on, as users have it); each
+# window ends when the replay does or after PSI_S seconds.
+psi_rates=()
+for hogs in 0 $(( cores / 2 > 0 ? cores / 2 : 1 )) "$cores"; do
+  updated "psi-$hogs" "$THREADS" PCACHE_REPLAY_QUIET_MS=0
+  for _ in $(seq 1 600); do [ "$(progress running)" = true ] && break; sleep 0.05; done
+  d0=$(progress "done"); t0=$(now_ms); end=$((t0 + PSI_S * 1000))
+  for _ in $(seq 1 "$hogs"); do (while :; do :; done) & HOGS+=($!); done
+  while [ "$(now_ms)" -lt "$end" ] && [ "$(progress finished)" != true ]; do sleep 0.1; done
+  d1=$(progress "done"); t1=$(now_ms)
+  psi=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo na)
+  stop_hogs
+  stop_daemon
+  prate=$(awk -v n=$((d1 - d0)) -v ms=$((t1 - t0)) 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
+  psi_rates+=("$prate")
+  echo "replay_psi_${hogs}hogs_cpu_some_avg10=$psi"
+  echo "replay_psi_${hogs}hogs_replayed=$((d1 - d0))"
+  echo "replay_psi_${hogs}hogs_window_ms=$((t1 - t0))"
+  echo "replay_psi_${hogs}hogs_pipelines_per_s=$prate"
+  echo "replay_psi_${hogs}hogs_slowdown=$(ratio "${psi_rates[0]}" "$prate")"
+done
