@@ -16,11 +16,13 @@
  * 3 no Vulkan device has the key, 4 memory bound reached. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -56,6 +58,7 @@ typedef struct replayer {
   atomic_int failed;          /* a thread lost its connection */
   atomic_int finished;        /* the daemon has nothing more to hand out */
   const char *crash_hash;     /* test hook: PCACHE_REPLAY_TEST_CRASH */
+  const char *hang_hash;      /* test hook: PCACHE_REPLAY_TEST_HANG */
   uint32_t delay_ms;          /* test hook: PCACHE_REPLAY_TEST_DELAY_MS */
   atomic_ullong built;
 } replayer;
@@ -182,6 +185,20 @@ static void maybe_crash(const replayer *rp, const Pcachepb__ReplayItem *item) {
   }
 }
 
+/* The test-only hang hook: a driver that never returns, on an item whose
+ * state hash, in hex, starts with PCACHE_REPLAY_TEST_HANG. */
+static void maybe_hang(const replayer *rp, const Pcachepb__ReplayItem *item) {
+  char hex[33];
+  if (!rp->hang_hash || item->state_hash.len != PCACHE_HASH_SIZE)
+    return;
+  pcache__hex(item->state_hash.data, PCACHE_HASH_SIZE, hex);
+  if (strncmp(hex, rp->hang_hash, strlen(rp->hang_hash)) == 0) {
+    log_warn("replay: PCACHE_REPLAY_TEST_HANG matches %s: hanging, as asked", hex);
+    for (;;)
+      pause();
+  }
+}
+
 static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   replayer *rp = w->rp;
   uint8_t *blob = NULL;
@@ -190,6 +207,7 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   int r;
   w->result_msg[0] = '\0';
   maybe_crash(rp, item);
+  maybe_hang(rp, item);
   if (rp->delay_ms)
     sleep_ms(rp->delay_ms);
   r = pcache__replay_vk_build(rp->vk, item->desc.data, item->desc.len, item->modules,
@@ -297,6 +315,12 @@ int main(int argc, char **argv) {
   int r, code = 1, psi_started = 0;
 
   pcache_log_set_ident("pcache-replay");
+  /* pcached starts and supervises the replayer: once pcached is gone
+   * (killed -9 included), one stuck in its driver must not live on, nor
+   * one whose parent died before this line. */
+  pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != parent)
+    return 1;
   rp.threads = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0)
@@ -325,6 +349,8 @@ int main(int argc, char **argv) {
   rp.delay_ms = pcache__env_ms("PCACHE_REPLAY_TEST_DELAY_MS", 0, 0, 60000);
   v = getenv("PCACHE_REPLAY_TEST_CRASH");
   rp.crash_hash = v && *v ? v : NULL;
+  v = getenv("PCACHE_REPLAY_TEST_HANG");
+  rp.hang_hash = v && *v ? v : NULL;
   be_nice();
 
   if ((r = pcache__replay_vk_open(&rp.key, &rp.vk)) < 0) {

@@ -264,6 +264,23 @@ static void expect_own_output(uint32_t pid) {
 }
 
 /* Whether the daemon's log has a line with needle in it. */
+/* Whether pid runs (a zombie whose parent is gone counts as dead: who
+ * reaps it is not the test's to know). */
+static int pid_alive(pid_t pid) {
+  char path[64], stat[512];
+  const char *close_paren;
+  FILE *f;
+  size_t n;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  if (!(f = fopen(path, "r")))
+    return 0;
+  n = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
+  stat[n] = 0;
+  close_paren = strrchr(stat, ')');
+  return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X';
+}
+
 static int log_has(const test_env *env, const char *needle) {
   char line[2048];
   int found = 0;
@@ -310,6 +327,39 @@ int main(int argc, char **argv) {
     setenv("PCACHE_REPLAY_TEST_CRASH", crash, 1);
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
     test_daemon_start(&env, NULL);
+  }
+  if (strcmp(mode, "orphan") == 0) {
+    /* A replayer hung in its driver (the test hook) when pcached is killed
+     * -9 does not live on: the kernel kills it with its parent. */
+    char hang[33];
+    pid_t pid;
+    some_hash(hang);
+    setenv("PCACHE_REPLAY_TEST_HANG", hang, 1);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+    test_daemon_start(&env, NULL);
+    util_run_self(argv[0], "touch");
+    uint64_t end = util_now_ms() + REPLAY_DEADLINE_MS;
+    for (;;) { /* everything built but the hung one */
+      resp = progress(&p);
+      if (p && p->running && p->replayer_pid && p->done + 1 >= N_PIPELINES)
+        break;
+      pcache__response_free(resp);
+      ASSERT_LT(util_now_ms(), end);
+      usleep(20000);
+    }
+    pid = (pid_t)p->replayer_pid;
+    pcache__response_free(resp);
+    for (int i = 0; !log_has(&env, "PCACHE_REPLAY_TEST_HANG matches"); i++) {
+      ASSERT_LT(i, 1000); /* it has nothing else left to do */
+      usleep(10000);
+    }
+    ASSERT_EQ(test_daemon_stop(&env, SIGKILL) & 0x7f, SIGKILL);
+    for (int i = 0; pid_alive(pid); i++) {
+      ASSERT_LT(i, 500); /* 5 s */
+      usleep(10000);
+    }
+    test_env_cleanup(&env);
+    return 0;
   }
   util_run_self(argv[0], "touch");
 
