@@ -25,6 +25,8 @@ typedef struct pcd_config {
   uint64_t flush_interval_ms;   /* --flush-interval: last-used/hit batches */
   uint64_t prefetch_window_s;   /* --prefetch-window: use before the app's latest, 0: any */
   uint32_t prefetch_max;        /* --prefetch-max: entries one Prefetch order holds */
+  uint64_t segment_memory;      /* --segment-memory: bytes of segments held, 0: none */
+  uint64_t segment_idle_s;      /* --segment-idle: drop a segment unasked this long */
   int log_level;
 } pcd_config;
 

@@ -111,6 +111,9 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
                     *req->prefetch->app ? req->prefetch->app : c->app, c->pid);
     pcd_read_prefetch(c, req->prefetch);
     break;
+  case PCACHEPB__REQUEST__BODY_SEGMENT:
+    pcd_read_segment(c, req->segment);
+    break;
   case PCACHEPB__REQUEST__BODY_LIST:
     pcd_read_list(c, req->list);
     break;

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "replay.h"
+#include "segment.h"
 #include "server.h"
 
 int main(int argc, char **argv) {
@@ -52,8 +53,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.loop = &loop;
-  if ((r = pcd_client_reports_new(&srv.client_reports)) < 0) {
-    log_error("cannot make room for client reports: %s", strerror(-r));
+  if ((r = pcd_client_reports_new(&srv.client_reports)) < 0 ||
+      (r = pcd_segments_new(&config, &srv.segments)) < 0) {
+    log_error("cannot make room for client reports and segments: %s", strerror(-r));
     goto out_loop;
   }
 
@@ -91,6 +93,7 @@ int main(int argc, char **argv) {
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
   pcd_client_reports_free(srv.client_reports);
+  pcd_segments_free(srv.segments);
   log_info("stopped");
   return 0;
 
@@ -107,6 +110,7 @@ out_listen:
     unlink(srv.socket_path);
 out_loop:
   pcd_client_reports_free(srv.client_reports);
+  pcd_segments_free(srv.segments);
   uv_loop_close(&loop);
   return 1;
 }

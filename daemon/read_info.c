@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "replay.h"
 #include "respond.h"
+#include "segment.h"
 #include "server.h"
 
 void pcd_read_hello(pcd_conn *c, const Pcachepb__Hello *h) {
@@ -178,6 +179,7 @@ void pcd_read_stats(pcd_conn *c) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
   pcd_totals t = {0};
+  pcd_segment_stats seg;
   pcd_arena arena = {0};
   pcd_txn *txn;
   int r = pcd_txn_begin(srv->store, 0, &txn);
@@ -218,6 +220,12 @@ void pcd_read_stats(pcd_conn *c) {
   s.snapshot_bytes = t.snapshot_bytes;
   s.parked = atomic_load(&srv->stats.parked);
   s.prefetch_scans = atomic_load(&srv->stats.prefetch_scans);
+  pcd_segments_stats(srv->segments, &seg);
+  s.segments = seg.segments;
+  s.segment_bytes = seg.bytes;
+  s.segment_builds = seg.builds;
+  s.segment_drops = seg.drops;
+  s.segment_sent = seg.sent;
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);
