@@ -42,6 +42,8 @@ typedef struct seg_item {
 } seg_item;
 
 typedef struct seg_plan {
+  uint8_t *bad_keys; /* blobs that failed their checksum, n_bad keys */
+  size_t n_bad;
   seg_item *items;
   size_t n, n_uncovered;
   uint8_t *snap_hashes; /* the snapshot's hashes that have entries, n_snap × 16 */
@@ -99,9 +101,16 @@ static void plan_blob(pcd_txn *txn, const pcd_order_ref *ref, uint32_t flags, se
   }
   /* As a Get would: a blob that is missing or fails its checksum is never
    * handed out (the socket path drops it when it is next asked for). */
-  if (pcd_blob_get(txn, ref->key, &blob, &size) < 0 || size != ref->blob_size ||
-      pcache__checksum64(blob, size) != ref->checksum)
+  if (pcd_blob_get(txn, ref->key, &blob, &size) < 0)
     return;
+  if (size != ref->blob_size || pcache__checksum64(blob, size) != ref->checksum) {
+    uint8_t *k = pcache__realloc(p->bad_keys, (p->n_bad + 1) * PCD_ENTRY_KEY_SIZE);
+    if (k) {
+      memcpy(k + p->n_bad++ * PCD_ENTRY_KEY_SIZE, ref->key, PCD_ENTRY_KEY_SIZE);
+      p->bad_keys = k;
+    }
+    return;
+  }
   it = &p->items[p->n++];
   memcpy(it->hash, ref->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   it->blob = blob;
@@ -158,6 +167,7 @@ out:
 static void plan_free(seg_plan *p) {
   pcache__free(p->items);
   pcache__free(p->snap_hashes);
+  pcache__free(p->bad_keys);
 }
 
 /* Lays the plan out (offsets, header, tables) in a buffer of the tables'
@@ -391,6 +401,9 @@ static int build_and_hold(pcd_segments *s, pcd_store *store, const uint8_t *devk
     r = tables ? write_segment(&p, tables, tables_size, size, &g->got.fd) : -ENOMEM;
   }
   pcd_txn_abort(txn);
+  g->got.bad_keys = p.bad_keys; /* handed to the caller, built or not */
+  g->got.n_bad = p.n_bad;
+  p.bad_keys = NULL;
   if (r < 0)
     goto out;
   g->got.size = size;
@@ -409,6 +422,8 @@ out:
 int pcd_segments_get(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
                      uint64_t now_us, pcd_segment_got *ret) {
   seg *g = NULL, **link;
+  uint8_t *bad_keys = NULL;
+  size_t n_bad = 0;
   int r;
   *ret = (pcd_segment_got){.fd = -1};
   if (!s || s->limit == 0)
@@ -428,6 +443,10 @@ int pcd_segments_get(pcd_segments *s, pcd_store *store, const uint8_t *devkey, c
   memcpy(g->devkey, devkey, PCACHE_DEVKEY_SIZE);
   snprintf(g->app, sizeof g->app, "%s", app);
   r = build_and_hold(s, store, devkey, app, now_us, g);
+  bad_keys = g->got.bad_keys;
+  n_bad = g->got.n_bad;
+  g->got.bad_keys = NULL;
+  g->got.n_bad = 0;
   pthread_mutex_lock(&s->lock);
   /* The old one goes whatever became of the new: it is out of date. */
   if (*(link = find(s, devkey, app)))
@@ -456,6 +475,8 @@ out_unlock:
     seg_free(g);
   if (r < 0)
     *ret = (pcd_segment_got){.fd = -1};
+  ret->bad_keys = bad_keys;
+  ret->n_bad = n_bad;
   return r > 0 ? 0 : r;
 }
 

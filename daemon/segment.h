@@ -28,6 +28,11 @@ typedef struct pcd_segment_got {
   uint64_t size, generation;
   uint32_t entries;
   int complete;
+  /* Entry keys (PCD_ENTRY_KEY_SIZE each) whose blob failed its checksum
+   * in the build: left out, for the caller to drop as a Get would (free
+   * with pcache__free). */
+  uint8_t *bad_keys;
+  size_t n_bad;
 } pcd_segment_got;
 
 /* A registry for config's --segment-memory and --segment-idle. 0 or
