@@ -369,6 +369,8 @@ static int hand_out(pcd_segments *s, pcd_store *store, const uint8_t *devkey, co
 /* Makes room for size more bytes: the least recently handed out go
  * first. 1 when it fits. Under lock. */
 static int make_room(pcd_segments *s, uint64_t size) {
+  if (size > s->limit)
+    return 0; /* dropping the others would not help */
   while (s->head && s->bytes + size > s->limit) {
     seg **oldest = &s->head;
     for (seg **link = &s->head; *link; link = &(*link)->next)
