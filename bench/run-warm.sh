@@ -93,6 +93,12 @@ for n in $SIZES; do
     PCACHE_TIMEOUT_MS="${BENCH_LONG_TIMEOUT_MS:-5000}"
   # shellcheck disable=SC2086
   run_one e "$n" e measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_PREFETCH=1
+  # (e) and (d) over the socket alone, as before shared-memory segments.
+  # shellcheck disable=SC2086
+  run_one esock "$n" e measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_PREFETCH=1 \
+    PCACHE_NO_SEGMENT=1
+  # shellcheck disable=SC2086
+  run_one dsock "$n" d measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_SEGMENT=1
   stop_daemon
 
   ms() { kv "$WORK_DIR/warm-$1-$n.txt" ms_per_pipeline; }
@@ -101,4 +107,6 @@ for n in $SIZES; do
   echo "warm_n${n}_ratio_b_over_d=$(ratio "$(ms b)" "$(ms d)")"
   echo "warm_n${n}_ratio_e_over_c=$(ratio "$(ms e)" "$(ms c)")"
   echo "warm_n${n}_ratio_dlong_over_c=$(ratio "$(ms dlong)" "$(ms c)")"
+  echo "warm_n${n}_ratio_esock_over_c=$(ratio "$(ms esock)" "$(ms c)")"
+  echo "warm_n${n}_ratio_dsock_over_c=$(ratio "$(ms dsock)" "$(ms c)")"
 done

@@ -10,6 +10,7 @@
 #include "client/build.h"
 #include "client/prefetch.h"
 #include "client/record.h"
+#include "client/segment.h"
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
@@ -154,7 +155,20 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
                              const pcache__hash *state_hash, int first, int *ret_in_app_cache) {
   ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
   pcache__reply reply = {0};
+  VkPipelineCache loaded;
   int merged = 0;
+  /* The mapped segment first: no round trip, no copy. */
+  if (pcache__segment_find(d, state_hash, &loaded)) {
+    uint8_t ok = 0;
+    *ret_in_app_cache = merge_into_app_cache(d, b, loaded);
+    pcache__blob_merge_loaded(d, &loaded, 1, &ok);
+    if (ok && first)
+      pcache__snapshot_hold(d, state_hash->bytes, 1);
+    if (ok)
+      return 1;
+    pcache__segment_refuse(d, state_hash);
+    report_refused(d, hash, PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED);
+  }
   if (get_blobs(d, &hash, 1, &reply) != 0)
     goto out;
   const Pcachepb__GetReply *got = reply.response->get;
@@ -162,7 +176,6 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
     const Pcachepb__Blob *blob = got->blobs[i];
     const uint8_t *bytes;
     size_t size;
-    VkPipelineCache loaded;
     uint8_t ok = 0;
     Pcachepb__ReportReason reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
     if (blob->state_hash.len != PCACHE_HASH_SIZE ||

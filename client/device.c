@@ -12,6 +12,7 @@
 #include "client/owned.h"
 #include "client/pipeline.h"
 #include "client/prefetch.h"
+#include "client/segment.h"
 #include "client/upload.h"
 #include "common/alloc.h"
 
@@ -192,8 +193,15 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     const char *env = getenv("PCACHE_NO_SNAPSHOT");
     d->no_snapshot = env && env[0] == '1';
     d->creating = 1;
-    uint32_t offset;
-    if (pcache__prefetch_at_create(d, info, &offset)) {
+    uint32_t offset = 0;
+    /* The segment first, prefetch or not: a miss looks there before it
+     * asks the daemon. When it holds all a prefetch would bring, no page
+     * is asked for. */
+    int slow = pcache__segment_fetch(d, d->client->timeout_ms) == -ETIMEDOUT;
+    /* A daemon too slow for the segment is too slow for pages too: they
+     * are all left to the upload thread, so creation waits one timeout. */
+    if (!pcache__prefetch_disabled(info) && !pcache__segment_prefetch(d, &offset) &&
+        (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
       /* From here the upload thread may fetch the first page: the app may
        * hold the cache by then, so a late snapshot is merged, not swapped
        * in. */
@@ -255,6 +263,7 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   (void)pcache__appcache_save(device);
   pcache__pipeline_release_all(device);
   pcache__appcache_fini(device);
+  pcache__segment_release(device);
   device->DestroyPipelineCache(device->vk_device, device->cache, device->allocator);
   pcache__table_fini(&device->prefetched, NULL, NULL);
   pcache__table_fini(&device->built, NULL, NULL);

@@ -18,6 +18,7 @@
 #include "client/objmap.h"
 #include "client/table.h"
 #include "proto/desc_check.h"
+#include "proto/segment.h"
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "common/queue.h"
@@ -170,6 +171,12 @@ struct pcache_device {
   PCACHE_VEC(pcache__hash) held;
   int held_dirty;
   int creating;    /* inside pcache_device_create: the cache may be replaced */
+  /* The (device, app) shared-memory segment mapped at creation, or NULL
+   * (segment.c); read-only and unchanged until the device is destroyed. */
+  pcache__seg_map *segment;
+  /* Per index entry of the segment: its blob was refused (checks or the
+   * driver) and was reported; a miss then asks the daemon, not it again. */
+  _Atomic unsigned char *segment_refused;
   int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
 
   pcache__shard *shards; /* PCACHE__SHARDS, 128-byte aligned in shards_mem */
@@ -178,7 +185,8 @@ struct pcache_device {
   struct {
     atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, compiles, unhashable, uploaded,
         prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
-        snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved;
+        snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
+        segment_refused;
   } stats;
 };
 

@@ -18,7 +18,7 @@ int pcache__prefetch_known(const pcache_device *device, const pcache__hash *hash
   return pcache__table_find(&device->prefetched, k0, k1) != 0;
 }
 
-static int prefetch_disabled(const pcache_device_info *info) {
+int pcache__prefetch_disabled(const pcache_device_info *info) {
   const char *env = getenv("PCACHE_NO_PREFETCH");
   return info->no_prefetch || (env && env[0] == '1');
 }
@@ -33,13 +33,73 @@ typedef struct page_work {
   size_t n_caches, n_items;
 } page_work;
 
-static void page_report(page_work *w, const ProtobufCBinaryData *hash,
-                        Pcachepb__ReportReason reason) {
+static void page_report(page_work *w, const uint8_t *hash, Pcachepb__ReportReason reason) {
   pcachepb__report_item__init(&w->items[w->n_items]);
-  w->items[w->n_items].state_hash = *hash;
+  w->items[w->n_items].state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, (uint8_t *)hash};
   w->items[w->n_items].reason = reason;
   w->item_ptrs[w->n_items] = &w->items[w->n_items];
   w->n_items++;
+}
+
+int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *blobs, size_t n,
+                           size_t *ret_known) {
+  page_work w = {0};
+  size_t n_known = 0;
+  int r = -ENOMEM;
+  w.caches = pcache__calloc(n ? n : 1, sizeof *w.caches);
+  w.blob_of = pcache__calloc(n ? n : 1, sizeof *w.blob_of);
+  w.ok = pcache__calloc(n ? n : 1, sizeof *w.ok);
+  w.items = pcache__calloc(n ? n : 1, sizeof *w.items);
+  w.item_ptrs = pcache__calloc(n ? n : 1, sizeof *w.item_ptrs);
+  if (!w.caches || !w.blob_of || !w.ok || !w.items || !w.item_ptrs)
+    goto out;
+  r = 0;
+  for (size_t i = 0; i < n; i++) {
+    const pcache__prefetch_blob *b = &blobs[i];
+    Pcachepb__ReportReason reason = 0;
+    uint64_t k0, k1;
+    /* Already merged (pages are sets of hashes; the order can shift
+     * between them). */
+    pcache__hash_keys(b->hash, &k0, &k1);
+    if (pcache__table_find(&device->prefetched, k0, k1)) {
+      n_known++;
+      continue;
+    }
+    if (pcache__blob_load(device, b->bytes, b->size, b->checksum, &w.caches[w.n_caches], &reason) <
+        0) {
+      page_report(&w, b->hash, reason);
+      continue;
+    }
+    w.blob_of[w.n_caches++] = i;
+  }
+  pcache__blob_merge_loaded(device, w.caches, w.n_caches, w.ok);
+  for (size_t c = 0; c < w.n_caches; c++) {
+    const pcache__prefetch_blob *b = &blobs[w.blob_of[c]];
+    uint64_t k0, k1;
+    if (!w.ok[c]) {
+      page_report(&w, b->hash, PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED);
+      continue;
+    }
+    pcache__hash_keys(b->hash, &k0, &k1);
+    /* Out of memory: a miss on it then asks the daemon again. */
+    pcache__table_insert(&device->prefetched, k0, k1, 1);
+    atomic_fetch_add(&device->stats.prefetched, 1);
+    /* Not in the daemon's snapshot (or there is none): a new one is due. */
+    pcache__snapshot_hold(device, b->hash, 1);
+  }
+  /* Only the upload thread and device creation publish, one at a time. */
+  pcache__table_publish(&device->prefetched);
+  atomic_fetch_add(&device->stats.rejected_blobs, w.n_items);
+  pcache__blob_report(device, (const Pcachepb__ReportItem *const *)w.item_ptrs, w.n_items);
+out:
+  if (ret_known)
+    *ret_known = n_known;
+  pcache__free(w.item_ptrs);
+  pcache__free(w.items);
+  pcache__free(w.ok);
+  pcache__free(w.blob_of);
+  pcache__free(w.caches);
+  return r;
 }
 
 int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeout_ms,
@@ -47,10 +107,10 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
   pcache__reply reply = {0};
-  page_work w = {0};
+  pcache__prefetch_blob *blobs = NULL;
   const Pcachepb__GetReply *got;
   uint64_t start = pcache__mono_ns();
-  size_t n, n_known = 0;
+  size_t n, n_blobs = 0, n_known = 0;
   int r;
 
   pre.device_key.data = device->key.bytes;
@@ -74,76 +134,40 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   *ret_more = got->more && n + got->dropped > 0; /* an empty page cannot go on */
   if (n == 0)
     goto out;
-  r = -ENOMEM;
-  w.caches = pcache__calloc(n, sizeof *w.caches);
-  w.blob_of = pcache__calloc(n, sizeof *w.blob_of);
-  w.ok = pcache__calloc(n, sizeof *w.ok);
-  w.items = pcache__calloc(n, sizeof *w.items);
-  w.item_ptrs = pcache__calloc(n, sizeof *w.item_ptrs);
-  if (!w.caches || !w.blob_of || !w.ok || !w.items || !w.item_ptrs)
+  blobs = pcache__calloc(n, sizeof *blobs);
+  if (!blobs) {
+    r = -ENOMEM;
     goto out;
-  r = 0;
+  }
   for (size_t i = 0; i < n; i++) {
     const Pcachepb__Blob *b = got->blobs[i];
-    const uint8_t *bytes;
+    pcache__prefetch_blob *pb = &blobs[n_blobs];
     size_t size;
-    Pcachepb__ReportReason reason = 0;
-    uint64_t k0, k1;
     if (b->state_hash.len != PCACHE_HASH_SIZE)
       continue;
-    /* Already merged (pages are sets of hashes; the order can shift
-     * between them). */
-    pcache__hash_keys(b->state_hash.data, &k0, &k1);
-    if (pcache__table_find(&device->prefetched, k0, k1)) {
-      n_known++;
-      continue;
-    }
-    bytes = pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
-    if (pcache__blob_load(device, bytes, size, b->checksum, &w.caches[w.n_caches], &reason) < 0) {
-      page_report(&w, &b->state_hash, reason);
-      continue;
-    }
-    w.blob_of[w.n_caches++] = i;
+    pb->hash = b->state_hash.data;
+    pb->bytes = pcache__reply_bytes(&reply, b->blob, b->blob_offset, b->blob_size, &size);
+    pb->size = size;
+    pb->checksum = b->checksum;
+    n_blobs++;
   }
+  /* The report points into the reply: merge sends it before release. */
+  r = pcache__prefetch_merge(device, blobs, n_blobs, &n_known);
   /* A page with nothing new means a daemon that does not move on with the
    * offset: stop rather than ask for the same page forever. */
   if (n_known == n && got->dropped == 0)
     *ret_more = 0;
-  pcache__blob_merge_loaded(device, w.caches, w.n_caches, w.ok);
-  for (size_t c = 0; c < w.n_caches; c++) {
-    const Pcachepb__Blob *b = got->blobs[w.blob_of[c]];
-    uint64_t k0, k1;
-    if (!w.ok[c]) {
-      page_report(&w, &b->state_hash, PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED);
-      continue;
-    }
-    pcache__hash_keys(b->state_hash.data, &k0, &k1);
-    /* Out of memory: a miss on it then asks the daemon again. */
-    pcache__table_insert(&device->prefetched, k0, k1, 1);
-    atomic_fetch_add(&device->stats.prefetched, 1);
-    /* Not in the daemon's snapshot (or there is none): a new one is due. */
-    pcache__snapshot_hold(device, b->state_hash.data, 1);
-  }
-  /* Only the upload thread and device creation publish, one at a time. */
-  pcache__table_publish(&device->prefetched);
-  atomic_fetch_add(&device->stats.rejected_blobs, w.n_items);
-  /* The report points into the reply: send it before releasing it. */
-  pcache__blob_report(device, (const Pcachepb__ReportItem *const *)w.item_ptrs, w.n_items);
 out:
-  pcache__free(w.item_ptrs);
-  pcache__free(w.items);
-  pcache__free(w.ok);
-  pcache__free(w.blob_of);
-  pcache__free(w.caches);
+  pcache__free(blobs);
   pcache__reply_release(&reply);
   return r;
 }
 
 int pcache__prefetch_at_create(pcache_device *device, const pcache_device_info *info,
-                               uint32_t *ret_offset) {
+                               uint32_t start_offset, uint32_t *ret_offset) {
   uint64_t budget_ns = (uint64_t)device->client->timeout_ms * 1000000u;
-  uint32_t offset = 0;
-  if (prefetch_disabled(info))
+  uint32_t offset = start_offset;
+  if (pcache__prefetch_disabled(info))
     return 0;
   for (;;) {
     uint64_t call_ns = 0;

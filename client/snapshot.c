@@ -41,16 +41,12 @@ static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason
   pcache__reply_release(&reply);
 }
 
-void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
-                           const Pcachepb__GetReply *got) {
-  const Pcachepb__Blob *b = got->snapshot;
-  const uint8_t *bytes;
+int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size_t size,
+                               uint64_t checksum) {
   VkPipelineCache cache, old = VK_NULL_HANDLE;
-  size_t size, n = 0;
   uint8_t ok = 1;
   Pcachepb__ReportReason reason = 0;
-  bytes = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
-  if (pcache__blob_load(device, bytes, size, b->checksum, &cache, &reason) == 0) {
+  if (pcache__blob_load(device, bytes, size, checksum, &cache, &reason) == 0) {
     if (device->creating) {
       pthread_rwlock_wrlock(&device->cache_lock);
       old = device->cache;
@@ -66,20 +62,32 @@ void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
   if (reason) {
     atomic_fetch_add(&device->stats.rejected_blobs, 1);
     report_snapshot(device, reason);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+int pcache__snapshot_covers(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE]) {
+  uint64_t k0, k1;
+  pcache__hash_keys(hash, &k0, &k1);
+  if (pcache__table_find(&device->prefetched, k0, k1))
+    return 0;
+  pcache__table_insert(&device->prefetched, k0, k1, 1);
+  pcache__snapshot_hold(device, hash, 0);
+  return 1;
+}
+
+void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
+                           const Pcachepb__GetReply *got) {
+  const Pcachepb__Blob *b = got->snapshot;
+  const uint8_t *bytes;
+  size_t size, n = 0;
+  bytes = pcache__reply_bytes(reply, b->blob, b->blob_offset, b->blob_size, &size);
+  if (pcache__snapshot_load_blob(device, bytes, size, b->checksum) < 0)
     return;
-  }
-  for (size_t i = 0; i < got->n_snapshot_hashes; i++) {
-    const ProtobufCBinaryData *h = &got->snapshot_hashes[i];
-    uint64_t k0, k1;
-    if (h->len != PCACHE_HASH_SIZE)
-      continue;
-    pcache__hash_keys(h->data, &k0, &k1);
-    if (pcache__table_find(&device->prefetched, k0, k1))
-      continue;
-    pcache__table_insert(&device->prefetched, k0, k1, 1);
-    pcache__snapshot_hold(device, h->data, 0);
-    n++;
-  }
+  for (size_t i = 0; i < got->n_snapshot_hashes; i++)
+    if (got->snapshot_hashes[i].len == PCACHE_HASH_SIZE)
+      n += (size_t)pcache__snapshot_covers(device, got->snapshot_hashes[i].data);
   /* Only the upload thread and device creation publish, one at a time. */
   pcache__table_publish(&device->prefetched);
   atomic_fetch_add(&device->stats.prefetched, n);

@@ -22,6 +22,15 @@ void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH
 void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
                            const Pcachepb__GetReply *got);
 
+/* The blob part of pcache__snapshot_load, for a snapshot from a reply or a
+ * segment: 0 when the device cache now holds it, -EINVAL when it was
+ * refused (reported). */
+int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size_t size,
+                               uint64_t checksum);
+/* A hash the loaded snapshot covers joins the prefetched set (published
+ * by the caller); 1 when it was new. */
+int pcache__snapshot_covers(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE]);
+
 /* Upload thread: one PutSnapshot of the device cache when anything was
  * added since the loaded snapshot. 0, or <0 to try again later. */
 int pcache__snapshot_upload(pcache_device *device);

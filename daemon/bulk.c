@@ -18,8 +18,7 @@
  * accepts them; this cap only guards the encoder. */
 #define INLINE_LIMIT (PCACHE_BULK_THRESHOLD + 4096u)
 
-/* Writes a gathered batch at *off; 0 or -errno. */
-static int write_iov(int fd, struct iovec *iov, int n, uint64_t *off) {
+int pcd_write_iov(int fd, struct iovec *iov, int n, uint64_t *off) {
   while (n > 0) {
     ssize_t w = pwritev(fd, iov, n, (off_t)*off);
     if (w < 0) {
@@ -71,7 +70,7 @@ static int move_blobs(int fd, Pcachepb__GetReply *g, uint64_t *off) {
     at += b->blob.len;
     b->blob.data = NULL;
     b->blob.len = 0;
-    if ((r = write_iov(fd, &one, 1, off)) < 0)
+    if ((r = pcd_write_iov(fd, &one, 1, off)) < 0)
       return r;
   }
   while (g && i < g->n_blobs) {
@@ -86,7 +85,7 @@ static int move_blobs(int fd, Pcachepb__GetReply *g, uint64_t *off) {
       b->blob.data = NULL;
       b->blob.len = 0;
     }
-    if ((r = write_iov(fd, iov, n, off)) < 0)
+    if ((r = pcd_write_iov(fd, iov, n, off)) < 0)
       return r;
   }
   return 0;
@@ -106,7 +105,7 @@ typedef struct fd_sink {
 static void sink_flush(fd_sink *s) {
   struct iovec iov = {s->buf, s->used};
   if (!s->err && s->used)
-    s->err = write_iov(s->fd, &iov, 1, &s->off);
+    s->err = pcd_write_iov(s->fd, &iov, 1, &s->off);
   s->used = 0;
 }
 
@@ -149,7 +148,7 @@ static int encode_bulk(Pcachepb__Response *resp, int fd, uint64_t off, pcd_out *
     struct iovec iov = {resp->export->archive.data, resp->export->archive.len};
     resp->export->archive_offset = off;
     resp->export->archive_size = resp->export->archive.len;
-    r = write_iov(fd, &iov, 1, &off);
+    r = pcd_write_iov(fd, &iov, 1, &off);
     resp->export->archive.data = NULL;
     resp->export->archive.len = 0;
   } else {

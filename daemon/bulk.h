@@ -41,4 +41,9 @@ int pcd_reply_error(int status, const char *message, pcd_out *ret_out);
 
 void pcd_out_release(pcd_out *out);
 
+struct iovec;
+/* Writes a gathered batch of n (at most IOV_MAX) at *off, going on after
+ * short writes (iov is consumed); *off ends past it. 0 or -errno. */
+int pcd_write_iov(int fd, struct iovec *iov, int n, uint64_t *off);
+
 #endif

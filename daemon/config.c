@@ -48,6 +48,10 @@ static void usage(FILE *out) {
           "                         this long of its latest use (7d; 0: all)\n"
           "  --prefetch-max N       and at most this many, most recent first; the\n"
           "                         rest are served per miss (65536)\n"
+          "  --segment-memory SIZE  shared-memory segments (each app's snapshot and\n"
+          "                         blobs, mapped by its clients) held at once;\n"
+          "                         least recently used dropped first (512M; 0: off)\n"
+          "  --segment-idle SECS    drop a segment no client asked for this long (300s)\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
@@ -95,6 +99,8 @@ enum {
   OPT_REMOTE_TTL,
   OPT_REMOTE_TIMEOUT,
   OPT_REMOTE_QUEUE,
+  OPT_SEGMENT_MEMORY,
+  OPT_SEGMENT_IDLE,
   OPT_VERSION,
   OPT_HELP,
 };
@@ -125,6 +131,8 @@ static const number_option numbers[] = {
     {OPT_FLUSH,         "flush-interval",  0, 10,        3600000,         FIELD(flush_interval_ms)},
     {OPT_PREFETCH_WINDOW, "prefetch-window", 1, 0,       1ull << 32,      FIELD(prefetch_window_s)},
     {OPT_PREFETCH_MAX,  "prefetch-max",    0, 1,         1u << 24,        FIELD(prefetch_max)},
+    {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
+    {OPT_SEGMENT_IDLE,  "segment-idle",    1, 1,         1ull << 32,      FIELD(segment_idle_s)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
     {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},
@@ -177,6 +185,8 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"flush-interval", required_argument, NULL, OPT_FLUSH},
       {"prefetch-window", required_argument, NULL, OPT_PREFETCH_WINDOW},
       {"prefetch-max", required_argument, NULL, OPT_PREFETCH_MAX},
+      {"segment-memory", required_argument, NULL, OPT_SEGMENT_MEMORY},
+      {"segment-idle", required_argument, NULL, OPT_SEGMENT_IDLE},
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -203,6 +213,8 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .flush_interval_ms = 5000,
       .prefetch_window_s = 7 * 86400,
       .prefetch_max = 65536,
+      .segment_memory = 512ull << 20,
+      .segment_idle_s = 300,
       .log_level = PCACHE_LOG_INFO,
       .remote_prefix = "pcache:",
       .remote_timeout_ms = 20,

@@ -35,6 +35,8 @@ typedef struct pcd_config {
   uint64_t remote_ttl_s;        /* --remote-ttl, 0: keys never expire */
   uint64_t remote_timeout_ms;   /* --remote-timeout: longest a Get waits on it */
   uint64_t remote_queue;        /* --remote-queue: bytes waiting to be pushed */
+  uint64_t segment_memory;      /* --segment-memory: bytes of segments held, 0: none */
+  uint64_t segment_idle_s;      /* --segment-idle: drop a segment unasked this long */
   int log_level;
 } pcd_config;
 

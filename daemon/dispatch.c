@@ -119,6 +119,9 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
       return;
     pcd_read_prefetch(c, req->prefetch);
     break;
+  case PCACHEPB__REQUEST__BODY_SEGMENT:
+    pcd_read_segment(c, req->segment);
+    break;
   case PCACHEPB__REQUEST__BODY_LIST:
     pcd_read_list(c, req->list);
     break;

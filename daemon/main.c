@@ -20,6 +20,7 @@
 #include "dispatch.h"
 #include "remote.h"
 #include "replay.h"
+#include "segment.h"
 #include "server.h"
 
 int main(int argc, char **argv) {
@@ -53,8 +54,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.loop = &loop;
-  if ((r = pcd_client_reports_new(&srv.client_reports)) < 0) {
-    log_error("cannot make room for client reports: %s", strerror(-r));
+  if ((r = pcd_client_reports_new(&srv.client_reports)) < 0 ||
+      (r = pcd_segments_new(&config, &srv.segments)) < 0) {
+    log_error("cannot make room for client reports and segments: %s", strerror(-r));
     goto out_loop;
   }
 
@@ -100,6 +102,7 @@ int main(int argc, char **argv) {
   uv_loop_close(&loop);
   pcd_remote_free(srv.remote);
   pcd_client_reports_free(srv.client_reports);
+  pcd_segments_free(srv.segments);
   log_info("stopped");
   return 0;
 
@@ -117,6 +120,7 @@ out_listen:
     unlink(srv.socket_path);
 out_loop:
   pcd_client_reports_free(srv.client_reports);
+  pcd_segments_free(srv.segments);
   uv_loop_close(&loop);
   return 1;
 }

@@ -20,6 +20,7 @@
 
 #include <pcache/pcache.h>
 
+#include "app_order.h"
 #include "arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
@@ -58,22 +59,7 @@ static int add_drop(blob_set *s, const uint8_t *key) {
   return 0;
 }
 
-/* What a reply needs of an entry: a Prefetch keeps thousands of these
- * while it sorts, so not the whole pcd_entry (its app name alone is 201
- * bytes). */
-typedef struct blob_ref {
-  uint8_t key[PCD_ENTRY_KEY_SIZE];
-  uint32_t kind;
-  uint64_t blob_size, checksum, last_used_us;
-} blob_ref;
-
-static void ref_of(const pcd_entry *e, blob_ref *ret) {
-  memcpy(ret->key, e->key, PCD_ENTRY_KEY_SIZE);
-  ret->kind = e->kind;
-  ret->blob_size = e->blob_size;
-  ret->checksum = e->checksum;
-  ret->last_used_us = e->last_used_us;
-}
+typedef pcd_order_ref blob_ref;
 
 /* Adds the entry's blob to the reply after checking it against its
  * checksum. Returns 0 when added, PCACHE_ENOT_FOUND when the blob is not
@@ -213,7 +199,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
     }
     if (r == 0) {
       blob_ref ref;
-      ref_of(&e, &ref);
+      pcd_order_ref_of(&e, &ref);
       r = add_blob(&s, &ref);
     }
     if (r < 0 && r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE)
@@ -238,7 +224,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
   pcd_server_trim(g->n_state_hashes * 128u);
 }
 
-typedef PCACHE_VEC(blob_ref) entry_vec;
+typedef pcd_order_vec entry_vec;
 
 static int by_hash(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
 
@@ -373,48 +359,6 @@ static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
   s->bytes += v->meta.blob_size;
 }
 
-/* The app's entries, and the latest use of any of them (the snapshot's
- * included, which collect_order takes out after). */
-typedef struct collected {
-  entry_vec *ev;
-  uint64_t newest_us;
-} collected;
-
-static int collect_entry(void *ctx, const pcd_entry *e) {
-  collected *c = ctx;
-  blob_ref ref;
-  ref_of(e, &ref);
-  if (ref.last_used_us > c->newest_us)
-    c->newest_us = ref.last_used_us;
-  return pcache_vec_push(c->ev, ref);
-}
-
-/* How many of the sorted order a Prefetch sends: what the app used within
- * --prefetch-window of its latest use (relative, so an app not run for a
- * month still gets what its last runs used), at most --prefetch-max. The
- * rest stays in the store, served per miss by a Get, which touches it and
- * so brings it back into the window. */
-static size_t likely_used(const entry_vec *ev, uint64_t newest_us, const pcd_config *cfg) {
-  size_t n = ev->n < cfg->prefetch_max ? ev->n : cfg->prefetch_max;
-  uint64_t window_us = cfg->prefetch_window_s * 1000000u;
-  if (!cfg->prefetch_window_s)
-    return n;
-  for (size_t i = 0; i < n; i++)
-    if (newest_us - ev->items[i].last_used_us > window_us)
-      return i;
-  return n;
-}
-
-/* Most recently used first; ties (a Put stores its items with one time)
- * by key, so that the order is the same for every page of a paged
- * Prefetch. */
-static int by_recent(const void *a, const void *b) {
-  const blob_ref *x = a, *y = b;
-  if (x->last_used_us != y->last_used_us)
-    return x->last_used_us < y->last_used_us ? 1 : -1;
-  return memcmp(x->key, y->key, PCD_ENTRY_KEY_SIZE);
-}
-
 /* A Prefetch's page order from some position: the refs this page
  * collected, or the state hashes a connection's cursor kept. */
 typedef struct page_order {
@@ -440,7 +384,7 @@ static int order_entry(blob_set *s, const page_order *o, const uint8_t *devkey, 
   memcpy(key + PCACHE_DEVKEY_SIZE, o->cursor->hashes + i * PCACHE_HASH_SIZE, PCACHE_HASH_SIZE);
   if ((r = pcd_entry_get(s->txn, key, &e)) < 0)
     return r;
-  ref_of(&e, ret);
+  pcd_order_ref_of(&e, ret);
   return 0;
 }
 
@@ -479,10 +423,11 @@ static int fill_page(blob_set *s, const page_order *o, const uint8_t *devkey, si
  * counted in Stats.prefetch_scans. */
 static int collect_order(blob_set *s, const Pcachepb__Prefetch *p, const char *app, snap_view *snap,
                          entry_vec *ev) {
-  collected col = {ev, 0};
+  uint64_t newest_us = 0;
   int r;
   atomic_fetch_add(&s->srv->stats.prefetch_scans, 1);
-  r = pcd_app_foreach(s->txn, p->device_key.data, app, collect_entry, &col);
+  /* The latest use counts the snapshot's entries, taken out below. */
+  r = pcd_order_collect(s->txn, p->device_key.data, app, ev, &newest_us);
   /* Every page leaves the snapshot's entries out, so that offsets count
    * the same list; only the first sends the snapshot itself. */
   if (r == 0 && p->snapshot)
@@ -492,9 +437,8 @@ static int collect_order(blob_set *s, const Pcachepb__Prefetch *p, const char *a
   snap_filter(s, p->device_key.data, snap, ev, p->offset == 0);
   if (p->offset == 0)
     snap_reply(s, p->device_key.data, snap);
-  if (ev->n)
-    qsort(ev->items, ev->n, sizeof *ev->items, by_recent);
-  ev->n = likely_used(ev, col.newest_us, s->srv->config);
+  pcd_order_sort(ev);
+  ev->n = pcd_order_likely(ev, newest_us, s->srv->config);
   return 0;
 }
 

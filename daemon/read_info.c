@@ -14,6 +14,7 @@
 #include "remote.h"
 #include "replay.h"
 #include "respond.h"
+#include "segment.h"
 #include "server.h"
 
 void pcd_read_hello(pcd_conn *c, const Pcachepb__Hello *h) {
@@ -179,6 +180,7 @@ void pcd_read_stats(pcd_conn *c) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
   pcd_totals t = {0};
+  pcd_segment_stats seg;
   pcd_arena arena = {0};
   pcd_txn *txn;
   int r = pcd_txn_begin(srv->store, 0, &txn);
@@ -221,6 +223,12 @@ void pcd_read_stats(pcd_conn *c) {
   s.prefetch_scans = atomic_load(&srv->stats.prefetch_scans);
   if (srv->remote)
     s.remote = pcd_remote_stats(srv->remote, &arena);
+  pcd_segments_stats(srv->segments, &seg);
+  s.segments = seg.segments;
+  s.segment_bytes = seg.bytes;
+  s.segment_builds = seg.builds;
+  s.segment_drops = seg.drops;
+  s.segment_sent = seg.sent;
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

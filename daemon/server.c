@@ -20,6 +20,7 @@
 #include "connection.h"
 #include "private_dir.h"
 #include "remote.h"
+#include "segment.h"
 
 /* ------------------------------------------------------------------ listen */
 
@@ -137,6 +138,11 @@ static void arm_idle(pcd_server *srv) {
 }
 
 static void on_idle_async(uv_async_t *h) { arm_idle(h->data); }
+
+static void on_segment_timer(uv_timer_t *t) {
+  pcd_server *srv = t->data;
+  pcd_segments_expire(srv->segments, pcache__mono_us());
+}
 
 /* How long accepting pauses when the process is out of fds (or the
  * kernel out of memory for sockets), and how often that is said. */
@@ -271,6 +277,10 @@ int pcd_server_start(pcd_server *srv) {
   srv->idle_timer.data = srv;
   uv_timer_init(srv->loop, &srv->accept_timer);
   srv->accept_timer.data = srv;
+  uv_timer_init(srv->loop, &srv->segment_timer);
+  srv->segment_timer.data = srv;
+  /* Idle segments go within a second of --segment-idle. */
+  uv_timer_start(&srv->segment_timer, on_segment_timer, 1000, 1000);
   uv_async_init(srv->loop, &srv->idle_async, on_idle_async);
   srv->idle_async.data = srv;
   srv->idle_async_ready = 1;
@@ -309,6 +319,7 @@ void pcd_server_stop(pcd_server *srv) {
   srv->idle_async_ready = 0;
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
   uv_close((uv_handle_t *)&srv->accept_timer, NULL);
+  uv_close((uv_handle_t *)&srv->segment_timer, NULL);
   uv_close((uv_handle_t *)&srv->idle_async, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);

@@ -26,6 +26,7 @@ typedef struct pcd_server {
   struct pcd_client_reports *client_reports; /* the layer's reports; main.c makes it */
   struct pcd_replay *replay;  /* replays for new drivers (replay.h); main.c makes it */
   struct pcd_remote *remote; /* the fleet tier (--remote), or NULL; main.c makes it */
+  struct pcd_segments *segments; /* shared-memory segments (segment.h); main.c makes it */
   char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
   char data_dir[4096];
   int listen_fd;
@@ -33,6 +34,7 @@ typedef struct pcd_server {
   uv_poll_t listen_poll;
   uv_timer_t idle_timer;      /* --idle-exit */
   uv_timer_t accept_timer;    /* resumes accepting after fds ran out */
+  uv_timer_t segment_timer;   /* drops idle segments (--segment-idle) */
   uint64_t accept_warned_us;  /* last "out of fds" warning (monotonic) */
   uv_async_t idle_async;      /* a worker closed the last connection */
   int idle_async_ready;

@@ -230,6 +230,43 @@ int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn) {
   return 0;
 }
 
+static unsigned app_bucket(const uint8_t *devkey, const char *app) {
+  uint8_t key[PCACHE_DEVKEY_SIZE + PCD_MAX_APP];
+  size_t n = strnlen(app, PCD_MAX_APP);
+  memcpy(key, devkey, PCACHE_DEVKEY_SIZE);
+  memcpy(key + PCACHE_DEVKEY_SIZE, app, n);
+  return (unsigned)(pcache__checksum64(key, PCACHE_DEVKEY_SIZE + n) % PCD_APP_GEN_BUCKETS);
+}
+
+uint64_t pcd_store_app_gen(pcd_store *store, const uint8_t device_key[PCACHE_DEVKEY_SIZE],
+                           const char *app) {
+  /* Both only grow, so their sum changes whenever either does. */
+  return atomic_load(&store->app_gens[app_bucket(device_key, app)]) +
+         atomic_load(&store->all_changes);
+}
+
+void pcd_txn_note_change(pcd_txn *t, const uint8_t *devkey, const char *app) {
+  unsigned b;
+  if (!app || t->n_changed == PCD_TXN_CHANGES) {
+    t->changed_all = 1;
+    return;
+  }
+  b = app_bucket(devkey, app);
+  for (unsigned i = 0; i < t->n_changed; i++)
+    if (t->changed[i] == b)
+      return;
+  t->changed[t->n_changed++] = (uint16_t)b;
+}
+
+/* After a commit: readers that copied a changed pair before it now see
+ * another number (pcd_store_app_gen). */
+static void bump_changes(const pcd_txn *t) {
+  if (t->changed_all)
+    atomic_fetch_add(&t->store->all_changes, 1);
+  for (unsigned i = 0; i < t->n_changed; i++)
+    atomic_fetch_add(&t->store->app_gens[t->changed[i]], 1);
+}
+
 int pcd_txn_commit(pcd_txn *txn) {
   int r;
   if (txn->err) {
@@ -238,6 +275,8 @@ int pcd_txn_commit(pcd_txn *txn) {
   } else {
     int rc = mdb_txn_commit(txn->txn);
     r = pcd_db_err(NULL, rc, "commit");
+    if (rc == 0)
+      bump_changes(txn);
     /* LMDB reports a short write of a full disk as EIO: say which it is. */
     if (rc == EIO || rc == ENOSPC) {
       struct statvfs fs;

@@ -104,6 +104,16 @@ void pcd_store_close(pcd_store *store);
  */
 int pcd_store_check(pcd_txn *txn, char *why, size_t why_size);
 
+/*
+ * pcd_store_app_gen - a number that changes after every commit that
+ * changed (device_key, app)'s entries or snapshot (and sometimes after
+ * others'). Read it before the read transaction that copies the pair's
+ * data: if it is the same later, no commit since has changed that data.
+ * Any thread.
+ */
+uint64_t pcd_store_app_gen(pcd_store *store, const uint8_t device_key[PCACHE_DEVKEY_SIZE],
+                           const char *app);
+
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);
 /* Returns 0, PCACHE_EFULL (map full; the txn is gone) or PCACHE_ESTORE. */
 int pcd_txn_commit(pcd_txn *txn);

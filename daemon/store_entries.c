@@ -256,7 +256,9 @@ int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, cons
       e.last_used_us = old.last_used_us;
     if ((r = unref_desc_modules(txn, entry->key)) < 0 || (r = delete_indexes(txn, &old)) < 0)
       return r;
+    pcd_txn_note_change(txn, e.key, old.app); /* refiled from another app, or replaced */
   }
+  pcd_txn_note_change(txn, e.key, e.app);
   if ((r = pcd_db_put(txn, txn->store->blobs, e.key, PCD_ENTRY_KEY_SIZE, blob, e.blob_size,
                       "put blob")) < 0 ||
       (r = pcd_db_put(txn, txn->store->descs, e.key, PCD_ENTRY_KEY_SIZE, desc, e.desc_size,
@@ -287,6 +289,7 @@ int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64
     return r;
   }
   bytes = e.blob_size + e.desc_size;
+  pcd_txn_note_change(txn, key, r == 0 ? e.app : NULL);
   if ((r = unref_desc_modules(txn, key)) < 0 || (r = delete_indexes(txn, &e)) < 0 ||
       (r = pcd_db_del(txn, txn->store->blobs, key, PCD_ENTRY_KEY_SIZE, "del blob")) < 0 ||
       (r = pcd_db_del(txn, txn->store->descs, key, PCD_ENTRY_KEY_SIZE, "del desc")) < 0 ||

@@ -30,11 +30,13 @@
 #define PCD_STORE_INTERNAL_H
 
 #include <lmdb.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "store.h"
 
 #define PCD_SPARE_TXNS 16
+#define PCD_APP_GEN_BUCKETS 4096
 
 struct pcd_store {
   MDB_env *env;
@@ -47,14 +49,30 @@ struct pcd_store {
   MDB_dbi info, devices, entries, blobs, descs, modules, lru, apps, snapshots, snapdata;
   uint64_t map_size;
   char dir[4096];
+  /* Change counters of (device, app) pairs, by a hash of the pair (a
+   * collision only costs a needless rebuild), bumped after each commit
+   * that changed the pair's entries or snapshot; all_changes after one
+   * that changed too many to list. pcd_store_app_gen reads them. */
+  atomic_uint_fast64_t app_gens[PCD_APP_GEN_BUCKETS];
+  atomic_uint_fast64_t all_changes;
 };
+
+/* The most (device, app) pairs a write transaction lists as changed; more
+ * count as a change of all of them. */
+#define PCD_TXN_CHANGES 16
 
 struct pcd_txn {
   pcd_store *store;
   MDB_txn *txn;
   int err;
   int write;
+  uint16_t changed[PCD_TXN_CHANGES]; /* app_gens buckets to bump at commit */
+  uint8_t n_changed, changed_all;
 };
+
+/* Notes that the txn changes (devkey, app)'s entries or snapshot (app
+ * NULL: it cannot say which app): bumped at commit, forgotten at abort. */
+void pcd_txn_note_change(pcd_txn *t, const uint8_t *devkey, const char *app);
 
 /* ------------------------------------------------------------ store_db.c */
 

@@ -131,6 +131,7 @@ int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *h
   int r = pcd_snapshot_delete(txn, snapshot->device_key, snapshot->app, &old);
   if (r < 0 && r != PCACHE_ENOT_FOUND)
     return r;
+  pcd_txn_note_change(txn, snapshot->device_key, snapshot->app);
   memset(meta, 0, sizeof meta);
   meta[0] = SNAP_VERSION;
   pcache__put_le64(meta + 8, snapshot->blob_size);
@@ -171,6 +172,7 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
   found |= r == 0;
   if (!found)
     return PCACHE_ENOT_FOUND;
+  pcd_txn_note_change(txn, device_key, app);
   if ((r = pcd_db_del(txn, txn->store->snapdata, key, key_size, "del snapdata")) < 0 ||
       (r = pcd_db_del(txn, txn->store->snapshots, key, key_size, "del snapshot")) < 0 ||
       (r = add_snap_bytes(txn, -(int64_t)bytes)) < 0 ||

@@ -124,6 +124,9 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
   case PCACHEPB__REQUEST__BODY_PREFETCH:
     r = check_key(&req->prefetch->device_key, 0, msg, size);
     return r < 0 ? r : check_app(req->prefetch->app, msg, size);
+  case PCACHEPB__REQUEST__BODY_SEGMENT:
+    r = check_key(&req->segment->device_key, 0, msg, size);
+    return r < 0 ? r : check_app(req->segment->app, msg, size);
   case PCACHEPB__REQUEST__BODY_LIST:
     r = check_key(&req->list->device_key, 1, msg, size);
     return r < 0 ? r : check_app(req->list->app, msg, size);

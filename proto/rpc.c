@@ -192,10 +192,16 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
   if (r < 0)
     goto out;
   if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
-    if (fd >= 0) {
-      r = PCACHE_EPROTO; /* a descriptor nobody asked for */
+    /* A SegmentReply of nonzero size is the one other frame with an fd
+     * (the segment's memfd); any other descriptor nobody asked for. */
+    int wants_fd = outer->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && outer->segment->size;
+    if ((fd >= 0) != wants_fd) {
+      r = PCACHE_EPROTO;
       goto out_free_outer;
     }
+    reply.passed_fd = fd;
+    reply.has_passed_fd = wants_fd;
+    fd = -1;
     reply.response = outer;
     outer = NULL;
     goto done;
@@ -264,6 +270,8 @@ void pcache__reply_release(pcache__reply *reply) {
   if (!reply)
     return;
   pcache__response_free(reply->response);
+  if (reply->has_passed_fd)
+    close(reply->passed_fd);
   if (reply->bulk) {
     munmap((void *)reply->bulk, reply->bulk_size);
     close(reply->memfd);

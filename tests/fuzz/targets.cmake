@@ -31,6 +31,7 @@ endfunction()
 
 pcache_fuzz_target(frame pcache_proto pcache_common)
 pcache_fuzz_target(blob pcache_common)
+pcache_fuzz_target(segment pcache_proto pcache_common)
 pcache_fuzz_target(archive pcached_core pcache_fuzz_scratch)
 pcache_fuzz_target(dispatch pcached_core pcache_fuzz_scratch pcache_test_wire)
 

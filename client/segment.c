@@ -1,0 +1,158 @@
+/* The device's shared-memory segment: fetched once at device creation,
+ * mapped read-only, never changed after (a newer one from the daemon is
+ * for the next device context; this mapping stays valid however the
+ * daemon replaces or drops its own). Nothing from it reaches the driver
+ * before pcache__blob_load's checks: the tables are checked whole when
+ * mapped, each blob when used. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "client/blobs.h"
+#include "client/prefetch.h"
+#include "client/segment.h"
+#include "client/snapshot.h"
+#include "common/alloc.h"
+
+static int segments_disabled(void) {
+  const char *env = getenv("PCACHE_NO_SEGMENT");
+  return env && env[0] == '1';
+}
+
+int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Segment sg = PCACHEPB__SEGMENT__INIT;
+  pcache__reply reply = {0};
+  pcache__seg_map *m;
+  const char *why = "";
+  int r;
+  if (!d->client || segments_disabled())
+    return 0;
+  sg.device_key.data = d->key.bytes;
+  sg.device_key.len = PCACHE_DEVKEY_SIZE;
+  sg.app = d->client->app_name;
+  request.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
+  request.segment = &sg;
+  /* An older daemon answers PCACHE_EUNKNOWN_REQUEST: no segment. */
+  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_SEGMENT, timeout_ms, &reply);
+  if (r == -ETIMEDOUT)
+    goto out;
+  r = 0;
+  if (!reply.response || !reply.has_passed_fd)
+    goto out;
+  m = pcache__calloc(1, sizeof *m);
+  if (!m)
+    goto out;
+  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->key, 1, m, &why);
+  if (r < 0) {
+    static const char site[] = "refused_segment";
+    atomic_fetch_add(&d->stats.segment_refused, 1);
+    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, 0, 0,
+                        "the shared-memory segment from pcached was refused (%s); its "
+                        "blobs come over the socket instead",
+                        r == PCACHE_EPROTO ? why : pcache_strerror(r));
+    pcache__free(m);
+    r = 0;
+    goto out;
+  }
+  d->segment_refused = pcache__calloc(m->seg.n_entries ? m->seg.n_entries : 1, 1);
+  if (!d->segment_refused) {
+    pcache__seg_map_close(m);
+    pcache__free(m);
+    goto out;
+  }
+  d->segment = m;
+out:
+  pcache__reply_release(&reply); /* the mapping outlives the memfd */
+  return r;
+}
+
+/* The index position of a blob whose hash points into the index. */
+static size_t index_of(const pcache__seg *seg, const uint8_t *hash) {
+  return (size_t)(hash - seg->index) / PCACHE_SEG_INDEX_ENTRY;
+}
+
+int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
+  const pcache__seg *seg = d->segment ? &d->segment->seg : NULL;
+  pcache__prefetch_blob *blobs;
+  uint32_t n;
+  int snapshot_loaded = 0;
+  *ret_offset = 0;
+  if (!seg)
+    return 0;
+  if (!d->no_snapshot && seg->snapshot &&
+      pcache__snapshot_load_blob(d, seg->snapshot, seg->snapshot_size, seg->snapshot_checksum) ==
+          0) {
+    size_t covered = 0;
+    for (uint32_t i = 0; i < seg->n_snap_hashes; i++)
+      covered += (size_t)pcache__snapshot_covers(d, seg->snap_hashes + (size_t)i * 16);
+    pcache__table_publish(&d->prefetched);
+    atomic_fetch_add(&d->stats.prefetched, covered);
+    atomic_store(&d->stats.snapshot_loaded, covered);
+    snapshot_loaded = 1;
+  }
+  /* With the snapshot, the blobs it does not cover (they come first);
+   * without it, all of them. */
+  n = snapshot_loaded ? seg->n_uncovered : seg->n_entries;
+  blobs = pcache__calloc(n ? n : 1, sizeof *blobs);
+  if (!blobs)
+    return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    pcache__seg_blob b;
+    pcache__seg_at(seg, i, &b);
+    blobs[i] = (pcache__prefetch_blob){b.hash, b.data, (size_t)b.size, b.checksum};
+  }
+  (void)pcache__prefetch_merge(d, blobs, n, NULL);
+  /* What did not join the prefetched set was refused (and reported). */
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t k0, k1;
+    pcache__hash_keys(blobs[i].hash, &k0, &k1);
+    if (!pcache__table_find(&d->prefetched, k0, k1))
+      atomic_store(&d->segment_refused[index_of(seg, blobs[i].hash)], 1);
+  }
+  pcache__free(blobs);
+  /* A socket prefetch's offset counts the blobs before (the snapshot's
+   * are not in its order): pages are sets, so an order changed since only
+   * repeats what the set already has. */
+  *ret_offset = snapshot_loaded ? seg->n_uncovered : 0;
+  return snapshot_loaded == !d->no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
+         (snapshot_loaded || !seg->snapshot);
+}
+
+int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineCache *ret_cache) {
+  Pcachepb__ReportReason reason = 0;
+  pcache__seg_blob b;
+  size_t at;
+  if (!d->segment || !pcache__seg_find(&d->segment->seg, hash->bytes, &b))
+    return 0;
+  at = index_of(&d->segment->seg, b.hash);
+  if (atomic_load(&d->segment_refused[at]))
+    return 0;
+  if (pcache__blob_load(d, b.data, (size_t)b.size, b.checksum, ret_cache, &reason) == 0)
+    return 1;
+  atomic_store(&d->segment_refused[at], 1);
+  {
+    Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
+    const Pcachepb__ReportItem *items[1] = {&item};
+    atomic_fetch_add(&d->stats.rejected_blobs, 1);
+    item.state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, (uint8_t *)hash->bytes};
+    item.reason = reason;
+    pcache__blob_report(d, items, 1);
+  }
+  return 0;
+}
+
+void pcache__segment_refuse(pcache_device *d, const pcache__hash *hash) {
+  pcache__seg_blob b;
+  if (d->segment && pcache__seg_find(&d->segment->seg, hash->bytes, &b))
+    atomic_store(&d->segment_refused[index_of(&d->segment->seg, b.hash)], 1);
+}
+
+void pcache__segment_release(pcache_device *d) {
+  if (!d->segment)
+    return;
+  pcache__seg_map_close(d->segment);
+  pcache__free(d->segment);
+  pcache__free((void *)d->segment_refused);
+  d->segment = NULL;
+  d->segment_refused = NULL;
+}

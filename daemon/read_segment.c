@@ -1,0 +1,78 @@
+/* Segment: hands the client the (device, app) segment's memfd
+ * (segment.h), building it first when the app's entries changed since
+ * the held one was built. The descriptor travels like a bulk reply's
+ * (connection.c): with the frame's first byte, at most one in flight per
+ * client; its pages are the registry's, counted in --segment-memory, not
+ * in the client's --max-pending. */
+#include "reads.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "bulk.h"
+#include "common/alloc.h"
+#include "common/log.h"
+#include "respond.h"
+#include "segment.h"
+#include "server.h"
+
+/* Blobs the build found failing their checksum: dropped, counted and
+ * logged as a Get's would be (never sent either way). */
+static void drop_bad(pcd_conn *c, pcd_segment_got *got) {
+  pcd_job *job;
+  for (size_t i = 0; i < got->n_bad; i++) {
+    char hex[33];
+    pcache__hex(got->bad_keys + i * PCD_ENTRY_KEY_SIZE + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, hex);
+    log_error("store: entry %s failed its checksum; dropping it, never sent", hex);
+    atomic_fetch_add(&c->srv->stats.checksum_failures, 1);
+  }
+  job = got->n_bad && c->srv->writer ? pcd_job_new(PCD_JOB_DROP) : NULL;
+  if (job)
+    job->touches = pcache__calloc(got->n_bad, sizeof *job->touches);
+  if (job && job->touches) {
+    for (size_t i = 0; i < got->n_bad; i++)
+      memcpy(job->touches[i].key, got->bad_keys + i * PCD_ENTRY_KEY_SIZE, PCD_ENTRY_KEY_SIZE);
+    job->n_touches = got->n_bad;
+    pcd_writer_submit(c->srv->writer, job);
+  } else {
+    pcd_job_free(job);
+  }
+  pcache__free(got->bad_keys);
+  got->bad_keys = NULL;
+  got->n_bad = 0;
+}
+
+void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__SegmentReply reply = PCACHEPB__SEGMENT_REPLY__INIT;
+  const char *app = req->app && *req->app ? req->app : c->app;
+  pcd_segment_got got;
+  pcd_out out;
+  int r;
+  /* A request for blobs, as Get and Prefetch are (Stats.gets). */
+  atomic_fetch_add(&c->srv->stats.gets, 1);
+  r = pcd_segments_get(c->srv->segments, c->srv->store, req->device_key.data, app,
+                       pcache__mono_us(), &got);
+  drop_bad(c, &got);
+  if (r < 0) {
+    log_warn("segment: app '%s': %s; its clients use the socket", app, pcache_strerror(r));
+    pcd_respond_error(c, r, NULL);
+    return;
+  }
+  reply.size = got.size;
+  reply.generation = got.generation;
+  reply.entries = got.entries;
+  reply.complete = got.complete;
+  resp.body_case = PCACHEPB__RESPONSE__BODY_SEGMENT;
+  resp.segment = &reply;
+  if ((r = pcd_reply_encode(&resp, &out)) < 0) {
+    if (got.fd >= 0)
+      close(got.fd);
+    pcd_respond_error(c, r, NULL);
+    return;
+  }
+  out.fd = got.fd; /* sent with the frame, closed with out */
+  pcd_conn_send(c, &out);
+}

@@ -1,0 +1,117 @@
+/* The shared-memory segment through libpcache and lavapipe. Cold run:
+ * pipelines and a snapshot are uploaded. Warm run, in a new process: the
+ * device cache comes from the segment (one Segment request, no Prefetch
+ * page, no Get, nothing compiled). Warm without prefetch
+ * (PCACHE_NO_PREFETCH=1): every miss is served from the mapped segment's
+ * index, again with no Get. After more pipelines, the daemon builds a new
+ * segment and the next run loads it. With segments off (PCACHE_NO_SEGMENT)
+ * the socket serves as before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_util.h"
+#include "harness.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+
+static void run(const char *mode) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  pcache_stats st;
+  int more = strcmp(mode, "more") == 0, after = strcmp(mode, "after") == 0;
+
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (strcmp(mode, "warm") == 0 || more) {
+    ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
+    ASSERT_EQ(st.prefetched, N_PIPELINES);
+  } else if (after) {
+    ASSERT_EQ(st.prefetched, N_PIPELINES + 2);
+  } else {
+    ASSERT_EQ(st.prefetched, 0);
+  }
+  test_objects_create(&o, device);
+  util_build_set(device, &o, N_GRAPHICS + (more || after ? 2 : 0), N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (strcmp(mode, "cold") == 0) {
+    ASSERT_EQ(st.compiles, N_PIPELINES);
+  } else {
+    ASSERT_EQ(st.compiles, more ? 2u : 0u);
+    ASSERT_EQ(st.daemon_hits, N_PIPELINES + (after ? 2u : 0u));
+    ASSERT_EQ(st.rejected_blobs, 0);
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+static Pcachepb__StatsReply stats(void) {
+  Pcachepb__Response *r = util_stats();
+  Pcachepb__StatsReply s = *r->stats;
+  s.daemon_version = s.data_dir = s.socket_path = NULL;
+  s.n_replay = 0;
+  s.replay = NULL;
+  pcache__response_free(r);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  test_env env;
+  Pcachepb__StatsReply s0, s1;
+  if (argc > 1) {
+    run(argv[1]);
+    return 0;
+  }
+  test_env_init(&env, "client-segment");
+  test_daemon_start(&env, NULL);
+  run("cold");
+
+  /* Warm: the Segment request is the one request for blobs. */
+  s0 = stats();
+  util_run_self(argv[0], "warm");
+  s1 = stats();
+  ASSERT_EQ(s1.gets - s0.gets, 1);
+  ASSERT_EQ(s1.prefetch_scans - s0.prefetch_scans, 0);
+  ASSERT_EQ(s1.segment_builds, 1);
+  ASSERT_EQ(s1.segments, 1);
+
+  /* Per miss, from the mapped index: still no Get. */
+  setenv("PCACHE_NO_PREFETCH", "1", 1);
+  util_run_self(argv[0], "nopf");
+  unsetenv("PCACHE_NO_PREFETCH");
+  s0 = stats();
+  ASSERT_EQ(s0.gets - s1.gets, 1);
+  ASSERT_EQ(s0.segment_builds, 1); /* shared: not built again */
+  ASSERT_EQ(s0.segment_sent, 2);
+
+  /* The run without prefetch uploaded a snapshot (its cache was built
+   * blob by blob): the next run gets a new segment (2); it adds two
+   * pipelines and a new snapshot, and the run after gets another (3),
+   * holding all ten. */
+  util_run_self(argv[0], "more");
+  util_run_self(argv[0], "after");
+  s1 = stats();
+  ASSERT_EQ(s1.segment_builds, 3);
+  ASSERT_EQ(s1.segments, 1);
+
+  /* Segments off: the socket path serves (a Prefetch). */
+  setenv("PCACHE_NO_SEGMENT", "1", 1);
+  s0 = stats();
+  util_run_self(argv[0], "after");
+  s1 = stats();
+  ASSERT_EQ(s1.segment_sent, s0.segment_sent);
+  ASSERT_GE(s1.prefetch_scans - s0.prefetch_scans, 1);
+  test_env_cleanup(&env);
+  return 0;
+}
