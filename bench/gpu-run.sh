@@ -12,8 +12,10 @@
 # run-all.sh's set, run-layer.sh's plain program through the Vulkan layer;
 # also "diskprobe": probe-disk-cache.sh, the driver's disk cache under each
 # configuration; "replay": run-replay.sh, replay after a simulated driver
-# update on the demo's heavy set). LAYER_ARGS: more arguments for
-# run-layer.sh ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512").
+# update on the demo's heavy set; "gpl": bench_gpl, fast-linked misses on
+# pcache-demo's heavy set). LAYER_ARGS: more arguments for run-layer.sh
+# ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512"); GPL_ARGS:
+# for bench_gpl (default "--pipelines 256 --draws 50").
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$1" && pwd)
@@ -94,4 +96,19 @@ if [[ $parts == *" replay "* ]]; then
   # shellcheck disable=SC2086
   XDG_RUNTIME_DIR=$rrun "$SRC/bench/run-replay.sh" --build-dir "$B" --work-dir /tmp/pcache-br \
     ${REPLAY_ARGS:-} | tee "$LOGDIR/replay-gpu.log"
+  rm -rf "$rrun"
+fi
+
+if [[ $parts == *" gpl "* ]]; then
+  # Misses without a stall (issue 17): the time to a usable pipeline on a
+  # miss (fast link against the monolithic compile), frames until the
+  # optimized pipelines are in, the draw cost of linked against optimized.
+  # The driver's disk cache off, so every miss is a real one.
+  grun=$(mktemp -d /tmp/pcache-gpl-run.XXXXXX)
+  chmod 700 "$grun"
+  echo "# bench_gpl (__GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true)"
+  # shellcheck disable=SC2086
+  XDG_RUNTIME_DIR=$grun __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true \
+    "$B/bench/bench_gpl" ${GPL_ARGS:---pipelines 256 --draws 50} | tee "$LOGDIR/gpl-gpu.log"
+  rm -rf "$grun"
 fi

@@ -253,25 +253,31 @@ size_t pcache__build_fill_app_cache(pcache_device *d, VkPipelineCache app_cache,
   return received;
 }
 
-static pcache__upload *upload_new(pcache_device *d, const pcache__build *b,
-                                  const pcache__desc_keys *keys, const pcache__desc_buf *desc,
-                                  const void *blob, size_t blob_size, uint64_t compile_ns) {
+static pcache__upload *upload_new(uint32_t kind, const pcache__desc_keys *keys, const uint8_t *desc,
+                                  size_t desc_size, const void *blob, size_t blob_size,
+                                  uint64_t compile_ns) {
   pcache__upload *u = pcache__calloc(1, sizeof *u);
   if (!u)
     return NULL;
   u->state_hash = keys->state_hash;
-  u->kind = b->kind;
+  u->kind = kind;
   u->compile_ns = compile_ns;
   u->blob = pcache__malloc(blob_size);
-  u->desc = pcache__malloc(desc->size);
+  u->desc = pcache__malloc(desc_size);
   if (!u->blob || !u->desc) {
     pcache__upload_free(u);
     return NULL;
   }
   memcpy(u->blob, blob, blob_size);
   u->blob_size = blob_size;
-  memcpy(u->desc, desc->data, desc->size);
-  u->desc_size = desc->size;
+  memcpy(u->desc, desc, desc_size);
+  u->desc_size = desc_size;
+  return u;
+}
+
+size_t pcache__build_modules(pcache_device *d, const pcache__build *b,
+                             pcache__module *ret_modules[PCACHE_DESC_MAX_MODULES]) {
+  size_t n_modules = 0;
   /* The code travels with the item: the app may destroy its modules before
    * the upload thread gets to it. A pipeline linked from libraries names
    * their modules too, but carries only its own stages' (if any): the
@@ -282,17 +288,44 @@ static pcache__upload *upload_new(pcache_device *d, const pcache__build *b,
                           VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT)
                      ? b->graphics->stageCount
                      : 0;
-    for (uint32_t i = 0; i < n && u->n_modules < PCACHE_DESC_MAX_MODULES; i++) {
+    for (uint32_t i = 0; i < n && n_modules < PCACHE_DESC_MAX_MODULES; i++) {
       pcache__module *m = pcache__objmap_module(d->objects, b->graphics->pStages[i].module);
       if (m)
-        u->modules[u->n_modules++] = m;
+        ret_modules[n_modules++] = m;
     }
   } else {
     pcache__module *m = pcache__objmap_module(d->objects, b->compute->stage.module);
     if (m)
-      u->modules[u->n_modules++] = m;
+      ret_modules[n_modules++] = m;
   }
-  return u;
+  return n_modules;
+}
+
+void pcache__build_keep(pcache_device *d, VkPipelineCache fresh, const pcache__build_kept *k) {
+  size_t size = 0, taken = 0;
+  void *data = NULL;
+  if (d->GetPipelineCacheData(d->vk_device, fresh, &size, NULL) == VK_SUCCESS && size > 0 &&
+      (data = pcache__malloc(size)) != NULL &&
+      d->GetPipelineCacheData(d->vk_device, fresh, &size, data) == VK_SUCCESS) {
+    VkResult merged;
+    pthread_rwlock_wrlock(&d->cache_lock);
+    merged = d->MergePipelineCaches(d->vk_device, d->cache, 1, &fresh);
+    pthread_rwlock_unlock(&d->cache_lock);
+    if (merged == VK_SUCCESS)
+      pcache__snapshot_hold(d, k->keys->state_hash.bytes, 1);
+    if (d->client) {
+      pcache__upload *u =
+          upload_new(k->kind, k->keys, k->desc, k->desc_size, data, size, k->compile_ns);
+      if (u) {
+        memcpy(u->modules, k->modules, k->n_modules * sizeof *k->modules);
+        u->n_modules = taken = k->n_modules;
+        pcache__upload_enqueue(d, u);
+      }
+    }
+  }
+  for (size_t i = taken; i < k->n_modules; i++)
+    pcache__module_unref(k->modules[i]);
+  pcache__free(data);
 }
 
 /* A miss nobody could serve: compile with a fresh cache of its own, so its
@@ -304,10 +337,10 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VkPipelineCache fresh;
   VkPipeline pipeline;
-  uint64_t start, compile_ns;
-  size_t size = 0;
-  void *data = NULL;
+  uint64_t start;
   VkResult vr;
+  pcache__build_kept kept = {
+      .kind = b->kind, .keys = keys, .desc = desc->data, .desc_size = desc->size};
 
   /* The program asked not to compile: its own cache (or the driver's disk
    * cache) may still have the pipeline, so it goes to the driver with the
@@ -321,32 +354,17 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
   vr = create_pipeline(d, b, fresh, &pipeline);
-  compile_ns = pcache__mono_ns() - start;
+  kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
   atomic_fetch_add(&d->stats.compiles, 1);
-  if (fresh == VK_NULL_HANDLE)
-    goto out_done;
-  (void)merge_into_app_cache(d, b, fresh);
-  if (d->GetPipelineCacheData(d->vk_device, fresh, &size, NULL) == VK_SUCCESS && size > 0 &&
-      (data = pcache__malloc(size)) != NULL &&
-      d->GetPipelineCacheData(d->vk_device, fresh, &size, data) == VK_SUCCESS) {
-    VkResult merged;
-    pthread_rwlock_wrlock(&d->cache_lock);
-    merged = d->MergePipelineCaches(d->vk_device, d->cache, 1, &fresh);
-    pthread_rwlock_unlock(&d->cache_lock);
-    if (merged == VK_SUCCESS)
-      pcache__snapshot_hold(d, keys->state_hash.bytes, 1);
-    if (d->client) {
-      pcache__upload *u = upload_new(d, b, keys, desc, data, size, compile_ns);
-      if (u)
-        pcache__upload_enqueue(d, u);
-    }
-  }
-out_done:
   *ret_pipeline = pipeline;
+  if (fresh == VK_NULL_HANDLE)
+    goto out_cache;
+  (void)merge_into_app_cache(d, b, fresh);
+  kept.n_modules = d->client ? pcache__build_modules(d, b, kept.modules) : 0;
+  pcache__build_keep(d, fresh, &kept);
 out_cache:
-  pcache__free(data);
   if (fresh != VK_NULL_HANDLE)
     d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
   return vr;
@@ -371,26 +389,41 @@ static VkResult create_held(pcache_device *d, const pcache__build *b, const pcac
   return create_cached(d, b, in_app_cache, ret_pipeline);
 }
 
-static VkResult build_first(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
-                            const pcache__desc_buf *desc, VkPipeline *ret_pipeline,
-                            pcache__build_source *ret_source) {
-  int in_app_cache = 0;
-  atomic_fetch_add(&d->stats.misses, 1);
-  if (d->client && pcache__prefetch_known(d, &keys->state_hash)) {
-    *ret_source = PCACHE__BUILT_DAEMON;
+int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
+                              const pcache__desc_keys *keys, int *ret_in_app_cache) {
+  *ret_in_app_cache = 0;
+  if (!d->client)
+    return 0;
+  if (pcache__prefetch_known(d, &keys->state_hash)) {
     atomic_fetch_add(&d->stats.daemon_hits, 1);
     /* The daemon sent it unasked: tell it this one was used (once: the
      * built table sends later builds to create_held directly). */
     pcache__upload_used(d, &keys->state_hash);
-    return create_held(d, b, keys, ret_pipeline);
+    return PCACHE__DAEMON_PREFETCHED;
   }
-  if (d->client && fetch_from_daemon(d, b, &keys->state_hash, 1, &in_app_cache)) {
-    *ret_source = PCACHE__BUILT_DAEMON;
+  if (fetch_from_daemon(d, b, &keys->state_hash, 1, ret_in_app_cache)) {
     atomic_fetch_add(&d->stats.daemon_hits, 1);
-    return create_cached(d, b, in_app_cache, ret_pipeline);
+    return PCACHE__DAEMON_FETCHED;
   }
-  *ret_source = PCACHE__BUILT_COMPILED;
-  return compile(d, b, keys, desc, ret_pipeline);
+  return 0;
+}
+
+static VkResult build_first(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                            const pcache__desc_buf *desc, VkPipeline *ret_pipeline,
+                            pcache__build_source *ret_source) {
+  int in_app_cache;
+  atomic_fetch_add(&d->stats.misses, 1);
+  switch (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
+  case PCACHE__DAEMON_PREFETCHED:
+    *ret_source = PCACHE__BUILT_DAEMON;
+    return create_held(d, b, keys, ret_pipeline);
+  case PCACHE__DAEMON_FETCHED:
+    *ret_source = PCACHE__BUILT_DAEMON;
+    return create_cached(d, b, in_app_cache, ret_pipeline);
+  default:
+    *ret_source = PCACHE__BUILT_COMPILED;
+    return compile(d, b, keys, desc, ret_pipeline);
+  }
 }
 
 VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,

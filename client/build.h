@@ -75,10 +75,6 @@ VkResult pcache__build_unhashable(pcache_device *device, const pcache__build *bu
                                   VkPipeline *ret_pipeline);
 
 /*
- * pcache__build_describe - describes build's create info (inside an object
- * map read section). Returns 0, -ENOMEM or PCACHE_EUNHASHABLE.
- */
-/*
  * pcache__build_fill_app_cache - gives app_cache the daemon's entries for n
  * state hashes: Gets of up to 64 hashes each, every blob checked as any
  * other (pcache__blob_load) and merged into app_cache under lock's write
@@ -90,7 +86,47 @@ size_t pcache__build_fill_app_cache(pcache_device *device, VkPipelineCache app_c
                                     pthread_rwlock_t *lock, const pcache__hash *hashes, size_t n,
                                     uint8_t *ret_got);
 
+/*
+ * pcache__build_describe - describes build's create info (inside an object
+ * map read section). Returns 0, -ENOMEM or PCACHE_EUNHASHABLE.
+ */
 int pcache__build_describe(pcache_device *device, const pcache__build *build, pcache__desc_buf *buf,
                            pcache__desc_keys *ret_keys);
+
+/*
+ * pcache__build_from_daemon - whether the daemon has the blob of keys'
+ * state hash: PCACHE__DAEMON_PREFETCHED (the prefetch merged it into the
+ * device cache), PCACHE__DAEMON_FETCHED (one Get fetched it now and merged
+ * it, and into build's app cache too when *ret_in_app_cache says so), or 0
+ * (no daemon, or it lacks the blob). A hit counts in daemon_hits.
+ */
+enum { PCACHE__DAEMON_PREFETCHED = 1, PCACHE__DAEMON_FETCHED = 2 };
+int pcache__build_from_daemon(pcache_device *device, const pcache__build *build,
+                              const pcache__desc_keys *keys, int *ret_in_app_cache);
+
+/* What a compiled pipeline leaves behind (pcache__build_keep). */
+typedef struct pcache__build_kept {
+  uint32_t kind; /* Pcachepb__EntryKind */
+  const pcache__desc_keys *keys;
+  const uint8_t *desc; /* its description */
+  size_t desc_size;
+  uint64_t compile_ns;
+  size_t n_modules; /* the code the upload carries: references, taken over */
+  pcache__module *modules[PCACHE_DESC_MAX_MODULES];
+} pcache__build_kept;
+
+/*
+ * pcache__build_keep - the fresh cache a pipeline was just compiled
+ * through: its data merged into the device cache (the state hash joins the
+ * snapshot) and queued for upload under kept's state hash, with kept's
+ * description and modules. The module references are always released.
+ */
+void pcache__build_keep(pcache_device *device, VkPipelineCache fresh,
+                        const pcache__build_kept *kept);
+
+/* The modules build's stages name that an upload carries (references),
+ * as many as fit. Returns how many. */
+size_t pcache__build_modules(pcache_device *device, const pcache__build *build,
+                             pcache__module *ret_modules[PCACHE_DESC_MAX_MODULES]);
 
 #endif

@@ -9,6 +9,7 @@
 #include "client/abi.h"
 #include "client/appcache.h"
 #include "client/device.h"
+#include "client/fastlink.h"
 #include "client/owned.h"
 #include "client/pipeline.h"
 #include "client/prefetch.h"
@@ -106,7 +107,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   VkResult vr;
 
   if (!info->instance || !info->physical_device || !info->device || !gipa || !ret_device ||
-      info->pipeline_ownership > PCACHE_PIPELINES_APP)
+      info->pipeline_ownership > PCACHE_PIPELINES_APP || info->fast_link > PCACHE_FAST_LINK_WAIT)
     return -EINVAL;
   d = pcache__calloc(1, sizeof *d);
   if (!d)
@@ -213,6 +214,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   /* After the prefetch, which may have replaced the cache by a snapshot. */
   if (!d->passthrough)
     pcache__appcache_load(d, info->pipeline_cache);
+  pcache__fastlink_start(d, info, gipa);
   pcache__device_info_set_result(info, VK_SUCCESS);
   *ret_device = d;
   return 0;
@@ -252,6 +254,8 @@ out_free:
 PCACHE_API void pcache_device_destroy(pcache_device *device) {
   if (!device)
     return;
+  /* First: its threads compile and upload. */
+  pcache__fastlink_stop(device);
   if (device->client) {
     /* Within the one flush timeout: a snapshot that cannot make it is
      * skipped (the next run that changes the cache uploads one). */
@@ -292,6 +296,8 @@ PCACHE_API int pcache_device_flush(pcache_device *device) {
   int r = 0, saved;
   if (!device)
     return -EINVAL;
+  /* Optimizations under way end in uploads: those first. */
+  pcache__fastlink_wait(device);
   if (device->client) {
     pcache__upload_want_snapshot(device);
     r = pcache__upload_flush(device, device->client->timeout_ms);
@@ -307,6 +313,8 @@ PCACHE_API int pcache_device_cache_file_status(const pcache_device *device) {
 PCACHE_API void pcache_device_end_frame(pcache_device *device) {
   if (!device)
     return;
+  /* Before publishing: a swap may change entries about to be published. */
+  pcache__fastlink_end_frame(device);
   pcache__pipeline_end_frame(device);
 }
 
@@ -359,6 +367,12 @@ PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
   c.reused_handles = atomic_load(&d->stats.reused_handles);
   c.cache_file_loaded = atomic_load(&d->stats.cache_file_loaded);
   c.cache_file_saved = atomic_load(&d->stats.cache_file_saved);
+  c.fast_links = atomic_load(&d->stats.fast_links);
+  c.optimized = atomic_load(&d->stats.optimized);
+  c.swaps = atomic_load(&d->stats.swaps);
+  c.swap_ns_total = atomic_load(&d->stats.swap_ns_total);
+  c.swap_ns_max = atomic_load(&d->stats.swap_ns_max);
+  c.swap_frames_total = atomic_load(&d->stats.swap_frames_total);
   memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
   return 0;
 }

@@ -179,6 +179,10 @@ struct pcache_device {
   _Atomic unsigned char *segment_refused;
   int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
 
+  /* Misses without a stall (fastlink.c): NULL unless pcache_device_info.
+   * fast_link asked for it and the device can. */
+  struct pcache__fastlink *fastlink;
+
   pcache__shard *shards; /* PCACHE__SHARDS, 128-byte aligned in shards_mem */
   void *shards_mem;
 
@@ -186,7 +190,8 @@ struct pcache_device {
     atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, compiles, unhashable, uploaded,
         prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
         snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
-        segment_refused;
+        segment_refused, fast_links, optimized, swaps, swap_ns_total, swap_ns_max,
+        swap_frames_total;
   } stats;
 };
 

@@ -118,6 +118,51 @@ out_unlock:
   pthread_mutex_unlock(&d->owned_lock);
 }
 
+int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new_pipeline) {
+  pcache__owned_entry *old, **pp, *e;
+  int r = 0;
+  pthread_mutex_lock(&d->owned_lock);
+  old = *find(&d->owned, old_pipeline);
+  if (!old) {
+    r = PCACHE_ENOT_FOUND;
+    goto out_unlock;
+  }
+  pp = find(&d->owned, new_pipeline);
+  if (*pp) {
+    /* A handle the app destroyed itself and the driver gave out again. */
+    forget_refs(*pp);
+    atomic_fetch_add(&d->stats.reused_handles, 1);
+    e = *pp;
+    pcache__free(e->refs);
+  } else {
+    e = pcache__calloc(1, sizeof *e);
+    if (!e) {
+      r = -ENOMEM;
+      goto out_unlock;
+    }
+    e->pipeline = new_pipeline;
+    e->next = *pp;
+    *pp = e;
+    if (++d->owned.count > d->owned.n_buckets)
+      grow(&d->owned);
+    atomic_fetch_add(&d->stats.pipelines, 1);
+  }
+  /* The keys move with their entries: a key whose entry is gone (its
+   * pipeline released) matches nothing at a later release either. */
+  for (size_t i = 0; i < old->n_refs; i++)
+    pcache__table_replace(old->refs[i].table, old->refs[i].k0, old->refs[i].k1,
+                          pcache__pipeline_to_u64(old_pipeline),
+                          pcache__pipeline_to_u64(new_pipeline));
+  e->refs = old->refs;
+  e->n_refs = old->n_refs;
+  e->cap_refs = old->cap_refs;
+  old->refs = NULL;
+  old->n_refs = old->cap_refs = 0;
+out_unlock:
+  pthread_mutex_unlock(&d->owned_lock);
+  return r;
+}
+
 int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
   pcache__owned_entry **pp, *e;
   pthread_mutex_lock(&d->owned_lock);

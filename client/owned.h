@@ -26,6 +26,13 @@ void pcache__owned_note(pcache_device *device, VkPipeline pipeline, pcache__tabl
 /* Forgets pipeline everywhere and destroys it. 0 or PCACHE_ENOT_FOUND. */
 int pcache__owned_release(pcache_device *device, VkPipeline pipeline);
 
+/* The tables' entries that name old name new instead, and the context
+ * owns new; old stays owned (found under no key now) until it is released
+ * or the context destroyed, so command buffers recorded with it stay
+ * valid. 0, PCACHE_ENOT_FOUND (old is not owned: released meanwhile; new
+ * is left to the caller), or -ENOMEM (nothing changed). */
+int pcache__owned_swap(pcache_device *device, VkPipeline old_pipeline, VkPipeline new_pipeline);
+
 /* Destroys every pipeline still owned and frees the map (destroy). */
 void pcache__owned_fini(pcache_device *device);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client/build.h"
+#include "client/fastlink.h"
 #include "client/owned.h"
 #include "client/pipeline.h"
 #include "client/record.h"
@@ -91,14 +92,20 @@ static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                      .compute = req->compute,
                      .allocator = d->allocator};
   pcache__build_source source;
+  pcache__fastlink_job *job = NULL;
   VkPipeline pipeline;
-  VkResult vr = keys ? pcache__build_hashed(d, &b, keys, desc, &pipeline, &source)
-                     : pcache__build_unhashable(d, &b, &pipeline);
+  VkResult vr = !keys ? pcache__build_unhashable(d, &b, &pipeline)
+                : pcache__fastlink_applies(d, &b)
+                    ? pcache__fastlink_build(d, &b, keys, desc, &pipeline, &job)
+                    : pcache__build_hashed(d, &b, keys, desc, &pipeline, &source);
   if (vr != VK_SUCCESS)
     return vr;
   vr = own(d, pipeline);
   if (vr == VK_SUCCESS)
     *ret_pipeline = pipeline;
+  /* A fast-linked pipeline's optimization, once the context knows the
+   * handle it replaces. */
+  pcache__fastlink_submit(d, job, vr == VK_SUCCESS ? pipeline : VK_NULL_HANDLE);
   return vr;
 }
 

@@ -367,24 +367,38 @@ out_unlock:
   return r;
 }
 
-int pcache__table_remove(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value) {
+/* Sets key's entries whose value is from to to (0: removes them). Returns
+ * 1 when one changed. */
+static int table_set(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t from, uint64_t to) {
   pcache_published *pub;
   pcache_pending *p;
-  int removed = 0;
+  int changed = 0;
   pthread_mutex_lock(&table->lock);
   p = *pending_slot(table, k0, k1);
-  if (p && p->state == PENDING_READY && p->value == value && p->waiters == 0) {
-    pending_remove(table, p);
-    removed = 1;
+  if (p && p->state == PENDING_READY && p->value == from && (to || p->waiters == 0)) {
+    if (to)
+      p->value = to;
+    else
+      pending_remove(table, p);
+    changed = 1;
   }
   pub = atomic_load_explicit(&table->published, memory_order_relaxed);
   for (int live = 1; pub; pub = live ? table->retired : pub->retired_next, live = 0) {
     pcache_slot *s = published_slot(pub, k0, k1);
-    if (s && atomic_load_explicit(&s->value, memory_order_relaxed) == value) {
-      atomic_store_explicit(&s->value, 0, memory_order_release);
-      removed = 1;
+    if (s && atomic_load_explicit(&s->value, memory_order_relaxed) == from) {
+      atomic_store_explicit(&s->value, to, memory_order_release);
+      changed = 1;
     }
   }
   pthread_mutex_unlock(&table->lock);
-  return removed;
+  return changed;
+}
+
+int pcache__table_remove(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value) {
+  return table_set(table, k0, k1, value, 0);
+}
+
+int pcache__table_replace(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t old_value,
+                          uint64_t new_value) {
+  return new_value ? table_set(table, k0, k1, old_value, new_value) : 0;
 }

@@ -96,6 +96,13 @@ uint64_t pcache__table_get_or_make(pcache__table *table, uint64_t k0, uint64_t k
  * Returns 1 when an entry was removed. */
 int pcache__table_remove(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t value);
 
+/* Replaces key's value old by new where it is old (a ready pending entry,
+ * the published slot, in the live copy and the retired ones): a reader
+ * probing meanwhile gets one or the other, both valid. Returns 1 when an
+ * entry was changed. */
+int pcache__table_replace(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t old_value,
+                          uint64_t new_value);
+
 /* Moves finished pending entries into the published part. Returns 0 or
  * -ENOMEM (entries then stay pending, still found under the lock). Called
  * from one thread at a time. */

@@ -1,6 +1,7 @@
 /* The wrappers: pcache_create_* / pcache_destroy_* for every object a
  * pipeline's description needs. Each calls the driver, then records what
  * the object was made from (record.c, shared with the Vulkan layer). */
+#include "client/fastlink.h"
 #include "client/record.h"
 
 /* The driver call, then the record; a failed call records nothing, and
@@ -66,6 +67,9 @@ PCACHE_API VkResult pcache_create_pipeline_layout(pcache_device *device,
 
 PCACHE_API void pcache_destroy_pipeline_layout(pcache_device *device, VkPipelineLayout layout,
                                                const VkAllocationCallbacks *allocator) {
+  /* A background optimization may still link with it. */
+  if (device)
+    pcache__fastlink_forget_layout(device, layout);
   WRAP_DESTROY(DestroyPipelineLayout, PCACHE_OBJ_PIPELINE_LAYOUT, device, layout, allocator);
 }
 

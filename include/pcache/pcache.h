@@ -289,7 +289,38 @@ typedef struct pcache_device_info {
    * changed (a temporary file renamed over it, so a crash never leaves a
    * half-written one). NULL: none. Copied. Not used in pass-through. */
   const char *cache_path;
+  /* What a true miss of a complete graphics pipeline does (nothing from
+   * the daemon, nothing built here): PCACHE_FAST_LINK_NEVER (0, compile it
+   * in the caller's thread), PCACHE_FAST_LINK_THEN_OPTIMIZE or
+   * PCACHE_FAST_LINK_WAIT (see the enum). Any other mode needs the app to
+   * have enabled VK_EXT_graphics_pipeline_library (and VK_KHR_pipeline_
+   * library) with its graphicsPipelineLibrary feature on the device, which
+   * pcache cannot see: set it only then. A device without the feature or
+   * without fast linking, or an instance below Vulkan 1.1, gets NEVER. */
+  uint32_t fast_link;
+  /* PCACHE_FAST_LINK_THEN_OPTIMIZE: how many background threads compile
+   * optimized pipelines (0: 1; at most 8), and how many compiles they may
+   * start per frame, between two pcache_device_end_frame calls (0: 4), so
+   * a burst of misses cannot take the CPU from the frames. */
+  uint32_t fast_link_threads;
+  uint32_t fast_link_per_frame;
 } pcache_device_info;
+
+/* pcache_device_info.fast_link: graphics pipeline libraries on a miss
+ * (docs/client.md, "Misses without a stall"). */
+enum {
+  PCACHE_FAST_LINK_NEVER = 0,
+  /* The four part libraries (each found in the context by its content, or
+   * built), linked without link-time optimization and returned at once;
+   * the optimized pipeline (the same libraries linked with it) is compiled
+   * in the background and takes the linked one's place at
+   * pcache_device_end_frame. */
+  PCACHE_FAST_LINK_THEN_OPTIMIZE = 1,
+  /* The part libraries as above, linked with link-time optimization in the
+   * caller's thread: no swap, but a new combination of known parts costs
+   * only the link. */
+  PCACHE_FAST_LINK_WAIT = 2,
+};
 
 /* pcache_device_info.pipeline_ownership */
 enum {
@@ -399,6 +430,15 @@ typedef struct pcache_counters {
                                  and who owns them") */
   uint64_t cache_file_loaded; /* bytes of cache data cache_path gave */
   uint64_t cache_file_saved;  /* times cache_path was written */
+  /* Misses without a stall (pcache_device_info.fast_link): */
+  uint64_t fast_links;        /* misses answered by a fast-linked pipeline */
+  uint64_t optimized;         /* optimized pipelines compiled in the background */
+  uint64_t swaps;             /* optimized pipelines swapped in at end_frame */
+  uint64_t swap_ns_total;     /* sum over swaps of the time from the fast link to
+                                 the swap (mean: swap_ns_total / swaps) */
+  uint64_t swap_ns_max;       /* the longest of them */
+  uint64_t swap_frames_total; /* sum over swaps of the end_frame calls from the
+                                 fast link to the swap, the swap's included */
 } pcache_counters;
 
 /*
