@@ -315,6 +315,7 @@ static void segment_map(pcache__transport *t, pcache__seg_map *ret, uint64_t *re
   uint64_t t0 = bench_now_ns();
   int r;
   sg.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, devkey.bytes};
+  sg.wait = 1; /* measures the build too, where there is one */
   req.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   req.segment = &sg;
   r = pcache__transport_rpc(t, &req, PCACHEPB__RESPONSE__BODY_SEGMENT, pcache__mono_ms() + 60000,

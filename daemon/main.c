@@ -98,6 +98,7 @@ int main(int argc, char **argv) {
 
   pcd_replay_stop(srv.replay);
   pcd_replay_free(srv.replay);
+  pcd_segments_stop(srv.segments); /* its builder reads the store */
   pcd_store_close(srv.store);
   uv_loop_close(&loop);
   pcd_remote_free(srv.remote);
@@ -109,6 +110,7 @@ int main(int argc, char **argv) {
 out_store:
   pcd_replay_stop(srv.replay);
   pcd_replay_free(srv.replay);
+  pcd_segments_stop(srv.segments);
   pcd_store_close(srv.store);
   pcd_remote_free(srv.remote);
 out_listen:

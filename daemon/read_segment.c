@@ -1,6 +1,8 @@
 /* Segment: hands the client the (device, app) segment's memfd
- * (segment.h), building it first when the app's entries changed since
- * the held one was built. The descriptor travels like a bulk reply's
+ * (segment.h) when the held one is current. When the app's entries
+ * changed since it was built, the reply comes at once without one and the
+ * registry's builder thread builds it for a later request, unless the
+ * request asks to wait for the build (Segment.wait: tests and tools). The descriptor travels like a bulk reply's
  * (connection.c): with the frame's first byte, at most one in flight per
  * client; its pages are the registry's, counted in --segment-memory, not
  * in the client's --max-pending. */
@@ -53,8 +55,10 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   int r;
   /* A request for blobs, as Get and Prefetch are (Stats.gets). */
   atomic_fetch_add(&c->srv->stats.gets, 1);
-  r = pcd_segments_get(c->srv->segments, c->srv->store, req->device_key.data, app,
-                       pcache__mono_us(), &got);
+  r = req->wait ? pcd_segments_get(c->srv->segments, c->srv->store, req->device_key.data, app,
+                                   pcache__mono_us(), &got)
+                 : pcd_segments_ready(c->srv->segments, c->srv->store, req->device_key.data, app,
+                                      pcache__mono_us(), &got);
   drop_bad(c, &got);
   if (r < 0) {
     log_warn("segment: app '%s': %s; its clients use the socket", app, pcache_strerror(r));

@@ -291,13 +291,29 @@ typedef struct seg {
   pcd_segment_got got; /* got.fd: the registry's own descriptor */
 } seg;
 
+/* A build asked of the builder thread. */
+typedef struct build_order {
+  uint8_t devkey[PCACHE_DEVKEY_SIZE];
+  char app[PCD_MAX_APP + 1];
+} build_order;
+
+#define BUILD_QUEUE 16
+
 struct pcd_segments {
-  pthread_mutex_t lock;       /* the list and its counts */
+  pthread_mutex_t lock;       /* the list and its counts; the builder's queue */
   pthread_mutex_t build_lock; /* one build at a time: builds are rare, and big */
   const pcd_config *config;
   seg *head;
   uint64_t bytes, limit, idle_us, next_generation;
   uint64_t builds, drops, sent;
+  /* The builder thread (pcd_segments_build_later): started on first use,
+   * joined by pcd_segments_stop. */
+  pthread_t builder;
+  pthread_cond_t wake;
+  int builder_started, stopping;
+  pcd_store *store;
+  build_order queue[BUILD_QUEUE];
+  size_t n_queue;
 };
 
 int pcd_segments_new(const pcd_config *config, pcd_segments **ret_segments) {
@@ -306,6 +322,7 @@ int pcd_segments_new(const pcd_config *config, pcd_segments **ret_segments) {
     return -ENOMEM;
   pthread_mutex_init(&s->lock, NULL);
   pthread_mutex_init(&s->build_lock, NULL);
+  pthread_cond_init(&s->wake, NULL);
   s->config = config;
   s->limit = config->segment_memory;
   s->idle_us = config->segment_idle_s * 1000000u;
@@ -329,11 +346,27 @@ static void drop_at(pcd_segments *s, seg **link) {
   seg_free(g);
 }
 
+void pcd_segments_stop(pcd_segments *s) {
+  int started;
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  started = s->builder_started;
+  s->builder_started = 0;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  if (started)
+    pthread_join(s->builder, NULL);
+}
+
 void pcd_segments_free(pcd_segments *segments) {
   if (!segments)
     return;
+  pcd_segments_stop(segments);
   while (segments->head)
     drop_at(segments, &segments->head);
+  pthread_cond_destroy(&segments->wake);
   pthread_mutex_destroy(&segments->lock);
   pthread_mutex_destroy(&segments->build_lock);
   pcache__free(segments);
@@ -507,4 +540,65 @@ void pcd_segments_stats(pcd_segments *s, pcd_segment_stats *ret) {
   ret->drops = s->drops;
   ret->sent = s->sent;
   pthread_mutex_unlock(&s->lock);
+}
+
+/* The builder thread: one order at a time, each as pcd_segments_get
+ * would build it, held for the next request. Blobs a build finds failing
+ * their checksum are left out and logged; the next Get of one drops it. */
+static void *builder_main(void *arg) {
+  pcd_segments *s = arg;
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    build_order o;
+    pcd_segment_got got;
+    while (!s->stopping && s->n_queue == 0)
+      pthread_cond_wait(&s->wake, &s->lock);
+    if (s->stopping)
+      break;
+    o = s->queue[0];
+    memmove(s->queue, s->queue + 1, (s->n_queue - 1) * sizeof *s->queue);
+    s->n_queue--;
+    pthread_mutex_unlock(&s->lock);
+    if (pcd_segments_get(s, s->store, o.devkey, o.app, pcache__mono_us(), &got) < 0)
+      log_warn("segment: app '%s': the build failed; its clients use the socket", o.app);
+    if (got.fd >= 0)
+      close(got.fd);
+    if (got.n_bad)
+      log_error("segment: app '%s': %zu blobs failed their checksum and were left out", o.app,
+                got.n_bad);
+    pcache__free(got.bad_keys);
+    pthread_mutex_lock(&s->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+int pcd_segments_ready(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
+                       uint64_t now_us, pcd_segment_got *ret) {
+  int r;
+  *ret = (pcd_segment_got){.fd = -1};
+  if (!s || s->limit == 0)
+    return 0;
+  if ((r = hand_out(s, store, devkey, app, now_us, ret)) != 0)
+    return r < 0 ? r : 0;
+  pthread_mutex_lock(&s->lock);
+  for (size_t i = 0; i < s->n_queue; i++)
+    if (memcmp(s->queue[i].devkey, devkey, PCACHE_DEVKEY_SIZE) == 0 &&
+        strcmp(s->queue[i].app, app) == 0)
+      goto out; /* asked already */
+  if (s->stopping || s->n_queue == BUILD_QUEUE)
+    goto out; /* a later request asks again */
+  if (!s->builder_started) {
+    if (pthread_create(&s->builder, NULL, builder_main, s) != 0)
+      goto out;
+    s->builder_started = 1;
+  }
+  s->store = store;
+  memcpy(s->queue[s->n_queue].devkey, devkey, PCACHE_DEVKEY_SIZE);
+  snprintf(s->queue[s->n_queue].app, sizeof s->queue[s->n_queue].app, "%s", app);
+  s->n_queue++;
+  pthread_cond_signal(&s->wake);
+out:
+  pthread_mutex_unlock(&s->lock);
+  return 0;
 }

@@ -52,6 +52,20 @@ void pcd_segments_free(pcd_segments *segments);
 int pcd_segments_get(pcd_segments *segments, pcd_store *store, const uint8_t *devkey,
                      const char *app, uint64_t now_us, pcd_segment_got *ret);
 
+/*
+ * pcd_segments_ready - the held segment of (devkey, app) when it is
+ * current, as pcd_segments_get; when it is not, *ret has fd -1 at once
+ * and the segment is built on the registry's builder thread, for a later
+ * request: a client never waits on a build (one of 200 MB takes 100-400
+ * ms, longer than a client's timeout). 0 or a negative code. Any thread.
+ */
+int pcd_segments_ready(pcd_segments *segments, pcd_store *store, const uint8_t *devkey,
+                       const char *app, uint64_t now_us, pcd_segment_got *ret);
+
+/* Stops the builder thread (waiting for a build under way): before the
+ * store closes. pcd_segments_free does it too. */
+void pcd_segments_stop(pcd_segments *segments);
+
 /* Drops the segments not handed out since now_us - --segment-idle. */
 void pcd_segments_expire(pcd_segments *segments, uint64_t now_us);
 

@@ -38,6 +38,7 @@ static void segment(int fd, const pcache__devkey *key, const char *app, int want
   sg.device_key.data = (uint8_t *)key->bytes;
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
   sg.app = (char *)app;
+  sg.wait = 1; /* the registry's own behaviour; clients do not wait (test_client_segment) */
   req.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   req.segment = &sg;
   wire_call(fd, &req, &ret->rep);
