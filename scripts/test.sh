@@ -123,7 +123,7 @@ if [ "$tsan" = 1 ]; then
   build "$build_tsan" -DCMAKE_BUILD_TYPE=Debug -DPCACHE_SANITIZE=thread -DPCACHE_BUILD_BENCH=OFF \
     -DPCACHE_BUILD_EXAMPLES=OFF
   say "Client and daemon tests under TSan"
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$src/scripts/tsan.supp \
     run_ctest "tsan" "$build_tsan" -L 'client|daemon|vulkan' -LE no-tsan
 fi
 
