@@ -98,23 +98,42 @@ int main(int argc, char **argv) {
   ASSERT_GE(s1.prefetch_scans - s0.prefetch_scans, 1);
   wait_builds(1);
 
-  /* The next warm run: the Segment request is the one request for blobs. */
-  s0 = stats();
-  util_run_self(argv[0], "warm");
-  s1 = stats();
+  /* A later warm run: the Segment request is the one request for blobs.
+   * (A commit of the first warm run, its flush, may land after the build
+   * and make that segment stale: then the next run takes the socket again
+   * and asks for another build, so the runs go on until one is handed the
+   * segment; five at most.) */
+  for (int i = 0;; i++) {
+    s0 = stats();
+    util_run_self(argv[0], "warm");
+    s1 = stats();
+    if (s1.segment_sent > s0.segment_sent)
+      break;
+    ASSERT_LT(i, 5);
+    wait_builds(s1.segment_builds + 1);
+  }
   ASSERT_EQ(s1.gets - s0.gets, 1);
   ASSERT_EQ(s1.prefetch_scans - s0.prefetch_scans, 0);
-  ASSERT_EQ(s1.segment_builds, 1);
+  ASSERT_EQ(s1.segment_builds, s0.segment_builds);
   ASSERT_EQ(s1.segments, 1);
   ASSERT_EQ(s1.segment_sent - s0.segment_sent, 1);
 
-  /* Per miss, from the mapped index: still no Get. */
+  /* Per miss, from the mapped index: still no Get. (As above, a run
+   * whose segment went stale meanwhile asks over the socket; the next one
+   * is handed the rebuilt segment.) */
   setenv("PCACHE_NO_PREFETCH", "1", 1);
-  util_run_self(argv[0], "nopf");
+  for (int i = 0;; i++) {
+    s1 = stats();
+    util_run_self(argv[0], "nopf");
+    s0 = stats();
+    if (s0.segment_sent > s1.segment_sent)
+      break;
+    ASSERT_LT(i, 5);
+    wait_builds(s0.segment_builds + 1);
+  }
   unsetenv("PCACHE_NO_PREFETCH");
-  s0 = stats();
   ASSERT_EQ(s0.gets - s1.gets, 1);
-  ASSERT_EQ(s0.segment_builds, 1); /* shared: not built again */
+  ASSERT_EQ(s0.segment_builds, s1.segment_builds); /* shared: not built again */
   ASSERT_EQ(s0.segment_sent - s1.segment_sent, 1);
 
   /* The run without prefetch uploaded a snapshot (its cache was built
@@ -123,7 +142,7 @@ int main(int argc, char **argv) {
    * are done a run that changes nothing is handed the current one. */
   util_run_self(argv[0], "more");
   util_run_self(argv[0], "after");
-  wait_builds(2);
+  wait_builds(s0.segment_builds + 1);
   s1 = stats();
   ASSERT_EQ(s1.segments, 1);
   for (int i = 0;; i++) { /* until a run finds the segment current */
