@@ -123,27 +123,20 @@ static char *bounded_string(const char *s, char out[PCD_MAX_DEVICE_STRING + 1]) 
   return out;
 }
 
-/* The deviceUUID a stored record's info holds, into out; 0 when none. */
-static int stored_device_uuid(const MDB_val *v, uint8_t out[PCACHE_UUID_SIZE]) {
-  Pcachepb__DeviceInfo *old;
-  int found = 0;
+/* The stored record's info, unpacked (NULL when it has none or it does
+ * not parse: then nothing is kept from it). */
+static Pcachepb__DeviceInfo *stored_info(const MDB_val *v) {
   if (v->mv_size <= DEVICE_SIZE)
-    return 0;
-  old = pcachepb__device_info__unpack(&pcache__pb_allocator, v->mv_size - DEVICE_SIZE,
-                                      (const uint8_t *)v->mv_data + DEVICE_SIZE);
-  if (old && old->device_uuid.len == PCACHE_UUID_SIZE) {
-    memcpy(out, old->device_uuid.data, PCACHE_UUID_SIZE);
-    found = 1;
-  }
-  pcachepb__device_info__free_unpacked(old, &pcache__pb_allocator);
-  return found;
+    return NULL;
+  return pcachepb__device_info__unpack(&pcache__pb_allocator, v->mv_size - DEVICE_SIZE,
+                                       (const uint8_t *)v->mv_data + DEVICE_SIZE);
 }
 
 int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint64_t now_s) {
   char name[PCD_MAX_DEVICE_STRING + 1], driver_name[PCD_MAX_DEVICE_STRING + 1],
       driver_info[PCD_MAX_DEVICE_STRING + 1];
   uint8_t device_uuid[PCACHE_UUID_SIZE];
-  Pcachepb__DeviceInfo bounded = PCACHEPB__DEVICE_INFO__INIT, *info = &bounded;
+  Pcachepb__DeviceInfo bounded = PCACHEPB__DEVICE_INFO__INIT, *info = &bounded, *old = NULL;
   MDB_val v;
   uint8_t *buf;
   size_t n;
@@ -173,15 +166,26 @@ int pcd_device_touch(pcd_txn *txn, const Pcachepb__DeviceInfo *client_info, uint
     entries = pcache__le64(p + 24);
     bytes = pcache__le64(p + 32);
   }
-  /* The deviceUUID names the physical device, which a client that cannot
-   * ask for it (a Vulkan 1.0 instance, an older libpcache, an import of
-   * an older archive) has not changed: no UUID keeps the one known. */
+  /* The deviceUUID and the driver's identity (VkPhysicalDeviceIDProperties,
+   * VkPhysicalDeviceDriverProperties) name the device and driver the key
+   * was made from; a client that cannot ask for them (a Vulkan 1.0
+   * instance, an older libpcache, an import of an older archive) has not
+   * changed them: what it leaves out keeps the value known. */
+  if (r == 0)
+    old = stored_info(&v);
   if (client_info->device_uuid.len == PCACHE_UUID_SIZE) {
     memcpy(device_uuid, client_info->device_uuid.data, PCACHE_UUID_SIZE);
     bounded.device_uuid = (ProtobufCBinaryData){.len = PCACHE_UUID_SIZE, .data = device_uuid};
-  } else if (r == 0 && stored_device_uuid(&v, device_uuid)) {
+  } else if (old && old->device_uuid.len == PCACHE_UUID_SIZE) {
+    memcpy(device_uuid, old->device_uuid.data, PCACHE_UUID_SIZE);
     bounded.device_uuid = (ProtobufCBinaryData){.len = PCACHE_UUID_SIZE, .data = device_uuid};
   }
+  if (old && !bounded.driver_id && !bounded.driver_name[0] && !bounded.driver_info[0]) {
+    bounded.driver_id = old->driver_id;
+    bounded.driver_name = bounded_string(old->driver_name, driver_name);
+    bounded.driver_info = bounded_string(old->driver_info, driver_info);
+  }
+  pcachepb__device_info__free_unpacked(old, &pcache__pb_allocator);
   n = pcachepb__device_info__get_packed_size(info);
   buf = pcache__malloc(DEVICE_SIZE + n);
   if (!buf)

@@ -35,16 +35,25 @@ static void device_uuid_checks(const test_env *env, const pcache__devkey *key) {
 
   /* A client reports it; it is not the pipelineCacheUUID. */
   info.name = (char *)"GPU";
+  info.driver_id = 13;
+  info.driver_name = (char *)"llvmpipe";
+  info.driver_info = (char *)"Mesa 99";
   info.device_uuid.data = uuid;
   info.device_uuid.len = sizeof uuid;
   ctl_put_info(env, key, &info, "game", 1, 200, 1);
   {
-    char expr[160];
+    char expr[400];
     snprintf(expr, sizeof expr,
-             "d[\"devices\"][0][\"device_uuid\"] == \"%s\" != d[\"devices\"][0][\"uuid\"]", dev);
+             "d[\"devices\"][0][\"device_uuid\"] == \"%s\" != d[\"devices\"][0][\"uuid\"] "
+             "and d[\"devices\"][0][\"driver_id\"] == 13 and "
+             "d[\"devices\"][0][\"driver_name\"] == \"llvmpipe\" and "
+             "d[\"devices\"][0][\"driver_info\"] == \"Mesa 99\"",
+             dev);
     ctl_json_check(env, 0, "list", expr);
-    /* An older client (none sent) and a bad one (5 bytes) change nothing. */
+    /* An older client (no UUID, no driver identity: a Vulkan 1.0
+     * instance) and a bad one (5 bytes) change nothing. */
     ctl_put(env, key, "GPU", "game", 1, 201, 1);
+    ctl_json_check(env, 0, "list", expr);
     info.device_uuid.data = odd;
     info.device_uuid.len = sizeof odd;
     ctl_put_info(env, key, &info, "game", 1, 202, 1);
