@@ -107,11 +107,14 @@ void test_vk_fini(test_vk *vk) {
 }
 
 pcache_device_info test_vk_device_info(const test_vk *vk) {
+  /* As an app fills it (PCACHE_STRUCT_INIT); built against the 0.1
+   * header too (tests/abi), where the struct had no size or version. */
   pcache_device_info info = {.instance = vk->instance,
                              .physical_device = vk->physical_device,
                              .device = vk->device,
                              .creation_feedback = vk->creation_feedback,
-#ifndef PCACHE_TEST_ABI_0_1 /* built against the 0.1 header too (tests/abi) */
+#ifndef PCACHE_TEST_ABI_0_1
+                             .struct_size = sizeof info,
                              .instance_api_version = vk->api_version
 #endif
   };
