@@ -15,10 +15,11 @@
  * reader would have to find.
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
- *               [--plain [--cache-file FILE]]
+ *               [--plain [--cache-file FILE] [--threads N]]
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ typedef struct demo_options {
   int no_daemon;
   int plain;              /* no pcache code: plain Vulkan (what the layer serves) */
   const char *cache_file; /* --plain: the app's own VkPipelineCache file */
+  uint32_t threads;       /* --plain: threads creating pipelines (replay's baseline) */
 } demo_options;
 
 typedef struct demo_vk {
@@ -88,7 +90,7 @@ static double now_ms(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
-          "[--no-daemon] [--plain [--cache-file FILE]]\n"
+          "[--no-daemon] [--plain [--cache-file FILE] [--threads N]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
@@ -97,7 +99,8 @@ static void usage(FILE *f) {
           "                   program that never heard of pcache makes them (run it\n"
           "                   with PCACHE_LAYER=1 to see the layer serve it)\n"
           "  --cache-file F   with --plain: load the app's own pipeline cache from F\n"
-          "                   if it exists, save it there at exit\n",
+          "                   if it exists, save it there at exit\n"
+          "  --threads N      with --plain: create the pipelines on N threads (default 1)\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -114,7 +117,7 @@ static int parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *ret
 
 /* Returns 0, 1 for --help, or -EINVAL after printing usage. */
 static int parse_args(int argc, char **argv, demo_options *ret_opts) {
-  demo_options opts = {.pipelines = 64, .app_name = DEMO_NAME};
+  demo_options opts = {.pipelines = 64, .app_name = DEMO_NAME, .threads = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -132,6 +135,10 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       if (parse_u32(val, 1, DEMO_MAX_PIPELINES, &opts.pipelines) < 0)
         goto out_usage;
       i++;
+    } else if (!strcmp(a, "--threads") && val) {
+      if (parse_u32(val, 1, 64, &opts.threads) < 0)
+        goto out_usage;
+      i++;
     } else if (!strcmp(a, "--device") && val) {
       if (parse_u32(val, 0, 64, &opts.device_index) < 0)
         goto out_usage;
@@ -143,7 +150,7 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       goto out_usage;
     }
   }
-  if (opts.cache_file && !opts.plain)
+  if ((opts.cache_file || opts.threads > 1) && !opts.plain)
     goto out_usage;
   *ret_opts = opts;
   return 0;
@@ -587,48 +594,90 @@ static void plain_cache_save(const demo_vk *vk, VkPipelineCache cache, const cha
   free(data);
 }
 
-/*
- * --plain: the same pipelines with no pcache code, as an app that never
- * heard of pcache builds them: plain objects, vkCreateGraphicsPipelines
- * with the app's own cache (--cache-file) or none. With PCACHE_LAYER=1 the
- * Vulkan layer serves it; its report (PCACHE_LAYER_STATS=1) says how.
- */
-static int run_plain(const demo_options *opts, const demo_vk *vk, double device_ms) {
-  demo_objects objs = {0};
-  demo_variant *variant = malloc(sizeof *variant);
-  VkPipeline *pipelines = calloc(opts->pipelines, sizeof *pipelines);
-  VkPipelineCache cache = VK_NULL_HANDLE;
-  size_t loaded_bytes = 0, saved_bytes = 0;
-  uint32_t hits = 0, built = 0;
-  double t0 = now_ms(), load_ms, create_ms, save_ms = 0;
-  int exit_code = 1;
+/* One --plain thread: pipelines first, first + step, ... */
+typedef struct plain_slice {
+  const demo_vk *vk;
+  const demo_objects *objs;
+  VkPipelineCache cache;
+  VkPipeline *pipelines;
+  uint32_t first, step, count;
+  uint32_t hits;
+  VkResult result;
+  pthread_t thread;
+} plain_slice;
 
-  if (opts->cache_file)
-    cache = plain_cache_load(vk, opts->cache_file, &loaded_bytes);
-  load_ms = now_ms() - t0;
-  if (!variant || !pipelines || objects_create(NULL, vk, &objs) != VK_SUCCESS) {
-    log_err("out of memory, or the driver refused the demo's objects");
-    goto out;
-  }
-  t0 = now_ms();
-  for (uint32_t i = 0; i < opts->pipelines; i++) {
+static void *plain_slice_main(void *arg) {
+  plain_slice *s = arg;
+  demo_variant *variant = malloc(sizeof *variant);
+  s->result = variant ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
+  for (uint32_t i = s->first; variant && i < s->count; i += s->step) {
     VkPipelineCreationFeedback fb = {0};
     VkPipelineCreationFeedbackCreateInfo fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
         .pPipelineCreationFeedback = &fb};
-    VkResult vr;
-    variant_fill(variant, &objs, i);
-    if (vk->creation_feedback)
+    variant_fill(variant, s->objs, i);
+    if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
-    vr = vkCreateGraphicsPipelines(vk->device, cache, 1, &variant->info, NULL, &pipelines[i]);
-    if (vr != VK_SUCCESS) {
-      log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)vr);
-      goto out;
+    s->result = vkCreateGraphicsPipelines(s->vk->device, s->cache, 1, &variant->info, NULL,
+                                          &s->pipelines[i]);
+    if (s->result != VK_SUCCESS) {
+      log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)s->result);
+      break;
     }
-    built++;
-    hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
-            (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+    s->hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+               (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
   }
+  free(variant);
+  return NULL;
+}
+
+/*
+ * --plain: the same pipelines with no pcache code, as an app that never
+ * heard of pcache builds them: plain objects, vkCreateGraphicsPipelines
+ * with the app's own cache (--cache-file) or none, on --threads threads
+ * (bench/run-replay.sh compares the replayer with it, thread for thread).
+ * With PCACHE_LAYER=1 the Vulkan layer serves it; its report
+ * (PCACHE_LAYER_STATS=1) says how.
+ */
+static int run_plain(const demo_options *opts, const demo_vk *vk, double device_ms) {
+  demo_objects objs = {0};
+  VkPipeline *pipelines = calloc(opts->pipelines, sizeof *pipelines);
+  plain_slice *slices = calloc(opts->threads, sizeof *slices);
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  size_t loaded_bytes = 0, saved_bytes = 0;
+  uint32_t hits = 0, started = 0;
+  double t0 = now_ms(), load_ms, create_ms, save_ms = 0;
+  int exit_code = 1, failed = 0;
+
+  if (opts->cache_file)
+    cache = plain_cache_load(vk, opts->cache_file, &loaded_bytes);
+  load_ms = now_ms() - t0;
+  if (!slices || !pipelines || objects_create(NULL, vk, &objs) != VK_SUCCESS) {
+    log_err("out of memory, or the driver refused the demo's objects");
+    goto out;
+  }
+  t0 = now_ms();
+  for (; started < opts->threads; started++) {
+    slices[started] = (plain_slice){.vk = vk,
+                                    .objs = &objs,
+                                    .cache = cache,
+                                    .pipelines = pipelines,
+                                    .first = started,
+                                    .step = opts->threads,
+                                    .count = opts->pipelines};
+    if (pthread_create(&slices[started].thread, NULL, plain_slice_main, &slices[started]) != 0) {
+      log_err("cannot start a thread");
+      failed = 1;
+      break;
+    }
+  }
+  for (uint32_t k = 0; k < started; k++) {
+    pthread_join(slices[k].thread, NULL);
+    failed |= slices[k].result != VK_SUCCESS;
+    hits += slices[k].hits;
+  }
+  if (failed)
+    goto out;
   create_ms = now_ms() - t0;
   if (cache != VK_NULL_HANDLE) {
     double s0 = now_ms();
@@ -646,6 +695,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("cache_load_ms=%.3f\n", load_ms);
   printf("cache_loaded_bytes=%zu\n", loaded_bytes);
   printf("create_ms=%.3f\n", create_ms);
+  printf("threads=%" PRIu32 "\n", opts->threads);
   printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);
@@ -656,13 +706,14 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
          DEMO_NAME, opts->pipelines, vk->props.deviceName, create_ms / opts->pipelines, hits);
   exit_code = 0;
 out:
-  for (uint32_t i = 0; i < built; i++)
+  /* Slots of pipelines never made are VK_NULL_HANDLE (calloc). */
+  for (uint32_t i = 0; pipelines && i < opts->pipelines; i++)
     vkDestroyPipeline(vk->device, pipelines[i], NULL);
   objects_destroy(NULL, vk, &objs);
   if (cache != VK_NULL_HANDLE)
     vkDestroyPipelineCache(vk->device, cache, NULL);
   free(pipelines);
-  free(variant);
+  free(slices);
   return exit_code;
 }
 
