@@ -19,10 +19,13 @@
 #            time (its "built N pipelines in T ms" line, which pcached
 #            relays into its log) and the wall time to the end of
 #            `pcachectl replay --wait`; pipelines/s and per core (/threads).
-#            Against compiling the same pipelines directly (pcache-demo
-#            --plain, one thread, no cache). Target: replay per core >= 80%
-#            of direct (ratio_replay_t1_over_direct; the THREADS one assumes
-#            the direct compile would scale linearly, so it is a lower bound).
+#            Against compiling the same pipelines directly with as many
+#            threads (pcache-demo --plain --threads T, no cache), before
+#            and after the replays, the mean. Target: replay >= 80% of
+#            direct (ratio_replay_tT_over_direct_tT). item_* say where a
+#            replayed item's time went (ms, summed over threads: claim,
+#            decode, objects, compile, data, upload) and how many shader
+#            modules the threads made and reused.
 #            PCACHE_REPLAY_QUIET_MS=0 here, so the client that sets it off
 #            does not hold it back, and PCACHE_REPLAY_PSI=100 (the throttle
 #            off: the psi part measures it; an idle machine never engages it).
@@ -187,14 +190,17 @@ echo "replay_cold_create_ms=$cold_create"
 echo "replay_warm_launch_ms=$warm_launch"
 echo "replay_warm_create_ms=$warm_create"
 
-# --- direct: the same pipelines compiled by the app itself, one thread;
-# again after the replay runs, and the mean (a shared machine drifts)
-demo "$WORK_DIR/direct.txt" --plain
-direct1_ms=$(kv "$WORK_DIR/direct.txt" create_ms)
+# --- direct: the same pipelines compiled by the app itself, with as many
+# threads as each replay run; again after the replays, and the mean (a
+# shared machine drifts)
+tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
+declare -A rates direct1
+for t in $tlist; do
+  demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
+  direct1[$t]=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
+done
 
 # --- replay throughput, 1 thread and THREADS; then the first launch
-tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
-declare -A rates
 for t in $tlist; do
   updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
   t0=$(now_ms)
@@ -217,6 +223,11 @@ for t in $tlist; do
   echo "replay_t${t}_pipelines_per_s=$rate"
   echo "replay_t${t}_pipelines_per_s_per_core=$(ratio "$rate" "$t")"
   echo "replay_t${t}_wall_pipelines_per_s=$(awk -v n="$done_n" -v ms="$wall" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')"
+  # Where an item's time went, per item, summed over the threads (the
+  # replayer's last run's line; ms).
+  sed -n 's/.*replay: per item (ms): //p' "$WORK_DIR/pcached-replay-t$t.log" | tail -n 1 |
+    sed 's/modules made/modules_made/; s/[;,]/ /g' |
+    awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
   rates[$t]=$rate
   if [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
@@ -232,16 +243,18 @@ for t in $tlist; do
   stop_daemon
 done
 
-demo "$WORK_DIR/direct2.txt" --plain
-direct2_ms=$(kv "$WORK_DIR/direct2.txt" create_ms)
-direct_ms=$(awk -v a="$direct1_ms" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
-direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
-echo "replay_direct_before_create_ms=$direct1_ms"
-echo "replay_direct_after_create_ms=$direct2_ms"
-echo "replay_direct_create_ms=$direct_ms"
-echo "replay_direct_pipelines_per_s=$direct_rate"
 for t in $tlist; do
-  echo "replay_ratio_replay_t${t}_over_direct=$(ratio "$(ratio "${rates[$t]}" "$t")" "$direct_rate")"
+  demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
+  direct2_ms=$(kv "$WORK_DIR/direct2-t$t.txt" create_ms)
+  direct_ms=$(awk -v a="${direct1[$t]}" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
+  direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
+  echo "replay_direct_t${t}_before_create_ms=${direct1[$t]}"
+  echo "replay_direct_t${t}_after_create_ms=$direct2_ms"
+  echo "replay_direct_t${t}_create_ms=$direct_ms"
+  echo "replay_direct_t${t}_pipelines_per_s=$direct_rate"
+  # The target's comparison: replay against the direct compile with the
+  # same number of threads.
+  echo "replay_ratio_replay_t${t}_over_direct_t${t}=$(ratio "${rates[$t]}" "$direct_rate")"
 done
 
 # --- a foreground app, alone and during a replay

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "remote_pack.h"
+#include "replay.h"
 
 /* Packs a stored item for the fleet: only what a client of this machine
  * uploaded, never what came from the fleet. A value that cannot be made
@@ -136,15 +137,19 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     reply->evicted = (uint32_t)n;
     job->evicted = n;
   }
+  pcd_replay_put_landed(job, put, reply);
   return 0;
 }
 
 /* Pushed only once committed: a batch that failed stored nothing. */
 static void committed_put(pcd_job *job) {
+  pcd_replay_put_settled(job, 1);
   if (job->pushes)
     job->push(job->remote, job->pushes);
   job->pushes = NULL;
 }
+
+static void aborted_put(pcd_job *job) { pcd_replay_put_settled(job, 0); }
 
 static void count_put(const pcd_job *job, pcd_stats *stats, int failed) {
   if (job->fleet) {
@@ -173,5 +178,6 @@ static uint64_t bytes_put(const pcd_job *job) {
 const pcd_job_ops pcd_job_put = {.name = "put",
                                  .run = op_put,
                                  .committed = committed_put,
+                                 .aborted = aborted_put,
                                  .count = count_put,
                                  .bytes = bytes_put};

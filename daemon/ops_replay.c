@@ -545,6 +545,43 @@ out:
   return r < 0 ? r : 0;
 }
 
+void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put,
+                           const Pcachepb__PutReply *reply) {
+  pcd_replay *rp = job_replay(job);
+  /* Every other client's Put passes here without the replay's lock. */
+  if (!rp || !job->peer_pid || job->peer_pid != atomic_load(&rp->replayer_pid) || !put->device ||
+      put->device->key.len != PCACHE_DEVKEY_SIZE || reply->n_results != put->n_items)
+    return;
+  pcd_replay_txn_enter(rp);
+  /* Only the replayer this daemon started, for the replay under way: its
+   * items in flight land as its next claim's report would land them. */
+  if (!rp->running || job->peer_pid != rp->pid || !rp->st.active ||
+      memcmp(put->device->key.data, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE) != 0)
+    return; /* left at the commit or abort, as every job's */
+  for (size_t i = 0; i < put->n_items; i++) {
+    const Pcachepb__PutResult *res = reply->results[i];
+    pcache__hash h;
+    if (put->items[i]->state_hash.len != PCACHE_HASH_SIZE)
+      continue;
+    memcpy(h.bytes, put->items[i]->state_hash.data, PCACHE_HASH_SIZE);
+    if (!pcd_replay_land(rp, &h))
+      continue;
+    rp->landed++;
+    if (res->status == 0)
+      rp->st.done++;
+    else
+      pcd_replay_queue_bad(
+          rp, &h, res->message && *res->message ? res->message : pcache_strerror(res->status));
+  }
+}
+
+void pcd_replay_put_settled(pcd_job *job, int committed) {
+  pcd_replay *rp = job_replay(job);
+  if (!rp)
+    return;
+  pcd_replay_txn_leave(rp, committed);
+}
+
 static void claim_committed(pcd_job *job) {
   pcd_replay *rp = job_replay(job);
   if (!rp)

@@ -26,7 +26,10 @@
 #include "arena.h"
 #include "common/devkey.h"
 #include "common/hash.h"
+#include "proto/pcache.pb-c.h"
 #include "store_replay.h"
+
+typedef struct pcd_job pcd_job;
 
 /* Items handed out and not yet reported: more than any replayer has
  * threads (pcache-replay caps its --threads at 16). */
@@ -172,6 +175,16 @@ void pcd_replay_txn_enter(pcd_replay *replay);
 /* Writer thread, from a replay job's committed (1) or aborted (0) hook:
  * lets the lock go; an abort puts the saved state back. */
 void pcd_replay_txn_leave(pcd_replay *replay, int committed);
+
+/* Writer thread, in a Put's run (ops_replay.c): the replayer's own Put
+ * lands its items at once, stored as done, refused as bad, as the report
+ * in its next claim would; so an item is in flight only while it is built
+ * or uploaded, and a crash or hang of the next build is blamed on that
+ * build alone. Any other client's Put passes without the lock. */
+void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);
+/* The Put's committed (1) or aborted (0) hook: pcd_replay_txn_leave when
+ * pcd_replay_put_landed entered. */
+void pcd_replay_put_settled(pcd_job *job, int committed);
 
 /* On the accepting loop (replay_supervise.c): makes its handles and
  * queues the job that takes up a replay the last run left pending.

@@ -62,7 +62,8 @@ static int create_all(pcache__desc_decoded *d, VkDevice device,
   if (v == VK_SUCCESS && d->has_render_pass)
     v = vkCreateRenderPass2(device, &d->render_pass_info, alloc, &d->render_pass);
   for (uint32_t i = 0; v == VK_SUCCESS && i < d->n_modules; i++)
-    v = vkCreateShaderModule(device, &d->module_infos[i], alloc, &d->modules[i]);
+    if (!(d->modules_lent & (1u << i)))
+      v = vkCreateShaderModule(device, &d->module_infos[i], alloc, &d->modules[i]);
   if (v != VK_SUCCESS) {
     pcache__desc_decoded_destroy_objects(d, device, alloc);
     return vk_error(v);
@@ -92,6 +93,8 @@ int pcache__desc_decoded_create_pipeline(const pcache__desc_decoded *d, VkDevice
 void pcache__desc_decoded_destroy_objects(pcache__desc_decoded *d, VkDevice device,
                                           const VkAllocationCallbacks *alloc) {
   for (uint32_t i = 0; i < d->n_modules; i++) {
+    if (d->modules_lent & (1u << i))
+      continue;
     vkDestroyShaderModule(device, d->modules[i], alloc);
     d->modules[i] = VK_NULL_HANDLE;
   }

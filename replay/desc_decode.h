@@ -50,6 +50,10 @@ typedef struct pcache__desc_decoded {
   pcache__hash *module_hashes;
   VkShaderModuleCreateInfo *module_infos; /* codeSize 0 when code was NULL */
   VkShaderModule *modules;
+  /* Bit i: modules[i] is the caller's, set before create_objects (the
+   * replayer keeps modules across items): create_objects does not make
+   * it, destroy_objects leaves it alone. */
+  uint32_t modules_lent;
   VkPipelineShaderStageCreateInfo *stages; /* what graphics.pStages points at */
   VkGraphicsPipelineCreateInfo graphics;   /* kind 1 */
   VkComputePipelineCreateInfo compute;     /* kind 2 */

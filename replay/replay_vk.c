@@ -210,9 +210,12 @@ static int find_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_c
   return PCACHE_EMISSING_MODULE;
 }
 
-int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t desc_size,
-                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
-                            size_t *ret_size, uint64_t *ret_ns) {
+VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk) { return vk->device; }
+
+int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool, const uint8_t *desc,
+                            size_t desc_size, Pcachepb__Module *const *modules, size_t n_modules,
+                            uint8_t **ret_blob, size_t *ret_size, uint64_t *ret_ns,
+                            pcache__replay_times *times) {
   struct modules m = {modules, n_modules};
   VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   pcache__desc_decoded *d = NULL;
@@ -220,12 +223,16 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t d
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint8_t *blob = NULL;
   size_t size = 0;
-  uint64_t t0;
+  uint64_t t0 = pcache__mono_ns(), t1;
   int r;
   /* The SPIR-V words must be aligned for the driver: protobuf-c's bytes
    * are, as they sit in their own allocations. */
   if ((r = pcache__desc_decode(desc, desc_size, find_code, &m, &d)) < 0)
     return r;
+  t1 = pcache__mono_ns();
+  times->decode_ns += t1 - t0;
+  if (pool && (r = pcache__module_pool_lend(pool, d)) < 0)
+    goto out_free;
   if ((r = pcache__desc_decoded_create_objects(d, vk->device, NULL)) < 0)
     goto out_free;
   if (vkCreatePipelineCache(vk->device, &pci, NULL, &cache) != VK_SUCCESS) {
@@ -233,9 +240,12 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t d
     goto out_objects;
   }
   t0 = pcache__mono_ns();
+  times->objects_ns += t0 - t1;
   if ((r = pcache__desc_decoded_create_pipeline(d, vk->device, cache, NULL, &pipeline)) < 0)
     goto out_cache;
   *ret_ns = pcache__mono_ns() - t0;
+  times->compile_ns += *ret_ns;
+  t0 += *ret_ns;
   if (vkGetPipelineCacheData(vk->device, cache, &size, NULL) != VK_SUCCESS || !size) {
     r = -EIO;
     goto out_pipeline;
@@ -263,5 +273,6 @@ out_objects:
 out_free:
   pcache__desc_decoded_free(d);
   pcache__free(blob);
+  times->data_ns += pcache__mono_ns() - t0;
   return r;
 }

@@ -8,6 +8,7 @@
 
 #include "common/devkey.h"
 #include "proto/pcache.pb-c.h"
+#include "replay/module_pool.h"
 
 typedef struct pcache__replay_vk pcache__replay_vk;
 
@@ -22,18 +23,33 @@ void pcache__replay_vk_close(pcache__replay_vk *vk);
 /* The DeviceInfo a Put of this device carries (valid until close). */
 const Pcachepb__DeviceInfo *pcache__replay_vk_info(const pcache__replay_vk *vk);
 
+/* Where one build's time went (pcache__replay_vk_build adds to it). */
+typedef struct pcache__replay_times {
+  uint64_t decode_ns;  /* the description into create infos */
+  uint64_t objects_ns; /* modules (those the pool lacks), layouts, render pass */
+  uint64_t compile_ns; /* vkCreate*Pipelines into the fresh cache */
+  uint64_t data_ns;    /* vkGetPipelineCacheData, the header check, teardown
+                        * (and whatever a failed build had left) */
+} pcache__replay_times;
+
+/* The device, for a pcache__module_pool of the caller's thread. */
+VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
+
 /*
  * pcache__replay_vk_build - decodes desc, makes its objects and the
  * pipeline on the device with a fresh VkPipelineCache, and returns that
  * cache's data, checked against the device key (pcache__malloc'ed, the
  * caller frees it). modules give the SPIR-V the description names.
- * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
- * kept: every object is the call's own). Returns 0, PCACHE_EBAD_DESC,
+ * The modules come from pool (the calling thread's own; NULL: made and
+ * destroyed here). Thread-safe (one VkDevice, Vulkan's own external
+ * synchronization rules kept: every object is the call's or its
+ * thread's own). Returns 0, PCACHE_EBAD_DESC,
  * PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the driver's data does not
  * match its own key), -ENOMEM or -EIO (the driver refused something).
  */
-int pcache__replay_vk_build(pcache__replay_vk *vk, const uint8_t *desc, size_t desc_size,
-                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
-                            size_t *ret_size, uint64_t *ret_ns);
+int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool, const uint8_t *desc,
+                            size_t desc_size, Pcachepb__Module *const *modules, size_t n_modules,
+                            uint8_t **ret_blob, size_t *ret_size, uint64_t *ret_ns,
+                            pcache__replay_times *times);
 
 #endif

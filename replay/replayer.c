@@ -1,16 +1,19 @@
 /* pcache-replay: rebuilds stored pipelines for a new driver (docs/replay.md).
  * pcached starts it with the new device key and supervises it; it asks the
  * daemon for one item at a time per thread (ReplayClaim, which also reports
- * the last one: the daemon so knows which item a crash interrupted), builds
- * it on the device (replay_vk.c), and uploads the blob with an ordinary Put,
- * which the daemon validates as any other.
+ * a build that failed; the daemon lands an uploaded item as it stores it:
+ * so it knows which item a crash interrupted), builds it on the device (replay_vk.c, the thread's
+ * shader modules kept across items in module_pool.c), and hands the blob to the uploader
+ * (uploader.c), which sends it in a batched ordinary Put, validated by the daemon as any other,
+ * while the thread builds its next item.
  *
  * It keeps out of the user's way: nice 19, SCHED_IDLE, idle I/O class, at
- * most --threads builds at once (16), one build at a time with a pause
- * after each while /proc/pressure/cpu says tasks wait for a CPU, and none
- * while the daemon says a client is busy. Its memory is one item per
- * thread; when the driver's own grows past PCACHE_REPLAY_MAX_RSS_MB it
- * reports what it did and exits, and pcached starts a fresh one.
+ * most --threads builds at once (16) with one upload each behind them, one
+ * build at a time with a pause after each while /proc/pressure/cpu says
+ * tasks wait for a CPU, and none while the daemon says a client is busy.
+ * Its memory is one item per thread (and its last blob, at the uploader);
+ * when the driver's own grows past PCACHE_REPLAY_MAX_RSS_MB it reports
+ * what it did and exits, and pcached starts a fresh one.
  *
  * Exit codes: 0 done (nothing left to hand out), 1 error, 2 usage,
  * 3 no Vulkan device has the key, 4 memory bound reached. */
@@ -38,12 +41,17 @@
 #include "common/parse.h"
 #include "common/paths.h"
 #include "proto/transport.h"
+#include "replay/uploader.h"
 #include "replay_vk.h"
 
 #define EXIT_NO_DEVICE 3
 #define EXIT_RECYCLE 4
 #define MAX_THREADS 16
 #define RPC_TIMEOUT_MS 30000
+/* Each thread's modules across items (module_pool.h): an app's shaders
+ * are a few dozen at most, PBR SPIR-V tens of KB each. */
+#define POOL_MODULES 64
+#define POOL_BYTES (32u << 20)
 
 typedef struct replayer {
   const char *socket_path;
@@ -61,6 +69,11 @@ typedef struct replayer {
   const char *hang_hash;      /* test hook: PCACHE_REPLAY_TEST_HANG */
   uint32_t delay_ms;          /* test hook: PCACHE_REPLAY_TEST_DELAY_MS */
   atomic_ullong built;
+  pcache__replay_uploader *uploader;
+  /* Wakes the PSI thread at the end, not half a second later. */
+  pthread_mutex_t psi_lock;
+  pthread_cond_t psi_cond; /* CLOCK_MONOTONIC */
+  int psi_stop;            /* under psi_lock */
 } replayer;
 
 static void sleep_ms(uint32_t ms) {
@@ -122,54 +135,81 @@ static void *psi_main(void *arg) {
     }
     atomic_store(&rp->throttle_ms, ms);
     atomic_store(&rp->pressured, ms > 0);
-    sleep_ms(500);
+    {
+      struct timespec until;
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      until.tv_nsec += 500000000L;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      pthread_mutex_lock(&rp->psi_lock);
+      while (!rp->psi_stop &&
+             pthread_cond_timedwait(&rp->psi_cond, &rp->psi_lock, &until) != ETIMEDOUT)
+        ;
+      pthread_mutex_unlock(&rp->psi_lock);
+    }
   }
   return NULL;
 }
+
+/* Results a thread has not reported yet: builds that failed (the
+ * uploader reports what it sends). */
+#define RESULTS_MAX 4
 
 typedef struct worker {
   replayer *rp;
   unsigned index;
   pthread_t thread;
   pcache__transport *t;
-  /* The last item's result, sent with the next claim. */
-  Pcachepb__ReplayResult result;
-  uint8_t result_hash[PCACHE_HASH_SIZE];
-  char result_msg[160];
-  int have_result;
   int done;
+  pcache__module_pool *modules; /* this thread's, across items */
+  pcache__replay_times times;
+  uint64_t claim_ns, wait_ns, slept_ns, items;
+  /* Shared with the uploader's thread, under lock. */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  unsigned outstanding; /* items at the uploader: at most 1 (its blob's memory) */
+  int uploaded;         /* an upload since the last claim (the thread's own) */
+  size_t n_results;
+  uint8_t result_hash[RESULTS_MAX][PCACHE_HASH_SIZE];
+  int result_status[RESULTS_MAX];
+  char result_msg[RESULTS_MAX][160];
 } worker;
 
-static int put_blob(worker *w, const Pcachepb__ReplayItem *item, const uint8_t *blob, size_t size,
-                    uint64_t ns, char *msg, size_t msg_size) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__PutItem it = PCACHEPB__PUT_ITEM__INIT, *items[1] = {&it};
-  pcache__reply reply = {0};
-  int r;
-  put.device = (Pcachepb__DeviceInfo *)pcache__replay_vk_info(w->rp->vk);
-  put.items = items;
-  put.n_items = 1;
-  put.app = item->app;
-  it.state_hash = item->state_hash;
-  it.kind = item->kind;
-  it.blob.data = (uint8_t *)blob;
-  it.blob.len = size;
-  it.desc = item->desc;
-  it.compile_ns = ns;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
-  r = pcache__transport_rpc(w->t, &req, PCACHEPB__RESPONSE__BODY_PUT,
-                            pcache__mono_ms() + RPC_TIMEOUT_MS, &reply);
-  if (r == 0 && reply.response->put->n_results == 1)
-    r = reply.response->put->results[0]->status;
-  if (r < 0)
-    snprintf(msg, msg_size, "upload refused: %s",
-             reply.response && reply.response->put && reply.response->put->n_results
-                 ? reply.response->put->results[0]->message
-                 : pcache__reply_why(&reply, r));
-  pcache__reply_release(&reply);
-  return r;
+/* Under w->lock. A result past RESULTS_MAX cannot happen (a claim
+ * reports each before the next item comes); were it to, the item stays in
+ * flight at the daemon and is handed out again after this replayer. */
+static void add_result(worker *w, const uint8_t *hash, int status, const char *msg) {
+  size_t i = w->n_results;
+  if (i == RESULTS_MAX)
+    return;
+  memcpy(w->result_hash[i], hash, PCACHE_HASH_SIZE);
+  w->result_status[i] = status;
+  snprintf(w->result_msg[i], sizeof w->result_msg[i], "%s", msg ? msg : "");
+  w->n_results++;
+}
+
+/* The uploader's thread: an item of w's is stored, or refused (and
+ * reported either way). */
+static void upload_done(void *ctx, int status) {
+  worker *w = ctx;
+  if (status == 0)
+    atomic_fetch_add(&w->rp->built, 1);
+  pthread_mutex_lock(&w->lock);
+  w->outstanding--;
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Waits until w has no more than max items at the uploader. */
+static void wait_uploads(worker *w, unsigned max) {
+  uint64_t t0 = pcache__mono_ns();
+  pthread_mutex_lock(&w->lock);
+  while (w->outstanding > max)
+    pthread_cond_wait(&w->cond, &w->lock);
+  pthread_mutex_unlock(&w->lock);
+  w->wait_ns += pcache__mono_ns() - t0;
 }
 
 /* The test-only crash hook (docs/replay.md): dies on an item whose state
@@ -204,85 +244,141 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   uint8_t *blob = NULL;
   size_t size = 0;
   uint64_t ns = 0;
+  char msg[160];
   int r;
-  w->result_msg[0] = '\0';
   maybe_crash(rp, item);
   maybe_hang(rp, item);
   if (rp->delay_ms)
     sleep_ms(rp->delay_ms);
-  r = pcache__replay_vk_build(rp->vk, item->desc.data, item->desc.len, item->modules,
-                              item->n_modules, &blob, &size, &ns);
-  if (r < 0)
-    snprintf(w->result_msg, sizeof w->result_msg, "build failed: %s", pcache_strerror(r));
-  else
-    r = put_blob(w, item, blob, size, ns, w->result_msg, sizeof w->result_msg);
+  w->items++;
+  r = pcache__replay_vk_build(rp->vk, w->modules, item->desc.data, item->desc.len, item->modules,
+                              item->n_modules, &blob, &size, &ns, &w->times);
+  if (r == 0) {
+    /* The previous item's Put had this build's time to land. */
+    wait_uploads(w, 0);
+    pthread_mutex_lock(&w->lock);
+    w->outstanding++;
+    pthread_mutex_unlock(&w->lock);
+    r = pcache__replay_uploader_queue(rp->uploader, item, blob, size, ns, upload_done, w);
+    if (r == 0) {
+      w->uploaded = 1;
+      return;
+    }
+    snprintf(msg, sizeof msg, "upload failed: %s", pcache_strerror(r));
+    pthread_mutex_lock(&w->lock);
+    w->outstanding--;
+    add_result(w, item->state_hash.data, r, msg);
+    pthread_mutex_unlock(&w->lock);
+    return;
+  }
+  snprintf(msg, sizeof msg, "build failed: %s", pcache_strerror(r));
   pcache__free(blob);
-  pcachepb__replay_result__init(&w->result);
-  memcpy(w->result_hash, item->state_hash.data, PCACHE_HASH_SIZE);
-  w->result.state_hash.data = w->result_hash;
-  w->result.state_hash.len = PCACHE_HASH_SIZE;
-  w->result.status = r;
-  w->result.message = w->result_msg;
-  w->have_result = 1;
-  if (r == 0)
-    atomic_fetch_add(&rp->built, 1);
+  pthread_mutex_lock(&w->lock);
+  add_result(w, item->state_hash.data, r, msg);
+  pthread_mutex_unlock(&w->lock);
 }
 
-/* One ReplayClaim: reports the last result, and (unless last) gets the
- * next item, a wait or the end. Returns 0 or a failure of the exchange. */
+/* One ReplayClaim: reports the results gathered so far, and (unless
+ * last) gets the next item, a wait or the end. Returns 0 or a failure of
+ * the exchange. */
 static int claim(worker *w, int last) {
   replayer *rp = w->rp;
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__ReplayClaim c = PCACHEPB__REPLAY_CLAIM__INIT;
-  Pcachepb__ReplayResult *results[1] = {&w->result};
+  Pcachepb__ReplayResult results[RESULTS_MAX], *ptrs[RESULTS_MAX];
+  uint8_t hashes[RESULTS_MAX][PCACHE_HASH_SIZE];
+  char msgs[RESULTS_MAX][160];
   pcache__reply reply = {0};
   const Pcachepb__ReplayClaimReply *cr;
+  uint64_t t0;
+  size_t n;
   int r;
+  pthread_mutex_lock(&w->lock);
+  n = w->n_results;
+  for (size_t i = 0; i < n; i++) {
+    pcachepb__replay_result__init(&results[i]);
+    memcpy(hashes[i], w->result_hash[i], PCACHE_HASH_SIZE);
+    memcpy(msgs[i], w->result_msg[i], sizeof msgs[i]);
+    results[i].state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, hashes[i]};
+    results[i].status = w->result_status[i];
+    results[i].message = msgs[i];
+    ptrs[i] = &results[i];
+  }
+  w->n_results = 0;
+  pthread_mutex_unlock(&w->lock);
+  w->uploaded = 0;
   c.new_key.data = rp->key.bytes;
   c.new_key.len = PCACHE_DEVKEY_SIZE;
-  c.results = w->have_result ? results : NULL;
-  c.n_results = w->have_result ? 1 : 0;
+  c.results = n ? ptrs : NULL;
+  c.n_results = n;
   c.last = last;
   req.body_case = PCACHEPB__REQUEST__BODY_REPLAY_CLAIM;
   req.replay_claim = &c;
+  t0 = pcache__mono_ns();
   r = pcache__transport_rpc(w->t, &req, PCACHEPB__RESPONSE__BODY_REPLAY_CLAIM,
                             pcache__mono_ms() + RPC_TIMEOUT_MS, &reply);
+  w->claim_ns += pcache__mono_ns() - t0;
   if (r < 0) {
     log_error("replay: claim: %s", pcache__reply_why(&reply, r));
     pcache__reply_release(&reply);
     return r;
   }
-  w->have_result = 0;
   cr = reply.response->replay_claim;
-  if (cr->item && !last)
+  if (cr->item && !last) {
     build_item(w, cr->item);
-  else if (cr->finished || last) {
+    if (atomic_load(&rp->throttle_ms))
+      sleep_ms(atomic_load(&rp->throttle_ms));
+  } else if (cr->finished || last) {
     w->done = 1;
     if (cr->finished)
       atomic_store(&rp->finished, 1);
-  }
-  else if (cr->wait_ms)
+  } else if (cr->wait_ms) {
+    t0 = pcache__mono_ns();
     sleep_ms(cr->wait_ms);
+    w->slept_ns += pcache__mono_ns() - t0;
+  }
   pcache__reply_release(&reply);
   return 0;
+}
+
+static int has_results(worker *w) {
+  int n;
+  pthread_mutex_lock(&w->lock);
+  n = w->n_results != 0;
+  pthread_mutex_unlock(&w->lock);
+  return n;
 }
 
 static void *worker_main(void *arg) {
   worker *w = arg;
   replayer *rp = w->rp;
-  while (!w->done) {
+  for (;;) {
+    if (w->done) {
+      /* Nothing more for this thread: its last upload ends first, and
+       * a result not yet reported goes to the daemon (which may then
+       * hand out more: a retry). */
+      wait_uploads(w, 0);
+      /* The daemon ends the replay at a claim that finds nothing left
+       * and nothing out: after this thread's last upload, ask once more. */
+      if (!has_results(w) && !w->uploaded)
+        break;
+      w->done = 0;
+    }
+    if (pcache__replay_uploader_broken(rp->uploader))
+      atomic_store(&rp->failed, 1); /* as a claim that lost the daemon */
     if (atomic_load(&rp->failed))
       break;
     if (atomic_load(&rp->stop) || (rp->max_rss && rss_bytes() > rp->max_rss)) {
       atomic_store(&rp->stop, 1);
+      wait_uploads(w, 0);
       (void)claim(w, 1);
       break;
     }
     /* Under CPU pressure one thread builds, with a pause after each. */
     if (w->index > 0 && atomic_load(&rp->pressured)) {
       if (atomic_load(&rp->finished)) {
-        w->done = 1; /* nothing out, nothing to report */
-        break;
+        w->done = 1; /* nothing out once its upload is reported */
+        continue;
       }
       sleep_ms(500);
       continue;
@@ -291,10 +387,39 @@ static void *worker_main(void *arg) {
       atomic_store(&rp->failed, 1);
       break;
     }
-    if (w->have_result && atomic_load(&rp->throttle_ms))
-      sleep_ms(atomic_load(&rp->throttle_ms));
   }
   return NULL;
+}
+
+/* Where the items' time went, summed over the threads, per item: what
+ * bench/run-replay.sh reports beside the rate. The uploads overlap the
+ * builds; "wait" is what a thread waited for its last one. */
+static void log_times(const worker *workers, unsigned n, uint64_t put_ns, uint64_t puts) {
+  pcache__replay_times t = {0};
+  uint64_t claim = 0, wait = 0, slept = 0, items = 0, made = 0, lent = 0;
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t m, l;
+    t.decode_ns += workers[i].times.decode_ns;
+    t.objects_ns += workers[i].times.objects_ns;
+    t.compile_ns += workers[i].times.compile_ns;
+    t.data_ns += workers[i].times.data_ns;
+    claim += workers[i].claim_ns;
+    wait += workers[i].wait_ns;
+    slept += workers[i].slept_ns;
+    items += workers[i].items;
+    pcache__module_pool_counts(workers[i].modules, &m, &l);
+    made += m;
+    lent += l;
+  }
+  if (!items)
+    return;
+#define PER(ns) ((double)(ns) / 1e6 / (double)items)
+  log_info("replay: per item (ms): claim %.3f decode %.3f objects %.3f compile %.3f data %.3f "
+           "wait %.3f upload %.3f told_to_wait %.3f; puts %llu, modules made %llu, reused %llu",
+           PER(claim), PER(t.decode_ns), PER(t.objects_ns), PER(t.compile_ns), PER(t.data_ns),
+           PER(wait), PER(put_ns), PER(slept), (unsigned long long)puts, (unsigned long long)made,
+           (unsigned long long)(lent - made));
+#undef PER
 }
 
 static int usage(FILE *f, int code) {
@@ -311,7 +436,7 @@ int main(int argc, char **argv) {
   char sock[4096];
   const char *device = NULL, *socket_arg = NULL, *v;
   unsigned started = 0;
-  uint64_t t0;
+  uint64_t t0, elapsed_us, put_ns = 0, puts = 0;
   int r, code = 1, psi_started = 0;
 
   pcache_log_set_ident("pcache-replay");
@@ -357,11 +482,21 @@ int main(int argc, char **argv) {
     log_error("replay: no Vulkan device for key %s: %s", device, pcache_strerror(r));
     return r == PCACHE_ENOT_FOUND ? EXIT_NO_DEVICE : 1;
   }
-  if (!(workers = pcache__calloc(rp.threads, sizeof *workers)))
+  if ((r = pcache__replay_uploader_start(rp.socket_path, RPC_TIMEOUT_MS,
+                                         pcache__replay_vk_info(rp.vk), &rp.uploader)) < 0) {
+    log_error("replay: cannot reach pcached at %s: %s", rp.socket_path, pcache_strerror(r));
     goto out_vk;
+  }
+  if (!(workers = pcache__calloc(rp.threads, sizeof *workers)))
+    goto out_uploader;
   for (unsigned i = 0; i < rp.threads; i++) {
     workers[i].rp = &rp;
     workers[i].index = i;
+    pthread_mutex_init(&workers[i].lock, NULL);
+    pthread_cond_init(&workers[i].cond, NULL);
+    if (pcache__module_pool_new(pcache__replay_vk_device(rp.vk), POOL_MODULES, POOL_BYTES,
+                                &workers[i].modules) < 0)
+      goto out_workers;
     r = pcache__transport_open(rp.socket_path, "pcache-replay", RPC_TIMEOUT_MS, &workers[i].t,
                                NULL);
     if (r < 0) {
@@ -370,27 +505,55 @@ int main(int argc, char **argv) {
     }
   }
   t0 = pcache__mono_us();
+  {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&rp.psi_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&rp.psi_lock, NULL);
+  }
   psi_started = pthread_create(&psi, NULL, psi_main, &rp) == 0;
   for (started = 0; started < rp.threads; started++)
     if (pthread_create(&workers[started].thread, NULL, worker_main, &workers[started]) != 0)
       break;
   for (unsigned i = 0; i < started; i++)
     pthread_join(workers[i].thread, NULL);
+  elapsed_us = pcache__mono_us() - t0;
   atomic_store(&rp.failed, 1); /* ends the PSI thread */
+  pthread_mutex_lock(&rp.psi_lock);
+  rp.psi_stop = 1;
+  pthread_cond_signal(&rp.psi_cond);
+  pthread_mutex_unlock(&rp.psi_lock);
   if (psi_started)
     pthread_join(psi, NULL);
+  pthread_cond_destroy(&rp.psi_cond);
+  pthread_mutex_destroy(&rp.psi_lock);
   /* The replay benchmark (bench/run-replay.sh) reads this line. */
   log_info("replay: built %llu pipelines in %.1f ms with %u threads",
-           (unsigned long long)atomic_load(&rp.built), (double)(pcache__mono_us() - t0) / 1e3,
-           rp.threads);
+           (unsigned long long)atomic_load(&rp.built), (double)elapsed_us / 1e3, rp.threads);
+  /* What a thread that failed left queued is sent (its results are not
+   * reported: the daemon hands those items out again, and skips them
+   * when their Put had landed). */
+  pcache__replay_uploader_stop(rp.uploader, &put_ns, &puts);
+  rp.uploader = NULL;
+  log_times(workers, started, put_ns, puts);
   code = atomic_load(&rp.stop) ? EXIT_RECYCLE : started == rp.threads ? 0 : 1;
   for (unsigned i = 0; i < started; i++)
     if (!workers[i].done && !atomic_load(&rp.stop))
       code = 1;
 out_workers:
-  for (unsigned i = 0; i < rp.threads; i++)
+  pcache__replay_uploader_stop(rp.uploader, NULL, NULL); /* before the workers it calls back */
+  rp.uploader = NULL;
+  for (unsigned i = 0; i < rp.threads; i++) {
     pcache__transport_close(workers[i].t);
+    pcache__module_pool_free(workers[i].modules);
+    pthread_cond_destroy(&workers[i].cond);
+    pthread_mutex_destroy(&workers[i].lock);
+  }
   pcache__free(workers);
+out_uploader:
+  pcache__replay_uploader_stop(rp.uploader, NULL, NULL);
 out_vk:
   pcache__replay_vk_close(rp.vk);
   return code;
