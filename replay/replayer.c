@@ -170,7 +170,7 @@ typedef struct worker {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   unsigned outstanding; /* items at the uploader: at most 1 (its blob's memory) */
-  int uploaded;         /* an upload since the last claim (the thread's own) */
+  int uploaded;         /* an upload since the thread last found itself done */
   size_t n_results;
   uint8_t result_hash[RESULTS_MAX][PCACHE_HASH_SIZE];
   int result_status[RESULTS_MAX];
@@ -306,7 +306,6 @@ static int claim(worker *w, int last) {
   }
   w->n_results = 0;
   pthread_mutex_unlock(&w->lock);
-  w->uploaded = 0;
   c.new_key.data = rp->key.bytes;
   c.new_key.len = PCACHE_DEVKEY_SIZE;
   c.results = n ? ptrs : NULL;
@@ -359,10 +358,17 @@ static void *worker_main(void *arg) {
        * hand out more: a retry). */
       wait_uploads(w, 0);
       /* The daemon ends the replay at a claim that finds nothing left
-       * and nothing out: after this thread's last upload, ask once more. */
+       * and nothing out: after this thread's last upload has landed, ask
+       * once more. */
       if (!has_results(w) && !w->uploaded)
         break;
+      w->uploaded = 0;
       w->done = 0;
+      if (claim(w, 0) < 0) {
+        atomic_store(&rp->failed, 1);
+        break;
+      }
+      continue;
     }
     if (pcache__replay_uploader_broken(rp->uploader))
       atomic_store(&rp->failed, 1); /* as a claim that lost the daemon */
@@ -377,7 +383,7 @@ static void *worker_main(void *arg) {
     /* Under CPU pressure one thread builds, with a pause after each. */
     if (w->index > 0 && atomic_load(&rp->pressured)) {
       if (atomic_load(&rp->finished)) {
-        w->done = 1; /* nothing out once its upload is reported */
+        w->done = 1; /* its last upload, if any, is reported above */
         continue;
       }
       sleep_ms(500);
