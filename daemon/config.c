@@ -44,6 +44,9 @@ static void usage(FILE *out) {
           "                         after connecting, so it frees its\n"
           "                         --max-connections slot (10s)\n"
           "  --flush-interval MS    how often last-used times are written (5000)\n"
+          "  --busy-poll-us US      an I/O thread that served a request polls this\n"
+          "                         long for the next before it sleeps: a client's\n"
+          "                         next request costs no wake-up (50; 0: never)\n"
           "  --prefetch-window SECS a Prefetch sends an app's entries used within\n"
           "                         this long of its latest use (7d; 0: all)\n"
           "  --prefetch-max N       and at most this many, most recent first; the\n"
@@ -85,6 +88,7 @@ enum {
   OPT_MAX_PENDING,
   OPT_FRAME_TIMEOUT,
   OPT_FLUSH,
+  OPT_BUSY_POLL,
   OPT_IDLE_EXIT,
   OPT_LOG_LEVEL,
   OPT_MAP_SIZE,
@@ -129,6 +133,7 @@ static const number_option numbers[] = {
     {OPT_FRAME_TIMEOUT, "frame-timeout",   1, 1,         86400,           FIELD(frame_timeout_s)},
     {OPT_HELLO_TIMEOUT, "hello-timeout",   1, 1,         86400,           FIELD(hello_timeout_s)},
     {OPT_FLUSH,         "flush-interval",  0, 10,        3600000,         FIELD(flush_interval_ms)},
+    {OPT_BUSY_POLL,     "busy-poll-us",    0, 0,         10000,           FIELD(busy_poll_us)},
     {OPT_PREFETCH_WINDOW, "prefetch-window", 1, 0,       1ull << 32,      FIELD(prefetch_window_s)},
     {OPT_PREFETCH_MAX,  "prefetch-max",    0, 1,         1u << 24,        FIELD(prefetch_max)},
     {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
@@ -183,6 +188,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
       {"hello-timeout", required_argument, NULL, OPT_HELLO_TIMEOUT},
       {"flush-interval", required_argument, NULL, OPT_FLUSH},
+      {"busy-poll-us", required_argument, NULL, OPT_BUSY_POLL},
       {"prefetch-window", required_argument, NULL, OPT_PREFETCH_WINDOW},
       {"prefetch-max", required_argument, NULL, OPT_PREFETCH_MAX},
       {"segment-memory", required_argument, NULL, OPT_SEGMENT_MEMORY},
@@ -211,6 +217,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .hello_timeout_s = 10,
       .max_pending = 4ull << 20,
       .flush_interval_ms = 5000,
+      .busy_poll_us = 50,
       .prefetch_window_s = 7 * 86400,
       .prefetch_max = 65536,
       .segment_memory = 512ull << 20,

@@ -26,6 +26,7 @@ typedef struct pcd_config {
   uint64_t hello_timeout_s;     /* --hello-timeout: Hello must be done within */
   uint64_t max_pending;         /* --max-pending: reply bytes queued per client */
   uint64_t flush_interval_ms;   /* --flush-interval: last-used/hit batches */
+  uint64_t busy_poll_us;        /* --busy-poll-us: an I/O thread's poll after a request */
   uint64_t prefetch_window_s;   /* --prefetch-window: use before the app's latest, 0: any */
   uint32_t prefetch_max;        /* --prefetch-max: entries one Prefetch order holds */
   /* The fleet tier (remote*.c, docs/fleet.md); remote_arg NULL: none. */

@@ -423,6 +423,8 @@ static void on_poll(uv_poll_t *h, int status, int events) {
   if (((events & UV_READABLE) || c->rlen > c->roff) && !c->closed) {
     if (do_read(c) && (events & UV_READABLE))
       park(c);
+    if (events & UV_READABLE)
+      c->owner->served(c->worker);
   }
   update_events(c);
   pcd_conn_unref(c);

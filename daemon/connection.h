@@ -23,6 +23,9 @@ typedef struct pcd_conn_owner {
    * (pcd_conn_bulk_recheck) until unpark. */
   void (*park)(pcd_worker *w);
   void (*unpark)(pcd_worker *w);
+  /* A request frame was read: the thread may poll a while for the next
+   * (--busy-poll-us). */
+  void (*served)(pcd_worker *w);
 } pcd_conn_owner;
 
 /* Bytes read ahead: a request frame that fits is read with one recv and

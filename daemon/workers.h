@@ -29,6 +29,8 @@ typedef struct pcd_worker {
   uv_async_t wake;            /* new fds, finished jobs, stop */
   uv_timer_t sweep_timer;     /* frame timeouts and touch flushes */
   uv_timer_t bulk_timer;      /* parked connections (pcd_conn_owner.park) */
+  uv_idle_t spin;             /* active: the loop polls without sleeping */
+  uint64_t spin_until_us;     /* until then (--busy-poll-us after a request) */
   uint64_t n_parked;
   unsigned bulk_checks; /* bulk timer fires since the last park */
   int sweep_started;

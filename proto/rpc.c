@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/parse.h"
 
 /* Milliseconds left before deadline, 0 when it has passed. */
 static int remaining_ms(uint64_t deadline) {
@@ -70,10 +72,36 @@ static int send_all(int fd, const uint8_t *buf, size_t size, uint64_t deadline) 
   return 0;
 }
 
+/* How long a caller waiting for a reply keeps asking the socket before it
+ * sleeps in poll (PCACHE_RPC_SPIN_US, 50; 0: never). The daemon answers
+ * a Get in tens of microseconds, about what the wake-up from poll costs;
+ * the caller's thread waits for the reply anyway, so spinning that long
+ * costs it nothing it could have used, and a reply that takes longer gets
+ * the sleep after the spin. */
+static uint64_t spin_ns(void) {
+  static _Atomic int64_t cached = -1;
+  int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    v = (int64_t)pcache__env_ms("PCACHE_RPC_SPIN_US", 50, 0, 10000) * 1000;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return (uint64_t)v;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 /* Reads exactly size bytes. A descriptor passed with SCM_RIGHTS on any of
  * them lands in *io_fd; a second one is a protocol error (the daemon sends
- * at most one per frame). */
-static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *io_fd) {
+ * at most one per frame). spin: ask again for spin_ns() before the first
+ * sleep (a reply's first bytes). */
+static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *io_fd, int spin) {
+  uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
   while (size > 0) {
     union {
       struct cmsghdr align;
@@ -89,8 +117,13 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *i
       if (errno == EINTR)
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        int r = wait_fd(fd, POLLIN, deadline);
-        if (r < 0)
+        int r;
+        if (spin_until && pcache__mono_ns() < spin_until) {
+          cpu_relax();
+          continue;
+        }
+        spin_until = 0;
+        if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
           return r;
         continue;
       }
@@ -173,7 +206,7 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
   pcache__reply reply = {0};
   Pcachepb__Response *outer = NULL;
 
-  r = recv_all(sock, header, sizeof header, deadline, &fd);
+  r = recv_all(sock, header, sizeof header, deadline, &fd, 1);
   if (r < 0)
     goto out;
   /* Checked before anything is allocated for the body. */
@@ -185,7 +218,7 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
     r = -ENOMEM;
     goto out;
   }
-  r = recv_all(sock, body, length, deadline, &fd);
+  r = recv_all(sock, body, length, deadline, &fd, 0);
   if (r < 0)
     goto out;
   r = pcache__response_decode(body, length, &outer);
