@@ -31,9 +31,10 @@
 
 typedef struct pcd_job pcd_job;
 
-/* Items handed out and not yet reported: more than any replayer has
- * threads (pcache-replay caps its --threads at 16). */
-#define PCD_REPLAY_MAX_INFLIGHT 32
+/* Items handed out and not yet landed: a replayer thread has up to three
+ * (one it builds, one it claimed meanwhile, one at its uploader), and
+ * pcache-replay caps its --threads at 16. */
+#define PCD_REPLAY_MAX_INFLIGHT 48
 /* Items to hand out again, one at a time, after a replayer died with more
  * than one in flight (which of them killed it is not known). */
 #define PCD_REPLAY_MAX_RETRY PCD_REPLAY_MAX_INFLIGHT

@@ -109,14 +109,22 @@ static void watch_cb(uv_timer_t *t) {
   pcd_replay *rp = t->data;
   uint64_t now = pcache__mono_us();
   pthread_mutex_lock(&rp->lock);
-  for (unsigned i = 0; rp->running && !rp->hang_kill && i < rp->st.n_flight; i++)
-    if (now - rp->st.flight[i].started_us > rp->hang_us) {
-      rp->hang_kill = 1;
-      rp->hang_hash = rp->st.flight[i].hash;
-      log_warn("replay: pid %u is stuck on one pipeline for over %llu ms; killing it", rp->pid,
-               (unsigned long long)(rp->hang_us / 1000));
-      uv_process_kill(&rp->proc, SIGKILL);
-    }
+  unsigned oldest = rp->st.n_flight;
+  /* The item out longest: a thread builds its items in the order it
+   * claimed them, so the one it is stuck on was handed out before the
+   * one it claimed while building it (replay/replayer.c), and before
+   * anything its stuck build keeps it from claiming. */
+  for (unsigned i = 0; i < rp->st.n_flight; i++)
+    if (oldest == rp->st.n_flight || rp->st.flight[i].started_us < rp->st.flight[oldest].started_us)
+      oldest = i;
+  if (rp->running && !rp->hang_kill && oldest < rp->st.n_flight &&
+      now - rp->st.flight[oldest].started_us > rp->hang_us) {
+    rp->hang_kill = 1;
+    rp->hang_hash = rp->st.flight[oldest].hash;
+    log_warn("replay: pid %u is stuck on one pipeline for over %llu ms; killing it", rp->pid,
+             (unsigned long long)(rp->hang_us / 1000));
+    uv_process_kill(&rp->proc, SIGKILL);
+  }
   pthread_mutex_unlock(&rp->lock);
 }
 

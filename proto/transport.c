@@ -32,6 +32,22 @@ int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request 
   return pcache__rpc(transport->fd, request, expect, transport->max_frame, deadline_ms, ret_reply);
 }
 
+int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
+                           uint64_t deadline_ms) {
+  if (!transport || transport->fd < 0)
+    return -EINVAL;
+  return pcache__rpc_send(transport->fd, request, transport->max_frame, deadline_ms);
+}
+
+int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__BodyCase expect,
+                           uint64_t deadline_ms, pcache__reply *ret_reply) {
+  if (!transport || transport->fd < 0) {
+    *ret_reply = (pcache__reply){0};
+    return -EINVAL;
+  }
+  return pcache__rpc_recv(transport->fd, expect, transport->max_frame, deadline_ms, ret_reply);
+}
+
 /* Connecting to a Unix socket completes at once or fails at once, except
  * when the listen backlog is full: then a blocking connect waits up to
  * SO_SNDTIMEO, which bounds it by our timeout. */

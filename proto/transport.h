@@ -41,4 +41,12 @@ int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request 
                           Pcachepb__Response__BodyCase expect, uint64_t deadline_ms,
                           pcache__reply *ret_reply);
 
+/* The two halves of pcache__transport_rpc (pcache__rpc_send and
+ * pcache__rpc_recv), for a caller that works while the daemon answers.
+ * -EINVAL for a NULL transport. */
+int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
+                           uint64_t deadline_ms);
+int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__BodyCase expect,
+                           uint64_t deadline_ms, pcache__reply *ret_reply);
+
 #endif

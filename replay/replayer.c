@@ -278,21 +278,23 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   pthread_mutex_unlock(&w->lock);
 }
 
-/* One ReplayClaim: reports the results gathered so far, and (unless
- * last) gets the next item, a wait or the end. Returns 0 or a failure of
- * the exchange. */
-static int claim(worker *w, int last) {
+/* One ReplayClaim: reports the results gathered so far and leaves the
+ * daemon's answer in *reply (released by the caller in every case). When
+ * build is not NULL, that item is built while the daemon answers: the
+ * claim's round trip (a writer job, which may wait behind a Put's
+ * commit) is then off the build path. Returns 0 or a failure of the
+ * exchange (the item is built all the same). */
+static int claim(worker *w, int last, const Pcachepb__ReplayItem *build, pcache__reply *reply) {
   replayer *rp = w->rp;
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__ReplayClaim c = PCACHEPB__REPLAY_CLAIM__INIT;
   Pcachepb__ReplayResult results[RESULTS_MAX], *ptrs[RESULTS_MAX];
   uint8_t hashes[RESULTS_MAX][PCACHE_HASH_SIZE];
   char msgs[RESULTS_MAX][160];
-  pcache__reply reply = {0};
-  const Pcachepb__ReplayClaimReply *cr;
-  uint64_t t0;
+  uint64_t t0, t1 = 0, t2 = 0;
   size_t n;
   int r;
+  *reply = (pcache__reply){0};
   pthread_mutex_lock(&w->lock);
   n = w->n_results;
   for (size_t i = 0; i < n; i++) {
@@ -314,30 +316,38 @@ static int claim(worker *w, int last) {
   req.body_case = PCACHEPB__REQUEST__BODY_REPLAY_CLAIM;
   req.replay_claim = &c;
   t0 = pcache__mono_ns();
-  r = pcache__transport_rpc(w->t, &req, PCACHEPB__RESPONSE__BODY_REPLAY_CLAIM,
-                            pcache__mono_ms() + RPC_TIMEOUT_MS, &reply);
-  w->claim_ns += pcache__mono_ns() - t0;
-  if (r < 0) {
-    log_error("replay: claim: %s", pcache__reply_why(&reply, r));
-    pcache__reply_release(&reply);
-    return r;
+  r = pcache__transport_send(w->t, &req, pcache__mono_ms() + RPC_TIMEOUT_MS);
+  if (build) {
+    t1 = pcache__mono_ns();
+    build_item(w, build);
+    t2 = pcache__mono_ns();
   }
-  cr = reply.response->replay_claim;
-  if (cr->item && !last) {
-    build_item(w, cr->item);
-    if (atomic_load(&rp->throttle_ms))
-      sleep_ms(atomic_load(&rp->throttle_ms));
-  } else if (cr->finished || last) {
+  if (r == 0)
+    r = pcache__transport_recv(w->t, PCACHEPB__RESPONSE__BODY_REPLAY_CLAIM,
+                               pcache__mono_ms() + RPC_TIMEOUT_MS, reply);
+  w->claim_ns += pcache__mono_ns() - t0 - (t2 - t1);
+  if (r < 0)
+    log_error("replay: claim: %s", pcache__reply_why(reply, r));
+  return r;
+}
+
+/* What a claim's answer asks of the thread. Returns the item to build
+ * next (valid until reply is released), or NULL. */
+static const Pcachepb__ReplayItem *take_answer(worker *w, int last, const pcache__reply *reply) {
+  replayer *rp = w->rp;
+  const Pcachepb__ReplayClaimReply *cr = reply->response->replay_claim;
+  if (cr->item && !last)
+    return cr->item;
+  if (cr->finished || last) {
     w->done = 1;
     if (cr->finished)
       atomic_store(&rp->finished, 1);
   } else if (cr->wait_ms) {
-    t0 = pcache__mono_ns();
+    uint64_t t0 = pcache__mono_ns();
     sleep_ms(cr->wait_ms);
     w->slept_ns += pcache__mono_ns() - t0;
   }
-  pcache__reply_release(&reply);
-  return 0;
+  return NULL;
 }
 
 static int has_results(worker *w) {
@@ -348,40 +358,46 @@ static int has_results(worker *w) {
   return n;
 }
 
+/* A thread: claims and builds until the daemon has nothing more for it.
+ * It holds at most one item it has not built (the answer to a claim sent
+ * while it built the last one). Under CPU pressure or a throttle it
+ * claims only when it has nothing to build: one build at a time, and a
+ * pause after each. */
 static void *worker_main(void *arg) {
   worker *w = arg;
   replayer *rp = w->rp;
+  pcache__reply held = {0}; /* the answer holding the next item */
+  const Pcachepb__ReplayItem *next = NULL;
   for (;;) {
-    if (w->done) {
+    pcache__reply reply;
+    int r;
+    if (w->done && !next) {
       /* Nothing more for this thread: its last upload ends first, and
        * a result not yet reported goes to the daemon (which may then
-       * hand out more: a retry). */
+       * hand out more: a retry). The daemon ends the replay at a claim
+       * that finds nothing left and nothing out: after this thread's
+       * last upload has landed, it asks once more. */
       wait_uploads(w, 0);
-      /* The daemon ends the replay at a claim that finds nothing left
-       * and nothing out: after this thread's last upload has landed, ask
-       * once more. */
       if (!has_results(w) && !w->uploaded)
         break;
       w->uploaded = 0;
       w->done = 0;
-      if (claim(w, 0) < 0) {
-        atomic_store(&rp->failed, 1);
-        break;
-      }
-      continue;
     }
     if (pcache__replay_uploader_broken(rp->uploader))
       atomic_store(&rp->failed, 1); /* as a claim that lost the daemon */
     if (atomic_load(&rp->failed))
       break;
     if (atomic_load(&rp->stop) || (rp->max_rss && rss_bytes() > rp->max_rss)) {
+      /* An item held and not built stays in flight: handed out again. */
       atomic_store(&rp->stop, 1);
       wait_uploads(w, 0);
-      (void)claim(w, 1);
+      if (claim(w, 1, NULL, &reply) == 0)
+        w->done = 1;
+      pcache__reply_release(&reply);
       break;
     }
     /* Under CPU pressure one thread builds, with a pause after each. */
-    if (w->index > 0 && atomic_load(&rp->pressured)) {
+    if (!next && w->index > 0 && atomic_load(&rp->pressured)) {
       if (atomic_load(&rp->finished)) {
         w->done = 1; /* its last upload, if any, is reported above */
         continue;
@@ -389,11 +405,34 @@ static void *worker_main(void *arg) {
       sleep_ms(500);
       continue;
     }
-    if (claim(w, 0) < 0) {
-      atomic_store(&rp->failed, 1);
-      break;
+    if (next && (atomic_load(&rp->pressured) || atomic_load(&rp->throttle_ms) || w->done)) {
+      /* Build what it holds, and claim (if at all) only after. */
+      build_item(w, next);
+      pcache__reply_release(&held);
+      next = NULL;
+    } else {
+      const Pcachepb__ReplayItem *build = next;
+      r = claim(w, 0, build, &reply);
+      if (build) {
+        pcache__reply_release(&held);
+        next = NULL;
+      }
+      if (r < 0) {
+        pcache__reply_release(&reply);
+        atomic_store(&rp->failed, 1);
+        break;
+      }
+      if ((next = take_answer(w, 0, &reply)) != NULL)
+        held = reply;
+      else
+        pcache__reply_release(&reply);
+      if (!build)
+        continue;
     }
+    if (atomic_load(&rp->throttle_ms))
+      sleep_ms(atomic_load(&rp->throttle_ms));
   }
+  pcache__reply_release(&held);
   return NULL;
 }
 

@@ -4,7 +4,7 @@
  * and pcached starts whatever $PCACHE_REPLAYER names. Parts (argv[1]):
  *   storm  the replayer is this program: it claims far more items than
  *          may be in flight and reports none; it must be handed at most
- *          32. A client that is not the replayer claims and reports too:
+ *          48. A client that is not the replayer claims and reports too:
  *          it is handed nothing and what it reports is ignored. The
  *          replayer never reads its socket again, as one stuck in a
  *          driver: SIGTERM still stops pcached, which ends it.
@@ -25,10 +25,10 @@
 #include "rel_util.h"
 #include "test.h"
 
-#define N_OLD 40
-/* docs/replay.md: "at most 32 items in flight". */
-#define MAX_IN_FLIGHT 32
-#define STORM_CLAIMS 48
+#define N_OLD 60
+/* docs/replay.md: "at most 48 items in flight". */
+#define MAX_IN_FLIGHT 48
+#define STORM_CLAIMS 64
 
 /* Two keys of one device (same vendor, device and ABI), the new one a
  * later driver version: the new supersedes the old. */
