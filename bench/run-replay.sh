@@ -142,7 +142,11 @@ progress() {
 # replay is under way when it returns.
 updated() {
   local name=$1 threads=$2; shift 2
-  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" "$@")
+  # The replayer inherits pcached's environment: its compiles go without
+  # the driver's disk cache, as every other compile here (a cold cache
+  # costs it the writes, a warm one from an earlier run would be hits).
+  # shellcheck disable=SC2206
+  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" $OFF "$@")
   start_daemon_env "$name"
   "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
     die "import failed"
