@@ -108,12 +108,13 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 
 # demo OUT ARGS...: one launch of the heavy set against the daemon; the
 # wall time goes into OUT as launch_ms.
+# DISK, when set, replaces the disk cache's setting ($OFF).
 demo() {
   local out=$1 t0; shift
   t0=$(now_ms)
   # shellcheck disable=SC2086
   env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH -u XDG_CACHE_HOME \
-    $OFF PCACHE_SOCKET="$DAEMON_SOCKET" "$DEMO" --pipelines "$HEAVY" --app-name "$APP" "$@" \
+    ${DISK:-$OFF} PCACHE_SOCKET="$DAEMON_SOCKET" "$DEMO" --pipelines "$HEAVY" --app-name "$APP" "$@" \
     >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "pcache-demo $* failed"; }
   echo "launch_ms=$(($(now_ms) - t0))" >>"$out"
 }
@@ -142,11 +143,12 @@ progress() {
 # replay is under way when it returns.
 updated() {
   local name=$1 threads=$2; shift 2
-  # The replayer inherits pcached's environment: its compiles go without
-  # the driver's disk cache, as every other compile here (a cold cache
-  # costs it the writes, a warm one from an earlier run would be hits).
+  # The replayer inherits pcached's environment: its driver's disk cache
+  # is on, as a user's is, and empty, as it is after a driver update (a
+  # directory of its own: none of an earlier run's hits).
+  rm -rf "$WORK_DIR/disk-$name"
   # shellcheck disable=SC2206
-  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" $OFF "$@")
+  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" $(cache_on "$WORK_DIR/disk-$name") "$@")
   start_daemon_env "$name"
   "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
     die "import failed"
@@ -196,11 +198,14 @@ echo "replay_warm_create_ms=$warm_create"
 
 # --- direct: the same pipelines compiled by the app itself, with as many
 # threads as each replay run; again after the replays, and the mean (a
-# shared machine drifts)
+# shared machine drifts). The driver's disk cache on and empty, as for
+# the replayer: the first compiles after a driver update, as users have
+# them.
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
 declare -A rates direct1
 for t in $tlist; do
-  demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
+  rm -rf "$WORK_DIR/disk-direct-t$t"
+  DISK=$(cache_on "$WORK_DIR/disk-direct-t$t") demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
   direct1[$t]=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
 done
 
@@ -248,7 +253,8 @@ for t in $tlist; do
 done
 
 for t in $tlist; do
-  demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
+  rm -rf "$WORK_DIR/disk-direct2-t$t"
+  DISK=$(cache_on "$WORK_DIR/disk-direct2-t$t") demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
   direct2_ms=$(kv "$WORK_DIR/direct2-t$t.txt" create_ms)
   direct_ms=$(awk -v a="${direct1[$t]}" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
   direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
