@@ -108,7 +108,8 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 
 # demo OUT ARGS...: one launch of the heavy set against the daemon; the
 # wall time goes into OUT as launch_ms.
-# DISK, when set, replaces the disk cache's setting ($OFF).
+# DISK, when set, replaces the disk cache's setting ($OFF) with its own
+# assignments (env(1) form).
 demo() {
   local out=$1 t0; shift
   t0=$(now_ms)
@@ -143,12 +144,13 @@ progress() {
 # replay is under way when it returns.
 updated() {
   local name=$1 threads=$2; shift 2
-  # The replayer inherits pcached's environment: its driver's disk cache
-  # is on, as a user's is, and empty, as it is after a driver update (a
-  # directory of its own: none of an earlier run's hits).
-  rm -rf "$WORK_DIR/disk-$name"
-  # shellcheck disable=SC2206
-  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" $(cache_on "$WORK_DIR/disk-$name") "$@")
+  # The replayer inherits pcached's environment: the driver's disk cache
+  # as a user has it (no setting, its default place under
+  # XDG_CACHE_HOME), empty, as after a driver update (a directory of its
+  # own: none of an earlier run's hits).
+  rm -rf "$WORK_DIR/xdg-$name"
+  mkdir -p "$WORK_DIR/xdg-$name"
+  PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" "XDG_CACHE_HOME=$WORK_DIR/xdg-$name" "$@")
   start_daemon_env "$name"
   "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
     die "import failed"
@@ -198,14 +200,14 @@ echo "replay_warm_create_ms=$warm_create"
 
 # --- direct: the same pipelines compiled by the app itself, with as many
 # threads as each replay run; again after the replays, and the mean (a
-# shared machine drifts). The driver's disk cache on and empty, as for
-# the replayer: the first compiles after a driver update, as users have
-# them.
+# shared machine drifts). The driver's disk cache as a user has it, in
+# its default place under an empty XDG_CACHE_HOME, as for the replayer:
+# the first compiles after a driver update.
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
 declare -A rates direct1
 for t in $tlist; do
-  rm -rf "$WORK_DIR/disk-direct-t$t"
-  DISK=$(cache_on "$WORK_DIR/disk-direct-t$t") demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
+  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
   direct1[$t]=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
 done
 
@@ -253,8 +255,8 @@ for t in $tlist; do
 done
 
 for t in $tlist; do
-  rm -rf "$WORK_DIR/disk-direct2-t$t"
-  DISK=$(cache_on "$WORK_DIR/disk-direct2-t$t") demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
+  rm -rf "$WORK_DIR/xdg-direct2-t$t" && mkdir -p "$WORK_DIR/xdg-direct2-t$t"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct2-t$t" demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
   direct2_ms=$(kv "$WORK_DIR/direct2-t$t.txt" create_ms)
   direct_ms=$(awk -v a="${direct1[$t]}" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
   direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
