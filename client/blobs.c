@@ -95,7 +95,7 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = &report;
   /* Best effort: an unreported bad blob is refused again next time. */
-  pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_REPORT,
+  pcache__client_rpc(device->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_REPORT,
                      device->client->timeout_ms, &reply);
   pcache__reply_release(&reply);
 }

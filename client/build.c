@@ -136,7 +136,7 @@ static int get_blobs(pcache_device *d, ProtobufCBinaryData *hashes, size_t n,
   request.get = &get;
   if (!d->client)
     return -ENOTCONN;
-  return pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_GET,
+  return pcache__client_rpc(d->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_GET,
                             d->client->timeout_ms, reply);
 }
 

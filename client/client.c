@@ -1,8 +1,9 @@
-/* The client: one connection to pcached per process, shared by every device
- * context, behind one mutex (requests are short). The daemon is optional:
- * any failure closes the connection and marks the client disconnected, and
- * the next call that needs the daemon reconnects, at most once a second,
- * so an absent daemon costs a failed connect() a second, not one a call. */
+/* The client: two connections to pcached per process (lanes: the app's
+ * calls and the upload threads'), shared by every device context, each
+ * behind its own mutex. The daemon is optional: any failure closes that
+ * lane's connection and marks the client disconnected (the last exchange
+ * failed), and the next call on that lane reconnects, at most once a second, so an absent
+ * daemon costs a failed connect() a second, not one a call. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,18 +57,19 @@ static const char *choose_app_name(const pcache_client_options *options) {
   return NULL;
 }
 
-static void drop_transport_locked(pcache_client *client) {
-  pcache__transport_close(client->transport);
-  client->transport = NULL;
-  client->last_attempt_ms = pcache__mono_ms();
-  client->attempted = 1;
+static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
+  pcache__lane *lane = &client->lanes[id];
+  pcache__transport_close(lane->transport);
+  lane->transport = NULL;
+  lane->last_attempt_ms = pcache__mono_ms();
+  lane->attempted = 1;
   atomic_store(&client->connected, 0);
 }
 
-/* Says when the daemon comes or goes, not each failed retry. Under the
- * lock. */
-static void tell_state_locked(pcache_client *client, int up, int err) {
-  if (client->told_connected == up)
+/* Says when the daemon comes or goes, as the app's lane sees it, not each
+ * failed retry. Under that lane's lock. */
+static void tell_state_locked(pcache_client *client, pcache__lane_id id, int up, int err) {
+  if (id != PCACHE__LANE_APP || client->told_connected == up)
     return;
   client->told_connected = up;
   if (up)
@@ -80,44 +82,50 @@ static void tell_state_locked(pcache_client *client, int up, int err) {
         client->socket_path, pcache_strerror(err));
 }
 
-/* Under the lock. */
-static int connect_locked(pcache_client *client, uint64_t deadline_ms) {
+/* Under the lane's lock. */
+static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t deadline_ms) {
+  pcache__lane *lane = &client->lanes[id];
   const Pcachepb__HelloReply *hello;
   uint64_t now = pcache__mono_ms();
   int r;
-  if (client->transport)
+  if (lane->transport)
     return 0;
-  if (client->attempted && now - client->last_attempt_ms < RECONNECT_INTERVAL_MS)
+  if (lane->attempted && now - lane->last_attempt_ms < RECONNECT_INTERVAL_MS)
     return PCACHE_EUNAVAILABLE;
   if (now >= deadline_ms)
     return -ETIMEDOUT;
   r = pcache__transport_open(client->socket_path, client->app_name, (uint32_t)(deadline_ms - now),
-                             &client->transport, NULL);
+                             &lane->transport, NULL);
   if (r < 0) {
-    client->transport = NULL;
-    drop_transport_locked(client);
-    tell_state_locked(client, 0, r);
+    lane->transport = NULL;
+    drop_transport_locked(client, id);
+    tell_state_locked(client, id, 0, r);
     return r;
   }
-  hello = pcache__transport_hello(client->transport);
-  client->max_hashes = hello && hello->max_hashes ? hello->max_hashes : PCACHE_DEFAULT_MAX_HASHES;
-  client->max_blob = hello ? hello->max_blob : 0;
-  client->max_snapshot = hello ? hello->max_snapshot : 0;
-  client->max_frame = hello ? hello->max_frame : 0;
+  hello = pcache__transport_hello(lane->transport);
+  atomic_store(&client->max_hashes,
+               hello && hello->max_hashes ? hello->max_hashes : PCACHE_DEFAULT_MAX_HASHES);
+  atomic_store(&client->max_blob, hello ? hello->max_blob : 0);
+  atomic_store(&client->max_snapshot, hello ? hello->max_snapshot : 0);
+  atomic_store(&client->max_frame, hello ? hello->max_frame : 0);
   atomic_store(&client->connected, 1);
-  tell_state_locked(client, 1, 0);
+  tell_state_locked(client, id, 1, 0);
   return 0;
 }
 
-int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
+int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb__Request *request,
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
                        pcache__reply *ret_reply) {
   uint64_t deadline_ms = pcache__mono_ms() + timeout_ms;
   struct timespec lock_deadline;
+  pcache__lane *lane;
   int r;
   *ret_reply = (pcache__reply){0};
   if (!client || client->disabled || !client->socket_path)
     return PCACHE_EDISABLED;
+  if ((unsigned)id >= PCACHE__LANE_COUNT)
+    return -EINVAL;
+  lane = &client->lanes[id];
   /* Another thread's request holds the connection: wait for it no longer
    * than our own budget. (timedlock's realtime clock rather than
    * pthread_mutex_clocklock: sanitizers do not know the latter.) */
@@ -128,33 +136,30 @@ int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
     lock_deadline.tv_sec++;
     lock_deadline.tv_nsec -= 1000000000L;
   }
-  r = pthread_mutex_timedlock(&client->lock, &lock_deadline);
+  r = pthread_mutex_timedlock(&lane->lock, &lock_deadline);
   if (r != 0)
     return r == ETIMEDOUT ? -ETIMEDOUT : -r;
-  r = connect_locked(client, deadline_ms);
+  r = connect_locked(client, id, deadline_ms);
   if (r < 0)
     goto out_unlock;
   if (pcache__mono_ms() >= deadline_ms) {
     r = -ETIMEDOUT;
     goto out_unlock; /* connected, just out of time: keep the connection */
   }
-  r = pcache__transport_rpc(client->transport, request, expect, deadline_ms, ret_reply);
+  r = pcache__transport_rpc(lane->transport, request, expect, deadline_ms, ret_reply);
   if (r < 0 && !ret_reply->response) {
-    drop_transport_locked(client); /* a late reply would desync the stream */
-    tell_state_locked(client, 0, r);
+    drop_transport_locked(client, id); /* a late reply would desync the stream */
+    tell_state_locked(client, id, 0, r);
   } else
     atomic_store(&client->connected, 1);
 out_unlock:
-  pthread_mutex_unlock(&client->lock);
+  pthread_mutex_unlock(&lane->lock);
   return r;
 }
 
 uint32_t pcache__client_max_hashes(pcache_client *client) {
-  uint32_t n;
-  pthread_mutex_lock(&client->lock);
-  n = client->max_hashes ? client->max_hashes : PCACHE_DEFAULT_MAX_HASHES;
-  pthread_mutex_unlock(&client->lock);
-  return n;
+  uint32_t n = atomic_load(&client->max_hashes);
+  return n ? n : PCACHE_DEFAULT_MAX_HASHES;
 }
 
 PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
@@ -179,7 +184,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
   atomic_init(&client->connected, 0);
   client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
   client->disabled = options->disable_daemon || env_disabled();
-  client->max_hashes = PCACHE_DEFAULT_MAX_HASHES;
+  atomic_init(&client->max_hashes, PCACHE_DEFAULT_MAX_HASHES);
   client->app_name = (app = choose_app_name(options)) ? pcache__strdup(app) : program_name();
   if (!client->app_name)
     goto out_free;
@@ -189,14 +194,20 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
     if (!client->socket_path)
       goto out_free;
   }
-  if (pthread_mutex_init(&client->lock, NULL) != 0)
-    goto out_free;
-  /* Connect now so pcache_client_connected means something at once; a
-   * failure only delays the next try. */
+  for (int i = 0; i < PCACHE__LANE_COUNT; i++)
+    if (pthread_mutex_init(&client->lanes[i].lock, NULL) != 0) {
+      while (i-- > 0)
+        pthread_mutex_destroy(&client->lanes[i].lock);
+      goto out_free;
+    }
+  /* Connect the app's lane now so pcache_client_connected means something
+   * at once; a failure only delays the next try. The background lane
+   * connects on its first call: a process that only reads never opens it. */
   if (!client->disabled && client->socket_path) {
-    pthread_mutex_lock(&client->lock);
-    connect_locked(client, pcache__mono_ms() + client->timeout_ms);
-    pthread_mutex_unlock(&client->lock);
+    pcache__lane *lane = &client->lanes[PCACHE__LANE_APP];
+    pthread_mutex_lock(&lane->lock);
+    connect_locked(client, PCACHE__LANE_APP, pcache__mono_ms() + client->timeout_ms);
+    pthread_mutex_unlock(&lane->lock);
   }
   *ret_client = client;
   return 0;
@@ -211,8 +222,10 @@ out_free:
 PCACHE_API void pcache_client_close(pcache_client *client) {
   if (!client)
     return;
-  pcache__transport_close(client->transport);
-  pthread_mutex_destroy(&client->lock);
+  for (int i = 0; i < PCACHE__LANE_COUNT; i++) {
+    pcache__transport_close(client->lanes[i].transport);
+    pthread_mutex_destroy(&client->lanes[i].lock);
+  }
   pcache__logger_fini(&client->log);
   pcache__free(client->socket_path);
   pcache__free(client->app_name);

@@ -1,4 +1,4 @@
-/* The client (client.c): one connection to pcached per process, shared by
+/* The client (client.c): the process's connections to pcached, shared by
  * every device context, and the one way the library talks to the daemon
  * (pcache__client_rpc). */
 #ifndef PCACHE_CLIENT_CLIENT_H
@@ -13,21 +13,43 @@
 #include "client/log.h"
 #include "proto/transport.h"
 
+/* Which connection a call takes. The app's calls (Gets, prefetch at
+ * device creation, reports) are short reads that an app thread waits on;
+ * the upload threads' calls (Puts, snapshots, used lists, prefetch pages)
+ * wait for a commit, which a busy disk can hold for hundreds of
+ * milliseconds. Each has a connection of its own, so a slow write never
+ * holds the app's calls behind it or makes them time out. */
+typedef enum pcache__lane_id {
+  PCACHE__LANE_APP = 0,
+  PCACHE__LANE_BACKGROUND = 1,
+  PCACHE__LANE_COUNT
+} pcache__lane_id;
+
+/* A background call gets this many times the client's timeout: nobody
+ * waits on it, and pcache_device_destroy cancels one in flight. */
+#define PCACHE__BACKGROUND_TIMEOUT_FACTOR 10u
+
+typedef struct pcache__lane {
+  pthread_mutex_t lock; /* guards the fields below */
+  pcache__transport *transport;
+  uint64_t last_attempt_ms; /* of the last failed connect or call */
+  int attempted;
+} pcache__lane;
+
 struct pcache_client {
   char *socket_path; /* NULL: nowhere to connect (local only) */
   char *app_name;
   uint32_t timeout_ms;
   int disabled;
-  pthread_mutex_t lock; /* guards transport, last_attempt_ms, limits */
-  pcache__transport *transport;
-  uint64_t last_attempt_ms; /* of the last failed connect or call */
-  int attempted;
-  uint32_t max_hashes;
-  uint64_t max_blob;
-  uint64_t max_snapshot; /* 0: a daemon without snapshots */
-  uint64_t max_frame;
-  atomic_int connected;
-  int told_connected; /* what the log last said: 1 up, 0 down, -1 nothing yet */
+  pcache__lane lanes[PCACHE__LANE_COUNT];
+  /* The daemon's limits from its Hello, the same on every connection. */
+  _Atomic uint32_t max_hashes;
+  _Atomic uint64_t max_blob;
+  _Atomic uint64_t max_snapshot; /* 0: a daemon without snapshots */
+  _Atomic uint64_t max_frame;
+  atomic_int connected; /* the last exchange, on either lane, succeeded */
+  int told_connected;   /* what the log last said: 1 up, 0 down, -1 nothing yet
+                         * (the app's lane, under its lock) */
   pcache__logger log;
 };
 
@@ -39,18 +61,22 @@ static inline pcache__logger *pcache__client_logger(pcache_client *client) {
 
 /*
  * pcache__client_rpc - one request and its reply within timeout_ms
- * (pcache__rpc's verdict), connecting first if needed and allowed (at most
- * once a second). Returns 0 when the daemon answered status 0 with the
- * body `expect`; otherwise PCACHE_EDISABLED, PCACHE_EUNAVAILABLE,
- * -ETIMEDOUT, or pcache__rpc's result: the daemon's refusal (its Response
- * then in ret_reply->response) or a failure of the exchange (the
- * connection is then closed and the client marked disconnected). As with
- * pcache__rpc, *ret_reply is written in every case: release it in every
- * case.
+ * (pcache__rpc's verdict) on the lane's connection, connecting first if
+ * needed and allowed (at most once a second a lane). Returns 0 when the daemon answered status 0
+ * with the body `expect`; otherwise PCACHE_EDISABLED, PCACHE_EUNAVAILABLE, -ETIMEDOUT, or
+ * pcache__rpc's result: the daemon's refusal (its Response then in ret_reply->response) or a
+ * failure of the exchange (the connection is then closed and the client marked disconnected). As
+ * with pcache__rpc, *ret_reply is written in every case: release it in every case.
  */
-int pcache__client_rpc(pcache_client *client, const Pcachepb__Request *request,
-                       Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
-                       pcache__reply *ret_reply);
+int pcache__client_rpc(pcache_client *client, pcache__lane_id lane,
+                       const Pcachepb__Request *request, Pcachepb__Response__BodyCase expect,
+                       uint32_t timeout_ms, pcache__reply *ret_reply);
+
+/* The timeout of a background call (PCACHE__BACKGROUND_TIMEOUT_FACTOR). */
+static inline uint32_t pcache__client_background_timeout_ms(const pcache_client *client) {
+  uint64_t ms = (uint64_t)client->timeout_ms * PCACHE__BACKGROUND_TIMEOUT_FACTOR;
+  return ms > 600000u ? 600000u : (uint32_t)ms;
+}
 
 /* The daemon's limit on items per request (default when unknown). */
 uint32_t pcache__client_max_hashes(pcache_client *client);

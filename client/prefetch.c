@@ -102,8 +102,9 @@ out:
   return r;
 }
 
-int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeout_ms,
-                          uint32_t *ret_next, int *ret_more, uint64_t *ret_call_ns) {
+int pcache__prefetch_page(pcache_device *device, pcache__lane_id lane, uint32_t offset,
+                          uint32_t timeout_ms, uint32_t *ret_next, int *ret_more,
+                          uint64_t *ret_call_ns) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
   pcache__reply reply = {0};
@@ -120,8 +121,8 @@ int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeo
   pre.snapshot = !device->no_snapshot;
   request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
   request.prefetch = &pre;
-  r = pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_PREFETCH, timeout_ms,
-                         &reply);
+  r = pcache__client_rpc(device->client, lane, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,
+                         timeout_ms, &reply);
   if (ret_call_ns)
     *ret_call_ns = pcache__mono_ns() - start;
   if (r != 0)
@@ -175,8 +176,8 @@ int pcache__prefetch_at_create(pcache_device *device, const pcache_device_info *
     int more = 0, r;
     if (budget_ns < 1000000u)
       break;
-    r = pcache__prefetch_page(device, offset, (uint32_t)(budget_ns / 1000000u), &next, &more,
-                              &call_ns);
+    r = pcache__prefetch_page(device, PCACHE__LANE_APP, offset, (uint32_t)(budget_ns / 1000000u),
+                              &next, &more, &call_ns);
     if (r == -ETIMEDOUT)
       break; /* the daemon is slow, not absent: try again in the background */
     if (r < 0 || !more)

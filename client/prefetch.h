@@ -27,16 +27,17 @@ int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *b
                            size_t *ret_known);
 
 /*
- * pcache__prefetch_page - one prefetch page from offset: asks within
- * timeout_ms, checks every blob, merges the good ones with one
+ * pcache__prefetch_page - one prefetch page from offset: asks on the
+ * lane's connection within timeout_ms, checks every blob, merges the good ones with one
  * vkMergePipelineCaches, adds their hashes to the prefetched set and
  * reports the bad ones. Returns 0 with the offset of the next page and
  * whether the daemon has more, or the call's failure. ret_call_ns (may be
  * NULL): time spent waiting on the daemon for the page (not the checks and
  * merge, which are driver work).
  */
-int pcache__prefetch_page(pcache_device *device, uint32_t offset, uint32_t timeout_ms,
-                          uint32_t *ret_next, int *ret_more, uint64_t *ret_call_ns);
+int pcache__prefetch_page(pcache_device *device, pcache__lane_id lane, uint32_t offset,
+                          uint32_t timeout_ms, uint32_t *ret_next, int *ret_more,
+                          uint64_t *ret_call_ns);
 
 /*
  * pcache__prefetch_at_create - seeds the device cache page by page, from

@@ -33,7 +33,8 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   request.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   request.segment = &sg;
   /* An older daemon answers PCACHE_EUNKNOWN_REQUEST: no segment. */
-  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_SEGMENT, timeout_ms, &reply);
+  r = pcache__client_rpc(d->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_SEGMENT,
+                         timeout_ms, &reply);
   if (r == -ETIMEDOUT)
     goto out;
   r = 0;

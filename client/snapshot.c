@@ -36,7 +36,7 @@ static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = &report;
   /* Best effort, as for blobs: an unreported snapshot is refused again. */
-  pcache__client_rpc(device->client, &request, PCACHEPB__RESPONSE__BODY_REPORT,
+  pcache__client_rpc(device->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_REPORT,
                      device->client->timeout_ms, &reply);
   pcache__reply_release(&reply);
 }
@@ -180,8 +180,9 @@ out_unlock:
   ps.n_state_hashes = u;
   request.body_case = PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT;
   request.put_snapshot = &ps;
-  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT,
-                         d->client->timeout_ms, &reply);
+  r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+                         PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT,
+                         pcache__client_background_timeout_ms(d->client), &reply);
   if (r == 0)
     atomic_fetch_add(&d->stats.snapshots_uploaded, 1);
   else if (reply.response)

@@ -116,10 +116,11 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   request.body_case = PCACHEPB__REQUEST__BODY_PUT;
   request.put = &put;
 
-  /* The client's timeout, like every call: pcache_device_destroy joins
-   * this thread and must not wait longer than that for a stuck daemon. */
-  r = pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_PUT, d->client->timeout_ms,
-                         &reply);
+  /* The background lane and its timeout: the reply waits for a commit,
+   * which a busy disk can hold far longer than the app's timeout, and
+   * pcache_device_destroy cancels a call in flight rather than wait. */
+  r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request, PCACHEPB__RESPONSE__BODY_PUT,
+                         pcache__client_background_timeout_ms(d->client), &reply);
   if (r < 0) {
     if (reply.response)
       r = 0; /* refused as a whole (limits, malformed): retrying would not help */
@@ -158,10 +159,6 @@ out:
   return r;
 }
 
-/* Prefetch pages run with a longer timeout here than on the app's path:
- * nobody waits on them, but pcache_device_destroy joins this thread, so it
- * may wait up to that long for a page in flight. */
-#define PREFETCH_TIMEOUT_FACTOR 10u
 #define PREFETCH_TRIES 3
 /* A failed call leaves the client waiting this long before it reconnects
  * (client.c); trying sooner would just be refused. */
@@ -177,8 +174,10 @@ static void prefetch_rest(pcache_device *d) {
     uint64_t retry_at;
     int more = 0, r;
     pthread_mutex_unlock(&d->upload_lock);
-    r = pcache__prefetch_page(d, offset, d->client->timeout_ms * PREFETCH_TIMEOUT_FACTOR, &next,
-                              &more, NULL);
+    /* A background call: nobody waits on it, and pcache__upload_stop
+     * cancels it. */
+    r = pcache__prefetch_page(d, PCACHE__LANE_BACKGROUND, offset,
+                              pcache__client_background_timeout_ms(d->client), &next, &more, NULL);
     pthread_mutex_lock(&d->upload_lock);
     if (r == 0) {
       tries = 0;
@@ -266,8 +265,9 @@ static void send_used(pcache_device *d) {
     report.n_used = n;
     request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
     request.report = &report;
-    (void)pcache__client_rpc(d->client, &request, PCACHEPB__RESPONSE__BODY_REPORT,
-                             d->client->timeout_ms, &reply);
+    (void)pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+                             PCACHEPB__RESPONSE__BODY_REPORT,
+                             pcache__client_background_timeout_ms(d->client), &reply);
     pcache__reply_release(&reply);
     pcache__free(taken);
   }

@@ -149,8 +149,8 @@ static void send_report(layer_device *ld, const layer_report *r) {
   m.n_reasons = r->n_reasons;
   request.body_case = PCACHEPB__REQUEST__BODY_CLIENT_REPORT;
   request.client_report = &m;
-  (void)pcache__client_rpc(client, &request, PCACHEPB__RESPONSE__BODY_CLIENT_REPORT,
-                           client->timeout_ms, &reply);
+  (void)pcache__client_rpc(client, PCACHE__LANE_APP, &request,
+                           PCACHEPB__RESPONSE__BODY_CLIENT_REPORT, client->timeout_ms, &reply);
   pcache__reply_release(&reply);
 }
 

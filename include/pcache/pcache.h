@@ -216,7 +216,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *options,
                                   pcache_client **ret_client);
 
 /*
- * pcache_client_close - close the connection and free the client. Every
+ * pcache_client_close - close the connections and free the client. Every
  * pcache_device made with it must be destroyed first. Accepts NULL.
  */
 PCACHE_API void pcache_client_close(pcache_client *client);

@@ -1,0 +1,115 @@
+/* A daemon on a slow disk: every sync it makes takes 400 ms
+ * (tests/common/slow_sync.c, preloaded into the real pcached), so each
+ * acknowledged Put takes at least that long, four times the client's
+ * 100 ms timeout. What must hold (docs/client.md "Two connections"):
+ *   - uploads still land, none lost to a timeout: the daemon holds every
+ *     pipeline after the flushes, and its put count equals them (a Put
+ *     that timed out on the client and was sent again would count twice);
+ *   - the app's own calls are never held behind an upload in flight: a
+ *     second device context, created and used while a Put waits on the
+ *     disk, gets every stored pipeline from the daemon and compiles none. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_util.h"
+#include "harness.h"
+#include "test.h"
+#include "vk.h"
+
+#define TIMEOUT_MS 100
+#define SYNC_MS "400"
+#define N_FIRST 4
+#define N_ALL 8
+
+static uint64_t daemon_puts(void) {
+  Pcachepb__Response *resp = util_stats();
+  uint64_t puts = resp->stats->puts;
+  pcache__response_free(resp);
+  return puts;
+}
+
+/* Flushes until every upload is acknowledged, for at most 20 s. */
+static void flush_all(pcache_device *device) {
+  uint64_t end = util_now_ms() + 20000;
+  while (pcache_device_flush(device) != 0)
+    ASSERT_LT(util_now_ms(), end);
+}
+
+int main(void) {
+  test_env env;
+  test_vk vk;
+  pcache_device_info info;
+  pcache_client *client;
+  pcache_device *a, *b;
+  test_objects oa, ob;
+  pcache_stats st;
+  char asan[512];
+  const char *old_asan = getenv("ASAN_OPTIONS");
+
+  test_env_init(&env, "client-slow-disk");
+  /* The daemon alone runs on the slow disk. Under ASan the preloaded
+   * library comes before the runtime, which ASan would refuse. */
+  snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", old_asan ? old_asan : "",
+           old_asan && *old_asan ? ":" : "");
+  setenv("ASAN_OPTIONS", asan, 1);
+  setenv("LD_PRELOAD", PCACHE_TEST_SLOW_SYNC, 1);
+  setenv("PCACHE_TEST_SYNC_DELAY_MS", SYNC_MS, 1);
+  test_daemon_start(&env, NULL);
+  unsetenv("LD_PRELOAD");
+  if (old_asan)
+    setenv("ASAN_OPTIONS", old_asan, 1);
+  else
+    unsetenv("ASAN_OPTIONS");
+
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  client = util_client(TIMEOUT_MS);
+  ASSERT_OK(pcache_device_create(client, &info, &a));
+  test_objects_create(&oa, a);
+
+  /* 1. Compiled and uploaded through the slow commits. */
+  util_build_set(a, &oa, N_FIRST, 0, NULL);
+  flush_all(a);
+  ASSERT_OK(pcache_device_get_stats(a, &st));
+  ASSERT_EQ(st.compiles, N_FIRST);
+  ASSERT_EQ(st.uploaded, N_FIRST);
+  ASSERT_EQ(util_count_entries(), N_FIRST);
+
+  /* 2. New pipelines: their Put waits on the disk while a second context
+   * is made and gets the stored ones. */
+  for (uint32_t i = N_FIRST; i < N_ALL; i++) {
+    test_graphics g;
+    VkPipeline p;
+    test_graphics_info(&g, &oa, i);
+    ASSERT_VK(pcache_get_graphics_pipeline(a, &g.info, &p));
+  }
+  ASSERT_OK(pcache_device_create(client, &info, &b));
+  test_objects_create(&ob, b);
+  util_build_set(b, &ob, N_FIRST, 0, NULL);
+  ASSERT_OK(pcache_device_get_stats(b, &st));
+  ASSERT_EQ(st.compiles, 0);
+  ASSERT_EQ(st.daemon_hits, N_FIRST);
+  /* The test means something only if the upload was still waiting. */
+  ASSERT_OK(pcache_device_get_stats(a, &st));
+  ASSERT_GT(st.upload_queue, 0);
+  ASSERT_TRUE(pcache_client_connected(client));
+
+  /* 3. It lands, once. */
+  flush_all(a);
+  ASSERT_OK(pcache_device_get_stats(a, &st));
+  ASSERT_EQ(st.compiles, N_ALL);
+  ASSERT_EQ(st.uploaded, N_ALL);
+  ASSERT_EQ(util_count_entries(), N_ALL);
+  ASSERT_EQ(daemon_puts(), N_ALL);
+
+  test_objects_destroy(&ob);
+  pcache_device_destroy(b);
+  test_objects_destroy(&oa);
+  pcache_device_destroy(a);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+  test_env_cleanup(&env);
+  printf("test_client_slow_disk: ok\n");
+  return 0;
+}
