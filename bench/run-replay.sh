@@ -20,9 +20,10 @@
 #            relays into its log) and the wall time to the end of
 #            `pcachectl replay --wait`; pipelines/s and per core (/threads).
 #            Against compiling the same pipelines directly with as many
-#            threads (pcache-demo --plain --threads T, no cache), before
-#            and after the replays, the mean. Target: replay >= 80% of
-#            direct (ratio_replay_tT_over_direct_tT). item_* say where a
+#            threads (pcache-demo --plain --threads T, no cache), run just
+#            before each replay, ROUNDS times. Target: replay >= 80% of
+#            direct (ratio_replay_tT_over_direct_tT, the median of the
+#            rounds' ratios; replay_rounds_tT_ratios lists them). item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -43,9 +44,15 @@
 #            (replay_psi_<k>hogs_slowdown = rate without / rate with k).
 #
 #   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
-#                 [--psi-seconds S] [--work-dir DIR]
+#                 [--psi-seconds S] [--work-dir DIR] [--rounds R]
+#                 [--throughput-only]
 #
-# Env: PCACHED, BENCH_BIN (as run-warm.sh), DRIVER_KIND, REPEATS (3).
+# --rounds: direct-then-replay pairs per thread count (default 3; the
+# ratio is their median). --throughput-only stops after launch, direct
+# and replay (no fg, no psi).
+#
+# Env: PCACHED, BENCH_BIN (as run-warm.sh), DRIVER_KIND, REPEATS (3);
+# PCACHE_REPLAY_TEST_DEVICE reaches the replayer (docs/replay.md).
 # Needs, in the build tree: daemon/pcached and daemon/pcache-replay,
 # tools/pcachectl, examples/pcache-demo, bench/bench_warm, bench/bench_rekey.
 set -euo pipefail
@@ -58,6 +65,8 @@ THREADS=""
 FG_N=256
 PSI_S=10
 REPEATS=${REPEATS:-3}
+ROUNDS=3
+THROUGHPUT_ONLY=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -66,7 +75,9 @@ while [ $# -gt 0 ]; do
     --fg) FG_N=$2; shift 2 ;;
     --psi-seconds) PSI_S=$2; shift 2 ;;
     --work-dir) WORK_DIR=$2; shift 2 ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    --throughput-only) THROUGHPUT_ONLY=1; shift ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -198,21 +209,26 @@ echo "replay_cold_create_ms=$cold_create"
 echo "replay_warm_launch_ms=$warm_launch"
 echo "replay_warm_create_ms=$warm_create"
 
-# --- direct: the same pipelines compiled by the app itself, with as many
-# threads as each replay run; again after the replays, and the mean (a
-# shared machine drifts). The driver's disk cache as a user has it, in
-# its default place under an empty XDG_CACHE_HOME, as for the replayer:
-# the first compiles after a driver update.
+# --- direct against replay, ROUNDS times: in each round, for each thread
+# count, the same pipelines compiled by the app itself (pcache-demo
+# --plain --threads T, no cache), then replayed with T threads. The
+# driver's disk cache as a user has it on both sides, in its default place
+# under an empty XDG_CACHE_HOME: the first compiles after a driver update.
+# A compile's time varies by a quarter from run to run on the lent GPU
+# machines, so each round's ratio pairs runs made next to each other, and
+# the target's ratio is the median over the rounds.
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
-declare -A rates direct1
+declare -A round_ratios direct_all
+for round in $(seq 1 "$ROUNDS"); do
 for t in $tlist; do
   rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
   DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
-  direct1[$t]=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
-done
+  direct_ms=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
+  direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
+  direct_all[$t]="${direct_all[$t]:-} $direct_ms"
+  echo "replay_round${round}_direct_t${t}_create_ms=$direct_ms"
+  echo "replay_round${round}_direct_t${t}_pipelines_per_s=$direct_rate"
 
-# --- replay throughput, 1 thread and THREADS; then the first launch
-for t in $tlist; do
   updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
   t0=$(now_ms)
   "$CTL" --socket "$DAEMON_SOCKET" replay --wait >/dev/null 2>&1 || die "replay --wait failed"
@@ -226,21 +242,26 @@ for t in $tlist; do
   done_n=$(progress "done"); failed_n=$(progress failed)
   read -r built ms < <(replayer_sum "$WORK_DIR/pcached-replay-t$t.log")
   rate=$(awk -v n="$built" -v ms="$ms" 'BEGIN { if (ms > 0) printf "%.3f\n", n * 1000 / ms; else print "na" }')
-  echo "replay_t${t}_done=$done_n"
-  echo "replay_t${t}_failed=$failed_n"
-  echo "replay_t${t}_built=$built"
-  echo "replay_t${t}_replayer_ms=$ms"
-  echo "replay_t${t}_wall_ms=$wall"
-  echo "replay_t${t}_pipelines_per_s=$rate"
-  echo "replay_t${t}_pipelines_per_s_per_core=$(ratio "$rate" "$t")"
-  echo "replay_t${t}_wall_pipelines_per_s=$(awk -v n="$done_n" -v ms="$wall" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')"
-  # Where an item's time went, per item, summed over the threads (the
-  # replayer's last run's line; ms).
-  sed -n 's/.*replay: per item (ms): //p' "$WORK_DIR/pcached-replay-t$t.log" | tail -n 1 |
-    sed 's/modules made/modules_made/; s/[;,]/ /g' |
-    awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
-  rates[$t]=$rate
-  if [ "$t" = "${tlist##* }" ]; then
+  r=$(ratio "$rate" "$direct_rate")
+  round_ratios[$t]="${round_ratios[$t]:-} $r"
+  echo "replay_round${round}_t${t}_pipelines_per_s=$rate"
+  echo "replay_round${round}_ratio_replay_t${t}_over_direct_t${t}=$r"
+  if [ "$round" = "$ROUNDS" ]; then
+    echo "replay_t${t}_done=$done_n"
+    echo "replay_t${t}_failed=$failed_n"
+    echo "replay_t${t}_built=$built"
+    echo "replay_t${t}_replayer_ms=$ms"
+    echo "replay_t${t}_wall_ms=$wall"
+    echo "replay_t${t}_pipelines_per_s=$rate"
+    echo "replay_t${t}_pipelines_per_s_per_core=$(ratio "$rate" "$t")"
+    echo "replay_t${t}_wall_pipelines_per_s=$(awk -v n="$done_n" -v ms="$wall" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')"
+    # Where an item's time went, per item, summed over the threads (the
+    # replayer's last run's line; ms).
+    sed -n 's/.*replay: per item (ms): //p' "$WORK_DIR/pcached-replay-t$t.log" | tail -n 1 |
+      sed 's/modules made/modules_made/; s/[;,]/ /g' |
+      awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
+  fi
+  if [ "$round" = "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
     demo "$WORK_DIR/first.txt"
     echo "replay_first_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
@@ -253,21 +274,18 @@ for t in $tlist; do
   fi
   stop_daemon
 done
-
-for t in $tlist; do
-  rm -rf "$WORK_DIR/xdg-direct2-t$t" && mkdir -p "$WORK_DIR/xdg-direct2-t$t"
-  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct2-t$t" demo "$WORK_DIR/direct2-t$t.txt" --plain --threads "$t"
-  direct2_ms=$(kv "$WORK_DIR/direct2-t$t.txt" create_ms)
-  direct_ms=$(awk -v a="${direct1[$t]}" -v b="$direct2_ms" 'BEGIN { printf "%.3f\n", (a + b) / 2 }')
-  direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
-  echo "replay_direct_t${t}_before_create_ms=${direct1[$t]}"
-  echo "replay_direct_t${t}_after_create_ms=$direct2_ms"
-  echo "replay_direct_t${t}_create_ms=$direct_ms"
-  echo "replay_direct_t${t}_pipelines_per_s=$direct_rate"
-  # The target's comparison: replay against the direct compile with the
-  # same number of threads.
-  echo "replay_ratio_replay_t${t}_over_direct_t${t}=$(ratio "${rates[$t]}" "$direct_rate")"
 done
+for t in $tlist; do
+  # shellcheck disable=SC2086
+  echo "replay_direct_t${t}_create_ms=$(median ${direct_all[$t]})"
+  # The target's comparison: replay against the direct compile with the
+  # same number of threads, the median of the rounds' ratios.
+  # shellcheck disable=SC2086
+  echo "replay_ratio_replay_t${t}_over_direct_t${t}=$(median ${round_ratios[$t]})"
+  echo "replay_rounds_t${t}_ratios=$(echo ${round_ratios[$t]} | tr ' ' ',')"
+done
+
+[ "$THROUGHPUT_ONLY" = 1 ] && exit 0
 
 # --- a foreground app, alone and during a replay
 for mode in d a; do

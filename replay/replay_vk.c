@@ -7,6 +7,7 @@
 #include "replay_vk.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
 
@@ -109,6 +110,12 @@ static int make_device(pcache__replay_vk *vk) {
                             .queueCreateInfoCount = 1,
                             .pQueueCreateInfos = &qci};
   int have_gpl = 0;
+  /* Bench probe (docs/replay.md): "bare" enables no feature and only
+   * creation feedback, as pcache-demo does; "no-ext" the features alone;
+   * "no-features" the extensions alone. */
+  const char *probe = getenv("PCACHE_REPLAY_TEST_DEVICE");
+  int want_ext = !probe || (strcmp(probe, "bare") != 0 && strcmp(probe, "no-ext") != 0);
+  int want_features = !probe || (strcmp(probe, "bare") != 0 && strcmp(probe, "no-features") != 0);
   vkGetPhysicalDeviceQueueFamilyProperties(vk->physical_device, &n_fam, fams);
   for (family = 0; family < n_fam; family++)
     if (fams[family].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))
@@ -120,7 +127,9 @@ static int make_device(pcache__replay_vk *vk) {
     n = 0;
   for (size_t w = 0; w < sizeof wanted_extensions / sizeof *wanted_extensions; w++)
     for (uint32_t i = 0; i < n; i++)
-      if (strcmp(exts[i].extensionName, wanted_extensions[w]) == 0) {
+      if (strcmp(exts[i].extensionName, wanted_extensions[w]) == 0 &&
+          (want_ext ||
+           strcmp(wanted_extensions[w], VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME) == 0)) {
         enabled[n_enabled++] = wanted_extensions[w];
         have_gpl |= strcmp(wanted_extensions[w], VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME) == 0;
       }
@@ -136,7 +145,7 @@ static int make_device(pcache__replay_vk *vk) {
   vkGetPhysicalDeviceFeatures2(vk->physical_device, &features);
   features.features.robustBufferAccess = VK_FALSE;
   f13.robustImageAccess = VK_FALSE;
-  dci.pNext = &features;
+  dci.pNext = want_features ? &features : NULL;
   dci.enabledExtensionCount = n_enabled;
   dci.ppEnabledExtensionNames = n_enabled ? enabled : NULL;
   return vkCreateDevice(vk->physical_device, &dci, NULL, &vk->device) == VK_SUCCESS ? 0 : -EIO;
