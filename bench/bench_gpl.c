@@ -10,6 +10,11 @@
  *     PCACHE_FAST_LINK_NEVER (the monolithic compile) and, on a second
  *     VkDevice, through PCACHE_FAST_LINK_THEN_OPTIMIZE (parts + fast link);
  *     the first fast miss builds all four parts, later ones mostly link;
+ *     and, on a third VkDevice, the same misses after each pipeline was
+ *     prepared (pcache_prepare_graphics_pipeline, as at ANGLE's program
+ *     link: its parts built ahead), so that a miss only links
+ *     (gpl_prepared_*; gpl_prepare_* is the time the preparing took, off
+ *     the draw path);
  *  2. frames until the optimized pipelines are in: a frame loop of
  *     --frame-ms each calling pcache_device_end_frame, until every miss
  *     was swapped (the counters' swap_frames_total, swap_ns_*);
@@ -287,10 +292,11 @@ int main(int argc, char **argv) {
   uint32_t n = 32, frame_ms = 16, draws = 20, threads = 1, frames = 0;
   vk_t v;
   objects oa, ob;
-  VkDevice da, db;
-  pcache_device *pa, *pb;
+  VkDevice da, db, dc;
+  pcache_device *pa, *pb, *pc;
+  objects oc;
   pcache_counters c;
-  uint64_t *mono_ns, *fast_ns, mono_sum = 0, fast_sum = 0;
+  uint64_t *mono_ns, *fast_ns, *prep_ns, *prepared_ns, mono_sum = 0, fast_sum = 0, prepared_sum = 0;
   VkPipeline *mono, *linked;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--pipelines"))
@@ -306,6 +312,8 @@ int main(int argc, char **argv) {
     return 2;
   mono_ns = calloc(n, sizeof *mono_ns);
   fast_ns = calloc(n, sizeof *fast_ns);
+  prep_ns = calloc(n, sizeof *prep_ns);
+  prepared_ns = calloc(n, sizeof *prepared_ns);
   mono = calloc(n, sizeof *mono);
   linked = calloc(n, sizeof *linked);
   vk_init(&v);
@@ -328,14 +336,44 @@ int main(int argc, char **argv) {
             c.fast_links, n);
     return 1;
   }
+  /* Prepared: every pipeline's parts built ahead, then the misses. */
+  dc = device_new(&v);
+  pc = context(&v, dc, PCACHE_FAST_LINK_THEN_OPTIMIZE, threads);
+  objects_make(pc, &oc);
+  {
+    variant *var = malloc(sizeof *var);
+    for (uint32_t i = 0; i < n; i++) {
+      uint64_t t0;
+      variant_make(var, &oc, i);
+      t0 = now_ns();
+      CHECK(pcache_prepare_graphics_pipeline(pc, &var->info));
+      prep_ns[i] = now_ns() - t0;
+    }
+    free(var);
+  }
+  VkPipeline *prepared = calloc(n, sizeof *prepared);
+  misses(pc, &oc, n, prepared_ns, prepared);
+  pcache_device_get_counters(pc, &c);
+  printf("gpl_prepared_fast_links=%" PRIu64 "\ngpl_prepared_links_only=%" PRIu64
+         "\ngpl_prepared_parts_made=%" PRIu64 "\n",
+         c.fast_links, c.links_only, c.parts_made);
+
   for (uint32_t i = 0; i < n; i++) {
     mono_sum += mono_ns[i];
     fast_sum += fast_ns[i];
+    prepared_sum += prepared_ns[i];
   }
   printf("gpl_pipelines=%u\ngpl_threads=%u\ngpl_frame_ms=%u\n", n, threads, frame_ms);
   report_times("mono", mono_ns, n);
   report_times("fast", fast_ns, n);
+  report_times("prepare", prep_ns, n);
+  report_times("prepared", prepared_ns, n);
   printf("gpl_fast_over_mono=%.4f\n", (double)fast_sum / (double)mono_sum);
+  /* The target's ratio once the app prepares its pipelines. */
+  printf("gpl_prepared_over_mono=%.4f\n", (double)prepared_sum / (double)mono_sum);
+  pcache_device_destroy(pc);
+  vkDestroyDevice(dc, NULL);
+  free(prepared);
 
   /* 2. Frames until every optimized pipeline is in. */
   while (frames < 100000) {
@@ -373,6 +411,8 @@ int main(int argc, char **argv) {
   vkDestroyInstance(v.instance, NULL);
   free(mono_ns);
   free(fast_ns);
+  free(prep_ns);
+  free(prepared_ns);
   free(mono);
   free(linked);
   return 0;

@@ -373,6 +373,9 @@ PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
   c.swap_ns_total = atomic_load(&d->stats.swap_ns_total);
   c.swap_ns_max = atomic_load(&d->stats.swap_ns_max);
   c.swap_frames_total = atomic_load(&d->stats.swap_frames_total);
+  c.parts_made = atomic_load(&d->stats.parts_made);
+  c.links_only = atomic_load(&d->stats.links_only);
+  c.prepared = atomic_load(&d->stats.prepared);
   memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
   return 0;
 }

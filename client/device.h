@@ -191,7 +191,7 @@ struct pcache_device {
         prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
         snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
         segment_refused, fast_links, optimized, swaps, swap_ns_total, swap_ns_max,
-        swap_frames_total;
+        swap_frames_total, parts_made, links_only, prepared;
   } stats;
 };
 

@@ -94,28 +94,59 @@ static void part_info_make(pcache_device *d, const VkGraphicsPipelineCreateInfo 
 
 /* Part i's library: the context's own by its part hash, or built (from the
  * daemon, the device cache, or compiled and uploaded) and kept. Two
- * threads wanting one part build it once. */
-static VkResult get_part(pcache_device *d, part_info *p, VkPipeline *ret_library) {
+ * threads wanting one part build it once; *ret_found says whether it was
+ * there already (or built by the other). */
+static VkResult get_part(pcache_device *d, part_info *p, VkPipeline *ret_library, int *ret_found) {
   pcache__fastlink *fl = d->fastlink;
   pcache__build_source source;
   pcache_pending *claim;
   uint64_t k0, k1, v;
   VkResult vr;
+  *ret_found = 0;
   pcache__hash_keys(p->keys.state_hash.bytes, &k0, &k1);
   switch (pcache__table_acquire(&fl->parts, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_library = pcache__pipeline_from_u64(v);
+    *ret_found = 1;
     return VK_SUCCESS;
   case PCACHE__TABLE_CLAIMED:
     vr = pcache__build_hashed(d, &p->build, &p->keys, &p->desc, ret_library, &source);
     pcache__table_complete(&fl->parts, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(*ret_library) : 0, (int)vr);
+    if (vr == VK_SUCCESS)
+      atomic_fetch_add(&d->stats.parts_made, 1);
     return vr;
   case PCACHE__TABLE_FAILED:
     return (VkResult)(int64_t)v; /* the driver refused this part just now */
   default:
     return VK_ERROR_OUT_OF_HOST_MEMORY;
   }
+}
+
+/* The four parts of b's pipeline: described into parts (the caller
+ * releases parts[i].desc for i < *ret_described), then each found or
+ * built. Returns VK_SUCCESS with *ret_found the parts that were there
+ * already, VK_ERROR_FEATURE_NOT_PRESENT when a part cannot be described
+ * (nothing built), or a part's VkResult. */
+static VkResult get_parts(pcache_device *d, const pcache__build *b, part_info parts[PARTS],
+                          VkPipeline libraries[PARTS], uint32_t *ret_described,
+                          uint32_t *ret_found) {
+  VkResult vr = VK_SUCCESS;
+  *ret_found = 0;
+  for (*ret_described = 0; *ret_described < PARTS; (*ret_described)++) {
+    part_info *p = &parts[*ret_described];
+    part_info_make(d, b->graphics, *ret_described, p);
+    if (pcache__build_describe(d, &p->build, &p->desc, &p->keys) != 0) {
+      pcache__desc_buf_release(&p->desc);
+      return VK_ERROR_FEATURE_NOT_PRESENT;
+    }
+  }
+  for (uint32_t i = 0; i < PARTS && vr == VK_SUCCESS; i++) {
+    int found;
+    vr = get_part(d, &parts[i], &libraries[i], &found);
+    *ret_found += (uint32_t)found;
+  }
+  return vr;
 }
 
 static void free_library(uint64_t value, void *ctx) {
@@ -379,23 +410,17 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
   pcache_pending *claim = NULL;
   uint64_t k0, k1, v;
   int r, kept_here = 0, in_app_cache;
-  uint32_t described = 0;
-  VkResult vr = VK_SUCCESS;
+  uint32_t described = 0, found = 0;
+  VkResult vr;
 
   *ret_job = NULL;
-  for (; described < PARTS; described++) {
-    part_info_make(d, b->graphics, described, &parts[described]);
-    if (pcache__build_describe(d, &parts[described].build, &parts[described].desc,
-                               &parts[described].keys) != 0) {
-      /* A part the describer cannot take (or no memory): the whole
-       * pipeline, as without fast linking. */
-      pcache__desc_buf_release(&parts[described].desc);
-      vr = pcache__build_hashed(d, b, keys, desc, ret_pipeline, &source);
-      goto out;
-    }
+  vr = get_parts(d, b, parts, libraries, &described, &found);
+  if (vr == VK_ERROR_FEATURE_NOT_PRESENT) {
+    /* A part the describer cannot take (or no memory): the whole
+     * pipeline, as without fast linking. */
+    vr = pcache__build_hashed(d, b, keys, desc, ret_pipeline, &source);
+    goto out;
   }
-  for (uint32_t i = 0; i < PARTS && vr == VK_SUCCESS; i++)
-    vr = get_part(d, &parts[i], &libraries[i]);
   if (vr != VK_SUCCESS)
     goto out;
 
@@ -426,6 +451,8 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
     vr = link(d, libraries, b->graphics->layout, 0, VK_NULL_HANDLE, ret_pipeline);
     if (vr == VK_SUCCESS) {
       atomic_fetch_add(&d->stats.fast_links, 1);
+      if (found == PARTS)
+        atomic_fetch_add(&d->stats.links_only, 1);
       *ret_job = job_new(d, b, libraries, keys, desc);
       if (*ret_job)
         (*ret_job)->linked_ns = pcache__mono_ns();
@@ -437,6 +464,18 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
 out:
   for (uint32_t i = 0; i < described; i++)
     pcache__desc_buf_release(&parts[i].desc);
+  return vr;
+}
+
+VkResult pcache__fastlink_prepare(pcache_device *d, const pcache__build *b) {
+  part_info parts[PARTS];
+  VkPipeline libraries[PARTS];
+  uint32_t described = 0, found = 0;
+  VkResult vr = get_parts(d, b, parts, libraries, &described, &found);
+  for (uint32_t i = 0; i < described; i++)
+    pcache__desc_buf_release(&parts[i].desc);
+  if (vr == VK_SUCCESS)
+    atomic_fetch_add(&d->stats.prepared, 1);
   return vr;
 }
 

@@ -46,6 +46,15 @@ VkResult pcache__fastlink_build(pcache_device *device, const pcache__build *buil
                                 const pcache__desc_keys *keys, const pcache__desc_buf *desc,
                                 VkPipeline *ret_pipeline, pcache__fastlink_job **ret_job);
 
+/*
+ * pcache__fastlink_prepare - the four parts of build's pipeline (for which
+ * pcache__fastlink_applies), found in the context or built, and nothing
+ * linked (pcache_prepare_graphics_pipeline). Returns VK_SUCCESS,
+ * VK_ERROR_FEATURE_NOT_PRESENT when a part cannot be described (nothing
+ * built), or the driver's VkResult for a part.
+ */
+VkResult pcache__fastlink_prepare(pcache_device *device, const pcache__build *build);
+
 /* Queues job, whose result replaces linked (the fast-linked pipeline the
  * caller now owns; VK_NULL_HANDLE: drop the job) at an end of frame. A job
  * for a state hash already queued or compiling is dropped. */

@@ -189,6 +189,17 @@ PCACHE_API VkResult pcache_get_graphics_pipeline(pcache_device *device,
   return get_by_create_info(device, &req, ret_pipeline);
 }
 
+PCACHE_API VkResult pcache_prepare_graphics_pipeline(pcache_device *device,
+                                                     const VkGraphicsPipelineCreateInfo *info) {
+  pcache__build b = {.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, .graphics = info};
+  if (!device || !info)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  b.allocator = device->allocator;
+  if (device->passthrough || !pcache__fastlink_applies(device, &b))
+    return VK_ERROR_FEATURE_NOT_PRESENT;
+  return pcache__fastlink_prepare(device, &b);
+}
+
 PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
                                                 const VkComputePipelineCreateInfo *info,
                                                 VkPipeline *ret_pipeline) {

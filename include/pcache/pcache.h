@@ -439,6 +439,12 @@ typedef struct pcache_counters {
   uint64_t swap_ns_max;       /* the longest of them */
   uint64_t swap_frames_total; /* sum over swaps of the end_frame calls from the
                                  fast link to the swap, the swap's included */
+  uint64_t parts_made;        /* library parts the context built (fetched from the
+                                 daemon or compiled), for a miss or a prepare */
+  uint64_t links_only;        /* fast-linked misses whose four parts were all in
+                                 the context already: a link and nothing else */
+  uint64_t prepared;          /* pcache_prepare_graphics_pipeline calls that left
+                                 every part in the context */
 } pcache_counters;
 
 /*
@@ -562,6 +568,32 @@ PCACHE_API void pcache_destroy_sampler(pcache_device *device, VkSampler sampler,
  * the first destroy named (VUID-vkDestroyPipeline-pipeline-parameter at
  * the second), or use PCACHE_PIPELINES_APP.
  */
+
+/*
+ * pcache_prepare_graphics_pipeline - ahead of a complete graphics
+ * pipeline's first use, the four VK_EXT_graphics_pipeline_library parts a
+ * fast-linked miss of it needs (vertex input, pre-rasterization shaders,
+ * fragment shader, fragment output), each found in the context, fetched
+ * from the daemon or compiled (and uploaded, keyed by its own part hash),
+ * in the calling thread; nothing is linked and no pipeline is returned.
+ * What ANGLE does when a program is linked, before any draw: call it from
+ * a loading or worker thread once the shaders and state are known, and the
+ * first pcache_get_graphics_pipeline of that state only links (or, with
+ * the daemon's optimized blob, links with optimization from the cache).
+ * A later pipeline that shares a part (the same fragment shader and state
+ * under another blend) finds that part too. The context keeps the parts
+ * until it is destroyed. Same create info rules as
+ * pcache_get_graphics_pipeline; info->layout must outlive the call only.
+ * Returns VK_SUCCESS when every part is in the context;
+ * VK_ERROR_FEATURE_NOT_PRESENT when the context does not fast-link
+ * (fast_link NEVER, the device lacks it, pass-through) or does not split
+ * this create info (create flags, creation feedback, flags2, mesh
+ * shaders, rasterizer discard, a pNext it cannot describe): nothing was
+ * built, and its miss compiles as before; or the driver's error for a
+ * part. Thread-safe.
+ */
+PCACHE_API VkResult pcache_prepare_graphics_pipeline(pcache_device *device,
+                                                     const VkGraphicsPipelineCreateInfo *info);
 
 /*
  * pcache_get_graphics_pipeline / pcache_get_compute_pipeline - the pipeline

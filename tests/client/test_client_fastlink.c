@@ -9,7 +9,10 @@
  * (no fast link, nothing compiled). Also the other modes: NEVER compiles
  * as before, WAIT returns the optimized pipeline, and with
  * PCACHE_PIPELINES_APP nothing is swapped but a repeat links the optimized
- * pipeline from the device cache. Skipped (77) without
+ * pipeline from the device cache. Prepared ahead
+ * (pcache_prepare_graphics_pipeline): the parts are built and nothing
+ * linked, the first miss of that state only links, and a context or a
+ * create info that does not fast-link builds nothing. Skipped (77) without
  * VK_EXT_graphics_pipeline_library. */
 #include <stdio.h>
 #include <string.h>
@@ -411,6 +414,69 @@ static void other_modes(const test_vk *vk, pcache_client *client) {
   pcache_device_destroy(device);
 }
 
+/* Prepared ahead, on states of their own (variants 48 and up: a fragment
+ * shader no other context made). */
+static void prepared(const test_vk *vk, pcache_client *client) {
+  pcache_device *device = device_new(client, vk, PCACHE_FAST_LINK_THEN_OPTIMIZE, 0, 0);
+  test_objects o;
+  test_graphics g, g2;
+  VkPipeline p;
+  pcache_counters c;
+  uint64_t compiles;
+
+  test_objects_create(&o, device);
+  test_graphics_info(&g, &o, 48);
+  ASSERT_VK(pcache_prepare_graphics_pipeline(device, &g.info));
+  c = counters(device);
+  ASSERT_EQ(c.prepared, 1);
+  ASSERT_EQ(c.parts_made, PARTS); /* this context had none */
+  ASSERT_EQ(c.fast_links, 0);
+  ASSERT_EQ(stats(device).pipelines, 0); /* nothing linked */
+  compiles = stats(device).compiles;
+  ASSERT_GT(compiles, 0); /* at least the new fragment shader's part */
+  /* Again: everything is there. */
+  ASSERT_VK(pcache_prepare_graphics_pipeline(device, &g.info));
+  ASSERT_EQ(counters(device).prepared, 2);
+  ASSERT_EQ(counters(device).parts_made, PARTS);
+  ASSERT_EQ(stats(device).compiles, compiles);
+
+  /* The miss only links. */
+  ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
+  c = counters(device);
+  ASSERT_EQ(c.fast_links, 1);
+  ASSERT_EQ(c.links_only, 1);
+  ASSERT_EQ(c.parts_made, PARTS);
+  ASSERT_EQ(stats(device).compiles, compiles);
+  /* Blending: three prepared parts and a new fragment output part. */
+  test_graphics_info(&g2, &o, 50);
+  ASSERT_VK(pcache_get_graphics_pipeline(device, &g2.info, &p));
+  c = counters(device);
+  ASSERT_EQ(c.fast_links, 2);
+  ASSERT_EQ(c.links_only, 1);
+  ASSERT_EQ(c.parts_made, PARTS + 1);
+
+  /* A create info it does not split: nothing built. */
+  test_graphics_info(&g2, &o, 56);
+  g2.info.flags = VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT;
+  ASSERT_EQ(pcache_prepare_graphics_pipeline(device, &g2.info), VK_ERROR_FEATURE_NOT_PRESENT);
+  ASSERT_EQ(counters(device).parts_made, PARTS + 1);
+  ASSERT_EQ(pcache_prepare_graphics_pipeline(NULL, &g2.info), VK_ERROR_INITIALIZATION_FAILED);
+  ASSERT_EQ(pcache_prepare_graphics_pipeline(device, NULL), VK_ERROR_INITIALIZATION_FAILED);
+  pcache_device_flush(device);
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+
+  /* A context that does not fast-link: nothing built. */
+  device = device_new(client, vk, PCACHE_FAST_LINK_NEVER, 0, 0);
+  test_objects_create(&o, device);
+  test_graphics_info(&g, &o, 60);
+  ASSERT_EQ(pcache_prepare_graphics_pipeline(device, &g.info), VK_ERROR_FEATURE_NOT_PRESENT);
+  ASSERT_EQ(stats(device).compiles, 0);
+  ASSERT_EQ(counters(device).parts_made, 0);
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+}
+
 /* A new process: the parts and the optimized pipeline come from the
  * daemon, so the miss links the optimized pipeline at once. */
 static void warm(const test_vk *vk, pcache_client *client) {
@@ -452,6 +518,7 @@ int main(int argc, char **argv) {
     then_optimize(&vk, client);
     budget(&vk, client);
     other_modes(&vk, client);
+    prepared(&vk, client);
   }
   pcache_client_close(client);
   test_vk_fini(&vk);
