@@ -7,18 +7,21 @@
  *   crash    an injected crash (PCACHE_REPLAY_TEST_CRASH) is skipped and
  *            reported, and the rest replayed
  *   kill     the replayer killed with -9 midway, and then pcached, and the
- *            replay resumes to the end
+ *            replay resumes to the end; while it runs, the replayer has
+ *            nice 19, SCHED_IDLE and the idle I/O class
  *   busy     a client that never stops fetching holds the replay to one
  *            item at a time, paced, but not for ever: it finishes
  *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
  *            version lowered by one (the benchmark's simulated update) */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "client_util.h"
@@ -269,6 +272,37 @@ static void expect_own_output(uint32_t pid) {
   ASSERT_TRUE(strncmp(target, "socket:", 7) == 0 || strncmp(target, "pipe:", 5) == 0);
 }
 
+/* The replayer keeps out of the user's way (docs/replay.md, "A good
+ * neighbour"): nice 19, SCHED_IDLE, the idle I/O class. */
+static void expect_nice(uint32_t pid) {
+  char path[64], stat[1024], *p;
+  long nice = 0, policy = -1;
+  size_t n;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  ASSERT_TRUE((f = fopen(path, "r")) != NULL);
+  n = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
+  stat[n] = 0;
+  /* Fields after the command's closing parenthesis: state is field 3,
+   * nice 19, policy 41. */
+  ASSERT_TRUE((p = strrchr(stat, ')')) != NULL);
+  p += 2;
+  for (int field = 3; field <= 41 && p && *p; field++) {
+    if (field == 19)
+      nice = strtol(p, NULL, 10);
+    if (field == 41)
+      policy = strtol(p, NULL, 10);
+    p = strchr(p, ' ');
+    if (p)
+      p++;
+  }
+  ASSERT_EQ(nice, 19);
+  ASSERT_EQ(policy, SCHED_IDLE);
+  /* ioprio_get(IOPRIO_WHO_PROCESS, pid): class 3 (idle) in the top bits. */
+  ASSERT_EQ(syscall(SYS_ioprio_get, 1, (int)pid) >> 13, 3);
+}
+
 /* Whether the daemon's log has a line with needle in it. */
 /* Whether pid runs (a zombie whose parent is gone counts as dead: who
  * reaps it is not the test's to know). */
@@ -317,6 +351,12 @@ int main(int argc, char **argv) {
   test_env_init(&env, "client-replay");
   /* The touch run's own requests must not hold the replay back long. */
   setenv("PCACHE_REPLAY_QUIET_MS", "100", 1);
+  /* Other tests run beside this one: neither the CPU-pressure throttle nor
+   * SCHED_IDLE may hold the replay back for as long as they keep the CPUs
+   * busy. The kill mode keeps the priorities, and checks them. */
+  setenv("PCACHE_REPLAY_PSI", "100", 1);
+  if (strcmp(mode, "kill") != 0)
+    setenv("PCACHE_REPLAY_TEST_PRIORITY", "normal", 1);
   setenv("PCACHE_REPLAY_THREADS", strcmp(mode, "kill") == 0 ? "1" : "2", 1);
   if (strcmp(mode, "kill") == 0)
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "150", 1);
@@ -385,6 +425,7 @@ int main(int argc, char **argv) {
     }
     ASSERT_LT(p->done, N_PIPELINES);
     expect_own_output(p->replayer_pid);
+    expect_nice(p->replayer_pid);
     ASSERT_EQ(kill((pid_t)p->replayer_pid, SIGKILL), 0);
     pcache__response_free(resp);
     for (;;) { /* a new replayer, after the kill */
