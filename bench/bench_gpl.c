@@ -22,7 +22,10 @@
  *     draws of a 64x64-quad grid at 256x256 with each, between two
  *     timestamp queries, median of 5.
  *
+ * And, with --phase (see known_phase), known parts in a new process.
+ *
  *   bench_gpl [--pipelines N] [--frame-ms MS] [--draws D] [--threads T]
+ *             [--phase prepare|known]
  *
  * Prints key=value lines (gpl_*). One file over ~600 lines would be too
  * much; this one stays under by drawing with the demo's own objects.
@@ -250,7 +253,8 @@ static void variant_make(variant *v, const objects *o, uint32_t i) {
                                            .basePipelineIndex = -1};
 }
 
-static pcache_device *context(const vk_t *v, VkDevice d, uint32_t mode, uint32_t threads) {
+static pcache_device *context_with(pcache_client *client, const vk_t *v, VkDevice d, uint32_t mode,
+                                   uint32_t threads) {
   pcache_device_info info = PCACHE_STRUCT_INIT(pcache_device_info);
   pcache_device *p;
   info.instance = v->instance;
@@ -260,9 +264,13 @@ static pcache_device *context(const vk_t *v, VkDevice d, uint32_t mode, uint32_t
   info.instance_api_version = VK_API_VERSION_1_3;
   info.fast_link = mode;
   info.fast_link_threads = threads;
-  if (pcache_device_create(NULL, &info, &p) != 0)
+  if (pcache_device_create(client, &info, &p) != 0)
     exit(1);
   return p;
+}
+
+static pcache_device *context(const vk_t *v, VkDevice d, uint32_t mode, uint32_t threads) {
+  return context_with(NULL, v, d, mode, threads);
 }
 
 /* N misses through p; their times (ns) to ret_ns, the pipelines to ret. */
@@ -288,8 +296,82 @@ static void report_times(const char *name, uint64_t *ns, uint32_t n) {
          name, sum / 1e6 / n, name, ns[n / 2] / 1e6);
 }
 
+/* Known parts in a new process (--phase, with pcached at $PCACHE_SOCKET):
+ * "prepare" prepares every pipeline through the daemon, so their parts
+ * are uploaded under their part hashes, and nothing else; "known", the
+ * next process, times the monolithic compile (no daemon, a VkDevice of
+ * its own) against the same misses through the daemon, each a
+ * combination this process never linked, of four parts an earlier run
+ * made. */
+static int known_phase(const vk_t *v, const char *phase, uint32_t n, uint32_t threads) {
+  pcache_client_options opts = PCACHE_STRUCT_INIT(pcache_client_options);
+  pcache_client *client;
+  pcache_counters c;
+  pcache_stats s;
+  objects o;
+  VkDevice d = device_new(v);
+  pcache_device *p;
+  opts.app_name = "bench_gpl";
+  opts.timeout_ms = 5000;
+  if (pcache_client_open(&opts, &client) != 0 || !pcache_client_connected(client)) {
+    fprintf(stderr, "bench_gpl: no pcached at $PCACHE_SOCKET\n");
+    return 1;
+  }
+  if (!strcmp(phase, "prepare")) {
+    variant *var = malloc(sizeof *var);
+    uint64_t t0 = now_ns();
+    p = context_with(client, v, d, PCACHE_FAST_LINK_THEN_OPTIMIZE, threads);
+    objects_make(p, &o);
+    for (uint32_t i = 0; i < n; i++) {
+      variant_make(var, &o, i);
+      CHECK(pcache_prepare_graphics_pipeline(p, &var->info));
+    }
+    while (pcache_device_flush(p) != 0)
+      ;
+    pcache_device_get_counters(p, &c);
+    printf("gpl_known_prepare_ms=%.1f\ngpl_known_prepare_parts=%" PRIu64 "\n",
+           (now_ns() - t0) / 1e6, c.parts_made);
+    free(var);
+  } else {
+    VkDevice dm = device_new(v);
+    pcache_device *pm = context(v, dm, PCACHE_FAST_LINK_NEVER, 0);
+    objects om;
+    uint64_t *mono_ns = calloc(n, sizeof *mono_ns), *known_ns = calloc(n, sizeof *known_ns);
+    uint64_t mono_sum = 0, known_sum = 0;
+    VkPipeline *out = calloc(n, sizeof *out);
+    objects_make(pm, &om);
+    misses(pm, &om, n, mono_ns, out);
+    p = context_with(client, v, d, PCACHE_FAST_LINK_THEN_OPTIMIZE, threads);
+    objects_make(p, &o);
+    misses(p, &o, n, known_ns, out);
+    pcache_device_get_counters(p, &c);
+    pcache_device_get_stats(p, &s);
+    for (uint32_t i = 0; i < n; i++) {
+      mono_sum += mono_ns[i];
+      known_sum += known_ns[i];
+    }
+    printf("gpl_known_fast_links=%" PRIu64 "\ngpl_known_parts_made=%" PRIu64
+           "\ngpl_known_compiles=%" PRIu64 "\ngpl_known_prefetched=%" PRIu64 "\n",
+           c.fast_links, c.parts_made, s.compiles, s.prefetched);
+    report_times("known_mono", mono_ns, n);
+    report_times("known", known_ns, n);
+    /* The target's ratio for combinations of parts an earlier run made. */
+    printf("gpl_known_over_mono=%.4f\n", (double)known_sum / (double)mono_sum);
+    pcache_device_destroy(pm);
+    vkDestroyDevice(dm, NULL);
+    free(mono_ns);
+    free(known_ns);
+    free(out);
+  }
+  pcache_device_destroy(p);
+  vkDestroyDevice(d, NULL);
+  pcache_client_close(client);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   uint32_t n = 32, frame_ms = 16, draws = 20, threads = 1, frames = 0;
+  const char *phase = NULL;
   vk_t v;
   objects oa, ob;
   VkDevice da, db, dc;
@@ -307,9 +389,17 @@ int main(int argc, char **argv) {
       draws = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--threads"))
       threads = (uint32_t)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--phase"))
+      phase = argv[i + 1];
   }
-  if (n == 0)
+  if (n == 0 || (phase && strcmp(phase, "prepare") != 0 && strcmp(phase, "known") != 0))
     return 2;
+  if (phase) {
+    vk_init(&v);
+    int r = known_phase(&v, phase, n, threads);
+    vkDestroyInstance(v.instance, NULL);
+    return r;
+  }
   mono_ns = calloc(n, sizeof *mono_ns);
   fast_ns = calloc(n, sizeof *fast_ns);
   prep_ns = calloc(n, sizeof *prep_ns);

@@ -13,7 +13,8 @@
 # also "diskprobe": probe-disk-cache.sh, the driver's disk cache under each
 # configuration; "replay": run-replay.sh, replay after a simulated driver
 # update on the demo's heavy set; "gpl": bench_gpl, fast-linked misses on
-# pcache-demo's heavy set). LAYER_ARGS: more arguments for run-layer.sh
+# pcache-demo's heavy set, and known parts in a new process through a
+# private pcached). LAYER_ARGS: more arguments for run-layer.sh
 # ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512"); GPL_ARGS:
 # for bench_gpl (default "--pipelines 256 --draws 50").
 set -euo pipefail
@@ -110,5 +111,16 @@ if [[ $parts == *" gpl "* ]]; then
   # shellcheck disable=SC2086
   XDG_RUNTIME_DIR=$grun __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true \
     "$B/bench/bench_gpl" ${GPL_ARGS:---pipelines 256 --draws 50} | tee "$LOGDIR/gpl-gpu.log"
+  # Known parts in a new process: one process prepares every pipeline
+  # through a private pcached (the parts uploaded), the next misses them.
+  "$B/daemon/pcached" --socket "$grun/sock" --data-dir "$grun/data" --log-level warn &
+  gpid=$!
+  for _ in $(seq 100); do [ -S "$grun/sock" ] && break; sleep 0.05; done
+  for phase in prepare known; do
+    XDG_RUNTIME_DIR=$grun PCACHE_SOCKET=$grun/sock __GL_SHADER_DISK_CACHE=0 \
+      MESA_SHADER_CACHE_DISABLE=true "$B/bench/bench_gpl" --pipelines "${GPL_KNOWN_N:-256}" \
+      --phase "$phase" | tee -a "$LOGDIR/gpl-gpu.log"
+  done
+  kill "$gpid"; wait "$gpid" || true
   rm -rf "$grun"
 fi
