@@ -95,6 +95,11 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "reports", s->reports);
     ctl_json_kv_uint(&j, "snapshots", s->snapshots);
     ctl_json_kv_uint(&j, "snapshot_bytes", s->snapshot_bytes);
+    ctl_json_kv_uint(&j, "segments", s->segments);
+    ctl_json_kv_uint(&j, "segment_bytes", s->segment_bytes);
+    ctl_json_kv_uint(&j, "segment_builds", s->segment_builds);
+    ctl_json_kv_uint(&j, "segment_drops", s->segment_drops);
+    ctl_json_kv_uint(&j, "segment_sent", s->segment_sent);
     ctl_replay_show(s, &j);
     if (s->remote)
       json_remote(&j, s->remote);
@@ -130,6 +135,10 @@ static int cmd_status(ctl *c, int argc, char **argv) {
            "dropped:", s->evictions, s->checksum_failures, s->reports);
     ctl_fmt_size(s->snapshot_bytes, used, sizeof used);
     printf("%-12s %" PRIu64 " (%s, counted in the size cap)\n", "snapshots:", s->snapshots, used);
+    ctl_fmt_size(s->segment_bytes, used, sizeof used);
+    printf("%-12s %" PRIu64 " alive (%s), %" PRIu64 " built, %" PRIu64 " dropped, %" PRIu64
+           " handed to clients\n",
+           "segments:", s->segments, used, s->segment_builds, s->segment_drops, s->segment_sent);
     ctl_replay_show(s, NULL);
     if (s->remote)
       print_remote(s->remote);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "client_util.h"
+#include "ctl_util.h"
 #include "harness.h"
 #include "test.h"
 #include "vk.h"
@@ -117,6 +118,10 @@ int main(int argc, char **argv) {
   ASSERT_EQ(s1.segment_builds, s0.segment_builds);
   ASSERT_EQ(s1.segments, 1);
   ASSERT_EQ(s1.segment_sent - s0.segment_sent, 1);
+  /* pcachectl status shows them. */
+  ctl_json_check(&env, 0, "status",
+                 "d[\"segments\"] == 1 and d[\"segment_bytes\"] > 0 and d[\"segment_builds\"] >= 1 "
+                 "and d[\"segment_sent\"] >= 1");
 
   /* Per miss, from the mapped index: still no Get. (As above, a run
    * whose segment went stale meanwhile asks over the socket; the next one
