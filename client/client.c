@@ -15,10 +15,13 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "proto/rpc.h"
 #include "common/paths.h"
 
 #define DEFAULT_TIMEOUT_MS 50u
 #define RECONNECT_INTERVAL_MS 1000u
+/* How often a call waiting for its lane's lock looks at its cancel fd. */
+#define LOCK_SLICE_MS 10u
 
 static uint32_t env_timeout_ms(void) {
   return pcache__env_ms("PCACHE_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1, 600000);
@@ -66,12 +69,27 @@ static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
   atomic_store(&client->connected, 0);
 }
 
-/* Says when the daemon comes or goes, as the app's lane sees it, not each
- * failed retry. Under that lane's lock. */
+/* Says when the daemon comes or goes, as each lane sees it, not each
+ * failed retry. Under that lane's lock (each lane has its own flag). */
 static void tell_state_locked(pcache_client *client, pcache__lane_id id, int up, int err) {
-  if (id != PCACHE__LANE_APP || client->told_connected == up)
+  int *told = id == PCACHE__LANE_APP ? &client->told_connected : &client->told_background;
+  int before = *told;
+  if (before == up)
     return;
-  client->told_connected = up;
+  *told = up;
+  if (id == PCACHE__LANE_BACKGROUND) {
+    /* Its first connect says nothing new; a failure is worth a line: the
+     * uploads wait (a daemon at --max-connections refuses this lane). */
+    if (!up)
+      pcache__log(&client->log, PCACHE_SEVERITY_INFO,
+                  "uploads: no answer from pcached at %s (%s): they stay queued; retrying at "
+                  "most once a second",
+                  client->socket_path, pcache_strerror(err));
+    else if (before == 0)
+      pcache__log(&client->log, PCACHE_SEVERITY_INFO, "uploads: pcached at %s answers again",
+                  client->socket_path);
+    return;
+  }
   if (up)
     pcache__log(&client->log, PCACHE_SEVERITY_INFO, "connected to pcached at %s as app '%s'",
                 client->socket_path, client->app_name);
@@ -117,7 +135,6 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
                        pcache__reply *ret_reply) {
   uint64_t deadline_ms = pcache__mono_ms() + timeout_ms;
-  struct timespec lock_deadline;
   pcache__lane *lane;
   int r;
   *ret_reply = (pcache__reply){0};
@@ -127,18 +144,31 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
     return -EINVAL;
   lane = &client->lanes[id];
   /* Another thread's request holds the connection: wait for it no longer
-   * than our own budget. (timedlock's realtime clock rather than
-   * pthread_mutex_clocklock: sanitizers do not know the latter.) */
-  clock_gettime(CLOCK_REALTIME, &lock_deadline);
-  lock_deadline.tv_sec += timeout_ms / 1000;
-  lock_deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (lock_deadline.tv_nsec >= 1000000000L) {
-    lock_deadline.tv_sec++;
-    lock_deadline.tv_nsec -= 1000000000L;
+   * than our own budget, and no longer than a cancel (an upload thread's
+   * stop) allows: in short slices, the cancel fd checked between them.
+   * (timedlock's realtime clock rather than pthread_mutex_clocklock:
+   * sanitizers do not know the latter; each slice is short enough that a
+   * clock step costs little.) */
+  for (;;) {
+    struct timespec slice;
+    uint64_t now = pcache__mono_ms(), ms;
+    if (pcache__rpc_cancelled())
+      return -ECANCELED;
+    if (now >= deadline_ms)
+      return -ETIMEDOUT;
+    ms = deadline_ms - now < LOCK_SLICE_MS ? deadline_ms - now : LOCK_SLICE_MS;
+    clock_gettime(CLOCK_REALTIME, &slice);
+    slice.tv_nsec += (long)ms * 1000000L;
+    if (slice.tv_nsec >= 1000000000L) {
+      slice.tv_sec++;
+      slice.tv_nsec -= 1000000000L;
+    }
+    r = pthread_mutex_timedlock(&lane->lock, &slice);
+    if (r == 0)
+      break;
+    if (r != ETIMEDOUT)
+      return -r;
   }
-  r = pthread_mutex_timedlock(&lane->lock, &lock_deadline);
-  if (r != 0)
-    return r == ETIMEDOUT ? -ETIMEDOUT : -r;
   r = connect_locked(client, id, deadline_ms);
   if (r < 0)
     goto out_unlock;
@@ -181,6 +211,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
     return -ENOMEM;
   }
   client->told_connected = -1;
+  client->told_background = -1;
   atomic_init(&client->connected, 0);
   client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
   client->disabled = options->disable_daemon || env_disabled();

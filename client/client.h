@@ -13,20 +13,24 @@
 #include "client/log.h"
 #include "proto/transport.h"
 
-/* Which connection a call takes. The app's calls (Gets, prefetch at
- * device creation, reports) are short reads that an app thread waits on;
- * the upload threads' calls (Puts, snapshots, used lists, prefetch pages)
- * wait for a commit, which a busy disk can hold for hundreds of
- * milliseconds. Each has a connection of its own, so a slow write never
- * holds the app's calls behind it or makes them time out. */
+/* Which connection a call takes. The app's calls (Gets, prefetch pages,
+ * reports of refused blobs) are reads an app thread waits on, or must
+ * stay on the connection that began them (a prefetch's later pages, which
+ * the upload thread fetches, continue the daemon's cursor there); the
+ * upload threads' writes (Puts, snapshots, used lists) wait for a commit,
+ * which a busy disk can hold for hundreds of milliseconds. Each has a
+ * connection of its own, so a slow write never holds a Get behind it or
+ * makes it time out. (A refused blob's report is a write too, but rare,
+ * and best effort.) */
 typedef enum pcache__lane_id {
   PCACHE__LANE_APP = 0,
   PCACHE__LANE_BACKGROUND = 1,
   PCACHE__LANE_COUNT
 } pcache__lane_id;
 
-/* A background call gets this many times the client's timeout: nobody
- * waits on it, and pcache_device_destroy cancels one in flight. */
+/* A call from an upload thread gets this many times the client's
+ * timeout: nobody waits on it, and pcache_device_destroy cancels one in
+ * flight, or waiting for its lane (pcache__rpc_set_cancel_fd). */
 #define PCACHE__BACKGROUND_TIMEOUT_FACTOR 10u
 
 typedef struct pcache__lane {
@@ -48,8 +52,9 @@ struct pcache_client {
   _Atomic uint64_t max_snapshot; /* 0: a daemon without snapshots */
   _Atomic uint64_t max_frame;
   atomic_int connected; /* the last exchange, on either lane, succeeded */
-  int told_connected;   /* what the log last said: 1 up, 0 down, -1 nothing yet
-                         * (the app's lane, under its lock) */
+  int told_connected;   /* what the log last said of the app's lane: 1 up, 0 down,
+                         * -1 nothing yet (under that lane's lock) */
+  int told_background;  /* the same for the background lane (under its lock) */
   pcache__logger log;
 };
 

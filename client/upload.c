@@ -14,7 +14,8 @@
 #include "common/clock.h"
 
 #define QUEUE_MAX 4096u
-/* Small enough that a Put fits the client's timeout on a local socket. */
+/* Small enough that a Put's transfer is a small part of its timeout
+ * (pcache__client_background_timeout_ms) on a local socket. */
 #define BATCH_MAX_BYTES (1u << 20)
 #define BACKOFF_MIN_MS 50u
 #define BACKOFF_MAX_MS 2000u
@@ -174,9 +175,13 @@ static void prefetch_rest(pcache_device *d) {
     uint64_t retry_at;
     int more = 0, r;
     pthread_mutex_unlock(&d->upload_lock);
-    /* A background call: nobody waits on it, and pcache__upload_stop
-     * cancels it. */
-    r = pcache__prefetch_page(d, PCACHE__LANE_BACKGROUND, offset,
+    /* The app's connection, where the first pages went: the daemon keeps
+     * a prefetch's page order per connection (daemon/prefetch_cursor.h),
+     * so the rest continues it rather than sorting the entries again. The
+     * background timeout: nobody waits on it, and pcache__upload_stop
+     * cancels it (a Get that races it waits no longer than its own
+     * timeout). */
+    r = pcache__prefetch_page(d, PCACHE__LANE_APP, offset,
                               pcache__client_background_timeout_ms(d->client), &next, &more, NULL);
     pthread_mutex_lock(&d->upload_lock);
     if (r == 0) {

@@ -31,7 +31,7 @@ static void usage(FILE *out) {
           "                         a request frame must still fit --max-frame)\n"
           "  --max-frame SIZE       largest request frame accepted (64M)\n"
           "  --max-hashes N         most state hashes / items per request (%u)\n"
-          "  --max-connections N    concurrent clients (256)\n"
+          "  --max-connections N    concurrent connections (256)\n"
           "  --threads N            I/O threads serving clients (default: one per\n"
           "                         core, at most 8); writes always go to one\n"
           "                         writer thread\n"

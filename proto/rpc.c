@@ -33,6 +33,11 @@ static __thread int cancel_fd = -1;
 
 void pcache__rpc_set_cancel_fd(int fd) { cancel_fd = fd; }
 
+int pcache__rpc_cancelled(void) {
+  struct pollfd pfd = {.fd = cancel_fd, .events = POLLIN};
+  return cancel_fd >= 0 && poll(&pfd, 1, 0) > 0 && pfd.revents;
+}
+
 static int wait_fd(int fd, short events, uint64_t deadline) {
   struct pollfd pfd[2] = {{.fd = fd, .events = events}, {.fd = cancel_fd, .events = POLLIN}};
   for (;;) {

@@ -64,6 +64,10 @@ int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_f
  */
 void pcache__rpc_set_cancel_fd(int fd);
 
+/* 1 when the calling thread's cancel fd (pcache__rpc_set_cancel_fd) is
+ * readable now, 0 otherwise or without one. Does not wait. */
+int pcache__rpc_cancelled(void);
+
 /* Why a call failed, for a person: the message of the daemon's refusal
  * when it gave one, else pcache_strerror(err). */
 const char *pcache__reply_why(const pcache__reply *reply, int err);
