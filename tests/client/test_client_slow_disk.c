@@ -1,26 +1,41 @@
-/* A daemon on a slow disk: every sync it makes takes 400 ms
+/* A daemon on a slow disk: every sync it makes takes 600 ms
  * (tests/common/slow_sync.c, preloaded into the real pcached), so each
- * acknowledged Put takes at least that long, four times the client's
- * 100 ms timeout. What must hold (docs/client.md "Two connections"):
+ * acknowledged Put takes at least that long, over the client's 500 ms
+ * timeout; and in part 2 a commit is held in flight (the shim's gate file)
+ * while a second context works. What must hold (docs/client.md "Two
+ * connections"):
  *   - uploads still land, none lost to a timeout: the daemon holds every
  *     pipeline after the flushes, and its put count equals them (a Put
  *     that timed out on the client and was sent again would count twice);
  *   - the app's own calls are never held behind an upload in flight: a
  *     second device context, created and used while a Put waits on the
  *     disk, gets every stored pipeline from the daemon and compiles none. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client_util.h"
 #include "harness.h"
 #include "test.h"
 #include "vk.h"
 
-#define TIMEOUT_MS 100
-#define SYNC_MS "400"
+#define TIMEOUT_MS 500
+#define SYNC_MS "600"
 #define N_FIRST 4
 #define N_ALL 8
+
+/* Creates (on) or removes the shim's gate file. */
+static int gate_set(const char *path, int on) {
+  FILE *f;
+  if (!on)
+    return unlink(path) == 0 ? 0 : -errno;
+  if (!(f = fopen(path, "w")))
+    return -errno;
+  fclose(f);
+  return 0;
+}
 
 static uint64_t daemon_puts(void) {
   Pcachepb__Response *resp = util_stats();
@@ -46,6 +61,7 @@ int main(void) {
   pcache_stats st;
   char asan[512];
   const char *old_asan = getenv("ASAN_OPTIONS");
+  char gate[400];
 
   test_env_init(&env, "client-slow-disk");
   /* The daemon alone runs on the slow disk. Under ASan the preloaded
@@ -55,6 +71,8 @@ int main(void) {
   setenv("ASAN_OPTIONS", asan, 1);
   setenv("LD_PRELOAD", PCACHE_TEST_SLOW_SYNC, 1);
   setenv("PCACHE_TEST_SYNC_DELAY_MS", SYNC_MS, 1);
+  snprintf(gate, sizeof gate, "%s/sync-gate", env.root);
+  setenv("PCACHE_TEST_SYNC_GATE", gate, 1);
   test_daemon_start(&env, NULL);
   unsetenv("LD_PRELOAD");
   if (old_asan)
@@ -76,8 +94,9 @@ int main(void) {
   ASSERT_EQ(st.uploaded, N_FIRST);
   ASSERT_EQ(util_count_entries(), N_FIRST);
 
-  /* 2. New pipelines: their Put waits on the disk while a second context
-   * is made and gets the stored ones. */
+  /* 2. New pipelines: their Put waits on the disk (held there by the
+   * gate) while a second context is made and gets the stored ones. */
+  ASSERT_OK(gate_set(gate, 1));
   for (uint32_t i = N_FIRST; i < N_ALL; i++) {
     test_graphics g;
     VkPipeline p;
@@ -94,6 +113,7 @@ int main(void) {
   ASSERT_OK(pcache_device_get_stats(a, &st));
   ASSERT_GT(st.upload_queue, 0);
   ASSERT_TRUE(pcache_client_connected(client));
+  ASSERT_OK(gate_set(gate, 0));
 
   /* 3. It lands, once. */
   flush_all(a);

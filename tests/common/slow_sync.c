@@ -2,7 +2,10 @@
  * fdatasync, fsync and msync(MS_SYNC) first sleeps
  * $PCACHE_TEST_SYNC_DELAY_MS milliseconds (default 300), as an fsync does
  * on a disk busy with someone else's writes. LMDB syncs once per commit,
- * so each acknowledged write takes at least that long. No hook in the
+ * so each acknowledged write takes at least that long. And while the file
+ * $PCACHE_TEST_SYNC_GATE names exists, every sync waits for it to go (at
+ * most a minute): a test holds a commit in flight exactly as long as it
+ * needs. No hook in the
  * daemon: it is the real daemon on a slow disk. (Exported by name: the
  * project builds with hidden visibility.) */
 #define _GNU_SOURCE
@@ -12,12 +15,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static void slow(void) {
-  const char *v = getenv("PCACHE_TEST_SYNC_DELAY_MS");
-  long ms = v && *v ? strtol(v, NULL, 10) : 300;
+static void sleep_ms(long ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
   while (ms > 0 && nanosleep(&ts, &ts) != 0)
     ;
+}
+
+static void slow(void) {
+  const char *v = getenv("PCACHE_TEST_SYNC_DELAY_MS");
+  const char *gate = getenv("PCACHE_TEST_SYNC_GATE");
+  sleep_ms(v && *v ? strtol(v, NULL, 10) : 300);
+  for (int i = 0; gate && *gate && i < 6000 && access(gate, F_OK) == 0; i++)
+    sleep_ms(10);
 }
 
 __attribute__((visibility("default"))) int fdatasync(int fd) {
