@@ -47,7 +47,8 @@ kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 
 # ratio A B: A / B with 4 significant digits, or "na".
 ratio() {
-  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "na";
+  awk -v a="$1" -v b="$2" 'BEGIN { num = "^[0-9.]+([eE][-+]?[0-9]+)?$";
+                                   if (a !~ num || b !~ num || b + 0 == 0) print "na";
                                    else printf "%.4g\n", a / b }'
 }
 

@@ -82,6 +82,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$BUILD_DIR" ] || { echo "--build-dir is required" >&2; exit 2; }
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "--rounds must be 1 or more" >&2; exit 2; }
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 WORK_DIR=${WORK_DIR:-$BUILD_DIR/bench-work/replay}
 mkdir -p "$WORK_DIR"
@@ -115,7 +116,11 @@ OFF=$(cache_off)
 APP=pcache-bench-replay
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# median X...: of the numbers among them ("na" and empty ones left out).
+median() {
+  printf '%s\n' "$@" | { grep -E '^[0-9.]+([eE][-+]?[0-9]+)?$' || true; } | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "na" }'
+}
 
 # demo OUT ARGS...: one launch of the heavy set against the daemon; the
 # wall time goes into OUT as launch_ms.
@@ -246,7 +251,7 @@ for t in $tlist; do
   round_ratios[$t]="${round_ratios[$t]:-} $r"
   echo "replay_round${round}_t${t}_pipelines_per_s=$rate"
   echo "replay_round${round}_ratio_replay_t${t}_over_direct_t${t}=$r"
-  if [ "$round" = "$ROUNDS" ]; then
+  if [ "$round" -eq "$ROUNDS" ]; then
     echo "replay_t${t}_done=$done_n"
     echo "replay_t${t}_failed=$failed_n"
     echo "replay_t${t}_built=$built"
@@ -261,7 +266,7 @@ for t in $tlist; do
       sed 's/modules made/modules_made/; s/[;,]/ /g' |
       awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
   fi
-  if [ "$round" = "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
+  if [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
     demo "$WORK_DIR/first.txt"
     echo "replay_first_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
