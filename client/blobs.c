@@ -6,6 +6,7 @@
 
 #include "client/blobs.h"
 #include "client/client.h"
+#include "client/reports.h"
 #include "common/blob.h"
 
 int pcache__blob_load(pcache_device *device, const uint8_t *blob, size_t size, uint64_t checksum,
@@ -72,9 +73,6 @@ int pcache__blob_merge(pcache_device *device, const uint8_t *blob, size_t size, 
 
 void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *const *items,
                          size_t n_items) {
-  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
-  pcache__reply reply = {0};
   for (size_t i = 0; i < n_items; i++) {
     static const char site[] = "refused_blob";
     uint32_t why = (uint32_t)items[i]->reason;
@@ -86,16 +84,7 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
                             ? "made for another device or driver"
                             : "the driver refused it");
   }
-  if (n_items == 0 || !device->client)
-    return;
-  report.device_key.data = device->key.bytes;
-  report.device_key.len = PCACHE_DEVKEY_SIZE;
-  report.items = (Pcachepb__ReportItem **)items;
-  report.n_items = n_items;
-  request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
-  request.report = &report;
-  /* Best effort: an unreported bad blob is refused again next time. */
-  pcache__client_rpc(device->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_REPORT,
-                     device->client->timeout_ms, &reply);
-  pcache__reply_release(&reply);
+  /* Sent by the upload thread (reports.h): never on the app's path. */
+  if (n_items > 0 && device->client)
+    pcache__refused_queue(device, items, n_items);
 }

@@ -25,7 +25,8 @@ void pcache__blob_merge_loaded(pcache_device *device, const VkPipelineCache *cac
 int pcache__blob_merge(pcache_device *device, const uint8_t *blob, size_t size, uint64_t checksum,
                        Pcachepb__ReportReason *ret_reason);
 
-/* Tells the daemon which blobs were refused (best effort, one Report). */
+/* Logs the refused blobs (rate-limited) and queues their reports for the
+ * upload thread (reports.h; best effort). */
 void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *const *items,
                          size_t n_items);
 

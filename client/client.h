@@ -13,15 +13,15 @@
 #include "client/log.h"
 #include "proto/transport.h"
 
-/* Which connection a call takes. The app's calls (Gets, prefetch pages,
- * reports of refused blobs) are reads an app thread waits on, or must
- * stay on the connection that began them (a prefetch's later pages, which
- * the upload thread fetches, continue the daemon's cursor there); the
- * upload threads' writes (Puts, snapshots, used lists) wait for a commit,
+/* Which connection a call takes. The app's calls (Gets, prefetch pages)
+ * are reads an app thread waits on, or must stay on the connection that
+ * began them (a prefetch's later pages, which the upload thread fetches,
+ * continue the daemon's cursor there); the upload threads' writes (Puts,
+ * snapshots, used lists, reports of refused blobs) wait for a commit,
  * which a busy disk can hold for hundreds of milliseconds. Each has a
  * connection of its own, so a slow write never holds a Get behind it or
- * makes it time out. (A refused blob's report is a write too, but rare,
- * and best effort.) */
+ * makes it time out. (A refused snapshot's report, at creation, is the
+ * one write left on the app's connection: rare, and best effort.) */
 typedef enum pcache__lane_id {
   PCACHE__LANE_APP = 0,
   PCACHE__LANE_BACKGROUND = 1,

@@ -48,6 +48,13 @@ typedef struct pcache__owned {
   size_t n_buckets, count;
 } pcache__owned;
 
+/* A refused blob's report, queued for the upload thread (reports.h). */
+typedef struct pcache__refused {
+  pcache__hash hash;
+  uint32_t reason; /* Pcachepb__ReportReason */
+} pcache__refused;
+#define PCACHE__REFUSED_MAX 4096u
+
 struct pcache_tier {
   struct pcache_device *device;
   pcache__table table; /* app draw key or state hash -> VkPipeline */
@@ -158,6 +165,9 @@ struct pcache_device {
    * the next Report (used): the daemon counts a use only when told. */
   PCACHE_VEC(pcache__hash) used;
   int used_in_flight;
+  /* Reports of refused blobs, for the next Report (reports.c). */
+  PCACHE_VEC(pcache__refused) refused;
+  int refused_in_flight;
   int snapshot_in_flight;
   PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */
 

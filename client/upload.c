@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "client/prefetch.h"
+#include "client/reports.h"
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
@@ -240,11 +241,9 @@ void pcache__upload_used(pcache_device *d, const pcache__hash *state_hash) {
  * the daemon does not take is dropped, not retried. Called and returns
  * with the lock held; drops it while the Report goes. */
 static void send_used(pcache_device *d) {
-  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Report report = PCACHEPB__REPORT__INIT;
   ProtobufCBinaryData *hashes;
   pcache__hash *taken;
-  pcache__reply reply = {0};
   size_t n, max;
   d->used_in_flight = 1;
   pthread_mutex_unlock(&d->upload_lock);
@@ -264,16 +263,9 @@ static void send_used(pcache_device *d) {
     hashes = (ProtobufCBinaryData *)(taken + n);
     for (size_t i = 0; i < n; i++)
       hashes[i] = (ProtobufCBinaryData){.len = PCACHE_HASH_SIZE, .data = taken[i].bytes};
-    report.device_key.data = d->key.bytes;
-    report.device_key.len = PCACHE_DEVKEY_SIZE;
     report.used = hashes;
     report.n_used = n;
-    request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
-    request.report = &report;
-    (void)pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
-                             PCACHEPB__RESPONSE__BODY_REPORT,
-                             pcache__client_background_timeout_ms(d->client), &reply);
-    pcache__reply_release(&reply);
+    pcache__report_send(d, &report);
     pcache__free(taken);
   }
   pthread_mutex_lock(&d->upload_lock);
@@ -300,6 +292,10 @@ static void *upload_main(void *arg) {
     }
     if (d->used.n) {
       send_used(d);
+      continue;
+    }
+    if (d->refused.n) {
+      pcache__refused_send_locked(d);
       continue;
     }
     if (pcache_queue_empty(&d->queue) && d->snapshot_wanted) {
@@ -427,8 +423,8 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
 }
 
 static int upload_pending(const pcache_device *d) {
-  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight ||
-         d->used.n || d->used_in_flight;
+  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight || d->used.n ||
+         d->used_in_flight || pcache__refused_pending_locked(d);
 }
 
 int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
@@ -489,6 +485,7 @@ void pcache__upload_stop(pcache_device *d) {
   d->queue_len = 0;
   pcache_vec_free(&d->sent_modules);
   pcache_vec_free(&d->used);
+  pcache_vec_free(&d->refused);
   pthread_cond_destroy(&d->flush_cond);
   pthread_cond_destroy(&d->upload_cond);
   pthread_mutex_destroy(&d->upload_lock);

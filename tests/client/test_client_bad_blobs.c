@@ -145,6 +145,8 @@ int main(void) {
   ASSERT_OK(pcache_device_get_stats(device, &st));
   ASSERT_EQ(st.prefetched, 1);
   ASSERT_EQ(st.rejected_blobs, 1);
+  /* The reports go from the upload thread; a flush waits for them. */
+  ASSERT_OK(pcache_device_flush(device));
   ASSERT_EQ(util_count_entries(), 1); /* both bad entries dropped */
   stats = util_stats();
   ASSERT_GE(stats->stats->checksum_failures, 1);

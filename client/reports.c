@@ -1,0 +1,71 @@
+/* Reports of refused blobs: see reports.h. */
+#include <string.h>
+
+#include "client/client.h"
+#include "client/reports.h"
+#include "common/alloc.h"
+
+void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  pcache__reply reply = {0};
+  report->device_key.data = d->key.bytes;
+  report->device_key.len = PCACHE_DEVKEY_SIZE;
+  request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
+  request.report = report;
+  (void)pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+                           PCACHEPB__RESPONSE__BODY_REPORT,
+                           pcache__client_background_timeout_ms(d->client), &reply);
+  pcache__reply_release(&reply);
+}
+
+void pcache__refused_queue(pcache_device *d, const Pcachepb__ReportItem *const *items, size_t n) {
+  pthread_mutex_lock(&d->upload_lock);
+  for (size_t i = 0; i < n && d->refused.n < PCACHE__REFUSED_MAX; i++) {
+    pcache__refused r = {.reason = (uint32_t)items[i]->reason};
+    if (items[i]->state_hash.len != PCACHE_HASH_SIZE)
+      continue;
+    memcpy(r.hash.bytes, items[i]->state_hash.data, PCACHE_HASH_SIZE);
+    /* Out of memory: this one goes unreported. */
+    (void)pcache_vec_push(&d->refused, r);
+  }
+  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+}
+
+int pcache__refused_pending_locked(const pcache_device *d) {
+  return d->refused.n > 0 || d->refused_in_flight;
+}
+
+void pcache__refused_send_locked(pcache_device *d) {
+  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
+  Pcachepb__ReportItem *items, **ptrs;
+  pcache__refused *taken;
+  size_t n = d->refused.n;
+  if (n == 0)
+    return;
+  taken = d->refused.items;
+  d->refused.items = NULL;
+  d->refused.n = d->refused.cap = 0;
+  d->refused_in_flight = 1;
+  pthread_mutex_unlock(&d->upload_lock);
+  items = pcache__calloc(n, sizeof *items);
+  ptrs = pcache__calloc(n, sizeof *ptrs);
+  if (items && ptrs) {
+    for (size_t i = 0; i < n; i++) {
+      pcachepb__report_item__init(&items[i]);
+      items[i].state_hash.data = taken[i].hash.bytes;
+      items[i].state_hash.len = PCACHE_HASH_SIZE;
+      items[i].reason = (Pcachepb__ReportReason)taken[i].reason;
+      ptrs[i] = &items[i];
+    }
+    report.items = ptrs;
+    report.n_items = n;
+    pcache__report_send(d, &report);
+  }
+  pcache__free(ptrs);
+  pcache__free(items);
+  pcache__free(taken);
+  pthread_mutex_lock(&d->upload_lock);
+  d->refused_in_flight = 0;
+  pthread_cond_broadcast(&d->flush_cond);
+}

@@ -1,0 +1,33 @@
+/* Reports of refused blobs (reports.c): whoever refused a blob from the
+ * daemon (a Get, a prefetch page, the mapped segment) queues its report;
+ * the device's upload thread sends the queue in one Report over the
+ * background connection. The daemon answers a Report after its commit,
+ * which a busy disk can hold far longer than the app's timeout: sent from
+ * an app thread on the app's connection it could time out and close that
+ * connection for a second. Best effort: a report that is lost only lets
+ * the daemon offer that blob again, and it is refused again. */
+#ifndef PCACHE_CLIENT_REPORTS_H
+#define PCACHE_CLIENT_REPORTS_H
+
+#include "client/device.h"
+
+/* Sends report (its device key set here) as one Report on the background
+ * lane, with its timeout: the upload thread's way to tell the daemon of
+ * uses and refusals. Best effort: the daemon's answer is not looked at. */
+void pcache__report_send(pcache_device *device, Pcachepb__Report *report);
+
+/* Queues the n items' state hashes and reasons (copied) and wakes the
+ * upload thread. At most PCACHE__REFUSED_MAX wait; the rest are dropped.
+ * Any thread; takes upload_lock. */
+void pcache__refused_queue(pcache_device *device, const Pcachepb__ReportItem *const *items,
+                           size_t n);
+
+/* Whether reports wait or one is being sent. Under upload_lock. */
+int pcache__refused_pending_locked(const pcache_device *device);
+
+/* From the upload thread, under upload_lock: takes what is queued, drops
+ * the lock while the Report goes (the background lane and its timeout),
+ * takes it back and wakes the flushers. */
+void pcache__refused_send_locked(pcache_device *device);
+
+#endif
