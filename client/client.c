@@ -2,8 +2,9 @@
  * calls and the upload threads'), shared by every device context, each
  * behind its own mutex. The daemon is optional: any failure closes that
  * lane's connection and marks the client disconnected (the last exchange
- * failed), and the next call on that lane reconnects, at most once a second, so an absent
- * daemon costs a failed connect() a second, not one a call. */
+ * failed), and the next call on that lane reconnects, at most once a
+ * second, so an absent daemon costs a failed connect() a second, not one
+ * a call. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,8 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/parse.h"
-#include "proto/rpc.h"
 #include "common/paths.h"
+#include "proto/rpc.h"
 
 #define DEFAULT_TIMEOUT_MS 50u
 #define RECONNECT_INTERVAL_MS 1000u
@@ -151,18 +152,14 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
    * clock step costs little.) */
   for (;;) {
     struct timespec slice;
-    uint64_t now = pcache__mono_ms(), ms;
+    uint64_t now = pcache__mono_ms();
     if (pcache__rpc_cancelled())
       return -ECANCELED;
     if (now >= deadline_ms)
       return -ETIMEDOUT;
-    ms = deadline_ms - now < LOCK_SLICE_MS ? deadline_ms - now : LOCK_SLICE_MS;
-    clock_gettime(CLOCK_REALTIME, &slice);
-    slice.tv_nsec += (long)ms * 1000000L;
-    if (slice.tv_nsec >= 1000000000L) {
-      slice.tv_sec++;
-      slice.tv_nsec -= 1000000000L;
-    }
+    pcache__timespec_in(CLOCK_REALTIME,
+                        deadline_ms - now < LOCK_SLICE_MS ? deadline_ms - now : LOCK_SLICE_MS,
+                        &slice);
     r = pthread_mutex_timedlock(&lane->lock, &slice);
     if (r == 0)
       break;

@@ -31,16 +31,6 @@ void pcache__upload_free(pcache__upload *item) {
   pcache__free(item);
 }
 
-static void deadline_after(struct timespec *ts, uint64_t ms) {
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  ts->tv_sec += (time_t)(ms / 1000);
-  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts->tv_nsec >= 1000000000L) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000L;
-  }
-}
-
 /* Only the upload thread reads or writes the sent set. */
 static int module_sent(const pcache_device *d, const pcache__hash *hash) {
   for (size_t i = 0; i < d->sent_modules.n; i++)
@@ -198,7 +188,7 @@ static void prefetch_rest(pcache_device *d) {
     retry_at = pcache__mono_ms() + PREFETCH_RETRY_MS;
     while (!d->upload_stop && pcache__mono_ms() < retry_at) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__mono_ms());
+      pcache__timespec_in(CLOCK_MONOTONIC, retry_at - pcache__mono_ms(), &ts);
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
     }
   }
@@ -318,7 +308,7 @@ static void *upload_main(void *arg) {
       d->retry_now = 0; /* a flush is waiting: one try at once */
     } else if (retry_at > pcache__mono_ms()) {
       struct timespec ts;
-      deadline_after(&ts, retry_at - pcache__mono_ms());
+      pcache__timespec_in(CLOCK_MONOTONIC, retry_at - pcache__mono_ms(), &ts);
       pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
       continue;
     }
@@ -430,7 +420,7 @@ static int upload_pending(const pcache_device *d) {
 int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   struct timespec ts;
   int r = 0;
-  deadline_after(&ts, timeout_ms);
+  pcache__timespec_in(CLOCK_MONOTONIC, timeout_ms, &ts);
   pthread_mutex_lock(&d->upload_lock);
   d->retry_now = 1;
   pthread_cond_signal(&d->upload_cond);
@@ -447,7 +437,7 @@ int pcache__upload_drain(pcache_device *d, uint32_t budget_ms, int at_exit) {
   int r = 0;
   if (!d->upload_thread_running)
     return 0;
-  deadline_after(&ts, budget_ms);
+  pcache__timespec_in(CLOCK_MONOTONIC, budget_ms, &ts);
   pthread_mutex_lock(&d->upload_lock);
   if (at_exit) {
     /* The rest of a prefetch and a snapshot would call the driver, which

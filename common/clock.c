@@ -1,7 +1,5 @@
 #include "clock.h"
 
-#include <time.h>
-
 static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -15,3 +13,13 @@ uint64_t pcache__mono_us(void) { return clock_ns(CLOCK_MONOTONIC) / 1000u; }
 uint64_t pcache__mono_ms(void) { return clock_ns(CLOCK_MONOTONIC) / 1000000u; }
 
 uint64_t pcache__real_us(void) { return clock_ns(CLOCK_REALTIME) / 1000u; }
+
+void pcache__timespec_in(clockid_t id, uint64_t ms, struct timespec *ts) {
+  clock_gettime(id, ts);
+  ts->tv_sec += (time_t)(ms / 1000);
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}

@@ -7,6 +7,7 @@
 #define PCACHE_COMMON_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_MONOTONIC in nanoseconds, microseconds or milliseconds: only
  * differences mean anything (and deadlines made of them). */
@@ -15,5 +16,10 @@ uint64_t pcache__mono_us(void);
 uint64_t pcache__mono_ms(void);
 /* CLOCK_REALTIME in microseconds since the Unix epoch. */
 uint64_t pcache__real_us(void);
+/* The time ms milliseconds from now on clock id, as the absolute
+ * timespec a timed wait takes: CLOCK_MONOTONIC for a condition variable
+ * made with it, CLOCK_REALTIME where the API knows no other clock
+ * (pthread_mutex_timedlock). */
+void pcache__timespec_in(clockid_t id, uint64_t ms, struct timespec *ret_ts);
 
 #endif

@@ -137,12 +137,7 @@ static void *psi_main(void *arg) {
     atomic_store(&rp->pressured, ms > 0);
     {
       struct timespec until;
-      clock_gettime(CLOCK_MONOTONIC, &until);
-      until.tv_nsec += 500000000L;
-      if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-      }
+      pcache__timespec_in(CLOCK_MONOTONIC, 500, &until);
       pthread_mutex_lock(&rp->psi_lock);
       while (!rp->psi_stop &&
              pthread_cond_timedwait(&rp->psi_cond, &rp->psi_lock, &until) != ETIMEDOUT)
