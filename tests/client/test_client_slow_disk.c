@@ -59,26 +59,14 @@ int main(void) {
   pcache_device *a, *b;
   test_objects oa, ob;
   pcache_stats st;
-  char asan[512];
-  const char *old_asan = getenv("ASAN_OPTIONS");
   char gate[400];
 
   test_env_init(&env, "client-slow-disk");
-  /* The daemon alone runs on the slow disk. Under ASan the preloaded
-   * library comes before the runtime, which ASan would refuse. */
-  snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", old_asan ? old_asan : "",
-           old_asan && *old_asan ? ":" : "");
-  setenv("ASAN_OPTIONS", asan, 1);
-  setenv("LD_PRELOAD", PCACHE_TEST_SLOW_SYNC, 1);
+  /* The daemon alone runs on the slow disk. */
   setenv("PCACHE_TEST_SYNC_DELAY_MS", SYNC_MS, 1);
   snprintf(gate, sizeof gate, "%s/sync-gate", env.root);
   setenv("PCACHE_TEST_SYNC_GATE", gate, 1);
-  test_daemon_start(&env, NULL);
-  unsetenv("LD_PRELOAD");
-  if (old_asan)
-    setenv("ASAN_OPTIONS", old_asan, 1);
-  else
-    unsetenv("ASAN_OPTIONS");
+  test_daemon_start_preloaded(&env, PCACHE_TEST_SLOW_SYNC, NULL);
 
   test_vk_init(&vk);
   info = test_vk_device_info(&vk);

@@ -150,6 +150,27 @@ pid_t test_daemon_start(test_env *env, const char *const *extra_args) {
   TEST_FAIL_("pcached did not accept connections on %s within 10 s", env->socket_path);
 }
 
+pid_t test_daemon_start_preloaded(test_env *env, const char *library,
+                                  const char *const *extra_args) {
+  const char *asan = getenv("ASAN_OPTIONS");
+  char *saved = asan ? strdup(asan) : NULL, opts[1024];
+  pid_t pid;
+  if (asan && !saved)
+    TEST_FAIL_("strdup: out of memory");
+  snprintf(opts, sizeof opts, "%s%sverify_asan_link_order=0", saved ? saved : "",
+           saved && *saved ? ":" : "");
+  setenv("ASAN_OPTIONS", opts, 1);
+  setenv("LD_PRELOAD", library, 1);
+  pid = test_daemon_start(env, extra_args);
+  unsetenv("LD_PRELOAD");
+  if (saved)
+    setenv("ASAN_OPTIONS", saved, 1);
+  else
+    unsetenv("ASAN_OPTIONS");
+  free(saved);
+  return pid;
+}
+
 int test_daemon_stop(test_env *env, int sig) {
   int status = 0;
   if (!env->daemon_pid)

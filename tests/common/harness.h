@@ -26,6 +26,14 @@ void test_env_init(test_env *env, const char *name);
  * env->log_path. Returns the pid. */
 pid_t test_daemon_start(test_env *env, const char *const *extra_args);
 
+/* test_daemon_start with library preloaded into pcached alone (a test
+ * shim: a slow disk, a stepped clock). Under ASan the preloaded library
+ * comes before the runtime in the daemon's list, which ASan would refuse:
+ * verify_asan_link_order=0 is added to the daemon's ASAN_OPTIONS. This
+ * process's LD_PRELOAD and ASAN_OPTIONS are as before on return. */
+pid_t test_daemon_start_preloaded(test_env *env, const char *library,
+                                  const char *const *extra_args);
+
 /* Sends sig (SIGTERM for a clean stop, SIGKILL for a crash) and reaps the
  * daemon. Returns its wait status. */
 int test_daemon_stop(test_env *env, int sig);

@@ -228,29 +228,16 @@ static void snapshot_hashes(void) {
 
 static void clock_step(void) {
   const char *args[] = {"--frame-timeout", "10", NULL};
-  char step[400], preload[600];
+  char step[400];
   wire_reply rep;
   uint8_t *frame;
   size_t size;
   int fd;
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Stats st = PCACHEPB__STATS__INIT;
-  const char *asan = getenv("ASAN_OPTIONS");
-  char asan_opts[600];
   snprintf(step, sizeof step, "%s/clock-stepped", env.root);
-  snprintf(preload, sizeof preload, "%s", PCACHE_TEST_CLOCK_SHIM);
   setenv("PCACHE_TEST_CLOCK_STEP", step, 1);
-  setenv("LD_PRELOAD", preload, 1);
-  /* The shim comes before the ASan runtime in the daemon's library list. */
-  snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
-           asan ? ":" : "");
-  setenv("ASAN_OPTIONS", asan_opts, 1);
-  test_daemon_start(&env, args);
-  unsetenv("LD_PRELOAD");
-  if (asan)
-    setenv("ASAN_OPTIONS", asan, 1);
-  else
-    unsetenv("ASAN_OPTIONS");
+  test_daemon_start_preloaded(&env, PCACHE_TEST_CLOCK_SHIM, args);
   fd = wire_open(&env, "clock");
   req.body_case = PCACHEPB__REQUEST__BODY_STATS;
   req.stats = &st;
