@@ -287,6 +287,21 @@ static void misses(pcache_device *p, const objects *o, uint32_t n, uint64_t *ret
   free(v);
 }
 
+/* The same N pipelines prepared through p (their parts built, nothing
+ * linked); their times (ns) to ret_ns unless it is NULL. */
+static void prepares(pcache_device *p, const objects *o, uint32_t n, uint64_t *ret_ns) {
+  variant *v = malloc(sizeof *v);
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t t0;
+    variant_make(v, o, i);
+    t0 = now_ns();
+    CHECK(pcache_prepare_graphics_pipeline(p, &v->info));
+    if (ret_ns)
+      ret_ns[i] = now_ns() - t0;
+  }
+  free(v);
+}
+
 static void report_times(const char *name, uint64_t *ns, uint32_t n) {
   uint64_t sum = 0, first = ns[0];
   for (uint32_t i = 0; i < n; i++)
@@ -318,20 +333,15 @@ static int known_phase(const vk_t *v, const char *phase, uint32_t n, uint32_t th
     return 1;
   }
   if (!strcmp(phase, "prepare")) {
-    variant *var = malloc(sizeof *var);
     uint64_t t0 = now_ns();
     p = context_with(client, v, d, PCACHE_FAST_LINK_THEN_OPTIMIZE, threads);
     objects_make(p, &o);
-    for (uint32_t i = 0; i < n; i++) {
-      variant_make(var, &o, i);
-      CHECK(pcache_prepare_graphics_pipeline(p, &var->info));
-    }
+    prepares(p, &o, n, NULL);
     while (pcache_device_flush(p) != 0)
       ;
     pcache_device_get_counters(p, &c);
     printf("gpl_known_prepare_ms=%.1f\ngpl_known_prepare_parts=%" PRIu64 "\n",
            (now_ns() - t0) / 1e6, c.parts_made);
-    free(var);
   } else {
     VkDevice dm = device_new(v);
     pcache_device *pm = context(v, dm, PCACHE_FAST_LINK_NEVER, 0);
@@ -430,17 +440,7 @@ int main(int argc, char **argv) {
   dc = device_new(&v);
   pc = context(&v, dc, PCACHE_FAST_LINK_THEN_OPTIMIZE, threads);
   objects_make(pc, &oc);
-  {
-    variant *var = malloc(sizeof *var);
-    for (uint32_t i = 0; i < n; i++) {
-      uint64_t t0;
-      variant_make(var, &oc, i);
-      t0 = now_ns();
-      CHECK(pcache_prepare_graphics_pipeline(pc, &var->info));
-      prep_ns[i] = now_ns() - t0;
-    }
-    free(var);
-  }
+  prepares(pc, &oc, n, prep_ns);
   VkPipeline *prepared = calloc(n, sizeof *prepared);
   misses(pc, &oc, n, prepared_ns, prepared);
   pcache_device_get_counters(pc, &c);
