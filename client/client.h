@@ -67,11 +67,14 @@ static inline pcache__logger *pcache__client_logger(pcache_client *client) {
 /*
  * pcache__client_rpc - one request and its reply within timeout_ms
  * (pcache__rpc's verdict) on the lane's connection, connecting first if
- * needed and allowed (at most once a second a lane). Returns 0 when the daemon answered status 0
- * with the body `expect`; otherwise PCACHE_EDISABLED, PCACHE_EUNAVAILABLE, -ETIMEDOUT, or
- * pcache__rpc's result: the daemon's refusal (its Response then in ret_reply->response) or a
- * failure of the exchange (the connection is then closed and the client marked disconnected). As
- * with pcache__rpc, *ret_reply is written in every case: release it in every case.
+ * needed and allowed (at most once a second a lane). Returns 0 when the
+ * daemon answered status 0 with the body `expect`; otherwise
+ * PCACHE_EDISABLED, PCACHE_EUNAVAILABLE, -ETIMEDOUT, -ECANCELED (the
+ * calling thread's cancel fd, pcache__rpc_set_cancel_fd), or
+ * pcache__rpc's result: the daemon's refusal (its Response then in
+ * ret_reply->response) or a failure of the exchange (the connection is
+ * then closed and the client marked disconnected). As with pcache__rpc,
+ * *ret_reply is written in every case: release it in every case.
  */
 int pcache__client_rpc(pcache_client *client, pcache__lane_id lane,
                        const Pcachepb__Request *request, Pcachepb__Response__BodyCase expect,

@@ -28,10 +28,10 @@ int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *b
 
 /*
  * pcache__prefetch_page - one prefetch page from offset: asks on the
- * lane's connection within timeout_ms, checks every blob, merges the good ones with one
- * vkMergePipelineCaches, adds their hashes to the prefetched set and
- * reports the bad ones. Returns 0 with the offset of the next page and
- * whether the daemon has more, or the call's failure. ret_call_ns (may be
+ * lane's connection within timeout_ms, checks every blob, merges the good
+ * ones with one vkMergePipelineCaches, adds their hashes to the prefetched
+ * set and reports the bad ones. Returns 0 with the offset of the next
+ * page and whether the daemon has more, or the call's failure. ret_call_ns (may be
  * NULL): time spent waiting on the daemon for the page (not the checks and
  * merge, which are driver work).
  */
