@@ -107,8 +107,12 @@ static void submit(pcd_replay *rp, pcd_job_type type) {
 
 static void watch_cb(uv_timer_t *t) {
   pcd_replay *rp = t->data;
-  uint64_t now = pcache__mono_us();
+  uint64_t now;
   pthread_mutex_lock(&rp->lock);
+  /* Read under the lock: an item claimed after an earlier reading would
+   * start after "now", and the unsigned age below would wrap into a hang
+   * (CI, TSan on a loaded machine: an item blamed as hung within seconds). */
+  now = pcache__mono_us();
   unsigned oldest = rp->st.n_flight;
   /* The item out longest: a thread builds its items in the order it
    * claimed them, so the one it is stuck on was handed out before the
@@ -118,6 +122,7 @@ static void watch_cb(uv_timer_t *t) {
     if (oldest == rp->st.n_flight || rp->st.flight[i].started_us < rp->st.flight[oldest].started_us)
       oldest = i;
   if (rp->running && !rp->hang_kill && oldest < rp->st.n_flight &&
+      now > rp->st.flight[oldest].started_us &&
       now - rp->st.flight[oldest].started_us > rp->hang_us) {
     rp->hang_kill = 1;
     rp->hang_hash = rp->st.flight[oldest].hash;
