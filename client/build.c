@@ -1,7 +1,9 @@
 /* Building one pipeline: see build.h. The order of sources, for a state
  * hash this process has not built yet: the prefetched set (the blob is
- * already in the device cache), one Get, then the driver with a fresh
- * cache of the pipeline's own, whose data is uploaded. */
+ * already in the device cache; without a prefetch, the mapped segment's
+ * snapshot joins it at the first miss it covers), the mapped segment's
+ * blob, one Get, then the driver with a fresh cache of the pipeline's
+ * own, whose data is uploaded. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -394,6 +396,8 @@ int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
   *ret_in_app_cache = 0;
   if (!d->client)
     return 0;
+  /* Without a prefetch, the first miss the snapshot covers loads it. */
+  pcache__segment_snapshot_on_miss(d, &keys->state_hash);
   if (pcache__prefetch_known(d, &keys->state_hash)) {
     atomic_fetch_add(&d->stats.daemon_hits, 1);
     /* The daemon sent it unasked: tell it this one was used (once: the

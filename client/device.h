@@ -167,6 +167,7 @@ struct pcache_device {
   int used_in_flight;
   /* Reports of refused blobs, for the next Report (reports.c). */
   PCACHE_VEC(pcache__refused) refused;
+  uint32_t refused_snapshot; /* a Pcachepb__ReportReason; 0: none to report */
   int refused_in_flight;
   int snapshot_in_flight;
   PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */
@@ -187,6 +188,10 @@ struct pcache_device {
   /* Per index entry of the segment: its blob was refused (checks or the
    * driver) and was reported; a miss then asks the daemon, not it again. */
   _Atomic unsigned char *segment_refused;
+  /* The segment's snapshot (segment.c): PCACHE__SEG_SNAPSHOT_*. Loaded at
+   * creation with the prefetch, or without one at the first miss it
+   * covers. */
+  atomic_int segment_snapshot;
   int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
 
   /* Misses without a stall (fastlink.c): NULL unless pcache_device_info.

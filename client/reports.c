@@ -32,8 +32,19 @@ void pcache__refused_queue(pcache_device *d, const Pcachepb__ReportItem *const *
   pthread_mutex_unlock(&d->upload_lock);
 }
 
+void pcache__refused_snapshot_queue(pcache_device *d, Pcachepb__ReportReason reason) {
+  pthread_mutex_lock(&d->upload_lock);
+  d->refused_snapshot = (uint32_t)reason;
+  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_unlock(&d->upload_lock);
+}
+
+int pcache__refused_queued_locked(const pcache_device *d) {
+  return d->refused.n > 0 || d->refused_snapshot != 0;
+}
+
 int pcache__refused_pending_locked(const pcache_device *d) {
-  return d->refused.n > 0 || d->refused_in_flight;
+  return pcache__refused_queued_locked(d) || d->refused_in_flight;
 }
 
 void pcache__refused_send_locked(pcache_device *d) {
@@ -41,15 +52,17 @@ void pcache__refused_send_locked(pcache_device *d) {
   Pcachepb__ReportItem *items, **ptrs;
   pcache__refused *taken;
   size_t n = d->refused.n;
-  if (n == 0)
+  uint32_t snapshot = d->refused_snapshot;
+  if (!pcache__refused_queued_locked(d))
     return;
   taken = d->refused.items;
   d->refused.items = NULL;
   d->refused.n = d->refused.cap = 0;
+  d->refused_snapshot = 0;
   d->refused_in_flight = 1;
   pthread_mutex_unlock(&d->upload_lock);
-  items = pcache__calloc(n, sizeof *items);
-  ptrs = pcache__calloc(n, sizeof *ptrs);
+  items = pcache__calloc(n ? n : 1, sizeof *items);
+  ptrs = pcache__calloc(n ? n : 1, sizeof *ptrs);
   if (items && ptrs) {
     for (size_t i = 0; i < n; i++) {
       pcachepb__report_item__init(&items[i]);
@@ -58,8 +71,12 @@ void pcache__refused_send_locked(pcache_device *d) {
       items[i].reason = (Pcachepb__ReportReason)taken[i].reason;
       ptrs[i] = &items[i];
     }
-    report.items = ptrs;
+    report.items = n ? ptrs : NULL;
     report.n_items = n;
+    if (snapshot) {
+      report.snapshot = (Pcachepb__ReportReason)snapshot;
+      report.app = d->client->app_name;
+    }
     pcache__report_send(d, &report);
   }
   pcache__free(ptrs);

@@ -1,5 +1,6 @@
 /* Reports of refused blobs (reports.c): whoever refused a blob from the
- * daemon (a Get, a prefetch page, the mapped segment) queues its report;
+ * daemon (a Get, a prefetch page, the mapped segment, a snapshot) queues
+ * its report;
  * the device's upload thread sends the queue in one Report over the
  * background connection. The daemon answers a Report after its commit,
  * which a busy disk can hold far longer than the app's timeout: sent from
@@ -21,6 +22,13 @@ void pcache__report_send(pcache_device *device, Pcachepb__Report *report);
  * Any thread; takes upload_lock. */
 void pcache__refused_queue(pcache_device *device, const Pcachepb__ReportItem *const *items,
                            size_t n);
+
+/* Queues the report of a refused snapshot (the device's app's), as
+ * pcache__refused_queue does a blob's. Any thread; takes upload_lock. */
+void pcache__refused_snapshot_queue(pcache_device *device, Pcachepb__ReportReason reason);
+
+/* Whether reports are queued, not yet sent. Under upload_lock. */
+int pcache__refused_queued_locked(const pcache_device *device);
 
 /* Whether reports wait or one is being sent. Under upload_lock. */
 int pcache__refused_pending_locked(const pcache_device *device);

@@ -72,25 +72,35 @@ static size_t index_of(const pcache__seg *seg, const uint8_t *hash) {
   return (size_t)(hash - seg->index) / PCACHE_SEG_INDEX_ENTRY;
 }
 
+/* Loads the segment's snapshot into the device cache (swapped in during
+ * creation, merged after) and adds what it covers to the prefetched set.
+ * 1 when loaded, 0 when there is none or it was refused (reported). */
+static int load_snapshot(pcache_device *d, const pcache__seg *seg) {
+  size_t covered = 0;
+  if (d->no_snapshot || !seg->snapshot ||
+      pcache__snapshot_load_blob(d, seg->snapshot, seg->snapshot_size, seg->snapshot_checksum) <
+          0) {
+    atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_NONE);
+    return 0;
+  }
+  for (uint32_t i = 0; i < seg->n_snap_hashes; i++)
+    covered += (size_t)pcache__snapshot_covers(d, seg->snap_hashes + (size_t)i * 16);
+  pcache__table_publish(&d->prefetched);
+  atomic_fetch_add(&d->stats.prefetched, covered);
+  atomic_store(&d->stats.snapshot_loaded, covered);
+  atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_LOADED);
+  return 1;
+}
+
 int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   const pcache__seg *seg = d->segment ? &d->segment->seg : NULL;
   pcache__prefetch_blob *blobs;
   uint32_t n;
-  int snapshot_loaded = 0;
+  int snapshot_loaded;
   *ret_offset = 0;
   if (!seg)
     return 0;
-  if (!d->no_snapshot && seg->snapshot &&
-      pcache__snapshot_load_blob(d, seg->snapshot, seg->snapshot_size, seg->snapshot_checksum) ==
-          0) {
-    size_t covered = 0;
-    for (uint32_t i = 0; i < seg->n_snap_hashes; i++)
-      covered += (size_t)pcache__snapshot_covers(d, seg->snap_hashes + (size_t)i * 16);
-    pcache__table_publish(&d->prefetched);
-    atomic_fetch_add(&d->stats.prefetched, covered);
-    atomic_store(&d->stats.snapshot_loaded, covered);
-    snapshot_loaded = 1;
-  }
+  snapshot_loaded = load_snapshot(d, seg);
   /* With the snapshot, the blobs it does not cover (they come first);
    * without it, all of them. */
   n = snapshot_loaded ? seg->n_uncovered : seg->n_entries;
@@ -117,6 +127,18 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   *ret_offset = snapshot_loaded ? seg->n_uncovered : 0;
   return snapshot_loaded == !d->no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
          (snapshot_loaded || !seg->snapshot);
+}
+
+void pcache__segment_snapshot_on_miss(pcache_device *d, const pcache__hash *hash) {
+  int untried = PCACHE__SEG_SNAPSHOT_UNTRIED;
+  pcache__seg_blob b;
+  if (!d->segment || atomic_load(&d->segment_snapshot) != PCACHE__SEG_SNAPSHOT_UNTRIED)
+    return;
+  if (!pcache__seg_find(&d->segment->seg, hash->bytes, &b) || !(b.flags & PCACHE_SEG_COVERED))
+    return;
+  if (atomic_compare_exchange_strong(&d->segment_snapshot, &untried,
+                                     PCACHE__SEG_SNAPSHOT_LOADING))
+    (void)load_snapshot(d, &d->segment->seg);
 }
 
 int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineCache *ret_cache) {

@@ -27,6 +27,25 @@ int pcache__segment_fetch(pcache_device *device, uint32_t timeout_ms);
  */
 int pcache__segment_prefetch(pcache_device *device, uint32_t *ret_offset);
 
+/* device->segment_snapshot: whether the segment's snapshot was loaded. */
+enum {
+  PCACHE__SEG_SNAPSHOT_UNTRIED = 0,
+  PCACHE__SEG_SNAPSHOT_LOADING, /* one miss's thread is loading it */
+  PCACHE__SEG_SNAPSHOT_LOADED,
+  PCACHE__SEG_SNAPSHOT_NONE, /* none, snapshots off, or it was refused */
+};
+
+/*
+ * pcache__segment_snapshot_on_miss - without a prefetch, the first miss
+ * that the segment's snapshot covers loads the whole snapshot (checked as
+ * at creation) and adds what it covers to the prefetched set, so this
+ * miss and every later covered one need no blob of their own: the app's
+ * whole cache in one vkCreatePipelineCache, as from its own cache file,
+ * instead of one per pipeline. Once per device; a miss on another thread
+ * meanwhile does not wait for it (it loads its own blob). Any thread.
+ */
+void pcache__segment_snapshot_on_miss(pcache_device *device, const pcache__hash *hash);
+
 /*
  * pcache__segment_find - hash's blob in the mapped segment, checked
  * (checksum, header against the device) and loaded into a cache of its

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "client/blobs.h"
+#include "client/reports.h"
 #include "client/snapshot.h"
 #include "common/alloc.h"
 
@@ -24,22 +25,6 @@ void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH
 }
 
 static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
-
-static void report_snapshot(pcache_device *device, Pcachepb__ReportReason reason) {
-  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
-  pcache__reply reply = {0};
-  report.device_key.data = device->key.bytes;
-  report.device_key.len = PCACHE_DEVKEY_SIZE;
-  report.snapshot = reason;
-  report.app = device->client->app_name;
-  request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
-  request.report = &report;
-  /* Best effort, as for blobs: an unreported snapshot is refused again. */
-  pcache__client_rpc(device->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_REPORT,
-                     device->client->timeout_ms, &reply);
-  pcache__reply_release(&reply);
-}
 
 int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size_t size,
                                uint64_t checksum) {
@@ -61,7 +46,9 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
   }
   if (reason) {
     atomic_fetch_add(&device->stats.rejected_blobs, 1);
-    report_snapshot(device, reason);
+    /* Sent by the upload thread (reports.h): this may be a miss's thread. */
+    if (device->client)
+      pcache__refused_snapshot_queue(device, reason);
     return -EINVAL;
   }
   return 0;

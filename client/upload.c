@@ -284,7 +284,7 @@ static void *upload_main(void *arg) {
       send_used(d);
       continue;
     }
-    if (d->refused.n) {
+    if (pcache__refused_queued_locked(d)) {
       pcache__refused_send_locked(d);
       continue;
     }

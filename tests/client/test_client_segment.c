@@ -2,8 +2,8 @@
  * pipelines and a snapshot are uploaded. Warm run, in a new process: the
  * device cache comes from the segment (one Segment request, no Prefetch
  * page, no Get, nothing compiled). Warm without prefetch
- * (PCACHE_NO_PREFETCH=1): every miss is served from the mapped segment's
- * index, again with no Get. After more pipelines, the daemon builds a new
+ * (PCACHE_NO_PREFETCH=1): the first miss loads the mapped segment's
+ * snapshot, which serves every miss, again with no Get. After more pipelines, the daemon builds a new
  * segment and the next run loads it. With segments off (PCACHE_NO_SEGMENT)
  * the socket serves as before. */
 #include <stdlib.h>
@@ -51,6 +51,12 @@ static void run(const char *mode) {
     ASSERT_EQ(st.compiles, more ? 2u : 0u);
     ASSERT_EQ(st.daemon_hits, N_PIPELINES + (after ? 2u : 0u));
     ASSERT_EQ(st.rejected_blobs, 0);
+  }
+  if (strcmp(mode, "nopf") == 0) {
+    /* The first miss loaded the segment's snapshot, which covers them
+     * all: no blob of its own for any. */
+    ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
+    ASSERT_EQ(st.prefetched, N_PIPELINES);
   }
   test_objects_destroy(&o);
   pcache_device_destroy(device);
@@ -141,10 +147,9 @@ int main(int argc, char **argv) {
   ASSERT_EQ(s0.segment_builds, s1.segment_builds); /* shared: not built again */
   ASSERT_EQ(s0.segment_sent - s1.segment_sent, 1);
 
-  /* The run without prefetch uploaded a snapshot (its cache was built
-   * blob by blob), and the next run adds two pipelines: each change has a
-   * new segment built (never more than one held), and once the builds
-   * are done a run that changes nothing is handed the current one. */
+  /* The next run adds two pipelines: each change has a new segment built
+   * (never more than one held), and once the builds are done a run that
+   * changes nothing is handed the current one. */
   util_run_self(argv[0], "more");
   util_run_self(argv[0], "after");
   wait_builds(s0.segment_builds + 1);

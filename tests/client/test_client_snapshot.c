@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lmdb.h>
 
@@ -24,15 +25,26 @@
 #define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
 
 /* One process's run: "cold", "warm", "fallback" (the daemon dropped a
- * damaged snapshot) or "header" (the client refuses the snapshot). */
+ * damaged snapshot), "header" (the client refuses the snapshot), or
+ * through the mapped segment without a prefetch: "seg-nosnap" (no
+ * snapshot loaded or uploaded) and "seg-header" (the first miss loads the
+ * segment's snapshot and refuses it). */
 static void run(const char *mode) {
   test_vk vk;
-  pcache_client *client = util_client(5000);
+  pcache_client *client;
   pcache_device *device;
   pcache_device_info info;
   test_objects o;
   pcache_stats st;
+  int seg = strncmp(mode, "seg-", 4) == 0;
 
+  if (seg) {
+    unsetenv("PCACHE_NO_SEGMENT");
+    setenv("PCACHE_NO_PREFETCH", "1", 1);
+    if (strcmp(mode, "seg-nosnap") == 0)
+      setenv("PCACHE_NO_SNAPSHOT", "1", 1);
+  }
+  client = util_client(5000);
   test_vk_init(&vk);
   info = test_vk_device_info(&vk);
   ASSERT_OK(pcache_device_create(client, &info, &device));
@@ -66,12 +78,34 @@ static void run(const char *mode) {
     ASSERT_EQ(st.daemon_hits, N_PIPELINES);
     ASSERT_EQ(st.uploaded, 0);
     /* Unchanged: nothing to upload; otherwise one new snapshot. */
-    ASSERT_EQ(st.snapshots_uploaded, (strcmp(mode, "warm") == 0 ? 0u : 1u));
+    ASSERT_EQ(st.snapshots_uploaded,
+              (strcmp(mode, "warm") == 0 || strcmp(mode, "seg-nosnap") == 0 ? 0u : 1u));
+  }
+  if (strcmp(mode, "seg-header") == 0) {
+    /* Refused before the driver at the first miss; every pipeline then
+     * came as its own blob from the segment. */
+    ASSERT_EQ(st.snapshot_loaded, 0);
+    ASSERT_EQ(st.prefetched, 0);
+    ASSERT_EQ(st.rejected_blobs, 1);
   }
   test_objects_destroy(&o);
   pcache_device_destroy(device);
   pcache_client_close(client);
   test_vk_fini(&vk);
+}
+
+static uint64_t segments_sent(void) {
+  Pcachepb__Response *r = util_stats();
+  uint64_t n = r->stats->segment_sent;
+  pcache__response_free(r);
+  return n;
+}
+
+static uint64_t segment_builds(void) {
+  Pcachepb__Response *r = util_stats();
+  uint64_t n = r->stats->segment_builds;
+  pcache__response_free(r);
+  return n;
 }
 
 static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_checksum,
@@ -176,6 +210,36 @@ int main(int argc, char **argv) {
   ASSERT_EQ(snaps, 1);
   util_run_self(argv[0], "warm");
   ASSERT_EQ(util_count_entries(), N_PIPELINES);
+
+  /* The same refusal without a prefetch, through the mapped segment: the
+   * first miss loads the segment's snapshot, refuses it before the driver
+   * and has the upload thread report it; each miss then loads its own
+   * blob from the segment (no Get). First, runs that neither load nor
+   * upload a snapshot, until one is handed a current segment (the first
+   * asks the daemon to build it; one whose segment went stale meanwhile
+   * asks for another). */
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+  damage(env.data_dir, 1);
+  test_daemon_start(&env, NULL);
+  for (int i = 0;; i++) {
+    uint64_t sent = segments_sent(), builds = segment_builds();
+    util_run_self(argv[0], "seg-nosnap");
+    if (segments_sent() > sent)
+      break;
+    ASSERT_LT(i, 5);
+    for (int k = 0; segment_builds() <= builds; k++) {
+      ASSERT_LT(k, 1000);
+      usleep(10000);
+    }
+  }
+  stats(&gets0, &snaps, &checksum, &reports);
+  util_run_self(argv[0], "seg-header");
+  {
+    uint64_t reports1;
+    stats(&gets1, &snaps, &checksum, &reports1);
+    ASSERT_GE(reports1 - reports, 1);
+    ASSERT_EQ(gets1 - gets0, 1); /* the Segment request */
+  }
   test_env_cleanup(&env);
   return 0;
 }

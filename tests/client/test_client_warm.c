@@ -1,7 +1,9 @@
 /* Cold run: every pipeline is compiled and uploaded. Warm run, in a new
  * process: the prefetch brings every blob back, so nothing is compiled.
- * Warm run without prefetch (PCACHE_NO_PREFETCH=1): each miss fetches its
- * own blob with one Get, and still nothing is compiled. */
+ * Warm run without prefetch (PCACHE_NO_PREFETCH=1) and without the
+ * shared-memory segment (PCACHE_NO_SEGMENT=1, whose snapshot would serve
+ * every miss: test_client_segment): each miss fetches its own blob with
+ * one Get, and still nothing is compiled. */
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -78,7 +80,9 @@ int main(int argc, char **argv) {
   ASSERT_EQ(util_count_entries(), N_PIPELINES);
   util_run_self(argv[0], "warm");
   setenv("PCACHE_NO_PREFETCH", "1", 1);
+  setenv("PCACHE_NO_SEGMENT", "1", 1);
   util_run_self(argv[0], "warm");
+  unsetenv("PCACHE_NO_SEGMENT");
   unsetenv("PCACHE_NO_PREFETCH");
   /* A restarted daemon serves the same entries from disk. */
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
