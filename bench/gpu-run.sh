@@ -14,7 +14,8 @@
 # configuration; "replay": run-replay.sh, replay after a simulated driver
 # update on the demo's heavy set; "gpl": bench_gpl, fast-linked misses on
 # pcache-demo's heavy set, and known parts in a new process through a
-# private pcached). LAYER_ARGS: more arguments for run-layer.sh
+# private pcached; "warm": run-warm.sh alone, WARM_REPEATS times at
+# WARM_SIZES). LAYER_ARGS: more arguments for run-layer.sh
 # ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512"); GPL_ARGS:
 # for bench_gpl (default "--pipelines 256 --draws 50").
 set -euo pipefail
@@ -72,6 +73,19 @@ for k in $(seq 2 "${WARM_REPEATS:-1}"); do
   "$SRC/bench/run-warm.sh" --build-dir "$B" --sizes "256 2048" --work-dir "/tmp/pcache-bw-warm$k" |
     tee "$LOGDIR/warm-repeat-$k.log"
 done
+fi
+
+if [[ $parts == *" warm "* ]]; then
+  # The warm-start set alone (run-warm.sh), WARM_REPEATS times, at
+  # WARM_SIZES (default "256 2048").
+  wrun=$(mktemp -d /tmp/pcache-warm-run.XXXXXX)
+  chmod 700 "$wrun"
+  for k in $(seq 1 "${WARM_REPEATS:-1}"); do
+    echo "# warm start, repeat $k"
+    XDG_RUNTIME_DIR=$wrun PCACHED=$B/daemon/pcached BENCH_BIN=$B/bench "$SRC/bench/run-warm.sh" \
+      --build-dir "$B" --sizes "${WARM_SIZES:-256 2048}" --work-dir "/tmp/pcache-ww$k" |
+      tee "$LOGDIR/warm-$k.log"
+  done
 fi
 
 if [[ $parts == *" layer "* ]]; then

@@ -23,7 +23,10 @@
 #            threads (pcache-demo --plain --threads T, no cache), run just
 #            before each replay, ROUNDS times. Target: replay >= 80% of
 #            direct (ratio_replay_tT_over_direct_tT, the median of the
-#            rounds' ratios; replay_rounds_tT_ratios lists them). item_* say where a
+#            rounds' ratios; replay_rounds_tT_ratios lists them). Each round
+#            also compiles them in state-hash order (--shuffle) and each into
+#            an empty cache of its own (--fresh-caches, as the replayer
+#            must): direct_shuffled_*, direct_fresh_*. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -229,6 +232,20 @@ for t in $tlist; do
   rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
   DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
   direct_ms=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
+  # The same, the variants in a scrambled order (pcache-demo --shuffle), as
+  # the replay takes an app's pipelines (by state hash): what the order
+  # alone costs the driver.
+  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-shuffled-t$t.txt" --plain \
+    --threads "$t" --shuffle
+  echo "replay_round${round}_direct_shuffled_t${t}_create_ms=$(kv "$WORK_DIR/direct-shuffled-t$t.txt" create_ms)"
+  # And each pipeline into an empty VkPipelineCache of its own, its data
+  # read back (pcache-demo --fresh-caches), as the replayer must to get a
+  # pipeline's own blob: what that alone costs the driver.
+  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-fresh-t$t.txt" --plain \
+    --threads "$t" --shuffle --fresh-caches
+  echo "replay_round${round}_direct_fresh_t${t}_create_ms=$(kv "$WORK_DIR/direct-fresh-t$t.txt" create_ms)"
   direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
   direct_all[$t]="${direct_all[$t]:-} $direct_ms"
   echo "replay_round${round}_direct_t${t}_create_ms=$direct_ms"

@@ -52,7 +52,7 @@ run_one() {
     cat "$WORK_DIR/warm-$label-$n.err" >&2
     die "bench_warm $label (n=$n) failed"
   }
-  for key in ms_per_pipeline total_ms setup_ms driver_hits hit_rate prefetched daemon_hits \
+  for key in ms_per_pipeline total_ms setup_ms driver_hits hit_rate prefetched snapshot_loaded daemon_hits \
              compiles rejected_blobs uploaded upload_queue cache_bytes no_prefetch_env; do
     local v
     v=$(kv "$out" $key)
@@ -93,6 +93,11 @@ for n in $SIZES; do
     PCACHE_TIMEOUT_MS="${BENCH_LONG_TIMEOUT_MS:-5000}"
   # shellcheck disable=SC2086
   run_one e "$n" e measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_PREFETCH=1
+  # (e) with the segment's blobs alone (no snapshot: each miss loads its
+  # own blob), as before the first miss loaded the segment's snapshot.
+  # shellcheck disable=SC2086
+  run_one eblob "$n" e measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_PREFETCH=1 \
+    PCACHE_NO_SNAPSHOT=1
   # (e) and (d) over the socket alone, as before shared-memory segments.
   # shellcheck disable=SC2086
   run_one esock "$n" e measure $off PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_NO_PREFETCH=1 \
@@ -107,6 +112,7 @@ for n in $SIZES; do
   echo "warm_n${n}_ratio_b_over_d=$(ratio "$(ms b)" "$(ms d)")"
   echo "warm_n${n}_ratio_e_over_c=$(ratio "$(ms e)" "$(ms c)")"
   echo "warm_n${n}_ratio_dlong_over_c=$(ratio "$(ms dlong)" "$(ms c)")"
+  echo "warm_n${n}_ratio_eblob_over_c=$(ratio "$(ms eblob)" "$(ms c)")"
   echo "warm_n${n}_ratio_esock_over_c=$(ratio "$(ms esock)" "$(ms c)")"
   echo "warm_n${n}_ratio_dsock_over_c=$(ratio "$(ms dsock)" "$(ms c)")"
 done

@@ -15,7 +15,8 @@
  * reader would have to find.
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
- *               [--plain [--cache-file FILE] [--threads N]]
+ *               [--plain [--cache-file FILE] [--threads N] [--shuffle]
+ *               [--fresh-caches]]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -60,6 +61,8 @@ typedef struct demo_options {
   int plain;              /* no pcache code: plain Vulkan (what the layer serves) */
   const char *cache_file; /* --plain: the app's own VkPipelineCache file */
   uint32_t threads;       /* --plain: threads creating pipelines (replay's baseline) */
+  int shuffle;            /* --plain: the variants in a fixed scrambled order */
+  int fresh_caches;       /* --plain: each pipeline into an empty cache of its own */
 } demo_options;
 
 typedef struct demo_vk {
@@ -90,7 +93,8 @@ static double now_ms(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
-          "[--no-daemon] [--plain [--cache-file FILE] [--threads N]]\n"
+          "[--no-daemon] [--plain [--cache-file FILE] [--threads N] [--shuffle]\n"
+          "        [--fresh-caches]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
@@ -100,7 +104,12 @@ static void usage(FILE *f) {
           "                   with PCACHE_LAYER=1 to see the layer serve it)\n"
           "  --cache-file F   with --plain: load the app's own pipeline cache from F\n"
           "                   if it exists, save it there at exit\n"
-          "  --threads N      with --plain: create the pipelines on N threads (default 1)\n",
+          "  --threads N      with --plain: create the pipelines on N threads (default 1)\n"
+          "  --shuffle        with --plain: create them in a fixed scrambled order, as\n"
+          "                   a replay that walks them by hash does (a benchmark's probe)\n"
+          "  --fresh-caches   with --plain: each pipeline into an empty VkPipelineCache of\n"
+          "                   its own, its data read back, as pcache-replay and a\n"
+          "                   compile through libpcache do (a benchmark's probe)\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -128,6 +137,10 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.no_daemon = 1;
     } else if (!strcmp(a, "--plain")) {
       opts.plain = 1;
+    } else if (!strcmp(a, "--shuffle")) {
+      opts.shuffle = 1;
+    } else if (!strcmp(a, "--fresh-caches")) {
+      opts.fresh_caches = 1;
     } else if (!strcmp(a, "--cache-file") && val && *val) {
       opts.cache_file = val;
       i++;
@@ -600,6 +613,8 @@ typedef struct plain_slice {
   const demo_objects *objs;
   VkPipelineCache cache;
   VkPipeline *pipelines;
+  const uint32_t *order; /* the variant at each position */
+  int fresh_caches;
   uint32_t first, step, count;
   uint32_t hits;
   VkResult result;
@@ -610,7 +625,8 @@ static void *plain_slice_main(void *arg) {
   plain_slice *s = arg;
   demo_variant *variant = malloc(sizeof *variant);
   s->result = variant ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
-  for (uint32_t i = s->first; variant && i < s->count; i += s->step) {
+  for (uint32_t pos = s->first; variant && pos < s->count; pos += s->step) {
+    uint32_t i = s->order[pos];
     VkPipelineCreationFeedback fb = {0};
     VkPipelineCreationFeedbackCreateInfo fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
@@ -618,8 +634,24 @@ static void *plain_slice_main(void *arg) {
     variant_fill(variant, s->objs, i);
     if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
-    s->result = vkCreateGraphicsPipelines(s->vk->device, s->cache, 1, &variant->info, NULL,
-                                          &s->pipelines[i]);
+    VkPipelineCache cache = s->cache;
+    if (s->fresh_caches) {
+      VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+      if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &cache)) != VK_SUCCESS)
+        break;
+    }
+    s->result =
+        vkCreateGraphicsPipelines(s->vk->device, cache, 1, &variant->info, NULL, &s->pipelines[i]);
+    if (s->fresh_caches) {
+      size_t size = 0;
+      void *data = NULL;
+      if (s->result == VK_SUCCESS &&
+          vkGetPipelineCacheData(s->vk->device, cache, &size, NULL) == VK_SUCCESS &&
+          (data = malloc(size ? size : 1)) != NULL)
+        (void)vkGetPipelineCacheData(s->vk->device, cache, &size, data);
+      free(data);
+      vkDestroyPipelineCache(s->vk->device, cache, NULL);
+    }
     if (s->result != VK_SUCCESS) {
       log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)s->result);
       break;
@@ -643,6 +675,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   demo_objects objs = {0};
   VkPipeline *pipelines = calloc(opts->pipelines, sizeof *pipelines);
   plain_slice *slices = calloc(opts->threads, sizeof *slices);
+  uint32_t *order = calloc(opts->pipelines, sizeof *order);
   VkPipelineCache cache = VK_NULL_HANDLE;
   size_t loaded_bytes = 0, saved_bytes = 0;
   uint32_t hits = 0, started = 0;
@@ -652,9 +685,21 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   if (opts->cache_file)
     cache = plain_cache_load(vk, opts->cache_file, &loaded_bytes);
   load_ms = now_ms() - t0;
-  if (!slices || !pipelines || objects_create(NULL, vk, &objs) != VK_SUCCESS) {
+  if (!slices || !pipelines || !order || objects_create(NULL, vk, &objs) != VK_SUCCESS) {
     log_err("out of memory, or the driver refused the demo's objects");
     goto out;
+  }
+  for (uint32_t i = 0; i < opts->pipelines; i++)
+    order[i] = i;
+  if (opts->shuffle) {
+    /* Fisher-Yates with a fixed LCG: the same order every run. */
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (uint32_t i = opts->pipelines - 1; i > 0; i--) {
+      uint32_t j, t;
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      j = (uint32_t)((x >> 33) % (i + 1));
+      t = order[i], order[i] = order[j], order[j] = t;
+    }
   }
   t0 = now_ms();
   for (; started < opts->threads; started++) {
@@ -662,6 +707,8 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
                                     .objs = &objs,
                                     .cache = cache,
                                     .pipelines = pipelines,
+                                    .order = order,
+                                    .fresh_caches = opts->fresh_caches,
                                     .first = started,
                                     .step = opts->threads,
                                     .count = opts->pipelines};
@@ -696,6 +743,8 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("cache_loaded_bytes=%zu\n", loaded_bytes);
   printf("create_ms=%.3f\n", create_ms);
   printf("threads=%" PRIu32 "\n", opts->threads);
+  printf("shuffled=%d\n", opts->shuffle);
+  printf("fresh_caches=%d\n", opts->fresh_caches);
   printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);
@@ -714,6 +763,7 @@ out:
     vkDestroyPipelineCache(vk->device, cache, NULL);
   free(pipelines);
   free(slices);
+  free(order);
   return exit_code;
 }
 
