@@ -85,7 +85,9 @@ if [[ $parts == *" warm "* ]]; then
     XDG_RUNTIME_DIR=$wrun PCACHED=$B/daemon/pcached BENCH_BIN=$B/bench "$SRC/bench/run-warm.sh" \
       --build-dir "$B" --sizes "${WARM_SIZES:-256 2048}" --work-dir "/tmp/pcache-ww$k" |
       tee "$LOGDIR/warm-$k.log"
+    rm -rf "/tmp/pcache-ww$k"
   done
+  rm -rf "$wrun"
 fi
 
 if [[ $parts == *" layer "* ]]; then

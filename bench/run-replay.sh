@@ -23,10 +23,11 @@
 #            threads (pcache-demo --plain --threads T, no cache), run just
 #            before each replay, ROUNDS times. Target: replay >= 80% of
 #            direct (ratio_replay_tT_over_direct_tT, the median of the
-#            rounds' ratios; replay_rounds_tT_ratios lists them). Each round
-#            also compiles them in state-hash order (--shuffle) and each into
-#            an empty cache of its own (--fresh-caches, as the replayer
-#            must): direct_shuffled_*, direct_fresh_*. item_* say where a
+#            rounds' ratios; replay_rounds_tT_ratios lists them). With
+#            --probes, each round then compiles them again in a scrambled
+#            order (--shuffle) and each into an empty cache of its own
+#            (--fresh-caches, as the replayer must): direct_shuffled_*,
+#            direct_fresh_*. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -48,7 +49,7 @@
 #
 #   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
 #                 [--psi-seconds S] [--work-dir DIR] [--rounds R]
-#                 [--throughput-only]
+#                 [--throughput-only] [--probes]
 #
 # --rounds: direct-then-replay pairs per thread count (default 3; the
 # ratio is their median). --throughput-only stops after launch, direct
@@ -70,6 +71,7 @@ PSI_S=10
 REPEATS=${REPEATS:-3}
 ROUNDS=3
 THROUGHPUT_ONLY=0
+PROBES=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -79,8 +81,9 @@ while [ $# -gt 0 ]; do
     --psi-seconds) PSI_S=$2; shift 2 ;;
     --work-dir) WORK_DIR=$2; shift 2 ;;
     --throughput-only) THROUGHPUT_ONLY=1; shift ;;
+    --probes) PROBES=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,61p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -217,6 +220,22 @@ echo "replay_cold_create_ms=$cold_create"
 echo "replay_warm_launch_ms=$warm_launch"
 echo "replay_warm_create_ms=$warm_create"
 
+# probes ROUND T: after a round's replay, the program's compile again in
+# a fixed scrambled order (pcache-demo --shuffle; the replay takes an
+# app's pipelines by state hash, an order unrelated to the app's) and with
+# each pipeline into an empty VkPipelineCache of its own, its data read
+# back (--fresh-caches, as the replayer must to get a pipeline's own
+# blob): what the order and the fresh caches alone cost the driver.
+probes() {
+  local round=$1 t=$2 kind
+  for kind in shuffled fresh; do
+    rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-$kind-t$t.txt" --plain \
+      --threads "$t" "$([ "$kind" = shuffled ] && echo --shuffle || echo --fresh-caches)"
+    echo "replay_round${round}_direct_${kind}_t${t}_create_ms=$(kv "$WORK_DIR/direct-$kind-t$t.txt" create_ms)"
+  done
+}
+
 # --- direct against replay, ROUNDS times: in each round, for each thread
 # count, the same pipelines compiled by the app itself (pcache-demo
 # --plain --threads T, no cache), then replayed with T threads. The
@@ -232,20 +251,6 @@ for t in $tlist; do
   rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
   DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
   direct_ms=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
-  # The same, the variants in a scrambled order (pcache-demo --shuffle), as
-  # the replay takes an app's pipelines (by state hash): what the order
-  # alone costs the driver.
-  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
-  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-shuffled-t$t.txt" --plain \
-    --threads "$t" --shuffle
-  echo "replay_round${round}_direct_shuffled_t${t}_create_ms=$(kv "$WORK_DIR/direct-shuffled-t$t.txt" create_ms)"
-  # And each pipeline into an empty VkPipelineCache of its own, its data
-  # read back (pcache-demo --fresh-caches), as the replayer must to get a
-  # pipeline's own blob: what that alone costs the driver.
-  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
-  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-fresh-t$t.txt" --plain \
-    --threads "$t" --shuffle --fresh-caches
-  echo "replay_round${round}_direct_fresh_t${t}_create_ms=$(kv "$WORK_DIR/direct-fresh-t$t.txt" create_ms)"
   direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
   direct_all[$t]="${direct_all[$t]:-} $direct_ms"
   echo "replay_round${round}_direct_t${t}_create_ms=$direct_ms"
@@ -295,6 +300,7 @@ for t in $tlist; do
     echo "replay_ratio_cold_over_first_launch=$(ratio "$cold_launch" "$(kv "$WORK_DIR/first.txt" launch_ms)")"
   fi
   stop_daemon
+  if [ "$PROBES" = 1 ]; then probes "$round" "$t"; fi
 done
 done
 for t in $tlist; do

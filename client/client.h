@@ -17,11 +17,10 @@
  * are reads an app thread waits on, or must stay on the connection that
  * began them (a prefetch's later pages, which the upload thread fetches,
  * continue the daemon's cursor there); the upload threads' writes (Puts,
- * snapshots, used lists, reports of refused blobs) wait for a commit,
+ * snapshots, used lists, reports of refused blobs and snapshots) wait for a commit,
  * which a busy disk can hold for hundreds of milliseconds. Each has a
  * connection of its own, so a slow write never holds a Get behind it or
- * makes it time out. (A refused snapshot's report, at creation, is the
- * one write left on the app's connection: rare, and best effort.) */
+ * makes it time out. */
 typedef enum pcache__lane_id {
   PCACHE__LANE_APP = 0,
   PCACHE__LANE_BACKGROUND = 1,

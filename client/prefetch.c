@@ -87,7 +87,7 @@ int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *b
     /* Not in the daemon's snapshot (or there is none): a new one is due. */
     pcache__snapshot_hold(device, b->hash, 1);
   }
-  /* Only the upload thread and device creation publish, one at a time. */
+  /* Publishing takes the table's lock: any thread. */
   pcache__table_publish(&device->prefetched);
   atomic_fetch_add(&device->stats.rejected_blobs, w.n_items);
   pcache__blob_report(device, (const Pcachepb__ReportItem *const *)w.item_ptrs, w.n_items);
@@ -118,7 +118,7 @@ int pcache__prefetch_page(pcache_device *device, pcache__lane_id lane, uint32_t 
   pre.device_key.len = PCACHE_DEVKEY_SIZE;
   pre.app = device->client->app_name;
   pre.offset = offset;
-  pre.snapshot = !device->no_snapshot;
+  pre.snapshot = !device->no_snapshot && !atomic_load(&device->snapshot_refused);
   request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
   request.prefetch = &pre;
   r = pcache__client_rpc(device->client, lane, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,

@@ -42,7 +42,9 @@ enum {
  * miss and every later covered one need no blob of their own: the app's
  * whole cache in one vkCreatePipelineCache, as from its own cache file,
  * instead of one per pipeline. Once per device; a miss on another thread
- * meanwhile does not wait for it (it loads its own blob). Any thread.
+ * meanwhile does not wait for the load (it loads its own blob), though
+ * pipeline creation waits out the merge's hold of the device cache's
+ * write lock, as for any merge. Any thread.
  */
 void pcache__segment_snapshot_on_miss(pcache_device *device, const pcache__hash *hash);
 

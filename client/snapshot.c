@@ -45,6 +45,7 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
   }
   if (reason) {
+    atomic_store(&device->snapshot_refused, 1);
     atomic_fetch_add(&device->stats.rejected_blobs, 1);
     /* Sent by the upload thread (reports.h): this may be a miss's thread. */
     if (device->client)
@@ -75,7 +76,7 @@ void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
   for (size_t i = 0; i < got->n_snapshot_hashes; i++)
     if (got->snapshot_hashes[i].len == PCACHE_HASH_SIZE)
       n += (size_t)pcache__snapshot_covers(device, got->snapshot_hashes[i].data);
-  /* Only the upload thread and device creation publish, one at a time. */
+  /* Publishing takes the table's lock: any thread. */
   pcache__table_publish(&device->prefetched);
   atomic_fetch_add(&device->stats.prefetched, n);
   atomic_store(&device->stats.snapshot_loaded, n);

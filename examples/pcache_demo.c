@@ -163,7 +163,7 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       goto out_usage;
     }
   }
-  if ((opts.cache_file || opts.threads > 1) && !opts.plain)
+  if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches) && !opts.plain)
     goto out_usage;
   *ret_opts = opts;
   return 0;
@@ -637,8 +637,10 @@ static void *plain_slice_main(void *arg) {
     VkPipelineCache cache = s->cache;
     if (s->fresh_caches) {
       VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-      if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &cache)) != VK_SUCCESS)
+      if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &cache)) != VK_SUCCESS) {
+        log_err("vkCreatePipelineCache: VkResult %d", (int)s->result);
         break;
+      }
     }
     s->result =
         vkCreateGraphicsPipelines(s->vk->device, cache, 1, &variant->info, NULL, &s->pipelines[i]);

@@ -249,10 +249,12 @@ typedef struct pcache_device_info {
   /* Nonzero if the device was created with VK_EXT_pipeline_creation_feedback
    * enabled or is Vulkan 1.3: driver cache hits are then counted. */
   int creation_feedback;
-  /* Nonzero: do not seed the cache from the daemon at creation; each miss
-   * then asks the daemon for its own state hash (one round trip per miss).
-   * $PCACHE_NO_PREFETCH=1 does the same. Meant for measuring and for apps
-   * that build few of their pipelines per run. */
+  /* Nonzero: do not seed the cache from the daemon at creation. A miss
+   * then looks in the app's shared-memory segment (the first miss its
+   * snapshot covers loads that snapshot, which serves every covered miss;
+   * others load their own blob), else asks the daemon for its state hash
+   * (one round trip). $PCACHE_NO_PREFETCH=1 does the same. Meant for
+   * measuring and for apps that build few of their pipelines per run. */
   int no_prefetch;
   /* Since 0.2. The apiVersion the app created the instance with
    * (VkApplicationInfo.apiVersion; VK_API_VERSION_1_0 when it passed none).

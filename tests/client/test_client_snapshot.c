@@ -28,7 +28,8 @@
  * damaged snapshot), "header" (the client refuses the snapshot), or
  * through the mapped segment without a prefetch: "seg-nosnap" (no
  * snapshot loaded or uploaded) and "seg-header" (the first miss loads the
- * segment's snapshot and refuses it). */
+ * segment's snapshot and refuses it), and with one, "seg-header-pf"
+ * (creation refuses it, and asks the socket for no snapshot after). */
 static void run(const char *mode) {
   test_vk vk;
   pcache_client *client;
@@ -40,7 +41,8 @@ static void run(const char *mode) {
 
   if (seg) {
     unsetenv("PCACHE_NO_SEGMENT");
-    setenv("PCACHE_NO_PREFETCH", "1", 1);
+    if (strcmp(mode, "seg-header-pf") != 0)
+      setenv("PCACHE_NO_PREFETCH", "1", 1);
     if (strcmp(mode, "seg-nosnap") == 0)
       setenv("PCACHE_NO_SNAPSHOT", "1", 1);
   }
@@ -56,6 +58,12 @@ static void run(const char *mode) {
     ASSERT_EQ(st.snapshot_loaded, 0);
     ASSERT_EQ(st.prefetched, N_PIPELINES); /* the blobs, one by one */
     ASSERT_EQ(st.rejected_blobs, 0);
+  } else if (strcmp(mode, "seg-header-pf") == 0) {
+    /* Refused once: the prefetch's pages asked for no snapshot after it,
+     * so the same one did not come again before its report landed. */
+    ASSERT_EQ(st.snapshot_loaded, 0);
+    ASSERT_EQ(st.prefetched, N_PIPELINES);
+    ASSERT_EQ(st.rejected_blobs, 1);
   } else if (strcmp(mode, "header") == 0) {
     ASSERT_EQ(st.snapshot_loaded, 0);
     ASSERT_EQ(st.prefetched, 0); /* covered blobs are left to Gets */
@@ -161,6 +169,28 @@ static void damage(const char *data_dir, int wrong_device) {
   free(data);
 }
 
+/* Restarts the daemon with the snapshot given another device's header,
+ * then runs children that neither load nor upload a snapshot until one is
+ * handed a current segment (the first asks the daemon to build it; one
+ * whose segment went stale meanwhile asks for another): the next run is
+ * handed that segment, damaged snapshot and all. */
+static void segment_damaged(test_env *env, const char *argv0) {
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  damage(env->data_dir, 1);
+  test_daemon_start(env, NULL);
+  for (int i = 0;; i++) {
+    uint64_t sent = segments_sent(), builds = segment_builds();
+    util_run_self(argv0, "seg-nosnap");
+    if (segments_sent() > sent)
+      break;
+    ASSERT_LT(i, 5);
+    for (int k = 0; segment_builds() <= builds; k++) {
+      ASSERT_LT(k, 1000);
+      usleep(10000);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   test_env env;
   uint64_t gets0, gets1, snaps, checksum, reports;
@@ -211,27 +241,12 @@ int main(int argc, char **argv) {
   util_run_self(argv[0], "warm");
   ASSERT_EQ(util_count_entries(), N_PIPELINES);
 
-  /* The same refusal without a prefetch, through the mapped segment: the
+  /* The same refusal through the mapped segment, without a prefetch: the
    * first miss loads the segment's snapshot, refuses it before the driver
    * and has the upload thread report it; each miss then loads its own
-   * blob from the segment (no Get). First, runs that neither load nor
-   * upload a snapshot, until one is handed a current segment (the first
-   * asks the daemon to build it; one whose segment went stale meanwhile
-   * asks for another). */
-  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
-  damage(env.data_dir, 1);
-  test_daemon_start(&env, NULL);
-  for (int i = 0;; i++) {
-    uint64_t sent = segments_sent(), builds = segment_builds();
-    util_run_self(argv[0], "seg-nosnap");
-    if (segments_sent() > sent)
-      break;
-    ASSERT_LT(i, 5);
-    for (int k = 0; segment_builds() <= builds; k++) {
-      ASSERT_LT(k, 1000);
-      usleep(10000);
-    }
-  }
+   * blob from the segment (no Get). Then with a prefetch: creation refuses
+   * it, once. */
+  segment_damaged(&env, argv[0]);
   stats(&gets0, &snaps, &checksum, &reports);
   util_run_self(argv[0], "seg-header");
   {
@@ -240,6 +255,8 @@ int main(int argc, char **argv) {
     ASSERT_GE(reports1 - reports, 1);
     ASSERT_EQ(gets1 - gets0, 1); /* the Segment request */
   }
+  segment_damaged(&env, argv[0]);
+  util_run_self(argv[0], "seg-header-pf");
   test_env_cleanup(&env);
   return 0;
 }
