@@ -30,6 +30,7 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   sg.device_key.data = d->key.bytes;
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
   sg.app = d->client->app_name;
+  sg.lease = 1; /* held while mapped: the daemon counts the segment until then */
   request.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   request.segment = &sg;
   /* An older daemon answers PCACHE_EUNKNOWN_REQUEST: no segment. */
@@ -54,6 +55,10 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
     pcache__free(m);
     r = 0;
     goto out;
+  }
+  if (reply.has_lease_fd) {
+    m->lease_fd = reply.lease_fd; /* closed with the mapping */
+    reply.has_lease_fd = 0;
   }
   d->segment_refused = pcache__calloc(m->seg.n_entries ? m->seg.n_entries : 1, 1);
   if (!d->segment_refused) {

@@ -185,6 +185,7 @@ static int encode_bulk(Pcachepb__Response *resp, int fd, uint64_t off, pcd_out *
   if (r < 0)
     goto out_close;
   ret_out->fd = fd;
+  ret_out->lease_fd = -1;
   ret_out->bulk_size = bulk.size;
   return 0;
 
@@ -196,6 +197,7 @@ out_close:
 int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out) {
   size_t size = pcachepb__response__get_packed_size(resp);
   ret_out->fd = -1;
+  ret_out->lease_fd = -1;
   ret_out->bulk_size = 0;
   if (size > PCACHE_BULK_THRESHOLD)
     return encode_bulk(resp, -1, 0, ret_out);
@@ -205,6 +207,7 @@ int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out) {
 int pcd_reply_encode_fd(Pcachepb__Response *resp, int fd, uint64_t payload_size,
                         pcd_out *ret_out) {
   ret_out->fd = -1;
+  ret_out->lease_fd = -1;
   return encode_bulk(resp, fd, payload_size, ret_out);
 }
 
@@ -215,6 +218,7 @@ int pcd_reply_error(int status, const char *message, pcd_out *ret_out) {
   snprintf(buf, sizeof buf, "%s", message ? message : pcache_strerror(status));
   resp.message = buf;
   ret_out->fd = -1;
+  ret_out->lease_fd = -1;
   ret_out->bulk_size = 0;
   return pcache__response_encode(&resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
 }
@@ -224,6 +228,8 @@ void pcd_out_release(pcd_out *out) {
   out->frame = NULL;
   if (out->fd >= 0)
     close(out->fd);
-  out->fd = -1;
+  if (out->lease_fd >= 0)
+    close(out->lease_fd);
+  out->fd = out->lease_fd = -1;
   out->bulk_size = 0;
 }

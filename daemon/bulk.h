@@ -16,6 +16,7 @@ typedef struct pcd_out {
   uint8_t *frame;
   size_t size;
   int fd;
+  int lease_fd; /* a segment's lease, sent after fd in the same message; -1: none */
   uint64_t bulk_size;
 } pcd_out;
 

@@ -59,26 +59,29 @@ void pcd_conn_close(pcd_conn *conn) {
   uv_close((uv_handle_t *)&conn->poll, on_closed);
 }
 
-/* One sendmsg of out from off; the memfd goes with the first byte of its
- * frame. Returns the bytes sent, 0 when the socket is full, or -errno. */
+/* One sendmsg of out from off; the memfd (and a segment's lease after
+ * it) goes with the first byte of its frame. Returns the bytes sent, 0
+ * when the socket is full, or -errno. */
 static ssize_t send_out(pcd_conn *c, const pcd_out *out, size_t off) {
   struct iovec iov = {out->frame + off, out->size - off};
   union {
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } ctl;
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
   ssize_t n;
   if (off == 0 && out->fd >= 0) {
+    int fds[2] = {out->fd, out->lease_fd};
+    size_t n_fds = out->lease_fd >= 0 ? 2 : 1;
     struct cmsghdr *cm;
     memset(&ctl, 0, sizeof ctl);
     msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof ctl.buf;
+    msg.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
     cm = CMSG_FIRSTHDR(&msg);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &out->fd, sizeof(int));
+    cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+    memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
   }
   do
     n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -170,7 +173,7 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
   q->out = *out;
   q->off = off;
   out->frame = NULL;
-  out->fd = -1;
+  out->fd = out->lease_fd = -1;
   conn->pending += q->out.size - off;
   pcache_queue_push(&conn->out, q);
   if (flush(conn) < 0) {

@@ -229,6 +229,8 @@ void pcd_read_stats(pcd_conn *c) {
   s.segment_builds = seg.builds;
   s.segment_drops = seg.drops;
   s.segment_sent = seg.sent;
+  s.segment_retired = seg.retired;
+  s.segment_retired_bytes = seg.retired_bytes;
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

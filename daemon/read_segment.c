@@ -5,7 +5,8 @@
  * request asks to wait for the build (Segment.wait: tests and tools). The descriptor travels like a bulk reply's
  * (connection.c): with the frame's first byte, at most one in flight per
  * client; its pages are the registry's, counted in --segment-memory, not
- * in the client's --max-pending. */
+ * in the client's --max-pending. A client that asks for a lease gets it
+ * in the same message, after the memfd (segment.h). */
 #include "reads.h"
 
 #include <string.h>
@@ -56,9 +57,9 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   /* A request for blobs, as Get and Prefetch are (Stats.gets). */
   atomic_fetch_add(&c->srv->stats.gets, 1);
   r = req->wait ? pcd_segments_get(c->srv->segments, c->srv->store, req->device_key.data, app,
-                                   pcache__mono_us(), &got)
+                                   req->lease, pcache__mono_us(), &got)
                  : pcd_segments_ready(c->srv->segments, c->srv->store, req->device_key.data, app,
-                                      pcache__mono_us(), &got);
+                                      req->lease, pcache__mono_us(), &got);
   drop_bad(c, &got);
   if (r < 0) {
     log_warn("segment: app '%s': %s; its clients use the socket", app, pcache_strerror(r));
@@ -69,14 +70,18 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   reply.generation = got.generation;
   reply.entries = got.entries;
   reply.complete = got.complete;
+  reply.lease = got.lease_fd >= 0;
   resp.body_case = PCACHEPB__RESPONSE__BODY_SEGMENT;
   resp.segment = &reply;
   if ((r = pcd_reply_encode(&resp, &out)) < 0) {
     if (got.fd >= 0)
       close(got.fd);
+    if (got.lease_fd >= 0)
+      close(got.lease_fd);
     pcd_respond_error(c, r, NULL);
     return;
   }
   out.fd = got.fd; /* sent with the frame, closed with out */
+  out.lease_fd = got.lease_fd;
   pcd_conn_send(c, &out);
 }

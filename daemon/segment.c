@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -289,7 +290,17 @@ typedef struct seg {
   uint64_t app_gen; /* pcd_store_app_gen before it was built */
   uint64_t last_used_us;
   pcd_segment_got got; /* got.fd: the registry's own descriptor */
+  int lease_r, lease_w; /* the lease pipe (see segment.h); -1: none */
+  int leased;           /* a client was handed the lease's write end */
 } seg;
+
+/* A segment replaced or dropped while a client held its lease: counted
+ * until the lease's read end hangs up. */
+typedef struct retired {
+  struct retired *next;
+  int lease_r;
+  uint64_t size;
+} retired;
 
 /* A build asked of the builder thread. */
 typedef struct build_order {
@@ -306,6 +317,8 @@ struct pcd_segments {
   seg *head;
   uint64_t bytes, limit, idle_us, next_generation;
   uint64_t builds, drops, sent;
+  retired *retired; /* still mapped by a client */
+  uint64_t n_retired, retired_bytes;
   /* The builder thread (pcd_segments_build_later): started on first use,
    * joined by pcd_segments_stop. */
   pthread_t builder;
@@ -334,16 +347,50 @@ int pcd_segments_new(const pcd_config *config, pcd_segments **ret_segments) {
 static void seg_free(seg *g) {
   if (g->got.fd >= 0)
     close(g->got.fd);
+  if (g->lease_r >= 0)
+    close(g->lease_r);
+  if (g->lease_w >= 0)
+    close(g->lease_w);
   pcache__free(g);
 }
 
-/* Unlinks *link (under lock). */
+/* Unlinks *link (under lock). A segment whose lease a client was handed
+ * becomes retired: the daemon's write end closes, so the read end hangs
+ * up once no client holds one (reap). */
 static void drop_at(pcd_segments *s, seg **link) {
   seg *g = *link;
+  retired *r = g->leased && g->lease_r >= 0 ? pcache__calloc(1, sizeof *r) : NULL;
   *link = g->next;
   s->bytes -= g->got.size;
   s->drops++;
+  if (r) {
+    r->lease_r = g->lease_r;
+    r->size = g->got.size;
+    r->next = s->retired;
+    s->retired = r;
+    s->n_retired++;
+    s->retired_bytes += r->size;
+    g->lease_r = -1;
+  }
   seg_free(g);
+}
+
+/* Forgets the retired segments no client maps any more: their lease's
+ * read end hung up (poll, no wait). Under lock. */
+static void reap(pcd_segments *s) {
+  for (retired **link = &s->retired; *link;) {
+    retired *r = *link;
+    struct pollfd p = {.fd = r->lease_r, .events = POLLIN};
+    if (poll(&p, 1, 0) == 0 || !(p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+      link = &r->next;
+      continue;
+    }
+    *link = r->next;
+    close(r->lease_r);
+    s->n_retired--;
+    s->retired_bytes -= r->size;
+    pcache__free(r);
+  }
 }
 
 void pcd_segments_stop(pcd_segments *s) {
@@ -366,6 +413,12 @@ void pcd_segments_free(pcd_segments *segments) {
   pcd_segments_stop(segments);
   while (segments->head)
     drop_at(segments, &segments->head);
+  while (segments->retired) {
+    retired *r = segments->retired;
+    segments->retired = r->next;
+    close(r->lease_r);
+    pcache__free(r);
+  }
   pthread_cond_destroy(&segments->wake);
   pthread_mutex_destroy(&segments->lock);
   pthread_mutex_destroy(&segments->build_lock);
@@ -380,38 +433,64 @@ static seg **find(pcd_segments *s, const uint8_t *devkey, const char *app) {
   return link;
 }
 
-/* The held segment, when it is current: a new descriptor of it in *ret.
- * 1 when handed out, 0 when there is none, or a negative code. */
+/* New descriptors of g (and of its lease's write end, when asked for) in
+ * *ret. 0 or -errno. Under lock. */
+static int give(pcd_segments *s, seg *g, int lease, uint64_t now_us, pcd_segment_got *ret) {
+  *ret = g->got;
+  ret->lease_fd = -1;
+  if ((ret->fd = fcntl(g->got.fd, F_DUPFD_CLOEXEC, 0)) < 0)
+    return -errno;
+  if (lease && (ret->lease_fd = fcntl(g->lease_w, F_DUPFD_CLOEXEC, 0)) < 0) {
+    int r = -errno;
+    close(ret->fd);
+    ret->fd = -1;
+    return r;
+  }
+  g->leased |= lease;
+  g->last_used_us = now_us;
+  s->sent++;
+  return 0;
+}
+
+/* The held segment, when it is current, as give() hands it (hand: else
+ * nothing is handed). 1 when current, 0 when there is none, or a
+ * negative code. */
 static int hand_out(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
-                    uint64_t now_us, pcd_segment_got *ret) {
+                    int hand, int lease, uint64_t now_us, pcd_segment_got *ret) {
   seg *g;
   int r = 0;
   pthread_mutex_lock(&s->lock);
   g = *find(s, devkey, app);
   if (g && g->app_gen == pcd_store_app_gen(store, devkey, app)) {
-    *ret = g->got;
-    ret->fd = fcntl(g->got.fd, F_DUPFD_CLOEXEC, 0);
-    r = ret->fd < 0 ? -errno : 1;
-    g->last_used_us = now_us;
-    s->sent += r == 1;
+    r = hand ? give(s, g, lease, now_us, ret) : 0;
+    r = r < 0 ? r : 1;
   }
   pthread_mutex_unlock(&s->lock);
   return r;
 }
 
-/* Makes room for size more bytes: the least recently handed out go
- * first. 1 when it fits. Under lock. */
+/* Retired segments tracked at most: each keeps a descriptor open here, so
+ * clients that hold the leases of many small segments must not use up the
+ * daemon's descriptors. Past it, no new segment is held (the socket
+ * serves) until holders let go. */
+#define MAX_RETIRED 1024
+
+/* Makes room for size more bytes beside the held and the retired ones:
+ * the least recently handed out go first (one a client still maps stays
+ * counted, retired). 1 when it fits. Under lock. */
 static int make_room(pcd_segments *s, uint64_t size) {
-  if (size > s->limit)
+  reap(s);
+  if (size > s->limit || s->n_retired >= MAX_RETIRED)
     return 0; /* dropping the others would not help */
-  while (s->head && s->bytes + size > s->limit) {
+  while (s->head && s->bytes + s->retired_bytes + size > s->limit) {
     seg **oldest = &s->head;
     for (seg **link = &s->head; *link; link = &(*link)->next)
       if ((*link)->last_used_us < (*oldest)->last_used_us)
         oldest = link;
     drop_at(s, oldest);
+    reap(s);
   }
-  return s->bytes + size <= s->limit;
+  return s->bytes + s->retired_bytes + size <= s->limit;
 }
 
 /* Builds the segment and holds it in place of the old one. */
@@ -436,6 +515,15 @@ static int build_and_hold(pcd_segments *s, pcd_store *store, const uint8_t *devk
     r = tables ? write_segment(&p, tables, tables_size, size, &g->got.fd) : -ENOMEM;
   }
   pcd_txn_abort(txn);
+  if (r == 0) {
+    int lease[2];
+    if (pipe2(lease, O_CLOEXEC | O_NONBLOCK) < 0) {
+      r = -errno;
+    } else {
+      g->lease_r = lease[0];
+      g->lease_w = lease[1];
+    }
+  }
   g->got.bad_keys = p.bad_keys; /* handed to the caller, built or not */
   g->got.n_bad = p.n_bad;
   p.bad_keys = NULL;
@@ -454,27 +542,29 @@ out:
   return r;
 }
 
-int pcd_segments_get(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
-                     uint64_t now_us, pcd_segment_got *ret) {
+/* pcd_segments_get, and the builder thread's builds (hand 0: the
+ * segment is built and held, nothing handed out or counted as sent). */
+static int get_segment(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
+                       int hand, int lease, uint64_t now_us, pcd_segment_got *ret) {
   seg *g = NULL, **link;
   uint8_t *bad_keys = NULL;
   size_t n_bad = 0;
   int r;
-  *ret = (pcd_segment_got){.fd = -1};
+  *ret = (pcd_segment_got){.fd = -1, .lease_fd = -1};
   if (!s || s->limit == 0)
     return 0;
-  if ((r = hand_out(s, store, devkey, app, now_us, ret)) != 0)
+  if ((r = hand_out(s, store, devkey, app, hand, lease, now_us, ret)) != 0)
     return r < 0 ? r : 0;
   pthread_mutex_lock(&s->build_lock);
   /* Another thread may have built it while this one waited. */
-  if ((r = hand_out(s, store, devkey, app, now_us, ret)) != 0)
+  if ((r = hand_out(s, store, devkey, app, hand, lease, now_us, ret)) != 0)
     goto out_unlock;
   g = pcache__calloc(1, sizeof *g);
   if (!g) {
     r = -ENOMEM;
     goto out_unlock;
   }
-  g->got.fd = -1;
+  g->got.fd = g->got.lease_fd = g->lease_r = g->lease_w = -1;
   memcpy(g->devkey, devkey, PCACHE_DEVKEY_SIZE);
   snprintf(g->app, sizeof g->app, "%s", app);
   r = build_and_hold(s, store, devkey, app, now_us, g);
@@ -494,10 +584,7 @@ int pcd_segments_get(pcd_segments *s, pcd_store *store, const uint8_t *devkey, c
       g->next = s->head;
       s->head = g;
       s->bytes += g->got.size;
-      *ret = g->got;
-      ret->fd = fcntl(g->got.fd, F_DUPFD_CLOEXEC, 0);
-      r = ret->fd < 0 ? -errno : 0;
-      s->sent += r == 0;
+      r = hand ? give(s, g, lease, now_us, ret) : 0;
       g = NULL;
     }
   }
@@ -509,16 +596,22 @@ out_unlock:
   if (g)
     seg_free(g);
   if (r < 0)
-    *ret = (pcd_segment_got){.fd = -1};
+    *ret = (pcd_segment_got){.fd = -1, .lease_fd = -1};
   ret->bad_keys = bad_keys;
   ret->n_bad = n_bad;
   return r > 0 ? 0 : r;
+}
+
+int pcd_segments_get(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
+                     int lease, uint64_t now_us, pcd_segment_got *ret) {
+  return get_segment(s, store, devkey, app, 1, lease, now_us, ret);
 }
 
 void pcd_segments_expire(pcd_segments *s, uint64_t now_us) {
   if (!s)
     return;
   pthread_mutex_lock(&s->lock);
+  reap(s);
   for (seg **link = &s->head; *link;) {
     if (now_us - (*link)->last_used_us >= s->idle_us)
       drop_at(s, link);
@@ -533,8 +626,11 @@ void pcd_segments_stats(pcd_segments *s, pcd_segment_stats *ret) {
   if (!s)
     return;
   pthread_mutex_lock(&s->lock);
+  reap(s);
   for (seg *g = s->head; g; g = g->next)
     ret->segments++;
+  ret->retired = s->n_retired;
+  ret->retired_bytes = s->retired_bytes;
   ret->bytes = s->bytes;
   ret->builds = s->builds;
   ret->drops = s->drops;
@@ -559,7 +655,7 @@ static void *builder_main(void *arg) {
     memmove(s->queue, s->queue + 1, (s->n_queue - 1) * sizeof *s->queue);
     s->n_queue--;
     pthread_mutex_unlock(&s->lock);
-    if (pcd_segments_get(s, s->store, o.devkey, o.app, pcache__mono_us(), &got) < 0)
+    if (get_segment(s, s->store, o.devkey, o.app, 0, 0, pcache__mono_us(), &got) < 0)
       log_warn("segment: app '%s': the build failed; its clients use the socket", o.app);
     if (got.fd >= 0)
       close(got.fd);
@@ -574,12 +670,12 @@ static void *builder_main(void *arg) {
 }
 
 int pcd_segments_ready(pcd_segments *s, pcd_store *store, const uint8_t *devkey, const char *app,
-                       uint64_t now_us, pcd_segment_got *ret) {
+                       int lease, uint64_t now_us, pcd_segment_got *ret) {
   int r;
-  *ret = (pcd_segment_got){.fd = -1};
+  *ret = (pcd_segment_got){.fd = -1, .lease_fd = -1};
   if (!s || s->limit == 0)
     return 0;
-  if ((r = hand_out(s, store, devkey, app, now_us, ret)) != 0)
+  if ((r = hand_out(s, store, devkey, app, 1, lease, now_us, ret)) != 0)
     return r < 0 ? r : 0;
   pthread_mutex_lock(&s->lock);
   for (size_t i = 0; i < s->n_queue; i++)

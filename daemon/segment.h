@@ -5,7 +5,14 @@
  * is never written after it is sealed: a change builds a new one, and
  * clients that mapped the old one keep reading it. What the daemon holds
  * is bounded by --segment-memory (least recently handed out dropped
- * first) and dropped after --segment-idle without a request. */
+ * first) and dropped after --segment-idle without a request.
+ *
+ * A segment a client maps outlives the daemon's own descriptor: it is
+ * still this daemon's shared memory. So each segment has a lease, a pipe
+ * whose write end every client that asked for one holds while it maps
+ * the segment (libpcache closes it when it unmaps, the kernel when the
+ * client dies). A segment the daemon replaced or dropped stays counted
+ * against --segment-memory, as retired, until its pipe hangs up. */
 #ifndef PCD_SEGMENT_H
 #define PCD_SEGMENT_H
 
@@ -19,12 +26,14 @@ typedef struct pcd_segments pcd_segments;
 /* Counters for Stats. */
 typedef struct pcd_segment_stats {
   uint64_t segments, bytes, builds, drops, sent;
+  uint64_t retired, retired_bytes; /* replaced or dropped, still mapped by a client */
 } pcd_segment_stats;
 
 /* What a request gets: fd (a new descriptor, the caller's to close) and
  * what the SegmentReply says; fd -1 and size 0 when there is none. */
 typedef struct pcd_segment_got {
   int fd;
+  int lease_fd; /* with lease asked for: the lease's write end (the caller's); else -1 */
   uint64_t size, generation;
   uint32_t entries;
   int complete;
@@ -45,12 +54,14 @@ void pcd_segments_free(pcd_segments *segments);
  * the one held when no commit has changed the app's entries or snapshot
  * since it was built, else a new one, built here (on the calling thread,
  * one build at a time) and held in place of the old one. now_us is
- * monotonic. Returns 0 with *ret (fd -1 when the app has no entries on
- * the device, segments are off, or nothing fits), or a negative code.
+ * monotonic. With lease set, *ret carries a lease descriptor too (see
+ * above). Returns 0 with *ret (fd -1 when the app has no entries on the
+ * device, segments are off, or nothing fits beside what is held and what
+ * clients still map), or a negative code.
  * Any thread.
  */
 int pcd_segments_get(pcd_segments *segments, pcd_store *store, const uint8_t *devkey,
-                     const char *app, uint64_t now_us, pcd_segment_got *ret);
+                     const char *app, int lease, uint64_t now_us, pcd_segment_got *ret);
 
 /*
  * pcd_segments_ready - the held segment of (devkey, app) when it is
@@ -60,7 +71,7 @@ int pcd_segments_get(pcd_segments *segments, pcd_store *store, const uint8_t *de
  * ms, longer than a client's timeout). 0 or a negative code. Any thread.
  */
 int pcd_segments_ready(pcd_segments *segments, pcd_store *store, const uint8_t *devkey,
-                       const char *app, uint64_t now_us, pcd_segment_got *ret);
+                       const char *app, int lease, uint64_t now_us, pcd_segment_got *ret);
 
 /* Stops the builder thread (waiting for a build under way): before the
  * store closes. pcd_segments_free does it too. */

@@ -37,7 +37,7 @@ pcd_job *pcd_job_new(pcd_job_type type) {
     return NULL;
   job->type = type;
   job->ops = pcd_job_ops_of(type);
-  job->out.fd = -1;
+  job->out.fd = job->out.lease_fd = -1;
   pcachepb__response__init(&job->resp);
   return job;
 }

@@ -101,11 +101,24 @@ static void cpu_relax(void) {
 #endif
 }
 
-/* Reads exactly size bytes. A descriptor passed with SCM_RIGHTS on any of
- * them lands in *io_fd; a second one is a protocol error (the daemon sends
- * at most one per frame). spin: ask again for spin_ns() before the first
- * sleep (a reply's first bytes). */
-static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *io_fd, int spin) {
+/* Descriptors a frame may bring: a memfd, and a segment's lease. */
+typedef struct passed_fds {
+  int fd[2];
+  size_t n;
+} passed_fds;
+
+static void passed_close(passed_fds *p) {
+  for (size_t i = 0; i < p->n; i++)
+    close(p->fd[i]);
+  p->n = 0;
+}
+
+/* Reads exactly size bytes. Descriptors passed with SCM_RIGHTS on any of
+ * them are added to *fds; a third is a protocol error (the daemon sends
+ * at most a memfd and a lease per frame). spin: ask again for spin_ns()
+ * before the first sleep (a reply's first bytes). */
+static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed_fds *fds,
+                    int spin) {
   uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
   while (size > 0) {
     union {
@@ -142,8 +155,8 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, int *i
       for (size_t i = 0; i < nfds; i++) {
         int got;
         memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-        if (*io_fd < 0 && !bad)
-          *io_fd = got;
+        if (fds->n < 2 && !bad)
+          fds->fd[fds->n++] = got;
         else {
           close(got);
           bad = 1;
@@ -207,11 +220,12 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
   uint8_t header[PCACHE_FRAME_HEADER_SIZE];
   uint8_t *body = NULL;
   uint32_t length;
-  int fd = -1, r;
+  passed_fds fds = {.n = 0};
+  int r;
   pcache__reply reply = {0};
   Pcachepb__Response *outer = NULL;
 
-  r = recv_all(sock, header, sizeof header, deadline, &fd, 1);
+  r = recv_all(sock, header, sizeof header, deadline, &fds, 1);
   if (r < 0)
     goto out;
   /* Checked before anything is allocated for the body. */
@@ -223,7 +237,7 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
     r = -ENOMEM;
     goto out;
   }
-  r = recv_all(sock, body, length, deadline, &fd, 0);
+  r = recv_all(sock, body, length, deadline, &fds, 0);
   if (r < 0)
     goto out;
   r = pcache__response_decode(body, length, &outer);
@@ -231,23 +245,31 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
     goto out;
   if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
     /* A SegmentReply of nonzero size is the one other frame with an fd
-     * (the segment's memfd); any other descriptor nobody asked for. */
-    int wants_fd = outer->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && outer->segment->size;
-    if ((fd >= 0) != wants_fd) {
+     * (the segment's memfd, and its lease when it says so); any other
+     * descriptor nobody asked for. */
+    int seg = outer->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && outer->segment->size;
+    size_t want = seg ? 1u + (outer->segment->lease != 0) : 0u;
+    if (fds.n != want) {
       r = PCACHE_EPROTO;
       goto out_free_outer;
     }
-    reply.passed_fd = fd;
-    reply.has_passed_fd = wants_fd;
-    fd = -1;
+    reply.passed_fd = want ? fds.fd[0] : -1;
+    reply.has_passed_fd = want > 0;
+    reply.lease_fd = want > 1 ? fds.fd[1] : -1;
+    reply.has_lease_fd = want > 1;
+    fds.n = 0;
     reply.response = outer;
     outer = NULL;
     goto done;
   }
-  r = open_bulk(outer->bulk, fd, &reply);
+  if (fds.n != 1) {
+    r = PCACHE_EPROTO;
+    goto out_free_outer;
+  }
+  r = open_bulk(outer->bulk, fds.fd[0], &reply);
   if (r < 0)
     goto out_free_outer;
-  fd = -1; /* the reply's now */
+  fds.n = 0; /* the reply's now */
   r = pcache__response_decode(reply.bulk + outer->bulk->response_offset,
                               (size_t)outer->bulk->response_size, &reply.response);
   if (r < 0)
@@ -265,8 +287,7 @@ out_unmap:
 out_free_outer:
   pcache__response_free(outer);
 out:
-  if (fd >= 0)
-    close(fd);
+  passed_close(&fds);
   pcache__free(body);
   return r;
 }
@@ -310,6 +331,8 @@ void pcache__reply_release(pcache__reply *reply) {
   pcache__response_free(reply->response);
   if (reply->has_passed_fd)
     close(reply->passed_fd);
+  if (reply->has_lease_fd)
+    close(reply->lease_fd);
   if (reply->bulk) {
     munmap((void *)reply->bulk, reply->bulk_size);
     close(reply->memfd);

@@ -25,6 +25,10 @@ typedef struct pcache__reply {
    * clears has_passed_fd). */
   int passed_fd;
   int has_passed_fd;
+  /* A SegmentReply's lease (SegmentReply.lease), when has_lease_fd: the
+   * same rule. */
+  int lease_fd;
+  int has_lease_fd;
 } pcache__reply;
 
 /*

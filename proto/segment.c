@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <pcache/pcache.h>
 
@@ -182,12 +183,15 @@ int pcache__seg_map_open(int fd, uint64_t size, const pcache__devkey *devkey, in
   }
   ret->map = map;
   ret->map_size = (size_t)size;
+  ret->lease_fd = -1;
   return 0;
 }
 
 void pcache__seg_map_close(pcache__seg_map *m) {
-  if (m && m->map)
-    munmap(m->map, m->map_size);
-  if (m)
-    memset(m, 0, sizeof *m);
+  if (!m || !m->map)
+    return;
+  munmap(m->map, m->map_size);
+  if (m->lease_fd >= 0)
+    close(m->lease_fd);
+  memset(m, 0, sizeof *m);
 }

@@ -108,6 +108,9 @@ typedef struct pcache__seg_map {
   pcache__seg seg;
   void *map;
   size_t map_size;
+  /* The daemon's lease (Segment.lease), held while mapped; -1: none. The
+   * caller sets it after pcache__seg_map_open. */
+  int lease_fd;
 } pcache__seg_map;
 
 /*
@@ -120,7 +123,9 @@ typedef struct pcache__seg_map {
  */
 int pcache__seg_map_open(int fd, uint64_t size, const pcache__devkey *devkey, int populate,
                          pcache__seg_map *ret, const char **ret_why);
-/* Unmaps (a zeroed one too). */
+/* Unmaps, then closes the lease: the daemon must not count the segment
+ * gone while it is still mapped. (A zeroed one too: lease_fd 0 is taken
+ * for none only when nothing is mapped.) */
 void pcache__seg_map_close(pcache__seg_map *m);
 
 /* The table checksum of a segment whose tables end at tables_end (the

@@ -100,6 +100,8 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "segment_builds", s->segment_builds);
     ctl_json_kv_uint(&j, "segment_drops", s->segment_drops);
     ctl_json_kv_uint(&j, "segment_sent", s->segment_sent);
+    ctl_json_kv_uint(&j, "segment_retired", s->segment_retired);
+    ctl_json_kv_uint(&j, "segment_retired_bytes", s->segment_retired_bytes);
     ctl_replay_show(s, &j);
     if (s->remote)
       json_remote(&j, s->remote);
@@ -139,6 +141,12 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     printf("%-12s %" PRIu64 " alive (%s), %" PRIu64 " built, %" PRIu64 " dropped, %" PRIu64
            " handed to clients\n",
            "segments:", s->segments, used, s->segment_builds, s->segment_drops, s->segment_sent);
+    if (s->segment_retired) {
+      ctl_fmt_size(s->segment_retired_bytes, used, sizeof used);
+      printf("%-12s %" PRIu64 " replaced or dropped but still mapped by clients (%s, counted in "
+             "--segment-memory)\n",
+             "", s->segment_retired, used);
+    }
     ctl_replay_show(s, NULL);
     if (s->remote)
       print_remote(s->remote);

@@ -5,11 +5,14 @@
  * (PCACHE_NO_PREFETCH=1): the first miss loads the mapped segment's
  * snapshot, which serves every miss, again with no Get. After more pipelines, the daemon builds a new
  * segment and the next run loads it. With segments off (PCACHE_NO_SEGMENT)
- * the socket serves as before. */
+ * the socket serves as before. A run handed the segment holds its lease
+ * until it unmaps it (test_daemon_segment says what the daemon does with
+ * leases). */
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client_util.h"
 #include "ctl_util.h"
 #include "harness.h"
@@ -44,6 +47,9 @@ static void run(const char *mode) {
   /* Whether this run was handed the segment (nothing else asks for one
    * meanwhile): one that went stale first is not, and asks the socket. */
   handed = segments_sent() > sent;
+  /* Held with its lease (the daemon counts it until the mapping goes). */
+  if (handed)
+    ASSERT_TRUE(device->segment && device->segment->lease_fd >= 0);
   ASSERT_OK(pcache_device_get_stats(device, &st));
   if (strcmp(mode, "warm") == 0 || more) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
@@ -139,7 +145,8 @@ int main(int argc, char **argv) {
   /* pcachectl status shows them. */
   ctl_json_check(&env, 0, "status",
                  "d[\"segments\"] == 1 and d[\"segment_bytes\"] > 0 and d[\"segment_builds\"] >= 1 "
-                 "and d[\"segment_sent\"] >= 1");
+                 "and d[\"segment_sent\"] >= 1 and d[\"segment_retired\"] == 0 "
+                 "and d[\"segment_retired_bytes\"] == 0");
 
   /* Per miss, from the mapped index: still no Get. (As above, a run
    * whose segment went stale meanwhile asks over the socket; the next one

@@ -6,7 +6,9 @@
  * what a segment lacks. A segment damaged in each way the checker knows
  * (bad magic and version, truncated, tables out of bounds, overlapping
  * blobs, a table checksum mismatch, an unsealed memfd) is refused, and a
- * damaged blob fails its checksum. */
+ * damaged blob fails its checksum. A segment replaced or dropped while a
+ * client holds its lease stays counted (retired) until that client closes
+ * the lease or dies, and counts against --segment-memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/bytes.h"
@@ -29,8 +32,10 @@ typedef struct got_seg {
   pcache__seg_map m;
 } got_seg;
 
-/* One Segment request; with want, the segment is mapped and checked. */
-static void segment(int fd, const pcache__devkey *key, const char *app, int want, got_seg *ret) {
+/* One Segment request; with want, the segment is mapped and checked;
+ * with lease, its lease is asked for and held by the mapping. */
+static void segment_ex(int fd, const pcache__devkey *key, const char *app, int want, int lease,
+                       got_seg *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Segment sg = PCACHEPB__SEGMENT__INIT;
   const char *why = "";
@@ -39,6 +44,7 @@ static void segment(int fd, const pcache__devkey *key, const char *app, int want
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
   sg.app = (char *)app;
   sg.wait = 1; /* the registry's own behaviour; clients do not wait (test_client_segment) */
+  sg.lease = lease;
   req.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   req.segment = &sg;
   wire_call(fd, &req, &ret->rep);
@@ -54,6 +60,16 @@ static void segment(int fd, const pcache__devkey *key, const char *app, int want
   ASSERT_EQ(pcache__seg_map_open(ret->fd, ret->rep.resp->segment->size, key, 0, &ret->m, &why), 0);
   ASSERT_EQ(ret->m.seg.generation, ret->rep.resp->segment->generation);
   ASSERT_EQ(ret->m.seg.n_entries, ret->rep.resp->segment->entries);
+  ASSERT_EQ(ret->rep.resp->segment->lease, lease);
+  ASSERT_EQ(ret->rep.reply.has_lease_fd, lease);
+  if (lease) {
+    ret->m.lease_fd = ret->rep.reply.lease_fd; /* closed with the mapping */
+    ret->rep.reply.has_lease_fd = 0;
+  }
+}
+
+static void segment(int fd, const pcache__devkey *key, const char *app, int want, got_seg *ret) {
+  segment_ex(fd, key, app, want, 0, ret);
 }
 
 static void segment_free(got_seg *g) {
@@ -286,6 +302,59 @@ int main(void) {
   segment_free(&a);
   segment_free(&b);
 
+  /* Leases. A segment replaced while a client holds its lease stays
+   * counted, as retired, until the client lets go; so does one held by a
+   * client that is then killed, until it dies. */
+  {
+    wire_item two[2], three[2];
+    int ready[2];
+    pid_t child;
+    char byte;
+    segment_ex(fd, &key, APP, 1, 1, &a);
+    ASSERT_GE(a.m.lease_fd, 0);
+    put_items(fd, &key, APP, two, 2, 700, 250);
+    segment(fd2, &key, APP, 1, &b); /* the replacement */
+    ASSERT_NE(b.m.seg.generation, a.m.seg.generation);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 1);
+    ASSERT_EQ(st.segment_retired_bytes, a.m.map_size);
+    ASSERT_EQ(st.segment_bytes, b.m.map_size);
+    expect_items(&a.m.seg, items, 40); /* still whole for its holder */
+    segment_free(&a);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 0);
+    ASSERT_EQ(st.segment_retired_bytes, 0);
+    segment_free(&b);
+    /* A client killed while it holds a lease. */
+    ASSERT_EQ(pipe(ready), 0);
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int cfd = wire_open(&env, APP);
+      segment_ex(cfd, &key, APP, 1, 1, &c);
+      (void)!write(ready[1], "r", 1);
+      for (;;)
+        pause();
+    }
+    close(ready[1]);
+    ASSERT_EQ(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    put_items(fd, &key, APP, three, 2, 800, 250);
+    segment(fd2, &key, APP, 1, &b);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 1);
+    kill(child, SIGKILL);
+    ASSERT_EQ(waitpid(child, NULL, 0), child);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 0);
+    ASSERT_EQ(st.segment_retired_bytes, 0);
+    segment_free(&b);
+    for (size_t i = 0; i < 2; i++) {
+      wire_item_free(&two[i]);
+      wire_item_free(&three[i]);
+    }
+  }
+
   /* Idle: dropped within --segment-idle and the timer's second. */
   sleep(4);
   st = wire_stats_of(fd);
@@ -347,6 +416,30 @@ int main(void) {
   segment_free(&c);
   st = wire_stats_of(fd);
   ASSERT_LE(st.segment_bytes, 64 << 10);
+
+  /* A held lease counts against the limit: with bigapp's segment (most
+   * of the 64K) mapped by a client, its replacement does not fit beside
+   * it, and the socket serves; once the client lets go, it fits. */
+  {
+    wire_item two[2];
+    got_seg d;
+    segment_ex(fd, &key, "bigapp", 1, 1, &c);
+    put_items(fd, &key, "bigapp", two, 2, 30000, 4096);
+    segment(fd, &key, "bigapp", 0, &d);
+    segment_free(&d);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 1);
+    ASSERT_EQ(st.segment_retired_bytes, c.m.map_size);
+    ASSERT_LE(st.segment_bytes + st.segment_retired_bytes, 64 << 10);
+    segment_free(&c);
+    segment(fd, &key, "bigapp", 1, &d);
+    segment_free(&d);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 0);
+    ASSERT_LE(st.segment_bytes, 64 << 10);
+    for (size_t i = 0; i < 2; i++)
+      wire_item_free(&two[i]);
+  }
   for (size_t i = 0; i < 40; i++) {
     wire_item_free(&items[i]);
     wire_item_free(&big[i]);
