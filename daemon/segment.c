@@ -363,6 +363,9 @@ static void drop_at(pcd_segments *s, seg **link) {
   *link = g->next;
   s->bytes -= g->got.size;
   s->drops++;
+  if (g->leased && g->lease_r >= 0 && !r)
+    log_warn("segment: app '%s': out of memory; a client's mapping of it is no longer counted",
+             g->app);
   if (r) {
     r->lease_r = g->lease_r;
     r->size = g->got.size;
@@ -376,21 +379,32 @@ static void drop_at(pcd_segments *s, seg **link) {
 }
 
 /* Forgets the retired segments no client maps any more: their lease's
- * read end hung up (poll, no wait). Under lock. */
+ * read end hung up. One poll() over them all, no wait. Under lock. */
 static void reap(pcd_segments *s) {
-  for (retired **link = &s->retired; *link;) {
-    retired *r = *link;
-    struct pollfd p = {.fd = r->lease_r, .events = POLLIN};
-    if (poll(&p, 1, 0) == 0 || !(p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
-      link = &r->next;
-      continue;
+  struct pollfd *p;
+  size_t n = 0;
+  if (!s->retired)
+    return;
+  if (!(p = pcache__calloc(s->n_retired, sizeof *p)))
+    return; /* counted a while longer */
+  for (retired *r = s->retired; r; r = r->next)
+    p[n++] = (struct pollfd){.fd = r->lease_r, .events = POLLIN};
+  if (poll(p, (nfds_t)n, 0) > 0) {
+    size_t i = 0;
+    for (retired **link = &s->retired; *link; i++) {
+      retired *r = *link;
+      if (!(p[i].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+        link = &r->next;
+        continue;
+      }
+      *link = r->next;
+      close(r->lease_r);
+      s->n_retired--;
+      s->retired_bytes -= r->size;
+      pcache__free(r);
     }
-    *link = r->next;
-    close(r->lease_r);
-    s->n_retired--;
-    s->retired_bytes -= r->size;
-    pcache__free(r);
   }
+  pcache__free(p);
 }
 
 void pcd_segments_stop(pcd_segments *s) {
@@ -433,11 +447,19 @@ static seg **find(pcd_segments *s, const uint8_t *devkey, const char *app) {
   return link;
 }
 
-/* New descriptors of g (and of its lease's write end, when asked for) in
- * *ret. 0 or -errno. Under lock. */
+/* New descriptors of g (and of its lease's write end, when asked for: the
+ * pipe is made at the first such request) in *ret. 0 or -errno. Under
+ * lock. */
 static int give(pcd_segments *s, seg *g, int lease, uint64_t now_us, pcd_segment_got *ret) {
   *ret = g->got;
   ret->lease_fd = -1;
+  if (lease && g->lease_w < 0) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
+      return -errno;
+    g->lease_r = pipe_fds[0];
+    g->lease_w = pipe_fds[1];
+  }
   if ((ret->fd = fcntl(g->got.fd, F_DUPFD_CLOEXEC, 0)) < 0)
     return -errno;
   if (lease && (ret->lease_fd = fcntl(g->lease_w, F_DUPFD_CLOEXEC, 0)) < 0) {
@@ -469,25 +491,39 @@ static int hand_out(pcd_segments *s, pcd_store *store, const uint8_t *devkey, co
   return r;
 }
 
-/* Retired segments tracked at most: each keeps a descriptor open here, so
- * clients that hold the leases of many small segments must not use up the
- * daemon's descriptors. Past it, no new segment is held (the socket
- * serves) until holders let go. */
+/* Bounds on descriptors: each held segment keeps one open here (three
+ * once a client asked for its lease), each retired one keeps one. Past
+ * MAX_RETIRED no new segment is held (the socket serves) until holders
+ * let go; past MAX_HELD the least recently handed out go. So a client
+ * that makes many small apps, or holds many leases, cannot use up the
+ * daemon's descriptors. */
 #define MAX_RETIRED 1024
+#define MAX_HELD 1024
+
+/* The room left for a new segment beside the retired ones. Under lock. */
+static uint64_t room_left(const pcd_segments *s) {
+  return s->retired_bytes < s->limit ? s->limit - s->retired_bytes : 0;
+}
 
 /* Makes room for size more bytes beside the held and the retired ones:
- * the least recently handed out go first (one a client still maps stays
- * counted, retired). 1 when it fits. Under lock. */
+ * the least recently handed out go first, those never leased before
+ * those that were (dropping one a client still maps frees nothing: it
+ * stays counted, retired). 1 when it fits. Under lock. */
 static int make_room(pcd_segments *s, uint64_t size) {
+  size_t held = 0;
   reap(s);
-  if (size > s->limit || s->n_retired >= MAX_RETIRED)
-    return 0; /* dropping the others would not help */
-  while (s->head && s->bytes + s->retired_bytes + size > s->limit) {
-    seg **oldest = &s->head;
+  if (size > room_left(s) || s->n_retired >= MAX_RETIRED)
+    return 0; /* dropping held ones would not help */
+  for (seg *g = s->head; g; g = g->next)
+    held++;
+  while (s->head && (s->bytes + s->retired_bytes + size > s->limit || held >= MAX_HELD)) {
+    seg **pick = NULL;
     for (seg **link = &s->head; *link; link = &(*link)->next)
-      if ((*link)->last_used_us < (*oldest)->last_used_us)
-        oldest = link;
-    drop_at(s, oldest);
+      if (!pick || (*link)->leased < (*pick)->leased ||
+          ((*link)->leased == (*pick)->leased && (*link)->last_used_us < (*pick)->last_used_us))
+        pick = link;
+    drop_at(s, pick);
+    held--;
     reap(s);
   }
   return s->bytes + s->retired_bytes + size <= s->limit;
@@ -498,13 +534,17 @@ static int build_and_hold(pcd_segments *s, pcd_store *store, const uint8_t *devk
                           const char *app, uint64_t now_us, seg *g) {
   seg_plan p = {0};
   uint8_t *tables = NULL;
-  uint64_t tables_size = 0, size = 0, t0 = pcache__mono_us();
+  uint64_t tables_size = 0, size = 0, room, t0 = pcache__mono_us();
   pcd_txn *txn = NULL;
   int r;
   g->app_gen = pcd_store_app_gen(store, devkey, app); /* before the read: see the top */
   if ((r = pcd_txn_begin(store, 0, &txn)) < 0)
     return r;
-  r = plan(txn, s->config, devkey, app, s->limit, &p);
+  pthread_mutex_lock(&s->lock);
+  reap(s);
+  room = room_left(s); /* what may fit beside what clients still map */
+  pthread_mutex_unlock(&s->lock);
+  r = plan(txn, s->config, devkey, app, room, &p);
   if (r == 0 && p.n == 0 && !p.snapshot_size)
     r = PCACHE_ENOT_FOUND; /* nothing to share */
   if (r == 0) {
@@ -515,15 +555,6 @@ static int build_and_hold(pcd_segments *s, pcd_store *store, const uint8_t *devk
     r = tables ? write_segment(&p, tables, tables_size, size, &g->got.fd) : -ENOMEM;
   }
   pcd_txn_abort(txn);
-  if (r == 0) {
-    int lease[2];
-    if (pipe2(lease, O_CLOEXEC | O_NONBLOCK) < 0) {
-      r = -errno;
-    } else {
-      g->lease_r = lease[0];
-      g->lease_w = lease[1];
-    }
-  }
   g->got.bad_keys = p.bad_keys; /* handed to the caller, built or not */
   g->got.n_bad = p.n_bad;
   p.bad_keys = NULL;

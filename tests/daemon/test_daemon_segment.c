@@ -419,7 +419,8 @@ int main(void) {
 
   /* A held lease counts against the limit: with bigapp's segment (most
    * of the 64K) mapped by a client, its replacement does not fit beside
-   * it, and the socket serves; once the client lets go, it fits. */
+   * it (a build is cut to the room left beside it: here not one blob),
+   * and the socket serves. Once the client lets go, it fits. */
   {
     wire_item two[2];
     got_seg d;
