@@ -164,8 +164,10 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
     uint8_t ok = 0;
     *ret_in_app_cache = merge_into_app_cache(d, b, loaded);
     pcache__blob_merge_loaded(d, &loaded, 1, &ok);
+    /* A miss that lost the race to load the snapshot took its own blob:
+     * the snapshot has it, so it is no reason to upload a new one. */
     if (ok && first)
-      pcache__snapshot_hold(d, state_hash->bytes, 1);
+      pcache__snapshot_hold(d, state_hash->bytes, !pcache__segment_snapshot_holds(d, state_hash));
     if (ok)
       return 1;
     pcache__segment_refuse(d, state_hash);

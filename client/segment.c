@@ -146,6 +146,14 @@ void pcache__segment_snapshot_on_miss(pcache_device *d, const pcache__hash *hash
     (void)load_snapshot(d, &d->segment->seg);
 }
 
+int pcache__segment_snapshot_holds(pcache_device *d, const pcache__hash *hash) {
+  int state = atomic_load(&d->segment_snapshot);
+  pcache__seg_blob b;
+  return d->segment &&
+         (state == PCACHE__SEG_SNAPSHOT_LOADING || state == PCACHE__SEG_SNAPSHOT_LOADED) &&
+         pcache__seg_find(&d->segment->seg, hash->bytes, &b) && (b.flags & PCACHE_SEG_COVERED);
+}
+
 int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineCache *ret_cache) {
   Pcachepb__ReportReason reason = 0;
   pcache__seg_blob b;

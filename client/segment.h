@@ -48,6 +48,11 @@ enum {
  */
 void pcache__segment_snapshot_on_miss(pcache_device *device, const pcache__hash *hash);
 
+/* 1 when the segment's snapshot, loaded here or being loaded by another
+ * miss, covers hash: a blob of it merged meanwhile is no news for the
+ * daemon's snapshot (no new one is due for it). Any thread. */
+int pcache__segment_snapshot_holds(pcache_device *device, const pcache__hash *hash);
+
 /*
  * pcache__segment_find - hash's blob in the mapped segment, checked
  * (checksum, header against the device) and loaded into a cache of its
