@@ -55,6 +55,8 @@ static void usage(FILE *out) {
           "                         blobs, mapped by its clients) held at once;\n"
           "                         least recently used dropped first (512M; 0: off)\n"
           "  --segment-idle SECS    drop a segment no client asked for this long (300s)\n"
+          "  --segment-max N        segments held at most, and at most as many replaced\n"
+          "                         ones still mapped by clients (1024)\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
@@ -105,6 +107,7 @@ enum {
   OPT_REMOTE_QUEUE,
   OPT_SEGMENT_MEMORY,
   OPT_SEGMENT_IDLE,
+  OPT_SEGMENT_MAX,
   OPT_VERSION,
   OPT_HELP,
 };
@@ -138,6 +141,7 @@ static const number_option numbers[] = {
     {OPT_PREFETCH_MAX,  "prefetch-max",    0, 1,         1u << 24,        FIELD(prefetch_max)},
     {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
     {OPT_SEGMENT_IDLE,  "segment-idle",    1, 1,         1ull << 32,      FIELD(segment_idle_s)},
+    {OPT_SEGMENT_MAX,   "segment-max",     0, 1,         1u << 16,        FIELD(segment_max)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
     {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},
@@ -193,6 +197,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"prefetch-max", required_argument, NULL, OPT_PREFETCH_MAX},
       {"segment-memory", required_argument, NULL, OPT_SEGMENT_MEMORY},
       {"segment-idle", required_argument, NULL, OPT_SEGMENT_IDLE},
+      {"segment-max", required_argument, NULL, OPT_SEGMENT_MAX},
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -222,6 +227,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .prefetch_max = 65536,
       .segment_memory = 512ull << 20,
       .segment_idle_s = 300,
+      .segment_max = 1024,
       .log_level = PCACHE_LOG_INFO,
       .remote_prefix = "pcache:",
       .remote_timeout_ms = 20,

@@ -38,6 +38,7 @@ typedef struct pcd_config {
   uint64_t remote_queue;        /* --remote-queue: bytes waiting to be pushed */
   uint64_t segment_memory;      /* --segment-memory: bytes of segments held, 0: none */
   uint64_t segment_idle_s;      /* --segment-idle: drop a segment unasked this long */
+  uint64_t segment_max;         /* --segment-max: segments held, and retired ones tracked */
   int log_level;
 } pcd_config;
 

@@ -315,7 +315,7 @@ struct pcd_segments {
   pthread_mutex_t build_lock; /* one build at a time: builds are rare, and big */
   const pcd_config *config;
   seg *head;
-  uint64_t bytes, limit, idle_us, next_generation;
+  uint64_t bytes, limit, idle_us, next_generation, max;
   uint64_t builds, drops, sent;
   retired *retired; /* still mapped by a client */
   uint64_t n_retired, retired_bytes;
@@ -339,6 +339,7 @@ int pcd_segments_new(const pcd_config *config, pcd_segments **ret_segments) {
   s->config = config;
   s->limit = config->segment_memory;
   s->idle_us = config->segment_idle_s * 1000000u;
+  s->max = config->segment_max ? config->segment_max : 1;
   s->next_generation = 1;
   *ret_segments = s;
   return 0;
@@ -491,14 +492,12 @@ static int hand_out(pcd_segments *s, pcd_store *store, const uint8_t *devkey, co
   return r;
 }
 
-/* Bounds on descriptors: each held segment keeps one open here (three
- * once a client asked for its lease), each retired one keeps one. Past
- * MAX_RETIRED no new segment is held (the socket serves) until holders
- * let go; past MAX_HELD the least recently handed out go. So a client
- * that makes many small apps, or holds many leases, cannot use up the
- * daemon's descriptors. */
-#define MAX_RETIRED 1024
-#define MAX_HELD 1024
+/* Bounds on descriptors (--segment-max, s->max): each held segment keeps
+ * one open here (three once a client asked for its lease), each retired
+ * one keeps one. Past max retired no new segment is held (the socket
+ * serves) until holders let go; past max held the least recently handed
+ * out go. So a client that makes many small apps, or holds many leases,
+ * cannot use up the daemon's descriptors. */
 
 /* The room left for a new segment beside the retired ones. Under lock. */
 static uint64_t room_left(const pcd_segments *s) {
@@ -512,11 +511,11 @@ static uint64_t room_left(const pcd_segments *s) {
 static int make_room(pcd_segments *s, uint64_t size) {
   size_t held = 0;
   reap(s);
-  if (size > room_left(s) || s->n_retired >= MAX_RETIRED)
+  if (size > room_left(s) || s->n_retired >= s->max)
     return 0; /* dropping held ones would not help */
   for (seg *g = s->head; g; g = g->next)
     held++;
-  while (s->head && (s->bytes + s->retired_bytes + size > s->limit || held >= MAX_HELD)) {
+  while (s->head && (s->bytes + s->retired_bytes + size > s->limit || held >= s->max)) {
     seg **pick = NULL;
     for (seg **link = &s->head; *link; link = &(*link)->next)
       if (!pick || (*link)->leased < (*pick)->leased ||

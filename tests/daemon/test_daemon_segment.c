@@ -8,7 +8,8 @@
  * blobs, a table checksum mismatch, an unsealed memfd) is refused, and a
  * damaged blob fails its checksum. A segment replaced or dropped while a
  * client holds its lease stays counted (retired) until that client closes
- * the lease or dies, and counts against --segment-memory. */
+ * the lease or dies, and counts against --segment-memory; --segment-max
+ * bounds the segments held and the retired ones. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -191,7 +192,7 @@ static void d_unsorted(uint8_t *b, size_t *s) {
 static void d_none(uint8_t *b, size_t *s) { (void)b, (void)s; }
 
 int main(void) {
-  static const char *const args[] = {"--segment-idle", "2", NULL};
+  static const char *const args[] = {"--segment-idle", "2", "--segment-max", "3", NULL};
   static const char *const small[] = {"--segment-memory", "64K", NULL};
   test_env env;
   pcache__devkey key, other;
@@ -353,6 +354,49 @@ int main(void) {
       wire_item_free(&two[i]);
       wire_item_free(&three[i]);
     }
+  }
+
+  /* --segment-max 3: at most three held (the least recently handed out
+   * go), and with three replaced ones still mapped, no new one is held
+   * (the socket serves) until their holders let go. */
+  {
+    got_seg held[3], x;
+    wire_item it[3][2], re[3][2];
+    char app[16];
+    for (int i = 0; i < 3; i++) {
+      snprintf(app, sizeof app, "maxapp%d", i);
+      put_items(fd, &key, app, it[i], 2, 40000 + (uint64_t)i * 10, 300);
+      segment(fd, &key, app, 1, &x);
+      segment_free(&x);
+    }
+    segment(fd, &key, APP, 1, &x); /* a fourth: the least recent goes */
+    segment_free(&x);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segments, 3);
+    for (int i = 0; i < 3; i++) {
+      snprintf(app, sizeof app, "maxapp%d", i);
+      segment_ex(fd, &key, app, 1, 1, &held[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+      snprintf(app, sizeof app, "maxapp%d", i);
+      put_items(fd, &key, app, re[i], 2, 41000 + (uint64_t)i * 10, 300);
+      segment(fd, &key, app, i < 2, &x); /* the third finds 3 retired */
+      segment_free(&x);
+    }
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 3);
+    ASSERT_LE(st.segments, 3);
+    for (int i = 0; i < 3; i++)
+      segment_free(&held[i]);
+    segment(fd, &key, "maxapp2", 1, &x);
+    segment_free(&x);
+    st = wire_stats_of(fd);
+    ASSERT_EQ(st.segment_retired, 0);
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 2; k++) {
+        wire_item_free(&it[i][k]);
+        wire_item_free(&re[i][k]);
+      }
   }
 
   /* Idle: dropped within --segment-idle and the timer's second. */
