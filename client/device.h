@@ -168,6 +168,7 @@ struct pcache_device {
   /* Reports of refused blobs, for the next Report (reports.c). */
   PCACHE_VEC(pcache__refused) refused;
   uint32_t refused_snapshot; /* a Pcachepb__ReportReason; 0: none to report */
+  uint64_t refused_snapshot_checksum; /* the refused one's, so a newer one stays */
   int refused_in_flight;
   int snapshot_in_flight;
   PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */

@@ -32,9 +32,11 @@ void pcache__refused_queue(pcache_device *d, const Pcachepb__ReportItem *const *
   pthread_mutex_unlock(&d->upload_lock);
 }
 
-void pcache__refused_snapshot_queue(pcache_device *d, Pcachepb__ReportReason reason) {
+void pcache__refused_snapshot_queue(pcache_device *d, Pcachepb__ReportReason reason,
+                                    uint64_t checksum) {
   pthread_mutex_lock(&d->upload_lock);
   d->refused_snapshot = (uint32_t)reason;
+  d->refused_snapshot_checksum = checksum;
   pthread_cond_signal(&d->upload_cond);
   pthread_mutex_unlock(&d->upload_lock);
 }
@@ -53,6 +55,7 @@ void pcache__refused_send_locked(pcache_device *d) {
   pcache__refused *taken;
   size_t n = d->refused.n;
   uint32_t snapshot = d->refused_snapshot;
+  uint64_t snapshot_checksum = d->refused_snapshot_checksum;
   if (!pcache__refused_queued_locked(d))
     return;
   taken = d->refused.items;
@@ -75,6 +78,7 @@ void pcache__refused_send_locked(pcache_device *d) {
     report.n_items = n;
     if (snapshot) {
       report.snapshot = (Pcachepb__ReportReason)snapshot;
+      report.snapshot_checksum = snapshot_checksum;
       report.app = d->client->app_name;
     }
     pcache__report_send(d, &report);

@@ -23,9 +23,11 @@ void pcache__report_send(pcache_device *device, Pcachepb__Report *report);
 void pcache__refused_queue(pcache_device *device, const Pcachepb__ReportItem *const *items,
                            size_t n);
 
-/* Queues the report of a refused snapshot (the device's app's), as
+/* Queues the report of a refused snapshot (the device's app's, its
+ * checksum as sent: the daemon drops only that one), as
  * pcache__refused_queue does a blob's. Any thread; takes upload_lock. */
-void pcache__refused_snapshot_queue(pcache_device *device, Pcachepb__ReportReason reason);
+void pcache__refused_snapshot_queue(pcache_device *device, Pcachepb__ReportReason reason,
+                                    uint64_t checksum);
 
 /* Whether reports are queued, not yet sent. Under upload_lock. */
 int pcache__refused_queued_locked(const pcache_device *device);

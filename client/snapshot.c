@@ -49,7 +49,7 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
     atomic_fetch_add(&device->stats.rejected_blobs, 1);
     /* Sent by the upload thread (reports.h): this may be a miss's thread. */
     if (device->client)
-      pcache__refused_snapshot_queue(device, reason);
+      pcache__refused_snapshot_queue(device, reason, checksum);
     return -EINVAL;
   }
   return 0;

@@ -1,5 +1,6 @@
-/* Report: what a client's driver refused (entries, a snapshot) is dropped
- * from the store, so no other client is sent it again; what it used of
+/* Report: what a client's driver refused (entries, a snapshot: the one
+ * with the checksum named, when the report names one) is dropped from the
+ * store, so no other client is sent it again; what it used of
  * what a Prefetch sent is the entries' hit and last use, written in this
  * transaction, so `pcachectl list` shows it once the client's report is
  * answered, not a --flush-interval later. */
@@ -34,6 +35,18 @@ static int op_report(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     const char *app = rep->app && *rep->app ? rep->app : job->app;
     uint64_t bytes = 0;
     job->stored++;
+    if (rep->snapshot_checksum) {
+      pcd_snapshot meta;
+      const uint8_t *hashes, *blob;
+      r = pcd_snapshot_get(txn, key, app, &meta, &hashes, &blob);
+      if (r < 0 && r != PCACHE_ENOT_FOUND)
+        return r;
+      if (r == 0 && meta.checksum != rep->snapshot_checksum) {
+        log_info("report: client refused an older snapshot of app '%s'; the newer one stays",
+                 app);
+        break;
+      }
+    }
     r = pcd_snapshot_delete(txn, key, app, &bytes);
     if (r < 0 && r != PCACHE_ENOT_FOUND)
       return r;

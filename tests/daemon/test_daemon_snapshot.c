@@ -15,6 +15,7 @@
 #include <pcache/pcache.h>
 
 #include "common/blob.h"
+#include "common/hash.h"
 #include "test.h"
 #include "wire.h"
 
@@ -110,6 +111,26 @@ static void damage(const char *data_dir, const pcache__devkey *key) {
   ASSERT_EQ(mdb_txn_commit(txn), 0);
   mdb_env_close(env);
   free(copy);
+}
+
+/* A Report that the snapshot of APP was refused, naming checksum (0:
+ * none). Returns the snapshots it dropped. */
+static uint32_t report_snapshot(int fd, const pcache__devkey *key, uint64_t checksum) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Report rp = PCACHEPB__REPORT__INIT;
+  wire_reply rep;
+  uint32_t n;
+  rp.device_key.data = (uint8_t *)key->bytes;
+  rp.device_key.len = 32;
+  rp.snapshot = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
+  rp.snapshot_checksum = checksum;
+  req.body_case = PCACHEPB__REQUEST__BODY_REPORT;
+  req.report = &rp;
+  wire_call(fd, &req, &rep);
+  ASSERT_EQ(rep.resp->status, 0);
+  n = rep.resp->report->snapshots;
+  wire_reply_free(&rep);
+  return n;
 }
 
 int main(void) {
@@ -266,7 +287,14 @@ int main(void) {
   ASSERT_EQ(rep.resp->prefetch->n_snapshot_hashes, COVERED - 1);
   wire_reply_free(&rep);
 
-  /* A report of a snapshot the driver refused drops it. */
+  /* A report of a snapshot the driver refused drops it: one naming
+   * another snapshot's checksum (one a newer upload replaced) leaves the
+   * stored one, one naming it or none (clients before 0.3) drops it. */
+  ASSERT_EQ(report_snapshot(fd, &key, pcache__checksum64(blob2, 200) ^ 1), 0);
+  ASSERT_EQ(wire_stats_of(fd).snapshots, 1);
+  ASSERT_EQ(report_snapshot(fd, &key, pcache__checksum64(blob2, 200)), 1);
+  ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
+  ASSERT_EQ(put_snapshot(fd, &dev, APP, blob2, 200, hashes, COVERED + 1), 0);
   {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
     Pcachepb__Report rp = PCACHEPB__REPORT__INIT;
