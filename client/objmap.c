@@ -36,7 +36,9 @@ typedef struct objnode {
  * Readers announce themselves in their own shard (pcache__shard.readers,
  * by epoch parity), which is a write to a line no other thread writes: a
  * writer flips the epoch, so new readers count on the other side, and
- * waits for the side it left to drain. Removed nodes are freed at once: a
+ * waits for the side it left to drain. A reader checks, once counted,
+ * that the epoch still names its side, and counts again if not (see
+ * pcache__objmap_read_begin). Removed nodes are freed at once: a
  * reader only dereferences a node whose key it asked for, and Vulkan
  * already forbids destroying an object while a create info names it.
  */
@@ -115,13 +117,23 @@ void pcache__objmap_free(pcache__objmap *map) {
  * Returns the token for pcache__objmap_read_end. */
 void *pcache__objmap_read_begin(pcache__objmap *map) {
   pcache__shard *shard = &map->shards[pcache__shard_index()];
-  /* acquire: a writer's table swap happens before its epoch flip. */
-  unsigned e = atomic_load_explicit(&map->epoch, memory_order_acquire) & 1u;
-  atomic_uint *readers = &shard->readers[e];
-  /* seq_cst, as is the table load after it: against the writer's table
-   * store then counter loads, one of the two sides sees the other. */
-  atomic_fetch_add(readers, 1);
-  return readers;
+  for (;;) {
+    unsigned e = atomic_load(&map->epoch) & 1u;
+    atomic_uint *readers = &shard->readers[e];
+    /* seq_cst, as are the epoch load after it and the table load after
+     * that: against the writer's table store, epoch flip, then counter
+     * loads, one of the two sides sees the other. */
+    atomic_fetch_add(readers, 1);
+    /* Counted on the side the epoch still names: a writer that flips
+     * away from it from now on waits for this section. Otherwise a flip
+     * came between the two loads and its writer may not have seen the
+     * count: counted on a side it has already waited for, this section
+     * could read a table a second writer frees while waiting only for
+     * the other side. Count again on the current side. */
+    if ((atomic_load(&map->epoch) & 1u) == e)
+      return readers;
+    atomic_fetch_sub_explicit(readers, 1, memory_order_release);
+  }
 }
 
 void pcache__objmap_read_end(void *token) {
