@@ -193,11 +193,11 @@ struct pcache_device {
    * creation with the prefetch, or without one at the first miss it
    * covers. */
   atomic_int segment_snapshot;
-  int no_snapshot;
+  int no_snapshot; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
   /* A snapshot was refused here (snapshot.c): later prefetch pages ask for
    * none, since its report, sent by the upload thread, may not have
    * reached the daemon yet and the same one would come again. */
-  atomic_int snapshot_refused; /* PCACHE_NO_SNAPSHOT=1: neither load nor upload one */
+  atomic_int snapshot_refused;
 
   /* Misses without a stall (fastlink.c): NULL unless pcache_device_info.
    * fast_link asked for it and the device can. */

@@ -85,6 +85,27 @@ void util_run_self(const char *argv0, const char *arg) {
     TEST_FAIL_("child '%s %s' failed (status 0x%x)", argv0, arg, status);
 }
 
+uint64_t util_segments_sent(void) {
+  Pcachepb__Response *r = util_stats();
+  uint64_t n = r->stats->segment_sent;
+  pcache__response_free(r);
+  return n;
+}
+
+uint64_t util_segment_builds(void) {
+  Pcachepb__Response *r = util_stats();
+  uint64_t n = r->stats->segment_builds;
+  pcache__response_free(r);
+  return n;
+}
+
+void util_wait_segment_builds(uint64_t n) {
+  for (int i = 0; util_segment_builds() < n; i++) {
+    ASSERT_LT(i, 1000);
+    usleep(10000);
+  }
+}
+
 uint64_t util_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -17,6 +17,11 @@ size_t util_count_entries(void);
 /* The daemon's Stats reply (freed by the caller with
  * pcache__response_free(util_stats_response)). */
 Pcachepb__Response *util_stats(void);
+/* Its segment_sent (Segment replies that carried one) and segment_builds. */
+uint64_t util_segments_sent(void);
+uint64_t util_segment_builds(void);
+/* Waits (10 s at most) until the daemon has built n segments. */
+void util_wait_segment_builds(uint64_t n);
 /* Each entry's state hash, for the first max entries; returns the count. */
 size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max);
 /* Runs argv0 with one argument and the current environment; asserts that

@@ -24,13 +24,6 @@
 #define N_COMPUTE 2
 #define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
 
-static uint64_t segments_sent(void) {
-  Pcachepb__Response *r = util_stats();
-  uint64_t n = r->stats->segment_sent;
-  pcache__response_free(r);
-  return n;
-}
-
 /* "nopf-threads": threads that miss the same set at once, from a
  * barrier, so that all but one find the snapshot being loaded. */
 #define N_THREADS 4
@@ -59,14 +52,14 @@ static void run(const char *mode) {
   int more = strcmp(mode, "more") == 0, after = strcmp(mode, "after") == 0;
   int threads = strcmp(mode, "nopf-threads") == 0;
   int nopf = strcmp(mode, "nopf") == 0 || threads, handed;
-  uint64_t sent = segments_sent();
+  uint64_t sent = util_segments_sent();
 
   test_vk_init(&vk);
   info = test_vk_device_info(&vk);
   ASSERT_OK(pcache_device_create(client, &info, &device));
   /* Whether this run was handed the segment (nothing else asks for one
    * meanwhile): one that went stale first is not, and asks the socket. */
-  handed = segments_sent() > sent;
+  handed = util_segments_sent() > sent;
   /* Held with its lease (the daemon counts it until the mapping goes). */
   if (handed)
     ASSERT_TRUE(device->segment && device->segment->lease_fd >= 0);
@@ -129,17 +122,6 @@ static Pcachepb__StatsReply stats(void) {
   return s;
 }
 
-/* Waits (10 s at most) until the daemon has built n segments. */
-static void wait_builds(uint64_t n) {
-  for (int i = 0;; i++) {
-    Pcachepb__StatsReply s = stats();
-    if (s.segment_builds >= n)
-      return;
-    ASSERT_LT(i, 1000);
-    usleep(10000);
-  }
-}
-
 int main(int argc, char **argv) {
   test_env env;
   Pcachepb__StatsReply s0, s1;
@@ -158,7 +140,7 @@ int main(int argc, char **argv) {
   util_run_self(argv[0], "warm");
   s1 = stats();
   ASSERT_GE(s1.prefetch_scans - s0.prefetch_scans, 1);
-  wait_builds(1);
+  util_wait_segment_builds(1);
 
   /* A later warm run: the Segment request is the one request for blobs.
    * (A commit of the first warm run, its flush, may land after the build
@@ -172,7 +154,7 @@ int main(int argc, char **argv) {
     if (s1.segment_sent > s0.segment_sent)
       break;
     ASSERT_LT(i, 5);
-    wait_builds(s1.segment_builds + 1);
+    util_wait_segment_builds(s1.segment_builds + 1);
   }
   ASSERT_EQ(s1.gets - s0.gets, 1);
   ASSERT_EQ(s1.prefetch_scans - s0.prefetch_scans, 0);
@@ -196,7 +178,7 @@ int main(int argc, char **argv) {
     if (s0.segment_sent > s1.segment_sent)
       break;
     ASSERT_LT(i, 5);
-    wait_builds(s0.segment_builds + 1);
+    util_wait_segment_builds(s0.segment_builds + 1);
   }
   ASSERT_EQ(s0.gets - s1.gets, 1);
   ASSERT_EQ(s0.segment_builds, s1.segment_builds); /* shared: not built again */
@@ -210,7 +192,7 @@ int main(int argc, char **argv) {
    * changes nothing is handed the current one. */
   util_run_self(argv[0], "more");
   util_run_self(argv[0], "after");
-  wait_builds(s0.segment_builds + 1);
+  util_wait_segment_builds(s0.segment_builds + 1);
   s1 = stats();
   ASSERT_EQ(s1.segments, 1);
   for (int i = 0;; i++) { /* until a run finds the segment current */
@@ -220,7 +202,7 @@ int main(int argc, char **argv) {
     if (s1.segment_sent > s0.segment_sent)
       break;
     ASSERT_LT(i, 5);
-    wait_builds(s1.segment_builds + 1); /* the one this run asked for */
+    util_wait_segment_builds(s1.segment_builds + 1); /* the one this run asked for */
   }
 
   /* Segments off: the socket path serves (a Prefetch). */

@@ -102,20 +102,6 @@ static void run(const char *mode) {
   test_vk_fini(&vk);
 }
 
-static uint64_t segments_sent(void) {
-  Pcachepb__Response *r = util_stats();
-  uint64_t n = r->stats->segment_sent;
-  pcache__response_free(r);
-  return n;
-}
-
-static uint64_t segment_builds(void) {
-  Pcachepb__Response *r = util_stats();
-  uint64_t n = r->stats->segment_builds;
-  pcache__response_free(r);
-  return n;
-}
-
 static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_checksum,
                   uint64_t *ret_reports) {
   Pcachepb__Response *r = util_stats();
@@ -179,15 +165,12 @@ static void segment_damaged(test_env *env, const char *argv0) {
   damage(env->data_dir, 1);
   test_daemon_start(env, NULL);
   for (int i = 0;; i++) {
-    uint64_t sent = segments_sent(), builds = segment_builds();
+    uint64_t sent = util_segments_sent(), builds = util_segment_builds();
     util_run_self(argv0, "seg-nosnap");
-    if (segments_sent() > sent)
+    if (util_segments_sent() > sent)
       break;
     ASSERT_LT(i, 5);
-    for (int k = 0; segment_builds() <= builds; k++) {
-      ASSERT_LT(k, 1000);
-      usleep(10000);
-    }
+    util_wait_segment_builds(builds + 1);
   }
 }
 
