@@ -290,8 +290,9 @@ typedef struct seg {
   uint64_t app_gen; /* pcd_store_app_gen before it was built */
   uint64_t last_used_us;
   pcd_segment_got got; /* got.fd: the registry's own descriptor */
-  int lease_r, lease_w; /* the lease pipe (see segment.h); -1: none */
-  int leased;           /* a client was handed the lease's write end */
+  /* The lease pipe (see segment.h), made when a client first asks for a
+   * lease; -1: none asked, so no client can hold one. */
+  int lease_r, lease_w;
 } seg;
 
 /* A segment replaced or dropped while a client held its lease: counted
@@ -355,16 +356,19 @@ static void seg_free(seg *g) {
   pcache__free(g);
 }
 
-/* Unlinks *link (under lock). A segment whose lease a client was handed
- * becomes retired: the daemon's write end closes, so the read end hangs
- * up once no client holds one (reap). */
+/* Whether a client asked for g's lease, so may map g after it is dropped. */
+static int leased(const seg *g) { return g->lease_r >= 0; }
+
+/* Unlinks *link (under lock). A segment with a lease becomes retired:
+ * the daemon's write end closes, so the read end hangs up once no client
+ * holds one (reap; at once when none does). */
 static void drop_at(pcd_segments *s, seg **link) {
   seg *g = *link;
-  retired *r = g->leased && g->lease_r >= 0 ? pcache__calloc(1, sizeof *r) : NULL;
+  retired *r = leased(g) ? pcache__calloc(1, sizeof *r) : NULL;
   *link = g->next;
   s->bytes -= g->got.size;
   s->drops++;
-  if (g->leased && g->lease_r >= 0 && !r)
+  if (leased(g) && !r)
     log_warn("segment: app '%s': out of memory; a client's mapping of it is no longer counted",
              g->app);
   if (r) {
@@ -469,7 +473,6 @@ static int give(pcd_segments *s, seg *g, int lease, uint64_t now_us, pcd_segment
     ret->fd = -1;
     return r;
   }
-  g->leased |= lease;
   g->last_used_us = now_us;
   s->sent++;
   return 0;
@@ -499,6 +502,14 @@ static int hand_out(pcd_segments *s, pcd_store *store, const uint8_t *devkey, co
  * out go. So a client that makes many small apps, or holds many leases,
  * cannot use up the daemon's descriptors. */
 
+/* Which of two held segments make_room drops first: one no client asked
+ * a lease for (it frees its bytes), then the least recently handed out. */
+static int drops_before(const seg *a, const seg *b) {
+  if (leased(a) != leased(b))
+    return !leased(a);
+  return a->last_used_us < b->last_used_us;
+}
+
 /* The room left for a new segment beside the retired ones. Under lock. */
 static uint64_t room_left(const pcd_segments *s) {
   return s->retired_bytes < s->limit ? s->limit - s->retired_bytes : 0;
@@ -518,8 +529,7 @@ static int make_room(pcd_segments *s, uint64_t size) {
   while (s->head && (s->bytes + s->retired_bytes + size > s->limit || held >= s->max)) {
     seg **pick = NULL;
     for (seg **link = &s->head; *link; link = &(*link)->next)
-      if (!pick || (*link)->leased < (*pick)->leased ||
-          ((*link)->leased == (*pick)->leased && (*link)->last_used_us < (*pick)->last_used_us))
+      if (!pick || drops_before(*link, *pick))
         pick = link;
     drop_at(s, pick);
     held--;
