@@ -36,6 +36,11 @@ foreach(bench bench_delivery bench_ingest)
   target_link_libraries(${bench} PRIVATE pcache_bench_util)
 endforeach()
 
+# The sockets' own floor under bench_delivery's Get (no pcache code).
+add_executable(bench_floor bench_floor.c bench_util.c)
+pcache_target_defaults(bench_floor)
+target_link_libraries(bench_floor PRIVATE Threads::Threads)
+
 if(GLSLANG_VALIDATOR)
   add_library(pcache_bench_pipeset STATIC pipeset.c ${PCACHE_BENCH_SHADER_HEADERS})
   pcache_target_defaults(pcache_bench_pipeset)
@@ -58,7 +63,7 @@ else()
 endif()
 
 add_custom_target(pcache_bench)
-add_dependencies(pcache_bench bench_delivery bench_ingest)
+add_dependencies(pcache_bench bench_delivery bench_ingest bench_floor)
 if(GLSLANG_VALIDATOR)
   add_dependencies(pcache_bench bench_warm bench_tiers bench_merge bench_gpl)
 endif()
