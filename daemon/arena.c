@@ -18,6 +18,12 @@ struct pcd_arena_chunk {
 void *pcd_arena_alloc(pcd_arena *a, size_t size) {
   pcd_arena_chunk *c = a->head;
   size = (size + 15) & ~(size_t)15;
+  if (!c && a->first && a->first_size - a->first_used >= size) {
+    void *p = a->first + a->first_used;
+    a->first_used += size;
+    memset(p, 0, size);
+    return p;
+  }
   if (!c || c->size - c->used < size) {
     size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
     c = pcache__malloc(sizeof *c + cap);
@@ -65,6 +71,7 @@ void pcd_arena_free(pcd_arena *a) {
   }
   a->head = NULL;
   a->failed = 0;
+  a->first_used = 0;
 }
 
 void *pcd_arena_grow(pcd_arena *a, void *items, size_t n, size_t *cap, size_t elem_size) {

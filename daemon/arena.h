@@ -9,7 +9,15 @@ typedef struct pcd_arena_chunk pcd_arena_chunk;
 typedef struct pcd_arena {
   pcd_arena_chunk *head;
   int failed; /* an allocation failed: the reply must become -ENOMEM */
+  /* Optional: the caller's buffer, used before any chunk is allocated (a
+   * small reply then takes nothing from malloc's arenas, which the I/O
+   * threads share). 16-byte aligned; it must outlive the arena's use. */
+  unsigned char *first;
+  size_t first_size, first_used;
 } pcd_arena;
+
+/* An arena that starts in buf (an array of max_align_t or wider). */
+#define PCD_ARENA_IN(buf) ((pcd_arena){.first = (unsigned char *)(buf), .first_size = sizeof(buf)})
 
 /* Zeroed memory, or NULL (and a->failed set). */
 void *pcd_arena_alloc(pcd_arena *a, size_t size);

@@ -194,20 +194,47 @@ out_close:
   return r;
 }
 
-int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out) {
+void pcd_scratch_free(pcd_scratch *scratch) {
+  pcache__free(scratch->data);
+  *scratch = (pcd_scratch){0};
+}
+
+static void out_init(pcd_out *out) { *out = (pcd_out){.fd = -1, .lease_fd = -1}; }
+
+/* Packs resp (size bytes packed) behind a frame header in scratch, grown
+ * as needed. 0, or -ENOMEM (scratch as it was). */
+static int encode_scratch(const Pcachepb__Response *resp, size_t size, pcd_scratch *scratch,
+                          pcd_out *ret_out) {
+  size_t need = PCACHE_FRAME_HEADER_SIZE + size;
+  if (scratch->cap < need) {
+    size_t cap = need < 4096 ? 4096 : need;
+    uint8_t *p = pcache__realloc(scratch->data, cap);
+    if (!p)
+      return -ENOMEM;
+    scratch->data = p;
+    scratch->cap = cap;
+  }
+  pcache__frame_put_length(scratch->data, (uint32_t)size);
+  protobuf_c_message_pack(&resp->base, scratch->data + PCACHE_FRAME_HEADER_SIZE);
+  ret_out->frame = scratch->data;
+  ret_out->size = need;
+  ret_out->borrowed = 1;
+  return 0;
+}
+
+int pcd_reply_encode(Pcachepb__Response *resp, pcd_scratch *scratch, pcd_out *ret_out) {
   size_t size = pcachepb__response__get_packed_size(resp);
-  ret_out->fd = -1;
-  ret_out->lease_fd = -1;
-  ret_out->bulk_size = 0;
+  out_init(ret_out);
   if (size > PCACHE_BULK_THRESHOLD)
     return encode_bulk(resp, -1, 0, ret_out);
+  if (scratch && encode_scratch(resp, size, scratch, ret_out) == 0)
+    return 0;
   return pcache__response_encode(resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
 }
 
 int pcd_reply_encode_fd(Pcachepb__Response *resp, int fd, uint64_t payload_size,
                         pcd_out *ret_out) {
-  ret_out->fd = -1;
-  ret_out->lease_fd = -1;
+  out_init(ret_out);
   return encode_bulk(resp, fd, payload_size, ret_out);
 }
 
@@ -217,15 +244,15 @@ int pcd_reply_error(int status, const char *message, pcd_out *ret_out) {
   resp.status = status;
   snprintf(buf, sizeof buf, "%s", message ? message : pcache_strerror(status));
   resp.message = buf;
-  ret_out->fd = -1;
-  ret_out->lease_fd = -1;
-  ret_out->bulk_size = 0;
+  out_init(ret_out);
   return pcache__response_encode(&resp, INLINE_LIMIT, &ret_out->frame, &ret_out->size);
 }
 
 void pcd_out_release(pcd_out *out) {
-  pcache__free(out->frame);
+  if (!out->borrowed)
+    pcache__free(out->frame);
   out->frame = NULL;
+  out->borrowed = 0;
   if (out->fd >= 0)
     close(out->fd);
   if (out->lease_fd >= 0)

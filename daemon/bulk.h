@@ -18,7 +18,22 @@ typedef struct pcd_out {
   int fd;
   int lease_fd; /* a segment's lease, sent after fd in the same message; -1: none */
   uint64_t bulk_size;
+  /* frame lies in an I/O thread's pcd_scratch, not on the heap: good until
+   * that thread encodes again. pcd_conn_send copies it if it must queue. */
+  int borrowed;
 } pcd_out;
+
+/* An I/O thread's buffer for the inline frames it encodes. A reply that
+ * the socket takes whole (the usual case: a client waiting for it) then
+ * costs no heap allocation, and the threads do not meet in malloc's
+ * shared arenas (server.c caps them at two) twice a Get. Grows to the
+ * largest inline frame, PCACHE_BULK_THRESHOLD plus a little. */
+typedef struct pcd_scratch {
+  uint8_t *data;
+  size_t cap;
+} pcd_scratch;
+
+void pcd_scratch_free(pcd_scratch *scratch);
 
 /*
  * pcd_reply_encode - encodes resp. When its packed size exceeds the bulk
@@ -26,9 +41,11 @@ typedef struct pcd_out {
  * into a memfd, resp is rewritten to point at them (so it is modified),
  * the packed Response is appended, the memfd sealed and a frame carrying
  * only Response.bulk is made. Blob pointers must stay valid during the
- * call. Returns 0, -errno or PCACHE_EFRAME_TOO_LARGE.
+ * call. An inline frame goes into scratch when one is given (the calling
+ * I/O thread's; ret_out->borrowed), else on the heap. Returns 0, -errno
+ * or PCACHE_EFRAME_TOO_LARGE.
  */
-int pcd_reply_encode(Pcachepb__Response *resp, pcd_out *ret_out);
+int pcd_reply_encode(Pcachepb__Response *resp, pcd_scratch *scratch, pcd_out *ret_out);
 
 /* The same for a reply whose payload (an Export's archive, streamed) is
  * in a memfd already, at [0, payload_size): the packed Response goes

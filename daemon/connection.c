@@ -165,6 +165,19 @@ void pcd_conn_send(pcd_conn *conn, pcd_out *out) {
     off = (size_t)n;
   }
   q = pcache__calloc(1, sizeof *q);
+  if (q && out->borrowed) {
+    /* The thread's scratch is reused by its next reply: what waits here
+     * must be its own. */
+    uint8_t *own = pcache__malloc(out->size);
+    if (!own) {
+      pcache__free(q);
+      q = NULL;
+    } else {
+      memcpy(own, out->frame, out->size);
+      out->frame = own;
+      out->borrowed = 0;
+    }
+  }
   if (!q) {
     pcd_out_release(out);
     pcd_conn_close(conn);
@@ -504,6 +517,7 @@ int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn *
   memset(c, 0, offsetof(pcd_conn, rbuf));
   c->srv = w->srv;
   c->worker = w;
+  c->scratch = &w->scratch;
   c->owner = owner;
   c->fd = fd;
   c->refs = 1;

@@ -35,6 +35,7 @@ typedef struct pcd_conn_owner {
 struct pcd_conn {
   pcd_server *srv;
   pcd_worker *worker;   /* the thread that owns it: all it does runs there */
+  pcd_scratch *scratch; /* the worker's, where its inline replies are encoded */
   const pcd_conn_owner *owner;
   pcd_conn *prev, *next;
   int fd;
@@ -62,6 +63,13 @@ struct pcd_conn {
   uint32_t bulk_fds;
   uint64_t bulk_bytes;
   int bulk_parked; /* reading waits on the worker's bulk timer */
+  /* Its Gets' last note to the replay (dispatch.c): when (0: none yet),
+   * for which key, and the pipelines asked for since. */
+  struct {
+    uint64_t us;
+    uint8_t key[PCACHE_DEVKEY_SIZE];
+    size_t unnoted;
+  } get_note;
   /* Where a paged Prefetch stopped (read_blobs.c), or NULL. */
   struct pcd_prefetch_cursor *cursor;
   uint8_t rbuf[PCD_RBUF_SIZE];

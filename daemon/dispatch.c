@@ -12,6 +12,7 @@
 
 #include "client_reports.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "jobs.h"
 #include "proto/frame.h"
@@ -22,6 +23,31 @@
 #include "respond.h"
 #include "server.h"
 #include "validate.h"
+
+/* ----------------------------------------------------------------- reads */
+
+/* Between two notes of a connection's Gets to the replay. */
+#define GET_NOTE_US 1000
+
+/* Tells the replay that this client asks for pipelines (a foreground app:
+ * the replay makes way, replay.h), at most once a GET_NOTE_US for the same
+ * key. The note takes a lock every I/O thread shares, and a busy client
+ * asks many times a millisecond; the Gets in between go with its next
+ * note, and the replay's rate spans seconds (PCACHE_REPLAY_QUIET_MS).
+ * A connection's first Get, or one for another key, is noted at once. */
+static void note_gets(pcd_conn *c, const ProtobufCBinaryData *key, size_t pipelines) {
+  uint64_t now = pcache__mono_us();
+  int same = key->len == PCACHE_DEVKEY_SIZE && c->get_note.us &&
+             memcmp(c->get_note.key, key->data, PCACHE_DEVKEY_SIZE) == 0;
+  c->get_note.unnoted += pipelines;
+  if (same && now - c->get_note.us < GET_NOTE_US)
+    return;
+  pcd_replay_note(c->srv->replay, key->data, key->len, c->app, c->pid, c->get_note.unnoted);
+  c->get_note.unnoted = 0;
+  c->get_note.us = now;
+  if (key->len == PCACHE_DEVKEY_SIZE)
+    memcpy(c->get_note.key, key->data, PCACHE_DEVKEY_SIZE);
+}
 
 /* ---------------------------------------------------------------- writes */
 
@@ -106,8 +132,7 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   }
   switch (req->body_case) {
   case PCACHEPB__REQUEST__BODY_GET:
-    pcd_replay_note(c->srv->replay, req->get->device_key.data, req->get->device_key.len, c->app,
-                    c->pid, req->get->n_state_hashes);
+    note_gets(c, &req->get->device_key, req->get->n_state_hashes);
     if (pcd_remote_serve(c, req))
       return; /* answered once the fleet was asked */
     pcd_read_get(c, req->get);

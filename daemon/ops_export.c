@@ -234,7 +234,7 @@ static int export_encode(pcd_job *job, pcd_out *ret_out) {
     st->fd = -1; /* the reply's now */
     return pcd_reply_encode_fd(&job->resp, fd, st->size, ret_out);
   }
-  return pcd_reply_encode(&job->resp, ret_out);
+  return pcd_reply_encode(&job->resp, NULL, ret_out);
 }
 
 static void export_free_slices(pcd_job *job) {

@@ -167,7 +167,8 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
-  pcd_arena arena = {0};
+  max_align_t first[2048 / sizeof(max_align_t)]; /* a Get of a few hashes fits */
+  pcd_arena arena = PCD_ARENA_IN(first);
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   uint64_t bound = reply_bound(c);
   uint8_t *dup;

@@ -73,7 +73,7 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   reply.lease = got.lease_fd >= 0;
   resp.body_case = PCACHEPB__RESPONSE__BODY_SEGMENT;
   resp.segment = &reply;
-  if ((r = pcd_reply_encode(&resp, &out)) < 0) {
+  if ((r = pcd_reply_encode(&resp, c->scratch, &out)) < 0) {
     if (got.fd >= 0)
       close(got.fd);
     if (got.lease_fd >= 0)

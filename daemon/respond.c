@@ -8,7 +8,7 @@
 
 void pcd_respond(pcd_conn *c, Pcachepb__Response *resp) {
   pcd_out out;
-  int r = pcd_reply_encode(resp, &out);
+  int r = pcd_reply_encode(resp, c->scratch, &out);
   if (r < 0) {
     log_error("cannot encode a reply: %s", pcache_strerror(r));
     if (pcd_reply_error(r, NULL, &out) < 0) {

@@ -237,8 +237,11 @@ static void set_malloc_policy(void) {
   mallopt(M_TRIM_THRESHOLD, 1 << 20);
   /* glibc gives each busy thread an arena of its own (up to 8 per core),
    * and each keeps what it once held: with eight workers that doubled the
-   * daemon's anonymous memory on a 16-core machine. Requests allocate
-   * little and briefly, so two shared arenas cost no measurable contention. */
+   * daemon's anonymous memory on a 16-core machine. So the I/O threads
+   * share two, and a Get's reply allocates nothing there (the worker's
+   * scratch frame, an arena on the stack): when it took a 16 KiB arena
+   * chunk and a 20 KiB frame, eight clients' Gets waited on the arenas'
+   * locks, 4 us at the median (bench/RESULTS.md, 2026-11-27). */
   mallopt(M_ARENA_MAX, 2);
 }
 

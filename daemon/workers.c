@@ -317,5 +317,6 @@ void pcd_worker_join(pcd_worker *w) {
     pcache__free(h);
   }
   pcd_touch_set_free(&w->touches);
+  pcd_scratch_free(&w->scratch);
   pthread_mutex_destroy(&w->lock);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "bulk.h"
 #include "common/queue.h"
 #include "daemon.h"
 #include "touch_set.h"
@@ -46,6 +47,7 @@ typedef struct pcd_worker {
   uint64_t inflight;          /* jobs at the writer that will come back */
   uint64_t last_flush_us;
   pcd_touch_set touches;      /* hits not yet written, one per entry */
+  pcd_scratch scratch;        /* its connections' inline replies (bulk.h) */
 } pcd_worker;
 
 /* Sets a worker up on loop, or on a loop of its own when loop is NULL.

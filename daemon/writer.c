@@ -210,7 +210,8 @@ static void finish_batch(pcd_writer *w, pcd_job *batch, int r) {
     if (!j->conn || (r == 0 && j->more))
       continue; /* no reply until its last slice */
     if (r == 0)
-      r_encode = j->ops->encode ? j->ops->encode(j, &j->out) : pcd_reply_encode(&j->resp, &j->out);
+      r_encode =
+          j->ops->encode ? j->ops->encode(j, &j->out) : pcd_reply_encode(&j->resp, NULL, &j->out);
     if (r < 0 || r_encode < 0) {
       /* The client hears why: the transaction's failure, or the encoder's
        * (-ENOMEM, or PCACHE_EFRAME_TOO_LARGE for a reply over the frame
