@@ -26,8 +26,10 @@
 #            rounds' ratios; replay_rounds_tT_ratios lists them). With
 #            --probes, each round then compiles them again in a scrambled
 #            order (--shuffle) and each into an empty cache of its own
-#            (--fresh-caches, as the replayer must): direct_shuffled_*,
-#            direct_fresh_*. item_* say where a
+#            (--fresh-caches, as the replayer must) and with a layout and
+#            render pass made for each (--fresh-objects, as the replayer
+#            makes them from a description): direct_shuffled_*,
+#            direct_fresh_*, direct_objects_*. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -225,13 +227,19 @@ echo "replay_warm_create_ms=$warm_create"
 # app's pipelines by state hash, an order unrelated to the app's) and with
 # each pipeline into an empty VkPipelineCache of its own, its data read
 # back (--fresh-caches, as the replayer must to get a pipeline's own
-# blob): what the order and the fresh caches alone cost the driver.
+# blob), and with its sampler, layouts and render pass made for it alone
+# (--fresh-objects): what each alone costs the driver.
 probes() {
-  local round=$1 t=$2 kind
-  for kind in shuffled fresh; do
+  local round=$1 t=$2 kind arg
+  for kind in shuffled fresh objects; do
     rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+    case $kind in
+      shuffled) arg=--shuffle ;;
+      fresh) arg=--fresh-caches ;;
+      objects) arg=--fresh-objects ;;
+    esac
     DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-$kind-t$t.txt" --plain \
-      --threads "$t" "$([ "$kind" = shuffled ] && echo --shuffle || echo --fresh-caches)"
+      --threads "$t" "$arg"
     echo "replay_round${round}_direct_${kind}_t${t}_create_ms=$(kv "$WORK_DIR/direct-$kind-t$t.txt" create_ms)"
   done
 }

@@ -16,7 +16,7 @@
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
  *               [--plain [--cache-file FILE] [--threads N] [--shuffle]
- *               [--fresh-caches]]
+ *               [--fresh-caches] [--fresh-objects]]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -63,6 +63,7 @@ typedef struct demo_options {
   uint32_t threads;       /* --plain: threads creating pipelines (replay's baseline) */
   int shuffle;            /* --plain: the variants in a fixed scrambled order */
   int fresh_caches;       /* --plain: each pipeline into an empty cache of its own */
+  int fresh_objects;      /* --plain: each pipeline with a layout and render pass of its own */
 } demo_options;
 
 typedef struct demo_vk {
@@ -94,7 +95,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
           "[--no-daemon] [--plain [--cache-file FILE] [--threads N] [--shuffle]\n"
-          "        [--fresh-caches]]\n"
+          "        [--fresh-caches] [--fresh-objects]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
@@ -109,7 +110,10 @@ static void usage(FILE *f) {
           "                   a replay that walks them by hash does (a benchmark's probe)\n"
           "  --fresh-caches   with --plain: each pipeline into an empty VkPipelineCache of\n"
           "                   its own, its data read back, as pcache-replay and a\n"
-          "                   compile through libpcache do (a benchmark's probe)\n",
+          "                   compile through libpcache do (a benchmark's probe)\n"
+          "  --fresh-objects  with --plain: each pipeline with a sampler, layouts and\n"
+          "                   render pass made for it and destroyed after, as\n"
+          "                   pcache-replay makes them from a description (a probe)\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -141,6 +145,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.shuffle = 1;
     } else if (!strcmp(a, "--fresh-caches")) {
       opts.fresh_caches = 1;
+    } else if (!strcmp(a, "--fresh-objects")) {
+      opts.fresh_objects = 1;
     } else if (!strcmp(a, "--cache-file") && val && *val) {
       opts.cache_file = val;
       i++;
@@ -163,7 +169,9 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       goto out_usage;
     }
   }
-  if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches) && !opts.plain)
+  if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches ||
+       opts.fresh_objects) &&
+      !opts.plain)
     goto out_usage;
   *ret_opts = opts;
   return 0;
@@ -615,6 +623,7 @@ typedef struct plain_slice {
   VkPipeline *pipelines;
   const uint32_t *order; /* the variant at each position */
   int fresh_caches;
+  int fresh_objects;
   uint32_t first, step, count;
   uint32_t hits;
   VkResult result;
@@ -631,7 +640,18 @@ static void *plain_slice_main(void *arg) {
     VkPipelineCreationFeedbackCreateInfo fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
         .pPipelineCreationFeedback = &fb};
+    demo_objects own = {0};
     variant_fill(variant, s->objs, i);
+    if (s->fresh_objects) {
+      /* The shader modules stay shared, as pcache-replay's pool keeps
+       * them; the rest is made for this pipeline alone. */
+      if ((s->result = objects_create(NULL, s->vk, &own)) != VK_SUCCESS) {
+        log_err("the objects of variant %" PRIu32 ": VkResult %d", i, (int)s->result);
+        break;
+      }
+      variant->info.layout = own.pipeline_layout;
+      variant->info.renderPass = own.render_pass;
+    }
     if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
     VkPipelineCache cache = s->cache;
@@ -654,6 +674,8 @@ static void *plain_slice_main(void *arg) {
       free(data);
       vkDestroyPipelineCache(s->vk->device, cache, NULL);
     }
+    if (s->fresh_objects)
+      objects_destroy(NULL, s->vk, &own);
     if (s->result != VK_SUCCESS) {
       log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)s->result);
       break;
@@ -711,6 +733,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
                                     .pipelines = pipelines,
                                     .order = order,
                                     .fresh_caches = opts->fresh_caches,
+                                    .fresh_objects = opts->fresh_objects,
                                     .first = started,
                                     .step = opts->threads,
                                     .count = opts->pipelines};
@@ -747,6 +770,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("threads=%" PRIu32 "\n", opts->threads);
   printf("shuffled=%d\n", opts->shuffle);
   printf("fresh_caches=%d\n", opts->fresh_caches);
+  printf("fresh_objects=%d\n", opts->fresh_objects);
   printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);
