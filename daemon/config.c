@@ -57,6 +57,9 @@ static void usage(FILE *out) {
           "  --segment-idle SECS    drop a segment no client asked for this long (300s)\n"
           "  --segment-max N        segments held at most, and at most as many replaced\n"
           "                         ones still mapped by clients (1024)\n"
+          "  --reply-window SIZE    a connection's reply window, into which its Get\n"
+          "                         replies' blobs go instead of the socket (256K;\n"
+          "                         0: off); pages come as replies fill it\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
@@ -108,6 +111,7 @@ enum {
   OPT_SEGMENT_MEMORY,
   OPT_SEGMENT_IDLE,
   OPT_SEGMENT_MAX,
+  OPT_REPLY_WINDOW,
   OPT_VERSION,
   OPT_HELP,
 };
@@ -142,6 +146,7 @@ static const number_option numbers[] = {
     {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
     {OPT_SEGMENT_IDLE,  "segment-idle",    1, 1,         1ull << 32,      FIELD(segment_idle_s)},
     {OPT_SEGMENT_MAX,   "segment-max",     0, 1,         1u << 16,        FIELD(segment_max)},
+    {OPT_REPLY_WINDOW,  "reply-window",    0, 0,         1ull << 30,      FIELD(reply_window)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
     {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},
@@ -198,6 +203,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"segment-memory", required_argument, NULL, OPT_SEGMENT_MEMORY},
       {"segment-idle", required_argument, NULL, OPT_SEGMENT_IDLE},
       {"segment-max", required_argument, NULL, OPT_SEGMENT_MAX},
+      {"reply-window", required_argument, NULL, OPT_REPLY_WINDOW},
       {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
       {"map-size", required_argument, NULL, OPT_MAP_SIZE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -228,6 +234,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       .segment_memory = 512ull << 20,
       .segment_idle_s = 300,
       .segment_max = 1024,
+      .reply_window = 256u << 10,
       .log_level = PCACHE_LOG_INFO,
       .remote_prefix = "pcache:",
       .remote_timeout_ms = 20,

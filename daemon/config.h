@@ -39,6 +39,7 @@ typedef struct pcd_config {
   uint64_t segment_memory;      /* --segment-memory: bytes of segments held, 0: none */
   uint64_t segment_idle_s;      /* --segment-idle: drop a segment unasked this long */
   uint64_t segment_max;         /* --segment-max: segments held, and retired ones tracked */
+  uint64_t reply_window;        /* --reply-window: bytes of a connection's window, 0: none */
   int log_level;
 } pcd_config;
 

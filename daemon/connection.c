@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "prefetch_cursor.h"
 #include "proto/frame.h"
+#include "window.h"
 
 struct pcd_outq {
   pcd_outq *next;
@@ -43,7 +44,22 @@ void pcd_conn_unref(pcd_conn *conn) {
   }
   pcache__free(conn->body);
   pcd_prefetch_cursor_free(conn->cursor);
+  pcd_conn_set_window(conn, NULL);
   pcache__free(conn);
+}
+
+void pcd_conn_set_window(pcd_conn *conn, pcd_window *w) {
+  pcd_stats *st = &conn->srv->stats;
+  if (conn->window) {
+    atomic_fetch_sub(&st->windows, 1);
+    atomic_fetch_sub(&st->window_bytes, pcd_window_size(conn->window));
+    pcd_window_free(conn->window);
+  }
+  conn->window = w;
+  if (w) {
+    atomic_fetch_add(&st->windows, 1);
+    atomic_fetch_add(&st->window_bytes, pcd_window_size(w));
+  }
 }
 
 void pcd_conn_close(pcd_conn *conn) {

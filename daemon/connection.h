@@ -72,8 +72,14 @@ struct pcd_conn {
   } get_note;
   /* Where a paged Prefetch stopped (read_blobs.c), or NULL. */
   struct pcd_prefetch_cursor *cursor;
+  /* Its reply window (window.h, ReplyWindow), or NULL. */
+  struct pcd_window *window;
   uint8_t rbuf[PCD_RBUF_SIZE];
 };
+
+/* Gives conn the reply window w (NULL: none), freeing the one it had;
+ * counted in Stats.windows. conn's thread. */
+void pcd_conn_set_window(pcd_conn *conn, struct pcd_window *w);
 
 /* Takes over an accepted, non-blocking fd, on w's loop (w's thread).
  * Each request is handed to srv->on_request. */

@@ -21,6 +21,9 @@ typedef struct pcd_stats {
   /* Prefetch pages that collected and sorted the (device, app) entries;
    * the others went on with their connection's cursor (read_blobs.c). */
   atomic_uint_fast64_t prefetch_scans;
+  /* Reply windows (window.h): open and their bytes (connection.c), and
+   * replies that went through one or found it busy (read_blobs.c). */
+  atomic_uint_fast64_t windows, window_bytes, window_replies, window_busy;
   /* The fleet tier (remote*.c; StatsReply.remote says what each is). */
   atomic_uint_fast64_t fleet_asks, fleet_fetched, fleet_stored, fleet_refused, fleet_timeouts,
       fleet_skipped, fleet_pushed, fleet_push_dropped, fleet_push_errors, fleet_reconnects;

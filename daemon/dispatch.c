@@ -147,6 +147,9 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   case PCACHEPB__REQUEST__BODY_SEGMENT:
     pcd_read_segment(c, req->segment);
     break;
+  case PCACHEPB__REQUEST__BODY_REPLY_WINDOW:
+    pcd_read_reply_window(c);
+    break;
   case PCACHEPB__REQUEST__BODY_LIST:
     pcd_read_list(c, req->list);
     break;

@@ -28,6 +28,7 @@
 #include "prefetch_cursor.h"
 #include "respond.h"
 #include "server.h"
+#include "window.h"
 
 /* Most blob bytes one Get or Prefetch reply carries, whatever the
  * client's budget (it goes in a memfd); more come in the next page
@@ -103,7 +104,28 @@ static int add_blob(blob_set *s, const blob_ref *e) {
   return 0;
 }
 
-static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp) {
+/* The reply's blob bytes go into the connection's reply window when it
+ * has one, they fit, and the client has taken the window's last reply
+ * (window_taken, from the request); else in the frame. */
+static void to_window(pcd_conn *c, Pcachepb__GetReply *reply, uint64_t window_taken) {
+  switch (pcd_window_place(c->window, reply, window_taken)) {
+  case PCD_WINDOW_USED:
+    atomic_fetch_add(&c->srv->stats.window_replies, 1);
+    break;
+  case PCD_WINDOW_BUSY:
+    atomic_fetch_add(&c->srv->stats.window_busy, 1);
+    break;
+  case PCD_WINDOW_NONE:
+    break;
+  }
+}
+
+/* Sends the reply (its blobs still in the read transaction's map) and ends
+ * the transaction. */
+static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp,
+                         uint64_t window_taken) {
+  if (resp->status == 0)
+    to_window(c, s->reply, window_taken);
   pcd_respond(c, resp);
   pcd_txn_abort(s->txn);
   if (s->n_drops && c->srv->writer) {
@@ -219,7 +241,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
     resp.body_case = PCACHEPB__RESPONSE__BODY_GET;
     resp.get = &reply;
   }
-  finish_blobs(c, &s, &resp);
+  finish_blobs(c, &s, &resp, g->window_taken);
   pcd_arena_free(&arena);
   /* Reply structures and the request's hashes: ~128 bytes a blob. */
   pcd_server_trim(g->n_state_hashes * 128u);
@@ -535,7 +557,7 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
     c->cursor->next_offset = p->offset + reply.n_blobs + reply.dropped;
   log_debug("prefetch: app '%s': %zu blobs, snapshot of %zu hashes, %llu bytes", app, reply.n_blobs,
             reply.n_snapshot_hashes, (unsigned long long)s.bytes);
-  finish_blobs(c, &s, &resp);
+  finish_blobs(c, &s, &resp, p->window_taken);
   snap_view_free(&snap);
   size_t cap_bytes = ev.cap * sizeof *ev.items;
   pcache_vec_free(&ev);

@@ -231,6 +231,10 @@ void pcd_read_stats(pcd_conn *c) {
   s.segment_sent = seg.sent;
   s.segment_retired = seg.retired;
   s.segment_retired_bytes = seg.retired_bytes;
+  s.windows = atomic_load(&srv->stats.windows);
+  s.window_bytes = atomic_load(&srv->stats.window_bytes);
+  s.window_replies = atomic_load(&srv->stats.window_replies);
+  s.window_busy = atomic_load(&srv->stats.window_busy);
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

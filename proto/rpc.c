@@ -244,11 +244,14 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
   if (r < 0)
     goto out;
   if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
-    /* A SegmentReply of nonzero size is the one other frame with an fd
-     * (the segment's memfd, and its lease when it says so); any other
+    /* A SegmentReply of nonzero size is one other frame with an fd (the
+     * segment's memfd, and its lease when it says so), a ReplyWindowReply
+     * of nonzero size the other (the window's memfd); any other
      * descriptor nobody asked for. */
     int seg = outer->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && outer->segment->size;
-    size_t want = seg ? 1u + (outer->segment->lease != 0) : 0u;
+    int win = outer->body_case == PCACHEPB__RESPONSE__BODY_REPLY_WINDOW &&
+              outer->reply_window->size;
+    size_t want = seg ? 1u + (outer->segment->lease != 0) : win ? 1u : 0u;
     if (fds.n != want) {
       r = PCACHE_EPROTO;
       goto out_free_outer;
@@ -333,7 +336,9 @@ void pcache__reply_release(pcache__reply *reply) {
     close(reply->passed_fd);
   if (reply->has_lease_fd)
     close(reply->lease_fd);
-  if (reply->bulk) {
+  if (reply->bulk && reply->bulk_owned) {
+    pcache__free((void *)reply->bulk);
+  } else if (reply->bulk) {
     munmap((void *)reply->bulk, reply->bulk_size);
     close(reply->memfd);
   }

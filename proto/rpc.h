@@ -20,6 +20,9 @@ typedef struct pcache__reply {
   const uint8_t *bulk;          /* the mapped memfd of a bulk reply, or NULL */
   size_t bulk_size;
   int memfd; /* that memfd, kept open until release; meaningful only when bulk is set */
+  /* bulk is instead a heap copy of a reply window's bytes (window.h),
+   * freed at release. */
+  int bulk_owned;
   /* The descriptor an inline reply carries (a SegmentReply's memfd), when
    * has_passed_fd: closed at release unless the caller takes it (then it
    * clears has_passed_fd). */

@@ -1,6 +1,8 @@
-/* The client side of the connection: connect, check who listens, Hello.
- * Every request after that, Hello included, goes through pcache__rpc
- * (rpc.c). */
+/* The client side of the connection: connect, check who listens, Hello,
+ * and the reply window when asked for. Every request after that, Hello
+ * included, goes through pcache__rpc (rpc.c); with a window, each Get and
+ * Prefetch says what the client took of it and each reply's window bytes
+ * are copied out here (window.h). */
 #include "transport.h"
 
 #include <errno.h>
@@ -15,37 +17,87 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "window.h"
 
 struct pcache__transport {
   int fd;
   uint32_t max_frame;
   Pcachepb__Response *hello; /* the whole HelloReply response, kept for its limits */
+  pcache__window *window;    /* the reply window, or NULL */
 };
-
-int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request *request,
-                          Pcachepb__Response__BodyCase expect, uint64_t deadline_ms,
-                          pcache__reply *ret_reply) {
-  if (!transport || transport->fd < 0) {
-    *ret_reply = (pcache__reply){0};
-    return -EINVAL;
-  }
-  return pcache__rpc(transport->fd, request, expect, transport->max_frame, deadline_ms, ret_reply);
-}
 
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
                            uint64_t deadline_ms) {
+  Pcachepb__Request with = *request;
+  Pcachepb__Get get;
+  Pcachepb__Prefetch prefetch;
   if (!transport || transport->fd < 0)
     return -EINVAL;
-  return pcache__rpc_send(transport->fd, request, transport->max_frame, deadline_ms);
+  /* What we took of the window goes with every request that may fill it:
+   * a shallow copy, the caller's request stays as it was. */
+  if (transport->window && request->body_case == PCACHEPB__REQUEST__BODY_GET) {
+    get = *request->get;
+    get.window_taken = pcache__window_taken(transport->window);
+    with.get = &get;
+  } else if (transport->window && request->body_case == PCACHEPB__REQUEST__BODY_PREFETCH) {
+    prefetch = *request->prefetch;
+    prefetch.window_taken = pcache__window_taken(transport->window);
+    with.prefetch = &prefetch;
+  }
+  return pcache__rpc_send(transport->fd, &with, transport->max_frame, deadline_ms);
 }
 
 int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__BodyCase expect,
                            uint64_t deadline_ms, pcache__reply *ret_reply) {
+  int r;
   if (!transport || transport->fd < 0) {
     *ret_reply = (pcache__reply){0};
     return -EINVAL;
   }
-  return pcache__rpc_recv(transport->fd, expect, transport->max_frame, deadline_ms, ret_reply);
+  r = pcache__rpc_recv(transport->fd, expect, transport->max_frame, deadline_ms, ret_reply);
+  if (r == 0 && (r = pcache__window_take(transport->window, ret_reply)) < 0)
+    pcache__reply_release(ret_reply); /* out of step: no Response, as rpc.h says */
+  return r;
+}
+
+int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request *request,
+                          Pcachepb__Response__BodyCase expect, uint64_t deadline_ms,
+                          pcache__reply *ret_reply) {
+  int r = pcache__transport_send(transport, request, deadline_ms);
+  if (r < 0) {
+    *ret_reply = (pcache__reply){0};
+    return r;
+  }
+  return pcache__transport_recv(transport, expect, deadline_ms, ret_reply);
+}
+
+int pcache__transport_open_window(pcache__transport *transport, uint64_t deadline_ms) {
+  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
+  Pcachepb__ReplyWindow rw = PCACHEPB__REPLY_WINDOW__INIT;
+  pcache__reply reply;
+  pcache__window *w = NULL;
+  int r;
+  request.body_case = PCACHEPB__REQUEST__BODY_REPLY_WINDOW;
+  request.reply_window = &rw;
+  r = pcache__transport_rpc(transport, &request, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW,
+                            deadline_ms, &reply);
+  if (r < 0) {
+    /* The daemon answered (an older one: PCACHE_EUNKNOWN_REQUEST): the
+     * connection is in step, only without a window. */
+    int answered = reply.response != NULL;
+    pcache__reply_release(&reply);
+    return answered ? 0 : r;
+  }
+  if (reply.response->reply_window->size && reply.has_passed_fd) {
+    reply.has_passed_fd = 0; /* window_map's now */
+    r = pcache__window_map(reply.passed_fd, reply.response->reply_window->size, &w);
+  }
+  pcache__reply_release(&reply);
+  if (r < 0)
+    return r;
+  pcache__window_unmap(transport->window);
+  transport->window = w;
+  return w != NULL;
 }
 
 /* Connecting to a Unix socket completes at once or fails at once, except
@@ -176,6 +228,7 @@ void pcache__transport_close(pcache__transport *transport) {
     return;
   if (transport->fd >= 0)
     close(transport->fd);
+  pcache__window_unmap(transport->window);
   pcache__response_free(transport->hello);
   pcache__free(transport);
 }

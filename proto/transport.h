@@ -43,10 +43,24 @@ int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request 
 
 /* The two halves of pcache__transport_rpc (pcache__rpc_send and
  * pcache__rpc_recv), for a caller that works while the daemon answers.
- * -EINVAL for a NULL transport. */
+ * -EINVAL for a NULL transport. A request sent before the last reply was
+ * received gets its blobs inline, never through the window. */
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
                            uint64_t deadline_ms);
 int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__BodyCase expect,
                            uint64_t deadline_ms, pcache__reply *ret_reply);
+
+/*
+ * pcache__transport_open_window - asks the daemon for a reply window
+ * (proto/window.h, docs/protocol.md "Reply window"): from then on the
+ * blob bytes of Get and Prefetch replies that fit come through shared
+ * memory, copied out as each reply arrives, instead of through the
+ * socket; callers see the same replies. Returns 1 with a window; 0 when
+ * the daemon gave none (an older daemon, --reply-window 0; the connection
+ * is as it was); or a failure of the exchange (-ETIMEDOUT, PCACHE_EPROTO
+ * for a memfd that is not sealed against shrinking, ...): close the
+ * transport.
+ */
+int pcache__transport_open_window(pcache__transport *transport, uint64_t deadline_ms);
 
 #endif

@@ -102,6 +102,10 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "segment_sent", s->segment_sent);
     ctl_json_kv_uint(&j, "segment_retired", s->segment_retired);
     ctl_json_kv_uint(&j, "segment_retired_bytes", s->segment_retired_bytes);
+    ctl_json_kv_uint(&j, "windows", s->windows);
+    ctl_json_kv_uint(&j, "window_bytes", s->window_bytes);
+    ctl_json_kv_uint(&j, "window_replies", s->window_replies);
+    ctl_json_kv_uint(&j, "window_busy", s->window_busy);
     ctl_replay_show(s, &j);
     if (s->remote)
       json_remote(&j, s->remote);
@@ -147,6 +151,10 @@ static int cmd_status(ctl *c, int argc, char **argv) {
              "--segment-memory)\n",
              "", s->segment_retired, used);
     }
+    ctl_fmt_size(s->window_bytes, used, sizeof used);
+    printf("%-12s %" PRIu64 " open (%s at most), %" PRIu64 " replies through them, %" PRIu64
+           " sent inline while the client held the last\n",
+           "windows:", s->windows, used, s->window_replies, s->window_busy);
     ctl_replay_show(s, NULL);
     if (s->remote)
       print_remote(s->remote);

@@ -92,6 +92,13 @@ uint64_t util_segments_sent(void) {
   return n;
 }
 
+uint64_t util_window_replies(void) {
+  Pcachepb__Response *r = util_stats();
+  uint64_t n = r->stats->window_replies;
+  pcache__response_free(r);
+  return n;
+}
+
 uint64_t util_segment_builds(void) {
   Pcachepb__Response *r = util_stats();
   uint64_t n = r->stats->segment_builds;

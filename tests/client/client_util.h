@@ -20,6 +20,8 @@ Pcachepb__Response *util_stats(void);
 /* Its segment_sent (Segment replies that carried one) and segment_builds. */
 uint64_t util_segments_sent(void);
 uint64_t util_segment_builds(void);
+/* Its window_replies (Get and Prefetch replies through a reply window). */
+uint64_t util_window_replies(void);
 /* Waits (10 s at most) until the daemon has built n segments. */
 void util_wait_segment_builds(uint64_t n);
 /* Each entry's state hash, for the first max entries; returns the count. */

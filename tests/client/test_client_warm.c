@@ -3,7 +3,8 @@
  * Warm run without prefetch (PCACHE_NO_PREFETCH=1) and without the
  * shared-memory segment (PCACHE_NO_SEGMENT=1, whose snapshot would serve
  * every miss: test_client_segment): each miss fetches its own blob with
- * one Get, and still nothing is compiled. */
+ * one Get, through the connection's reply window, and still nothing is
+ * compiled; with PCACHE_NO_WINDOW=1 the same through the socket. */
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -70,6 +71,7 @@ static void run(int warm) {
 
 int main(int argc, char **argv) {
   test_env env;
+  uint64_t windowed;
   if (argc > 1 && strcmp(argv[1], "warm") == 0) {
     run(1); /* the parent's environment names its daemon */
     return 0;
@@ -81,7 +83,13 @@ int main(int argc, char **argv) {
   util_run_self(argv[0], "warm");
   setenv("PCACHE_NO_PREFETCH", "1", 1);
   setenv("PCACHE_NO_SEGMENT", "1", 1);
+  windowed = util_window_replies();
   util_run_self(argv[0], "warm");
+  ASSERT_EQ(util_window_replies() - windowed, N_PIPELINES);
+  setenv("PCACHE_NO_WINDOW", "1", 1);
+  util_run_self(argv[0], "warm");
+  ASSERT_EQ(util_window_replies() - windowed, N_PIPELINES);
+  unsetenv("PCACHE_NO_WINDOW");
   unsetenv("PCACHE_NO_SEGMENT");
   unsetenv("PCACHE_NO_PREFETCH");
   /* A restarted daemon serves the same entries from disk. */

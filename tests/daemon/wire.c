@@ -209,6 +209,11 @@ void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wir
 
 void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
               wire_reply *ret) {
+  wire_get_taken(fd, key, hashes, n, 0, ret);
+}
+
+void wire_get_taken(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
+                    uint64_t window_taken, wire_reply *ret) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
   ProtobufCBinaryData *h = calloc(n + 1, sizeof *h);
@@ -220,6 +225,7 @@ void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, siz
   get.device_key.len = PCACHE_DEVKEY_SIZE;
   get.state_hashes = h;
   get.n_state_hashes = n;
+  get.window_taken = window_taken;
   req.body_case = PCACHEPB__REQUEST__BODY_GET;
   req.get = &get;
   wire_call(fd, &req, ret);

@@ -91,6 +91,9 @@ void wire_put(int fd, const pcache__devkey *key, wire_item *items, size_t n, wir
 /* Get hashes; returns the reply. */
 void wire_get(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
               wire_reply *ret);
+/* The same, naming window_taken (docs/protocol.md "Reply window"). */
+void wire_get_taken(int fd, const pcache__devkey *key, const pcache__hash *hashes, size_t n,
+                    uint64_t window_taken, wire_reply *ret);
 /* One Prefetch page of the Hello app's entries (aborts unless it is
  * answered with status 0); the caller frees the reply. */
 void wire_prefetch(int fd, const pcache__devkey *key, uint32_t max_entries, uint32_t offset,
