@@ -1,7 +1,10 @@
 /* bench_delivery - how fast pcached hands blobs to clients.
  *
  *   Get:      one Get of one blob, p50/p99 latency, with 1 and 8 clients
- *             (threads, each with its own connection).
+ *             (threads, each with its own connection): the blob through
+ *             the socket (get_c<N>_), and through the connection's reply
+ *             window, copied out of it as libpcache does (get_window_c<N>_;
+ *             docs/protocol.md "Reply window"). --window off|on|both.
  *   Prefetch: every entry of the app, page after page (GetReply.more: a
  *             page carries at most the client's reply budget), end to end:
  *             the replies, mapping each memfd, and checksumming every byte,
@@ -47,6 +50,7 @@ typedef struct options {
   uint64_t gets;
   unsigned prefetch_reps;
   long rss_pid;
+  int window_off, window_on; /* --window: the Get through the socket, the window */
 } options;
 
 static options opt = {
@@ -56,6 +60,8 @@ static options opt = {
     .size = 20480,
     .gets = 20000,
     .prefetch_reps = 3,
+    .window_off = 1,
+    .window_on = 1,
 };
 
 static pcache__devkey devkey;
@@ -89,8 +95,10 @@ static void fill(void) {
 typedef struct get_worker {
   pthread_t thread;
   unsigned id;
+  int window;       /* through a reply window */
   uint64_t iters;
   uint64_t *lat;
+  uint64_t windowed; /* replies whose blob came through the window */
   bench_barrier *barrier;
   int error;
 } get_worker;
@@ -99,6 +107,10 @@ static void *get_main(void *arg) {
   get_worker *w = arg;
   pcache__transport *t = bench_connect(opt.socket_path, opt.app);
   uint64_t x = 0x1234567 + w->id * 7919;
+  int opened = w->window ? pcache__transport_open_window(t, pcache__mono_ms() + 5000) : 0;
+  if (opened < 0 || (w->window && opened == 0))
+    bench_die("get: the daemon gave no reply window (%s)",
+              opened < 0 ? pcache_strerror(opened) : "none");
   bench_barrier_wait(w->barrier);
   for (uint64_t k = 0; k < w->iters; k++) {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
@@ -122,6 +134,7 @@ static void *get_main(void *arg) {
                               &reply);
     if (r == 0 && reply.response->get->n_blobs != 1)
       r = PCACHE_ENOT_FOUND;
+    w->windowed += reply.bulk_owned;
     pcache__reply_release(&reply);
     w->lat[k] = bench_now_ns() - t0;
     if (r < 0) {
@@ -133,9 +146,9 @@ static void *get_main(void *arg) {
   return NULL;
 }
 
-static void bench_get(unsigned clients) {
+static void bench_get(unsigned clients, int window) {
   get_worker *w = calloc(clients, sizeof *w);
-  uint64_t per = opt.gets / clients, total = per * clients;
+  uint64_t per = opt.gets / clients, total = per * clients, windowed = 0;
   uint64_t *all = malloc(total * sizeof *all);
   bench_barrier *barrier = bench_barrier_new(clients + 1);
   char prefix[64];
@@ -144,7 +157,8 @@ static void bench_get(unsigned clients) {
   if (!w || !all)
     bench_die("out of memory");
   for (unsigned i = 0; i < clients; i++) {
-    w[i] = (get_worker){.id = i, .iters = per, .lat = all + i * per, .barrier = barrier};
+    w[i] = (get_worker){
+        .id = i, .window = window, .iters = per, .lat = all + i * per, .barrier = barrier};
     if (pthread_create(&w[i].thread, NULL, get_main, &w[i]) != 0)
       bench_die("pthread_create: %s", strerror(errno));
   }
@@ -154,14 +168,16 @@ static void bench_get(unsigned clients) {
     pthread_join(w[i].thread, NULL);
     if (w[i].error)
       bench_die("get: %s", pcache_strerror(w[i].error));
+    windowed += w[i].windowed;
   }
   wall = bench_now_ns() - t0;
-  snprintf(prefix, sizeof prefix, "%sget_c%u_", opt.prefix, clients);
+  snprintf(prefix, sizeof prefix, "%sget_%sc%u_", opt.prefix, window ? "window_" : "", clients);
   bench_kv_u64(prefix, "requests", total);
   bench_kv_f(prefix, "p50_us", (double)bench_percentile(all, total, 0.50) / 1e3);
   bench_kv_f(prefix, "p99_us", (double)bench_percentile(all, total, 0.99) / 1e3);
   bench_kv_f(prefix, "max_us", (double)all[total - 1] / 1e3);
   bench_kv_f(prefix, "per_s", (double)total * 1e9 / (double)wall);
+  bench_kv_u64(prefix, "through_window", windowed);
   bench_barrier_free(barrier);
   free(all);
   free(w);
@@ -487,8 +503,9 @@ static void usage(void) {
   fprintf(stderr,
           "usage: bench_delivery [--socket PATH] [--count N] [--size BYTES] [--fill]\n"
           "         [--clients 1,8] [--gets N] [--prefetch-reps N] [--files-dir DIR]\n"
-          "         [--rss-pid PID] [--prefix STR] [--app NAME]\n"
-          "  --clients 0 skips the Get test; --prefetch-reps 0 skips prefetch and files.\n");
+          "         [--rss-pid PID] [--prefix STR] [--app NAME] [--window off|on|both]\n"
+          "  --clients 0 skips the Get test; --prefetch-reps 0 skips prefetch and files;\n"
+          "  --window: the Get through the socket, through a reply window, or both (both).\n");
   exit(2);
 }
 
@@ -501,6 +518,7 @@ int main(int argc, char **argv) {
       {"files-dir", required_argument, NULL, 'd'},
       {"rss-pid", required_argument, NULL, 'p'}, {"prefix", required_argument, NULL, 'x'},
       {"app", required_argument, NULL, 'a'},     {"help", no_argument, NULL, 'h'},
+      {"window", required_argument, NULL, 'w'},
       {NULL, 0, NULL, 0}};
   const char *clients = "1,8";
   int c;
@@ -518,6 +536,12 @@ int main(int argc, char **argv) {
     case 'p': opt.rss_pid = atol(optarg); break;
     case 'x': opt.prefix = optarg; break;
     case 'a': opt.app = optarg; break;
+    case 'w':
+      opt.window_off = strcmp(optarg, "on") != 0;
+      opt.window_on = strcmp(optarg, "off") != 0;
+      if (!strcmp(optarg, "on") + !strcmp(optarg, "off") + !strcmp(optarg, "both") != 1)
+        usage();
+      break;
     default: usage();
     }
   }
@@ -529,9 +553,12 @@ int main(int argc, char **argv) {
 
   if (opt.fill)
     fill();
-  for (size_t i = 0; i < opt.n_clients; i++)
-    if (opt.clients[i] > 0)
-      bench_get(opt.clients[i]);
+  for (size_t i = 0; i < opt.n_clients; i++) {
+    if (opt.clients[i] > 0 && opt.window_off)
+      bench_get(opt.clients[i], 0);
+    if (opt.clients[i] > 0 && opt.window_on)
+      bench_get(opt.clients[i], 1);
+  }
   if (opt.rss_pid > 0)
     print_rss(opt.rss_pid, "_before");
   if (opt.prefetch_reps > 0) {
