@@ -15,6 +15,10 @@ struct pcd_arena_chunk {
   max_align_t data[];
 };
 
+pcd_arena pcd_arena_in(void *buf, size_t size) {
+  return (pcd_arena){.first = buf, .first_size = size};
+}
+
 void *pcd_arena_alloc(pcd_arena *a, size_t size) {
   pcd_arena_chunk *c = a->head;
   size = (size + 15) & ~(size_t)15;

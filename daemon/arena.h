@@ -16,8 +16,8 @@ typedef struct pcd_arena {
   size_t first_size, first_used;
 } pcd_arena;
 
-/* An arena that starts in buf (an array of max_align_t or wider). */
-#define PCD_ARENA_IN(buf) ((pcd_arena){.first = (unsigned char *)(buf), .first_size = sizeof(buf)})
+/* An arena that starts in buf, size bytes aligned for max_align_t. */
+pcd_arena pcd_arena_in(void *buf, size_t size);
 
 /* Zeroed memory, or NULL (and a->failed set). */
 void *pcd_arena_alloc(pcd_arena *a, size_t size);

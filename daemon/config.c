@@ -59,7 +59,7 @@ static void usage(FILE *out) {
           "                         ones still mapped by clients (1024)\n"
           "  --reply-window SIZE    a connection's reply window, into which its Get\n"
           "                         replies' blobs go instead of the socket (256K;\n"
-          "                         0: off); pages come as replies fill it\n"
+          "                         0: off), allocated when a client asks\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"

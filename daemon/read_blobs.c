@@ -106,27 +106,29 @@ static int add_blob(blob_set *s, const blob_ref *e) {
 
 /* The reply's blob bytes go into the connection's reply window when it
  * has one, they fit, and the client has taken the window's last reply
- * (window_taken, from the request); else in the frame. */
-static void to_window(pcd_conn *c, Pcachepb__GetReply *reply, uint64_t window_taken) {
+ * (window_taken, from the request); else in the frame. Returns whether
+ * they went. */
+static int to_window(pcd_conn *c, Pcachepb__GetReply *reply, uint64_t window_taken) {
   switch (pcd_window_place(c->window, reply, window_taken)) {
   case PCD_WINDOW_USED:
     atomic_fetch_add(&c->srv->stats.window_replies, 1);
-    break;
+    return 1;
   case PCD_WINDOW_BUSY:
     atomic_fetch_add(&c->srv->stats.window_busy, 1);
-    break;
+    return 0;
   case PCD_WINDOW_NONE:
     break;
   }
+  return 0;
 }
 
 /* Sends the reply (its blobs still in the read transaction's map) and ends
  * the transaction. */
 static void finish_blobs(pcd_conn *c, blob_set *s, Pcachepb__Response *resp,
                          uint64_t window_taken) {
-  if (resp->status == 0)
-    to_window(c, s->reply, window_taken);
-  pcd_respond(c, resp);
+  int placed = resp->status == 0 && to_window(c, s->reply, window_taken);
+  if (pcd_respond(c, resp) < 0 && placed)
+    pcd_window_unplace(c->window); /* never sent: the client's count did not move */
   pcd_txn_abort(s->txn);
   if (s->n_drops && c->srv->writer) {
     pcd_job *job = pcd_job_new(PCD_JOB_DROP);
@@ -190,7 +192,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   max_align_t first[2048 / sizeof(max_align_t)]; /* a Get of a few hashes fits */
-  pcd_arena arena = PCD_ARENA_IN(first);
+  pcd_arena arena = pcd_arena_in(first, sizeof first);
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   uint64_t bound = reply_bound(c);
   uint8_t *dup;

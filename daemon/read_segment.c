@@ -10,11 +10,9 @@
 #include "reads.h"
 
 #include <string.h>
-#include <unistd.h>
 
 #include <pcache/pcache.h>
 
-#include "bulk.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "respond.h"
@@ -52,7 +50,6 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   Pcachepb__SegmentReply reply = PCACHEPB__SEGMENT_REPLY__INIT;
   const char *app = req->app && *req->app ? req->app : c->app;
   pcd_segment_got got;
-  pcd_out out;
   int r;
   /* A request for blobs, as Get and Prefetch are (Stats.gets). */
   atomic_fetch_add(&c->srv->stats.gets, 1);
@@ -73,15 +70,5 @@ void pcd_read_segment(pcd_conn *c, const Pcachepb__Segment *req) {
   reply.lease = got.lease_fd >= 0;
   resp.body_case = PCACHEPB__RESPONSE__BODY_SEGMENT;
   resp.segment = &reply;
-  if ((r = pcd_reply_encode(&resp, c->scratch, &out)) < 0) {
-    if (got.fd >= 0)
-      close(got.fd);
-    if (got.lease_fd >= 0)
-      close(got.lease_fd);
-    pcd_respond_error(c, r, NULL);
-    return;
-  }
-  out.fd = got.fd; /* sent with the frame, closed with out */
-  out.lease_fd = got.lease_fd;
-  pcd_conn_send(c, &out);
+  pcd_respond_fds(c, &resp, got.fd, got.lease_fd);
 }

@@ -2,22 +2,33 @@
  * memfd, bulk.c) and queue. What every request handler shares. */
 #include "respond.h"
 
+#include <unistd.h>
+
 #include <pcache/pcache.h>
 
 #include "common/log.h"
 
-void pcd_respond(pcd_conn *c, Pcachepb__Response *resp) {
+int pcd_respond_fds(pcd_conn *c, Pcachepb__Response *resp, int fd, int lease_fd) {
   pcd_out out;
   int r = pcd_reply_encode(resp, c->scratch, &out);
   if (r < 0) {
     log_error("cannot encode a reply: %s", pcache_strerror(r));
-    if (pcd_reply_error(r, NULL, &out) < 0) {
-      pcd_conn_close(c);
-      return;
-    }
+    if (fd >= 0)
+      close(fd);
+    if (lease_fd >= 0)
+      close(lease_fd);
+    pcd_respond_error(c, r, NULL);
+    return r;
+  }
+  if (fd >= 0) {
+    out.fd = fd; /* sent with the frame, closed with out */
+    out.lease_fd = lease_fd;
   }
   pcd_conn_send(c, &out);
+  return 0;
 }
+
+int pcd_respond(pcd_conn *c, Pcachepb__Response *resp) { return pcd_respond_fds(c, resp, -1, -1); }
 
 void pcd_respond_error(pcd_conn *c, int status, const char *msg) {
   pcd_out out;

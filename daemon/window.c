@@ -4,17 +4,28 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "proto/frame.h"
 
 struct pcd_window {
   int fd;
   uint8_t *map; /* shared, writable: made before the seals */
   size_t size;
-  uint64_t seq; /* the window_seq of the last reply written here; 0: none yet */
+  uint64_t first_seq; /* drawn at random: what window_taken starts at */
+  uint64_t seq;       /* the window_seq of the last reply written here */
 };
+
+/* Never 0 (what a client without a window says), and far from wrapping. */
+static uint64_t draw_first_seq(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+    v = pcache__mono_ns() ^ (uint64_t)(uintptr_t)&v;
+  return (v >> 2) | 1;
+}
 
 int pcd_window_open(size_t size, pcd_window **ret_window) {
   pcd_window *w = pcache__calloc(1, sizeof *w);
@@ -23,10 +34,10 @@ int pcd_window_open(size_t size, pcd_window **ret_window) {
     return -ENOMEM;
   w->size = size;
   w->map = MAP_FAILED;
+  w->first_seq = w->seq = draw_first_seq();
   w->fd = memfd_create("pcache-window", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (w->fd < 0 || ftruncate(w->fd, (off_t)size) < 0)
+  if (w->fd < 0 || ftruncate(w->fd, (off_t)size) < 0 || fallocate(w->fd, 0, 0, (off_t)size) < 0)
     goto fail_errno;
-  /* Pages come as replies touch them: an idle window costs nothing. */
   w->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
   if (w->map == MAP_FAILED)
     goto fail_errno;
@@ -55,12 +66,18 @@ int pcd_window_fd(const pcd_window *w) { return w->fd; }
 
 size_t pcd_window_size(const pcd_window *w) { return w->size; }
 
+uint64_t pcd_window_first_seq(const pcd_window *w) { return w->first_seq; }
+
+void pcd_window_unplace(pcd_window *w) {
+  if (w && w->seq != w->first_seq)
+    w->seq--;
+}
+
 /* The Blobs of reply with inline bytes, the snapshot first; *i starts at
  * 0. NULL after the last. */
 static Pcachepb__Blob *next_inline(const Pcachepb__GetReply *reply, size_t *i) {
   while (*i <= reply->n_blobs) {
-    Pcachepb__Blob *b = *i == 0 ? reply->snapshot : reply->blobs[*i - 1];
-    (*i)++;
+    Pcachepb__Blob *b = pcache__get_reply_blob(reply, (*i)++);
     if (b && b->blob.len)
       return b;
   }

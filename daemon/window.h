@@ -22,8 +22,11 @@
 
 typedef struct pcd_window pcd_window;
 
-/* A window of size bytes. Returns 0, -ENOMEM, or -errno (memfd_create,
- * ftruncate, mmap; -EINVAL when the kernel lacks F_SEAL_FUTURE_WRITE). */
+/* A window of size bytes, its pages allocated now (a write into a shared
+ * mapping that needed a page the system would not give would be SIGBUS;
+ * fallocate says so as an error), its first_seq drawn at random. Returns
+ * 0, -ENOMEM, or -errno (memfd_create, fallocate: -ENOSPC, mmap; -EINVAL
+ * when the kernel lacks F_SEAL_FUTURE_WRITE). */
 int pcd_window_open(size_t size, pcd_window **ret_window);
 /* Unmaps and closes. window may be NULL. A client that mapped it keeps its
  * mapping. */
@@ -32,6 +35,8 @@ void pcd_window_free(pcd_window *window);
  * the window keeps its own). */
 int pcd_window_fd(const pcd_window *window);
 size_t pcd_window_size(const pcd_window *window);
+/* ReplyWindowReply.first_seq: the window_seq before the first reply. */
+uint64_t pcd_window_first_seq(const pcd_window *window);
 
 /* What pcd_window_place did. */
 typedef enum pcd_window_placed {
@@ -51,5 +56,9 @@ typedef enum pcd_window_placed {
  * (LMDB's map): call it inside the read transaction. window may be NULL.
  */
 pcd_window_placed pcd_window_place(pcd_window *window, Pcachepb__GetReply *reply, uint64_t taken);
+/* The reply pcd_window_place last placed was never sent (it could not be
+ * encoded; an error reply went instead): the window's count goes back, so
+ * that the client's next window_taken, which never saw it, still matches. */
+void pcd_window_unplace(pcd_window *window);
 
 #endif

@@ -55,4 +55,12 @@ int pcache__response_encode(const Pcachepb__Response *response, uint32_t max_fra
 /* The name of a request's kind for logs ("get", "put", ...). */
 const char *pcache__request_kind_name(const Pcachepb__Request *request);
 
+/* Blob i of a Get or Prefetch reply, its snapshot counted first: i = 0 is
+ * the snapshot (NULL when there is none), 1 to n_blobs the blobs. What
+ * walks every blob a reply carries (reply windows: daemon/window.c,
+ * proto/window.c). */
+static inline Pcachepb__Blob *pcache__get_reply_blob(const Pcachepb__GetReply *g, size_t i) {
+  return i == 0 ? g->snapshot : i <= g->n_blobs ? g->blobs[i - 1] : NULL;
+}
+
 #endif

@@ -77,6 +77,8 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
   pcache__reply reply;
   pcache__window *w = NULL;
   int r;
+  if (transport && transport->window)
+    return 1; /* one per connection (the daemon answers a second -EEXIST) */
   request.body_case = PCACHEPB__REQUEST__BODY_REPLY_WINDOW;
   request.reply_window = &rw;
   r = pcache__transport_rpc(transport, &request, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW,
@@ -90,12 +92,12 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
   }
   if (reply.response->reply_window->size && reply.has_passed_fd) {
     reply.has_passed_fd = 0; /* window_map's now */
-    r = pcache__window_map(reply.passed_fd, reply.response->reply_window->size, &w);
+    r = pcache__window_map(reply.passed_fd, reply.response->reply_window->size,
+                           reply.response->reply_window->first_seq, &w);
   }
   pcache__reply_release(&reply);
   if (r < 0)
     return r;
-  pcache__window_unmap(transport->window);
   transport->window = w;
   return w != NULL;
 }

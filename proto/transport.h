@@ -55,7 +55,8 @@ int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__Bod
  * (proto/window.h, docs/protocol.md "Reply window"): from then on the
  * blob bytes of Get and Prefetch replies that fit come through shared
  * memory, copied out as each reply arrives, instead of through the
- * socket; callers see the same replies. Returns 1 with a window; 0 when
+ * socket; callers see the same replies. Asked once: a transport that has
+ * a window keeps it (1 at once). Returns 1 with a window; 0 when
  * the daemon gave none (an older daemon, --reply-window 0; the connection
  * is as it was); or a failure of the exchange (-ETIMEDOUT, PCACHE_EPROTO
  * for a memfd that is not sealed against shrinking, ...): close the

@@ -10,6 +10,7 @@
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
+#include "frame.h"
 
 struct pcache__window {
   int fd;
@@ -18,12 +19,12 @@ struct pcache__window {
   uint64_t taken; /* the last window_seq copied out */
 };
 
-int pcache__window_map(int fd, uint64_t size, pcache__window **ret_window) {
+int pcache__window_map(int fd, uint64_t size, uint64_t first_seq, pcache__window **ret_window) {
   pcache__window *w;
   struct stat st;
   int seals = fcntl(fd, F_GET_SEALS);
   void *map;
-  if (size == 0 || size > SIZE_MAX || seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
+  if (size == 0 || size > SIZE_MAX || first_seq == 0 || seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
       st.st_size < 0 || (uint64_t)st.st_size < size) {
     close(fd);
     return PCACHE_EPROTO;
@@ -43,6 +44,7 @@ int pcache__window_map(int fd, uint64_t size, pcache__window **ret_window) {
   w->fd = fd;
   w->map = map;
   w->size = size;
+  w->taken = first_seq;
   *ret_window = w;
   return 0;
 }
@@ -61,8 +63,7 @@ uint64_t pcache__window_taken(const pcache__window *w) { return w ? w->taken : 0
  * at 0. NULL after the last. */
 static Pcachepb__Blob *next_placed(const Pcachepb__GetReply *g, size_t *i) {
   while (*i <= g->n_blobs) {
-    Pcachepb__Blob *b = *i == 0 ? g->snapshot : g->blobs[*i - 1];
-    (*i)++;
+    Pcachepb__Blob *b = pcache__get_reply_blob(g, (*i)++);
     if (b && !b->blob.len && b->blob_size)
       return b;
   }

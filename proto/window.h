@@ -15,19 +15,19 @@
 typedef struct pcache__window pcache__window;
 
 /*
- * pcache__window_map - maps fd, a window of size bytes (ReplyWindowReply),
- * read-only. fd is consumed (kept until unmap, closed on failure). The
- * memfd must be sealed against shrinking (else the daemon, or anyone else
- * holding it, could cut it under our reads: SIGBUS) and at least size
- * bytes long. Returns 0, PCACHE_EPROTO (not such a memfd), -ENOMEM or
- * -errno.
+ * pcache__window_map - maps fd, a window of size bytes whose replies count
+ * from first_seq (ReplyWindowReply), read-only. fd is consumed (kept until
+ * unmap, closed on failure). The memfd must be sealed against shrinking
+ * (else the daemon, or anyone else holding it, could cut it under our
+ * reads: SIGBUS) and at least size bytes long, and first_seq nonzero.
+ * Returns 0, PCACHE_EPROTO (not such a memfd), -ENOMEM or -errno.
  */
-int pcache__window_map(int fd, uint64_t size, pcache__window **ret_window);
+int pcache__window_map(int fd, uint64_t size, uint64_t first_seq, pcache__window **ret_window);
 /* window may be NULL. */
 void pcache__window_unmap(pcache__window *window);
 
-/* The last GetReply.window_seq copied out: what Get.window_taken says. 0
- * for a NULL window. */
+/* The last GetReply.window_seq copied out (first_seq before any): what
+ * Get.window_taken says. 0 for a NULL window. */
 uint64_t pcache__window_taken(const pcache__window *window);
 
 /*

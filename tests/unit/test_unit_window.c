@@ -4,7 +4,7 @@
  * as the window's next one, with every range inside the window, and its
  * bytes (the snapshot's too) are copied out, so that nothing of the reply
  * points into the window afterwards; a reply with no window_seq is left as
- * it was. */
+ * it was. Replies count from the window's first_seq, never from 0. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -95,17 +95,27 @@ static void expect_refused(pcache__window *w, uint64_t seq, const range *ranges,
   pcache__reply_release(&reply);
 }
 
+/* window_map refuses fd, and closes it either way. */
+static void expect_map_refused(int fd, uint64_t size, uint64_t first_seq) {
+  pcache__window *w = NULL;
+  ASSERT_ERR(pcache__window_map(fd, size, first_seq, &w), PCACHE_EPROTO);
+  ASSERT_TRUE(w == NULL);
+  ASSERT_EQ(fcntl(fd, F_GETFD), -1);
+  ASSERT_EQ(errno, EBADF);
+}
+
 int main(void) {
   const int sealed = F_SEAL_SHRINK | F_SEAL_GROW;
+  const uint64_t first = 0x123456789ull; /* the daemon draws it at random */
   pcache__window *w = NULL;
   pcache__reply reply;
 
-  /* Not sealed against shrinking, or shorter than said: refused (and the
-   * descriptor closed either way). */
-  ASSERT_ERR(pcache__window_map(window_fd(WINDOW_SIZE, F_SEAL_GROW), WINDOW_SIZE, &w),
-             PCACHE_EPROTO);
-  ASSERT_ERR(pcache__window_map(window_fd(4096, sealed), WINDOW_SIZE, &w), PCACHE_EPROTO);
-  ASSERT_ERR(pcache__window_map(window_fd(WINDOW_SIZE, sealed), 0, &w), PCACHE_EPROTO);
+  /* Not sealed against shrinking, shorter than said, of no size, or with
+   * no first_seq: refused. */
+  expect_map_refused(window_fd(WINDOW_SIZE, F_SEAL_GROW), WINDOW_SIZE, first);
+  expect_map_refused(window_fd(4096, sealed), WINDOW_SIZE, first);
+  expect_map_refused(window_fd(WINDOW_SIZE, sealed), 0, first);
+  expect_map_refused(window_fd(WINDOW_SIZE, sealed), WINDOW_SIZE, 0);
 
   /* No window: a reply naming one is out of step; one naming none passes. */
   expect_refused(NULL, 1, &(range){0, 16}, 1);
@@ -114,23 +124,25 @@ int main(void) {
   ASSERT_TRUE(reply.bulk == NULL);
   pcache__reply_release(&reply);
 
-  ASSERT_OK(pcache__window_map(window_fd(WINDOW_SIZE, sealed), WINDOW_SIZE, &w));
-  ASSERT_EQ(pcache__window_taken(w), 0);
+  ASSERT_OK(pcache__window_map(window_fd(WINDOW_SIZE, sealed), WINDOW_SIZE, first, &w));
+  ASSERT_EQ(pcache__window_taken(w), first);
 
-  /* Not the next reply; ranges past the end, or wrapping around. */
-  expect_refused(w, 2, &(range){0, 16}, 1);
-  expect_refused(w, 1, &(range){WINDOW_SIZE - 8, 16}, 1);
-  expect_refused(w, 1, &(range){WINDOW_SIZE + 1, 1}, 1);
-  expect_refused(w, 1, &(range){8, UINT64_MAX - 4}, 1);
-  expect_refused(w, 1, &(range){UINT64_MAX, 2}, 1);
+  /* Not the next reply (from 0, as if the window were another's; two
+   * ahead); ranges past the end, or wrapping around. */
+  expect_refused(w, 1, &(range){0, 16}, 1);
+  expect_refused(w, first + 2, &(range){0, 16}, 1);
+  expect_refused(w, first + 1, &(range){WINDOW_SIZE - 8, 16}, 1);
+  expect_refused(w, first + 1, &(range){WINDOW_SIZE + 1, 1}, 1);
+  expect_refused(w, first + 1, &(range){8, UINT64_MAX - 4}, 1);
+  expect_refused(w, first + 1, &(range){UINT64_MAX, 2}, 1);
   /* More bytes than the window holds, each range inside it. */
-  expect_refused(w, 1, (range[]){{0, WINDOW_SIZE}, {0, 1}}, 2);
-  ASSERT_EQ(pcache__window_taken(w), 0);
+  expect_refused(w, first + 1, (range[]){{0, WINDOW_SIZE}, {0, 1}}, 2);
+  ASSERT_EQ(pcache__window_taken(w), first);
 
   /* The next reply: copied out, the Blobs pointing at the copy. */
-  make_reply(1, (range[]){{0, 20480}, {20480, 100}}, 2, NULL, &reply);
+  make_reply(first + 1, (range[]){{0, 20480}, {20480, 100}}, 2, NULL, &reply);
   ASSERT_OK(pcache__window_take(w, &reply));
-  ASSERT_EQ(pcache__window_taken(w), 1);
+  ASSERT_EQ(pcache__window_taken(w), first + 1);
   ASSERT_TRUE(reply.bulk != NULL && reply.bulk_owned);
   ASSERT_EQ(reply.bulk_size, 20580);
   assert_window_bytes(&reply, reply.response->get->blobs[0], 0, 20480);
@@ -138,18 +150,18 @@ int main(void) {
   pcache__reply_release(&reply);
 
   /* A Prefetch page: its snapshot comes out too. */
-  make_reply(2, &(range){4096, 64}, 1, &(range){8192, 1000}, &reply);
+  make_reply(first + 2, &(range){4096, 64}, 1, &(range){8192, 1000}, &reply);
   ASSERT_OK(pcache__window_take(w, &reply));
-  ASSERT_EQ(pcache__window_taken(w), 2);
+  ASSERT_EQ(pcache__window_taken(w), first + 2);
   assert_window_bytes(&reply, reply.response->prefetch->snapshot, 8192, 1000);
   assert_window_bytes(&reply, reply.response->prefetch->blobs[0], 4096, 64);
   pcache__reply_release(&reply);
 
   /* The same seq again (a replayed reply) is out of step. */
-  expect_refused(w, 2, &(range){0, 16}, 1);
+  expect_refused(w, first + 2, &(range){0, 16}, 1);
 
   /* A reply that also came with a memfd of its own cannot name a window. */
-  make_reply(3, &(range){0, 16}, 1, NULL, &reply);
+  make_reply(first + 3, &(range){0, 16}, 1, NULL, &reply);
   reply.bulk = pcache__malloc(16);
   reply.bulk_size = 16;
   reply.bulk_owned = 1;
