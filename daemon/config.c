@@ -59,7 +59,7 @@ static void usage(FILE *out) {
           "                         ones still mapped by clients (1024)\n"
           "  --reply-window SIZE    a connection's reply window, into which its Get\n"
           "                         replies' blobs go instead of the socket (256K;\n"
-          "                         0: off), allocated when a client asks\n"
+          "                         0: off; at most 16M), allocated when a client asks\n"
           "  --map-size SIZE        LMDB map size (default: from --max-size and\n"
           "                         --max-blob); a small one tests a full map\n"
           "  --idle-exit SECS       exit after this long without clients (0: never)\n"
@@ -146,7 +146,7 @@ static const number_option numbers[] = {
     {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
     {OPT_SEGMENT_IDLE,  "segment-idle",    1, 1,         1ull << 32,      FIELD(segment_idle_s)},
     {OPT_SEGMENT_MAX,   "segment-max",     0, 1,         1u << 16,        FIELD(segment_max)},
-    {OPT_REPLY_WINDOW,  "reply-window",    0, 0,         1ull << 30,      FIELD(reply_window)},
+    {OPT_REPLY_WINDOW,  "reply-window",    0, 0,         16ull << 20,     FIELD(reply_window)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
     {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},

@@ -21,7 +21,7 @@
 #include "window.h"
 
 void pcd_read_reply_window(pcd_conn *c) {
-  static atomic_int warned; /* a kernel without the seals: say so once */
+  static atomic_int warned; /* the last failure said: each new one once */
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__ReplyWindowReply reply = PCACHEPB__REPLY_WINDOW_REPLY__INIT;
   uint64_t size = c->srv->config->reply_window;
@@ -35,7 +35,7 @@ void pcd_read_reply_window(pcd_conn *c) {
       (fd = fcntl(pcd_window_fd(w), F_DUPFD_CLOEXEC, 0)) < 0)
     r = -errno;
   if (r < 0) {
-    if (!atomic_exchange(&warned, 1))
+    if (atomic_exchange(&warned, r) != r)
       log_warn("reply window: %s; clients get their blobs through the socket",
                pcache_strerror(r));
     pcd_window_free(w);
@@ -46,7 +46,8 @@ void pcd_read_reply_window(pcd_conn *c) {
   resp.body_case = PCACHEPB__RESPONSE__BODY_REPLY_WINDOW;
   resp.reply_window = &reply;
   /* Held from now on even if the reply is lost (an error reply instead):
-   * the client then never names first_seq, so the window is never used. */
+   * the client then never names first_seq, so the window is never used,
+   * and it is freed with the connection. */
   pcd_conn_set_window(c, w);
   pcd_respond_fds(c, &resp, fd, -1);
 }

@@ -2,6 +2,7 @@
  * memfd, bulk.c) and queue. What every request handler shares. */
 #include "respond.h"
 
+#include <errno.h>
 #include <unistd.h>
 
 #include <pcache/pcache.h>
@@ -11,6 +12,13 @@
 int pcd_respond_fds(pcd_conn *c, Pcachepb__Response *resp, int fd, int lease_fd) {
   pcd_out out;
   int r = pcd_reply_encode(resp, c->scratch, &out);
+  /* A frame carries one memfd and a lease after it: a reply that became a
+   * bulk one has its memfd already (never so for the small replies that
+   * pass descriptors of their own). */
+  if (r == 0 && fd >= 0 && out.fd >= 0) {
+    pcd_out_release(&out);
+    r = -EINVAL;
+  }
   if (r < 0) {
     log_error("cannot encode a reply: %s", pcache_strerror(r));
     if (fd >= 0)
@@ -23,6 +31,8 @@ int pcd_respond_fds(pcd_conn *c, Pcachepb__Response *resp, int fd, int lease_fd)
   if (fd >= 0) {
     out.fd = fd; /* sent with the frame, closed with out */
     out.lease_fd = lease_fd;
+  } else if (lease_fd >= 0) {
+    close(lease_fd); /* a lease with no memfd means nothing */
   }
   pcd_conn_send(c, &out);
   return 0;

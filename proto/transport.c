@@ -90,7 +90,10 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
     pcache__reply_release(&reply);
     return answered ? 0 : r;
   }
-  if (reply.response->reply_window->size && reply.has_passed_fd) {
+  /* first_seq 0: a window no client can name (a daemon of this
+   * feature's first days); go on without it. */
+  if (reply.response->reply_window->size && reply.has_passed_fd &&
+      reply.response->reply_window->first_seq) {
     reply.has_passed_fd = 0; /* window_map's now */
     r = pcache__window_map(reply.passed_fd, reply.response->reply_window->size,
                            reply.response->reply_window->first_seq, &w);

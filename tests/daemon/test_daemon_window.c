@@ -20,6 +20,10 @@
  *   different replies to a client that reads nothing until it has sent
  *   every request (the daemon encodes each into one scratch buffer, so a
  *   queued reply must be a copy).
+ * - The daemon's side alone: a window's pages are allocated when it is
+ *   made, and a placed reply that was never sent (it could not be
+ *   encoded) is taken back, so the client's next request, which never saw
+ *   it, is answered through the window.
  * - Stats count windows, replies through them and busy ones; a closed
  *   connection's window is freed; --reply-window 0 gives none, and Gets
  *   work as before. */
@@ -29,11 +33,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/hash.h"
+#include "daemon/window.h"
 #include "proto/transport.h"
 #include "test.h"
 #include "wire.h"
@@ -139,6 +145,11 @@ static void raw_client(const test_env *env) {
   ASSERT_EQ(ask_window(fd, &w), 0);
   ASSERT_EQ(w.size, WINDOW);
   check_seals(&w);
+  {
+    struct stat file;
+    ASSERT_EQ(fstat(w.fd, &file), 0);
+    ASSERT_GE((uint64_t)file.st_blocks * 512, WINDOW); /* allocated, not just sized */
+  }
 
   /* A client that never got the window (it says 0): inline. */
   get_taken(fd, (size_t[]){0}, 1, 0, &r);
@@ -340,6 +351,35 @@ static void unread_client(const test_env *env) {
   close(fd);
 }
 
+static void daemon_side(void) {
+  pcd_window *w;
+  uint8_t bytes[100];
+  Pcachepb__Blob b = PCACHEPB__BLOB__INIT, *bp = &b;
+  Pcachepb__GetReply g = PCACHEPB__GET_REPLY__INIT;
+  uint64_t first;
+  memset(bytes, 7, sizeof bytes);
+  ASSERT_OK(pcd_window_open(65536, &w));
+  first = pcd_window_first_seq(w);
+  ASSERT_TRUE(first != 0);
+  g.blobs = &bp;
+  g.n_blobs = 1;
+  for (int round = 0; round < 2; round++) {
+    b.blob = (ProtobufCBinaryData){sizeof bytes, bytes};
+    g.window_seq = 0;
+    ASSERT_EQ(pcd_window_place(w, &g, first), PCD_WINDOW_USED);
+    ASSERT_EQ(g.window_seq, first + 1);
+    ASSERT_EQ(b.blob_size, sizeof bytes);
+    if (round == 0)
+      pcd_window_unplace(w); /* never sent */
+  }
+  /* Sent this time: the same taken is now behind. */
+  b.blob = (ProtobufCBinaryData){sizeof bytes, bytes};
+  ASSERT_EQ(pcd_window_place(w, &g, first), PCD_WINDOW_BUSY);
+  ASSERT_EQ(pcd_window_place(w, &g, first + 1), PCD_WINDOW_USED);
+  ASSERT_EQ(g.window_seq, first + 2);
+  pcd_window_free(w);
+}
+
 static void put_all(const test_env *env, const char *app, wire_item *set, size_t n) {
   int fd = wire_open(env, app);
   for (size_t i = 0; i < n; i += 100) {
@@ -369,6 +409,7 @@ int main(void) {
   put_all(&env, "bigapp", &items[N_SMALL], 1);
   put_all(&env, "tinyapp", tiny, N_TINY);
 
+  daemon_side();
   raw_client(&env);
   transport_client(&env);
   unread_client(&env);
