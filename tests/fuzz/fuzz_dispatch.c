@@ -86,8 +86,13 @@ static int drain(void) {
         for (size_t i = 0; i < nfd; i++) {
           int fd;
           memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-          /* A bulk reply's memfd must come sealed against writes. */
-          CHECK(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE);
+          /* A passed memfd (a bulk reply's, a segment's, a reply
+           * window's) must come sealed against shrinking and against our
+           * writes: F_SEAL_WRITE, or for a window the daemon still writes
+           * into through its own mapping, F_SEAL_FUTURE_WRITE. */
+          int seals = fcntl(fd, F_GET_SEALS);
+          CHECK(seals >= 0 && (seals & F_SEAL_SHRINK) &&
+                (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)));
           close(fd);
         }
       }

@@ -127,8 +127,18 @@ int main(int argc, char **argv) {
     g.state_hashes = hashes;
     g.n_state_hashes = 3;
     request("get.bin", &req);
+    g.window_taken = 5; /* names a window this connection may not have */
+    request("get_window.bin", &req);
+    g.window_taken = 0;
     g.device_key.len = 31;
     request("get_badkey.bin", &req);
+  }
+  {
+    Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+    Pcachepb__ReplyWindow w = PCACHEPB__REPLY_WINDOW__INIT;
+    req.body_case = PCACHEPB__REQUEST__BODY_REPLY_WINDOW;
+    req.reply_window = &w;
+    request("reply_window.bin", &req);
   }
   {
     Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
