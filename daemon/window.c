@@ -17,7 +17,25 @@ struct pcd_window {
   size_t size;
   uint64_t first_seq; /* drawn at random: what window_taken starts at */
   uint64_t seq;       /* the window_seq of the last reply written here */
+  size_t populated;   /* [0, populated) has its pages (page-aligned) */
 };
+
+#define PAGE 4096u
+
+/* Gives [0, end) of the window its pages (writable) before anything is
+ * written there: a page the system will not give is then an error here,
+ * not a SIGBUS in the write. 0 or -errno. */
+static int populate(pcd_window *w, size_t end) {
+  size_t to = (end + PAGE - 1) / PAGE * PAGE;
+  if (to > w->size)
+    to = w->size;
+  if (to <= w->populated)
+    return 0;
+  if (madvise(w->map + w->populated, to - w->populated, MADV_POPULATE_WRITE) < 0)
+    return -errno;
+  w->populated = to;
+  return 0;
+}
 
 /* Never 0 (what a client without a window says), and far from wrapping. */
 static uint64_t draw_first_seq(void) {
@@ -36,7 +54,7 @@ int pcd_window_open(size_t size, pcd_window **ret_window) {
   w->map = MAP_FAILED;
   w->first_seq = w->seq = draw_first_seq();
   w->fd = memfd_create("pcache-window", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (w->fd < 0 || ftruncate(w->fd, (off_t)size) < 0 || fallocate(w->fd, 0, 0, (off_t)size) < 0)
+  if (w->fd < 0 || ftruncate(w->fd, (off_t)size) < 0)
     goto fail_errno;
   w->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
   if (w->map == MAP_FAILED)
@@ -44,10 +62,15 @@ int pcd_window_open(size_t size, pcd_window **ret_window) {
   if (fcntl(w->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) <
       0)
     goto fail_errno;
+  /* The first page now: a kernel without MADV_POPULATE_WRITE (before
+   * 5.14) says so here, and the client gets no window. */
+  if ((r = populate(w, 1)) < 0)
+    goto fail;
   *ret_window = w;
   return 0;
 fail_errno:
   r = -errno;
+fail:
   pcd_window_free(w);
   return r;
 }
@@ -104,6 +127,8 @@ pcd_window_placed pcd_window_place(pcd_window *w, Pcachepb__GetReply *reply, uin
     return PCD_WINDOW_NONE;
   if (taken != w->seq)
     return PCD_WINDOW_BUSY;
+  if (populate(w, (size_t)total) < 0)
+    return PCD_WINDOW_NONE; /* no memory for it now: inline, as without a window */
   for (i = 0; (b = next_inline(reply, &i)) != NULL; at += b->blob_size) {
     memcpy(w->map + at, b->blob.data, b->blob.len);
     b->blob_offset = at;

@@ -22,11 +22,15 @@
 
 typedef struct pcd_window pcd_window;
 
-/* A window of size bytes, its pages allocated now (a write into a shared
- * mapping that needed a page the system would not give would be SIGBUS;
- * fallocate says so as an error), its first_seq drawn at random. Returns
- * 0, -ENOMEM, or -errno (memfd_create, fallocate: -ENOSPC, mmap; -EINVAL
- * when the kernel lacks F_SEAL_FUTURE_WRITE). */
+/* A window of size bytes, its first_seq drawn at random. Its pages come
+ * as replies first reach that far into it, each range populated
+ * (MADV_POPULATE_WRITE) before the write: a write into a shared mapping
+ * that needed a page the system would not give would be SIGBUS, the
+ * populate says so as an error and the reply goes inline. So a window
+ * costs only what its replies have used, and making one costs nothing a
+ * client could repeat for memory. Returns 0, -ENOMEM, or -errno
+ * (memfd_create, mmap; -EINVAL when the kernel lacks F_SEAL_FUTURE_WRITE
+ * or MADV_POPULATE_WRITE). */
 int pcd_window_open(size_t size, pcd_window **ret_window);
 /* Unmaps and closes. window may be NULL. A client that mapped it keeps its
  * mapping. */
@@ -40,8 +44,8 @@ uint64_t pcd_window_first_seq(const pcd_window *window);
 
 /* What pcd_window_place did. */
 typedef enum pcd_window_placed {
-  PCD_WINDOW_NONE, /* no blob bytes to move, more than the window holds, or a reply
-                      that would still need a bulk memfd */
+  PCD_WINDOW_NONE, /* no blob bytes to move, more than the window holds, a reply
+                      that would still need a bulk memfd, or no memory for the pages */
   PCD_WINDOW_BUSY, /* taken does not name the last reply: the client may still read it */
   PCD_WINDOW_USED, /* the bytes are in the window; reply->window_seq says so */
 } pcd_window_placed;
