@@ -69,42 +69,23 @@ typedef struct pair {
   bench_barrier *barrier;
 } pair;
 
-/* Exactly n bytes, asking with MSG_DONTWAIT for the spin, then in poll. */
-static void recv_n(int fd, uint8_t *buf, size_t n, int spin) {
-  uint64_t until = spin ? bench_now_ns() + opt.spin_ns : 0;
-  while (n) {
-    ssize_t got = recv(fd, buf, n, MSG_DONTWAIT);
-    if (got > 0) {
-      buf += got;
-      n -= (size_t)got;
-      continue;
-    }
-    if (got == 0)
-      bench_die("peer closed");
-    if (errno != EAGAIN && errno != EINTR)
-      bench_die("recv: %s", strerror(errno));
-    if (until && bench_now_ns() < until)
-      continue;
-    until = 0;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    poll(&p, 1, -1);
-  }
-}
-
-/* As rpc.c reads: recvmsg with room for passed descriptors. */
-static void recvmsg_n(int fd, uint8_t *buf, size_t n, int spin) {
+/* Exactly n bytes, asking with MSG_DONTWAIT for the spin, then in poll.
+ * With control, as rpc.c reads: recvmsg with room for passed descriptors. */
+static void recv_n(int fd, uint8_t *buf, size_t n, int spin, int control) {
   uint64_t until = spin ? bench_now_ns() + opt.spin_ns : 0;
   while (n) {
     union {
       struct cmsghdr align;
       char buf[CMSG_SPACE(sizeof(int) * 4)];
-    } control;
+    } cbuf;
     struct iovec iov = {buf, n};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.buf,
-                         .msg_controllen = sizeof control.buf};
-    ssize_t got = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    ssize_t got;
+    if (control) {
+      msg.msg_control = cbuf.buf;
+      msg.msg_controllen = sizeof cbuf.buf;
+    }
+    got = recvmsg(fd, &msg, MSG_DONTWAIT | (control ? MSG_CMSG_CLOEXEC : 0));
     if (got > 0) {
       buf += got;
       n -= (size_t)got;
@@ -136,7 +117,7 @@ static void *server_main(void *arg) {
   uint8_t req[REQ];
   uint64_t x = (uint64_t)(uintptr_t)p;
   for (uint64_t k = 0; k < opt.iters; k++) {
-    recv_n(p->fd[1], req, REQ, 1);
+    recv_n(p->fd[1], req, REQ, 1, 0);
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     const uint8_t *payload = region + ((x >> 20) % (opt.region - opt.size) & ~(size_t)63);
     if (p->m == MODE_SOCK) {
@@ -183,16 +164,16 @@ static void *client_main(void *arg) {
     send_iov(p->fd[0], &iov, 1);
     if (p->m == MODE_SOCK) {
       uint32_t len;
-      recv_n(p->fd[0], (uint8_t *)&len, sizeof len, 1);
-      recv_n(p->fd[0], body, len, 0);
+      recv_n(p->fd[0], (uint8_t *)&len, sizeof len, 1, 0);
+      recv_n(p->fd[0], body, len, 0, 0);
     } else if (p->m == MODE_RPC) {
       uint32_t len;
-      recvmsg_n(p->fd[0], (uint8_t *)&len, sizeof len, 1);
+      recv_n(p->fd[0], (uint8_t *)&len, sizeof len, 1, 1);
       uint64_t b0 = bench_now_ns();
       uint8_t *fresh = malloc(len), *copy;
       if (!fresh)
         bench_die("out of memory");
-      recvmsg_n(p->fd[0], fresh, len, 0);
+      recv_n(p->fd[0], fresh, len, 0, 1);
       p->body_ns += bench_now_ns() - b0;
       if (!(copy = malloc(len)))
         bench_die("out of memory");
@@ -201,7 +182,7 @@ static void *client_main(void *arg) {
       free(copy);
     } else {
       uint8_t small[SMALL];
-      recv_n(p->fd[0], small, sizeof small, 1);
+      recv_n(p->fd[0], small, sizeof small, 1, 0);
       if (p->m == MODE_SHM)
         memcpy(body, p->shared, opt.size);
     }
