@@ -28,8 +28,10 @@
 #            order (--shuffle) and each into an empty cache of its own
 #            (--fresh-caches, as the replayer must) and with a layout and
 #            render pass made for each (--fresh-objects, as the replayer
-#            makes them from a description): direct_shuffled_*,
-#            direct_fresh_*, direct_objects_*. item_* say where a
+#            makes them from a description) and each destroyed as soon as
+#            it is made (--destroy-each, as a replayer that kept none
+#            alive would): direct_shuffled_*, direct_fresh_*,
+#            direct_objects_*, direct_destroyed_*. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -51,10 +53,14 @@
 #
 #   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
 #                 [--psi-seconds S] [--work-dir DIR] [--rounds R]
-#                 [--throughput-only] [--probes]
+#                 [--throughput-only] [--probes] [--concurrent]
 #
 # --rounds: direct-then-replay pairs per thread count (default 3; the
-# ratio is their median). --throughput-only stops after launch, direct
+# ratio is their median). --concurrent: each round's direct compile runs
+# beside its replay, started as the replay is, instead of just before it:
+# the lent machines' speed drifts by up to half from one run to the next
+# (bench/RESULTS.md, 2026-11-27, session 8), and two runs at the same
+# time see the same machine. With T threads each, they share 2T cores. --throughput-only stops after launch, direct
 # and replay (no fg, no psi).
 #
 # Env: PCACHED, BENCH_BIN (as run-warm.sh), DRIVER_KIND, REPEATS (3);
@@ -74,6 +80,7 @@ REPEATS=${REPEATS:-3}
 ROUNDS=3
 THROUGHPUT_ONLY=0
 PROBES=0
+CONCURRENT=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -84,8 +91,9 @@ while [ $# -gt 0 ]; do
     --work-dir) WORK_DIR=$2; shift 2 ;;
     --throughput-only) THROUGHPUT_ONLY=1; shift ;;
     --probes) PROBES=1; shift ;;
+    --concurrent) CONCURRENT=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,61p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,69p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -227,16 +235,18 @@ echo "replay_warm_create_ms=$warm_create"
 # app's pipelines by state hash, an order unrelated to the app's) and with
 # each pipeline into an empty VkPipelineCache of its own, its data read
 # back (--fresh-caches, as the replayer must to get a pipeline's own
-# blob), and with its sampler, layouts and render pass made for it alone
-# (--fresh-objects): what each alone costs the driver.
+# blob), with its sampler, layouts and render pass made for it alone
+# (--fresh-objects), and destroyed once made (--destroy-each): what each
+# alone costs the driver.
 probes() {
   local round=$1 t=$2 kind arg
-  for kind in shuffled fresh objects; do
+  for kind in shuffled fresh objects destroyed; do
     rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
     case $kind in
       shuffled) arg=--shuffle ;;
       fresh) arg=--fresh-caches ;;
       objects) arg=--fresh-objects ;;
+      destroyed) arg=--destroy-each ;;
     esac
     DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-$kind-t$t.txt" --plain \
       --threads "$t" "$arg"
@@ -252,22 +262,33 @@ probes() {
 # A compile's time varies by a quarter from run to run on the lent GPU
 # machines, so each round's ratio pairs runs made next to each other, and
 # the target's ratio is the median over the rounds.
+# direct T: the program's compile with T threads, into direct-tT.txt.
+direct() {
+  rm -rf "$WORK_DIR/xdg-direct-t$1" && mkdir -p "$WORK_DIR/xdg-direct-t$1"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$1" demo "$WORK_DIR/direct-t$1.txt" --plain --threads "$1"
+}
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
 declare -A round_ratios direct_all
 for round in $(seq 1 "$ROUNDS"); do
 for t in $tlist; do
-  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
-  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-t$t.txt" --plain --threads "$t"
+  direct_pid=""
+  if [ "$CONCURRENT" = 1 ]; then
+    updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
+    direct "$t" &
+    direct_pid=$!
+  else
+    direct "$t"
+    updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
+  fi
+  t0=$(now_ms)
+  "$CTL" --socket "$DAEMON_SOCKET" replay --wait >/dev/null 2>&1 || die "replay --wait failed"
+  wall=$(($(now_ms) - t0))
+  if [ -n "$direct_pid" ]; then wait "$direct_pid" || die "the direct compile failed"; fi
   direct_ms=$(kv "$WORK_DIR/direct-t$t.txt" create_ms)
   direct_rate=$(awk -v n="$HEAVY" -v ms="$direct_ms" 'BEGIN { printf "%.3f\n", n * 1000 / ms }')
   direct_all[$t]="${direct_all[$t]:-} $direct_ms"
   echo "replay_round${round}_direct_t${t}_create_ms=$direct_ms"
   echo "replay_round${round}_direct_t${t}_pipelines_per_s=$direct_rate"
-
-  updated "replay-t$t" "$t" PCACHE_REPLAY_QUIET_MS=0 PCACHE_REPLAY_PSI=100
-  t0=$(now_ms)
-  "$CTL" --socket "$DAEMON_SOCKET" replay --wait >/dev/null 2>&1 || die "replay --wait failed"
-  wall=$(($(now_ms) - t0))
   [ "$(progress finished)" = true ] || die "the replay did not finish"
   # Its timing line comes as it exits, just after the replay finished.
   for _ in $(seq 1 200); do

@@ -16,7 +16,7 @@
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
  *               [--plain [--cache-file FILE] [--threads N] [--shuffle]
- *               [--fresh-caches] [--fresh-objects]]
+ *               [--fresh-caches] [--fresh-objects] [--destroy-each]]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -64,6 +64,7 @@ typedef struct demo_options {
   int shuffle;            /* --plain: the variants in a fixed scrambled order */
   int fresh_caches;       /* --plain: each pipeline into an empty cache of its own */
   int fresh_objects;      /* --plain: each pipeline with a layout and render pass of its own */
+  int destroy_each;       /* --plain: each pipeline destroyed once made */
 } demo_options;
 
 typedef struct demo_vk {
@@ -95,7 +96,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
           "[--no-daemon] [--plain [--cache-file FILE] [--threads N] [--shuffle]\n"
-          "        [--fresh-caches] [--fresh-objects]]\n"
+          "        [--fresh-caches] [--fresh-objects] [--destroy-each]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
@@ -113,7 +114,9 @@ static void usage(FILE *f) {
           "                   compile through libpcache do (a benchmark's probe)\n"
           "  --fresh-objects  with --plain: each pipeline with a sampler, layouts and\n"
           "                   render pass made for it and destroyed after, as\n"
-          "                   pcache-replay makes them from a description (a probe)\n",
+          "                   pcache-replay makes them from a description (a probe)\n"
+          "  --destroy-each   with --plain: destroy each pipeline as soon as it is made,\n"
+          "                   as a replayer that keeps none alive would (a probe)\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -147,6 +150,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.fresh_caches = 1;
     } else if (!strcmp(a, "--fresh-objects")) {
       opts.fresh_objects = 1;
+    } else if (!strcmp(a, "--destroy-each")) {
+      opts.destroy_each = 1;
     } else if (!strcmp(a, "--cache-file") && val && *val) {
       opts.cache_file = val;
       i++;
@@ -170,7 +175,7 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
     }
   }
   if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches ||
-       opts.fresh_objects) &&
+       opts.fresh_objects || opts.destroy_each) &&
       !opts.plain)
     goto out_usage;
   *ret_opts = opts;
@@ -624,6 +629,7 @@ typedef struct plain_slice {
   const uint32_t *order; /* the variant at each position */
   int fresh_caches;
   int fresh_objects;
+  int destroy_each;
   uint32_t first, step, count;
   uint32_t hits;
   VkResult result;
@@ -682,6 +688,10 @@ static void *plain_slice_main(void *arg) {
     }
     s->hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
                (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+    if (s->destroy_each) {
+      vkDestroyPipeline(s->vk->device, s->pipelines[i], NULL);
+      s->pipelines[i] = VK_NULL_HANDLE;
+    }
   }
   free(variant);
   return NULL;
@@ -734,6 +744,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
                                     .order = order,
                                     .fresh_caches = opts->fresh_caches,
                                     .fresh_objects = opts->fresh_objects,
+                                    .destroy_each = opts->destroy_each,
                                     .first = started,
                                     .step = opts->threads,
                                     .count = opts->pipelines};
@@ -771,6 +782,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("shuffled=%d\n", opts->shuffle);
   printf("fresh_caches=%d\n", opts->fresh_caches);
   printf("fresh_objects=%d\n", opts->fresh_objects);
+  printf("destroy_each=%d\n", opts->destroy_each);
   printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);
