@@ -221,10 +221,10 @@ static int find_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_c
 
 VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk) { return vk->device; }
 
-int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool, const uint8_t *desc,
-                            size_t desc_size, Pcachepb__Module *const *modules, size_t n_modules,
-                            uint8_t **ret_blob, size_t *ret_size, uint64_t *ret_ns,
-                            pcache__replay_times *times) {
+int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
+                            pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
+                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
+                            size_t *ret_size, uint64_t *ret_ns, pcache__replay_times *times) {
   struct modules m = {modules, n_modules};
   VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   pcache__desc_decoded *d = NULL;
@@ -273,6 +273,9 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool, co
   *ret_blob = blob;
   *ret_size = size;
   blob = NULL;
+  /* Alive a while longer, for the driver to share its stages (keep.h). */
+  pcache__replay_keep_add(keep, vk->device, pipeline, size);
+  pipeline = VK_NULL_HANDLE;
 out_pipeline:
   vkDestroyPipeline(vk->device, pipeline, NULL);
 out_cache:

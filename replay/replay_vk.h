@@ -8,6 +8,7 @@
 
 #include "common/devkey.h"
 #include "proto/pcache.pb-c.h"
+#include "replay/keep.h"
 #include "replay/module_pool.h"
 
 typedef struct pcache__replay_vk pcache__replay_vk;
@@ -41,15 +42,14 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * cache's data, checked against the device key (pcache__malloc'ed, the
  * caller frees it). modules give the SPIR-V the description names.
  * The modules come from pool (the calling thread's own; NULL: made and
- * destroyed here). Thread-safe (one VkDevice, Vulkan's own external
- * synchronization rules kept: every object is the call's or its
- * thread's own). Returns 0, PCACHE_EBAD_DESC,
- * PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the driver's data does not
- * match its own key), -ENOMEM or -EIO (the driver refused something).
+ * destroyed here). The pipeline goes to keep (NULL: destroyed here). Thread-safe (one VkDevice,
+ * Vulkan's own external synchronization rules kept: every object is the call's or its thread's
+ * own). Returns 0, PCACHE_EBAD_DESC, PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the driver's data
+ * does not match its own key), -ENOMEM or -EIO (the driver refused something).
  */
-int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool, const uint8_t *desc,
-                            size_t desc_size, Pcachepb__Module *const *modules, size_t n_modules,
-                            uint8_t **ret_blob, size_t *ret_size, uint64_t *ret_ns,
-                            pcache__replay_times *times);
+int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
+                            pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
+                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
+                            size_t *ret_size, uint64_t *ret_ns, pcache__replay_times *times);
 
 #endif

@@ -57,6 +57,7 @@ typedef struct replayer {
   const char *socket_path;
   pcache__devkey key;
   pcache__replay_vk *vk;
+  pcache__replay_keep *keep; /* built pipelines kept alive a while (keep.h) */
   unsigned threads;
   uint64_t max_rss;
   double psi_low;             /* avg10 % from which builds are throttled */
@@ -246,8 +247,8 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   if (rp->delay_ms)
     sleep_ms(rp->delay_ms);
   w->items++;
-  r = pcache__replay_vk_build(rp->vk, w->modules, item->desc.data, item->desc.len, item->modules,
-                              item->n_modules, &blob, &size, &ns, &w->times);
+  r = pcache__replay_vk_build(rp->vk, w->modules, rp->keep, item->desc.data, item->desc.len,
+                              item->modules, item->n_modules, &blob, &size, &ns, &w->times);
   if (r == 0) {
     /* The previous item's Put had this build's time to land. */
     wait_uploads(w, 0);
@@ -434,9 +435,11 @@ static void *worker_main(void *arg) {
 /* Where the items' time went, summed over the threads, per item: what
  * bench/run-replay.sh reports beside the rate. The uploads overlap the
  * builds; "wait" is what a thread waited for its last one. */
-static void log_times(const worker *workers, unsigned n, uint64_t put_ns, uint64_t puts) {
+static void log_times(const worker *workers, unsigned n, pcache__replay_keep *keep, uint64_t put_ns,
+                      uint64_t puts) {
   pcache__replay_times t = {0};
   uint64_t claim = 0, wait = 0, slept = 0, items = 0, made = 0, lent = 0;
+  unsigned kept, kept_peak;
   for (unsigned i = 0; i < n; i++) {
     uint64_t m, l;
     t.decode_ns += workers[i].times.decode_ns;
@@ -453,12 +456,14 @@ static void log_times(const worker *workers, unsigned n, uint64_t put_ns, uint64
   }
   if (!items)
     return;
+  pcache__replay_keep_counts(keep, &kept, &kept_peak);
 #define PER(ns) ((double)(ns) / 1e6 / (double)items)
   log_info("replay: per item (ms): claim %.3f decode %.3f objects %.3f compile %.3f data %.3f "
-           "wait %.3f upload %.3f told_to_wait %.3f; puts %llu, modules made %llu, reused %llu",
+           "wait %.3f upload %.3f told_to_wait %.3f; puts %llu, modules made %llu, reused %llu, "
+           "kept %u, rss_mb %llu",
            PER(claim), PER(t.decode_ns), PER(t.objects_ns), PER(t.compile_ns), PER(t.data_ns),
            PER(wait), PER(put_ns), PER(slept), (unsigned long long)puts, (unsigned long long)made,
-           (unsigned long long)(lent - made));
+           (unsigned long long)(lent - made), kept_peak, (unsigned long long)(rss_bytes() >> 20));
 #undef PER
 }
 
@@ -478,6 +483,7 @@ int main(int argc, char **argv) {
   unsigned started = 0;
   uint64_t t0, elapsed_us, put_ns = 0, puts = 0;
   int r, code = 1, psi_started = 0;
+  unsigned keep_max, keep_mb;
 
   pcache_log_set_ident("pcache-replay");
   /* pcached starts and supervises the replayer: once pcached is gone
@@ -512,6 +518,17 @@ int main(int argc, char **argv) {
   rp.max_rss = (uint64_t)pcache__env_ms("PCACHE_REPLAY_MAX_RSS_MB", 1024, 16, 1u << 20) << 20;
   rp.psi_low = pcache__env_ms("PCACHE_REPLAY_PSI", 10, 1, 100);
   rp.delay_ms = pcache__env_ms("PCACHE_REPLAY_TEST_DELAY_MS", 0, 0, 60000);
+  keep_max = (unsigned)pcache__env_ms("PCACHE_REPLAY_KEEP", 1024, 0, 65536);
+  keep_mb = (unsigned)pcache__env_ms("PCACHE_REPLAY_KEEP_MB", 128, 1, 4096);
+  /* NVIDIA's driver also writes each pipeline it compiles into its own
+   * disk cache. The replayer's blobs go to pcache's store, so that copy
+   * only costs each build a compression and a file write, and pushes the
+   * user's own entries out of a cache bounded in size. Off, unless
+   * PCACHE_REPLAY_DRIVER_CACHE=1. Set before the loader loads the driver
+   * (it reads the variable then), while this process has one thread. */
+  v = getenv("PCACHE_REPLAY_DRIVER_CACHE");
+  if (!v || strcmp(v, "1") != 0)
+    setenv("__GL_SHADER_DISK_CACHE", "0", 1);
   v = getenv("PCACHE_REPLAY_TEST_CRASH");
   rp.crash_hash = v && *v ? v : NULL;
   v = getenv("PCACHE_REPLAY_TEST_HANG");
@@ -526,6 +543,9 @@ int main(int argc, char **argv) {
     log_error("replay: no Vulkan device for key %s: %s", device, pcache_strerror(r));
     return r == PCACHE_ENOT_FOUND ? EXIT_NO_DEVICE : 1;
   }
+  if (pcache__replay_keep_new(pcache__replay_vk_device(rp.vk), keep_max, (size_t)keep_mb << 20,
+                              &rp.keep) < 0)
+    goto out_vk;
   if ((r = pcache__replay_uploader_start(rp.socket_path, RPC_TIMEOUT_MS,
                                          pcache__replay_vk_info(rp.vk), &rp.uploader)) < 0) {
     log_error("replay: cannot reach pcached at %s: %s", rp.socket_path, pcache_strerror(r));
@@ -581,7 +601,7 @@ int main(int argc, char **argv) {
    * when their Put had landed). */
   pcache__replay_uploader_stop(rp.uploader, &put_ns, &puts);
   rp.uploader = NULL;
-  log_times(workers, started, put_ns, puts);
+  log_times(workers, started, rp.keep, put_ns, puts);
   code = atomic_load(&rp.stop) ? EXIT_RECYCLE : started == rp.threads ? 0 : 1;
   for (unsigned i = 0; i < started; i++)
     if (!workers[i].done && !atomic_load(&rp.stop))
@@ -599,6 +619,7 @@ out_workers:
 out_uploader:
   pcache__replay_uploader_stop(rp.uploader, NULL, NULL);
 out_vk:
+  pcache__replay_keep_free(rp.keep);
   pcache__replay_vk_close(rp.vk);
   return code;
 }

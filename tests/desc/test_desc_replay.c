@@ -3,7 +3,12 @@
  * device (a linked pipeline with its libraries, rebuilt from the
  * descriptions it embeds); then everything is destroyed again. The library
  * fixtures get a device of their own, with VK_EXT_graphics_pipeline_library
- * enabled, when the driver has it. */
+ * enabled, when the driver has it.
+ *
+ * The pipelines go to a keep (replay/keep.h) as pcache-replay's do, and
+ * outlive their modules, layouts and render pass there: the validation
+ * layer, when installed, says whether Vulkan allows that. The keep's
+ * bounds (on its pipelines, and on their blobs' bytes) are checked. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
+#include "replay/keep.h"
 #include "test.h"
 
 #define SKIP 77
@@ -46,9 +52,16 @@ static int have_validation(void) {
   return 0;
 }
 
-/* Describes, decodes and builds fixtures [first, end) on device; returns
- * how many it built. */
-static int replay(VkDevice device, const fx_world *w, int first, int end) {
+/* Each built pipeline is said to have had a blob this big. */
+#define BLOB_BYTES 100
+
+/* The pipelines replay() built last, newest first. */
+static VkPipeline last_built[2];
+
+/* Describes, decodes and builds fixtures [first, end) on device, each
+ * pipeline handed to keep; returns how many it built. */
+static int replay(VkDevice device, const fx_world *w, int first, int end,
+                  pcache__replay_keep *keep) {
   int built = 0;
   for (int i = first; i < end; i++) {
     fx_pipeline *p;
@@ -77,7 +90,9 @@ static int replay(VkDevice device, const fx_world *w, int first, int end) {
     ASSERT_OK(pcache__desc_decoded_create_objects(d, device, NULL));
     ASSERT_OK(pcache__desc_decoded_create_pipeline(d, device, VK_NULL_HANDLE, NULL, &pipeline));
     ASSERT_TRUE(pipeline != VK_NULL_HANDLE);
-    vkDestroyPipeline(device, pipeline, NULL);
+    last_built[1] = last_built[0];
+    last_built[0] = pipeline;
+    pcache__replay_keep_add(keep, device, pipeline, BLOB_BYTES);
     pcache__desc_decoded_destroy_objects(d, device, NULL);
     ASSERT_TRUE(d->layout == VK_NULL_HANDLE && d->render_pass == VK_NULL_HANDLE);
     for (uint32_t l = 0; l < d->n_libraries; l++)
@@ -197,7 +212,42 @@ int main(void) {
   ASSERT_VK(vkCreateDevice(phys[0], &dci, NULL, &device));
 
   fx_world_init(&w, 0x9000, 8);
-  built = replay(device, &w, 0, FX_GPL_FIRST);
+  {
+    /* At most 3 pipelines: the count binds. */
+    pcache__replay_keep *keep;
+    unsigned now, peak;
+    ASSERT_OK(pcache__replay_keep_new(device, 3, 1u << 20, &keep));
+    built = replay(device, &w, 0, FX_GPL_FIRST, keep);
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(now, 3);
+    ASSERT_EQ(peak, 3);
+    /* The oldest went to make room. */
+    ASSERT_TRUE(pcache__replay_keep_holds(keep, last_built[0]));
+    ASSERT_TRUE(pcache__replay_keep_holds(keep, last_built[1]));
+    pcache__replay_keep_free(keep);
+    /* At most 250 bytes of blobs: two of them. */
+    ASSERT_OK(pcache__replay_keep_new(device, 8, 250, &keep));
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, keep), built);
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(now, 2);
+    ASSERT_EQ(peak, 2);
+    ASSERT_TRUE(pcache__replay_keep_holds(keep, last_built[0]));
+    ASSERT_TRUE(pcache__replay_keep_holds(keep, last_built[1]));
+    pcache__replay_keep_free(keep);
+    /* One alone over the bytes, or a keep of none: destroyed at once. */
+    ASSERT_OK(pcache__replay_keep_new(device, 8, BLOB_BYTES - 1, &keep));
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, keep), built);
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(peak, 0);
+    pcache__replay_keep_free(keep);
+    ASSERT_OK(pcache__replay_keep_new(device, 0, 1u << 20, &keep));
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, keep), built);
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(peak, 0);
+    pcache__replay_keep_free(keep);
+    /* No keep at all: destroyed where it was built. */
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, NULL), built);
+  }
   vkDestroyDevice(device, NULL);
   if (gpl_supported(phys[0])) {
     VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT fgpl = {
@@ -209,8 +259,11 @@ int main(void) {
     dci.enabledExtensionCount = 2;
     dci.ppEnabledExtensionNames = exts;
     ASSERT_VK(vkCreateDevice(phys[0], &dci, NULL, &device));
-    gpl_built = replay(device, &w, FX_GPL_FIRST, FX_COUNT);
+    pcache__replay_keep *keep;
+    ASSERT_OK(pcache__replay_keep_new(device, 4, 1u << 20, &keep));
+    gpl_built = replay(device, &w, FX_GPL_FIRST, FX_COUNT, keep);
     ASSERT_EQ(gpl_built, FX_COUNT - FX_GPL_FIRST);
+    pcache__replay_keep_free(keep);
     vkDestroyDevice(device, NULL);
   } else {
     printf("no VK_EXT_graphics_pipeline_library: library fixtures not built\n");
