@@ -101,9 +101,13 @@ static void cpu_relax(void) {
 #endif
 }
 
-/* Descriptors a frame may bring: a memfd, and a segment's lease. */
+/* Descriptors received and not yet given to a frame: a frame brings at
+ * most two (a memfd, and a segment's lease); a receive buffer may hold
+ * those of a few frames read ahead. */
+#define FDS_MAX 8
+
 typedef struct passed_fds {
-  int fd[2];
+  int fd[FDS_MAX];
   size_t n;
 } passed_fds;
 
@@ -113,14 +117,14 @@ static void passed_close(passed_fds *p) {
   p->n = 0;
 }
 
-/* Reads exactly size bytes. Descriptors passed with SCM_RIGHTS on any of
- * them are added to *fds; a third is a protocol error (the daemon sends
- * at most a memfd and a lease per frame). spin: ask again for spin_ns()
- * before the first sleep (a reply's first bytes). */
-static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed_fds *fds,
-                    int spin) {
-  uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
-  while (size > 0) {
+/* One recvmsg that returns bytes, into buf (size > 0), waiting in poll up
+ * to deadline; while *spin_until (mono ns) lies ahead, it asks again
+ * instead of sleeping, then clears it. Descriptors passed with SCM_RIGHTS
+ * are added to *fds, at most max_fds in all: one more is a protocol error
+ * (and closed). Returns the bytes read (> 0) or an error. */
+static ssize_t recv_some(int fd, uint8_t *buf, size_t size, uint64_t deadline, uint64_t *spin_until,
+                         passed_fds *fds, size_t max_fds) {
+  for (;;) {
     union {
       struct cmsghdr align;
       char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -136,11 +140,11 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         int r;
-        if (spin_until && pcache__mono_ns() < spin_until) {
+        if (*spin_until && pcache__mono_ns() < *spin_until) {
           cpu_relax();
           continue;
         }
-        spin_until = 0;
+        *spin_until = 0;
         if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
           return r;
         continue;
@@ -155,7 +159,7 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed
       for (size_t i = 0; i < nfds; i++) {
         int got;
         memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-        if (fds->n < 2 && !bad)
+        if (fds->n < max_fds && !bad)
           fds->fd[fds->n++] = got;
         else {
           close(got);
@@ -167,8 +171,119 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed
       return PCACHE_EPROTO;
     if (n == 0)
       return -ECONNRESET; /* the daemon closed the connection */
+    return n;
+  }
+}
+
+/* Reads exactly size bytes (see recv_some). spin: ask again for
+ * spin_ns() before the first sleep (a reply's first bytes). */
+static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed_fds *fds,
+                    size_t max_fds, int spin) {
+  uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
+  while (size > 0) {
+    ssize_t n = recv_some(fd, buf, size, deadline, &spin_until, fds, max_fds);
+    if (n < 0)
+      return (int)n;
     buf += n;
     size -= (size_t)n;
+  }
+  return 0;
+}
+
+/* A connection's receive buffer (rpc.h). */
+#define RX_SIZE 4096
+
+struct pcache__rx {
+  size_t start, len; /* the bytes read and not yet taken: buf[start, start + len) */
+  passed_fds fds;    /* the descriptors that came with them, in order */
+  uint8_t buf[RX_SIZE];
+};
+
+pcache__rx *pcache__rx_new(void) { return pcache__calloc(1, sizeof(pcache__rx)); }
+
+void pcache__rx_free(pcache__rx *rx) {
+  if (!rx)
+    return;
+  passed_close(&rx->fds);
+  pcache__free(rx);
+}
+
+/* Reads into rx until it holds want bytes (<= RX_SIZE), as many more as
+ * the socket has room for in one go: what comes after this frame is the
+ * next one's. */
+static int rx_fill(int fd, pcache__rx *rx, size_t want, uint64_t deadline, int spin) {
+  uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
+  if (rx->len == 0)
+    rx->start = 0;
+  else if (rx->start + want > RX_SIZE) {
+    memmove(rx->buf, rx->buf + rx->start, rx->len);
+    rx->start = 0;
+  }
+  while (rx->len < want) {
+    size_t end = rx->start + rx->len;
+    ssize_t n =
+        recv_some(fd, rx->buf + end, RX_SIZE - end, deadline, &spin_until, &rx->fds, FDS_MAX);
+    if (n < 0)
+      return (int)n;
+    rx->len += (size_t)n;
+  }
+  return 0;
+}
+
+static void rx_take(pcache__rx *rx, size_t n) {
+  rx->start += n;
+  rx->len -= n;
+}
+
+/* One frame's body: in *ret_body, either inside rx (small frames; taken
+ * from rx once decoded) or in *ret_owned (the caller frees it). */
+static int rx_frame(int fd, pcache__rx *rx, uint32_t max_frame, uint64_t deadline,
+                    const uint8_t **ret_body, uint32_t *ret_length, uint8_t **ret_owned) {
+  uint32_t length;
+  size_t have;
+  uint8_t *body;
+  int r = rx_fill(fd, rx, PCACHE_FRAME_HEADER_SIZE, deadline, 1);
+  if (r < 0)
+    return r;
+  if ((r = pcache__frame_length(rx->buf + rx->start, max_frame, &length)) < 0)
+    return r;
+  *ret_length = length;
+  if ((size_t)length <= RX_SIZE - PCACHE_FRAME_HEADER_SIZE) {
+    if ((r = rx_fill(fd, rx, PCACHE_FRAME_HEADER_SIZE + (size_t)length, deadline, 0)) < 0)
+      return r;
+    *ret_body = rx->buf + rx->start + PCACHE_FRAME_HEADER_SIZE;
+    *ret_owned = NULL;
+    return 0;
+  }
+  /* Larger than the buffer: what it holds, then the rest read exactly. */
+  if (!(body = pcache__malloc(length)))
+    return -ENOMEM;
+  rx_take(rx, PCACHE_FRAME_HEADER_SIZE);
+  have = rx->len < length ? rx->len : length;
+  memcpy(body, rx->buf + rx->start, have);
+  rx_take(rx, have);
+  r = recv_all(fd, body + have, length - have, deadline, &rx->fds, FDS_MAX, 0);
+  if (r < 0) {
+    pcache__free(body);
+    return r;
+  }
+  *ret_body = *ret_owned = body;
+  return 0;
+}
+
+/* The want descriptors of the frame just read, from rx's: a descriptor
+ * comes with the first bytes of the frame that carries it, so once no
+ * bytes are left, neither may descriptors be. */
+static int rx_fds(pcache__rx *rx, size_t want, passed_fds *ret) {
+  if (rx->fds.n < want)
+    return PCACHE_EPROTO;
+  memcpy(ret->fd, rx->fds.fd, want * sizeof(int));
+  ret->n = want;
+  rx->fds.n -= want;
+  memmove(rx->fds.fd, rx->fds.fd + want, rx->fds.n * sizeof(int));
+  if (rx->len == 0 && rx->fds.n) {
+    passed_close(&rx->fds);
+    return PCACHE_EPROTO;
   }
   return 0;
 }
@@ -214,48 +329,68 @@ static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache__reply *reply) {
   return 0;
 }
 
-/* One Response frame, resolved through its memfd when it is a bulk one. */
-static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
+/* The descriptors a Response says it brings: a SegmentReply of nonzero
+ * size the segment's memfd (and its lease when it says so), a
+ * ReplyWindowReply of nonzero size the window's memfd, a bulk one its
+ * memfd; any other, none. */
+static size_t fds_wanted(const Pcachepb__Response *r) {
+  if (r->body_case == PCACHEPB__RESPONSE__BODY_BULK)
+    return 1;
+  if (r->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && r->segment->size)
+    return 1u + (r->segment->lease != 0);
+  if (r->body_case == PCACHEPB__RESPONSE__BODY_REPLY_WINDOW && r->reply_window->size)
+    return 1;
+  return 0;
+}
+
+/* One Response frame, resolved through its memfd when it is a bulk one;
+ * through rx when there is one, else read exactly. */
+static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t deadline,
                          pcache__reply *ret_reply) {
   uint8_t header[PCACHE_FRAME_HEADER_SIZE];
-  uint8_t *body = NULL;
+  uint8_t *owned = NULL;
+  const uint8_t *body;
   uint32_t length;
   passed_fds fds = {.n = 0};
+  size_t want;
   int r;
   pcache__reply reply = {0};
   Pcachepb__Response *outer = NULL;
 
-  r = recv_all(sock, header, sizeof header, deadline, &fds, 1);
-  if (r < 0)
-    goto out;
-  /* Checked before anything is allocated for the body. */
-  r = pcache__frame_length(header, max_frame, &length);
-  if (r < 0)
-    goto out;
-  body = pcache__malloc(length);
-  if (!body) {
-    r = -ENOMEM;
-    goto out;
-  }
-  r = recv_all(sock, body, length, deadline, &fds, 0);
-  if (r < 0)
-    goto out;
-  r = pcache__response_decode(body, length, &outer);
-  if (r < 0)
-    goto out;
-  if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
-    /* A SegmentReply of nonzero size is one other frame with an fd (the
-     * segment's memfd, and its lease when it says so), a ReplyWindowReply
-     * of nonzero size the other (the window's memfd); any other
-     * descriptor nobody asked for. */
-    int seg = outer->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT && outer->segment->size;
-    int win = outer->body_case == PCACHEPB__RESPONSE__BODY_REPLY_WINDOW &&
-              outer->reply_window->size;
-    size_t want = seg ? 1u + (outer->segment->lease != 0) : win ? 1u : 0u;
-    if (fds.n != want) {
-      r = PCACHE_EPROTO;
-      goto out_free_outer;
+  if (rx) {
+    r = rx_frame(sock, rx, max_frame, deadline, &body, &length, &owned);
+    if (r < 0)
+      goto out;
+  } else {
+    r = recv_all(sock, header, sizeof header, deadline, &fds, 2, 1);
+    if (r < 0)
+      goto out;
+    /* Checked before anything is allocated for the body. */
+    r = pcache__frame_length(header, max_frame, &length);
+    if (r < 0)
+      goto out;
+    body = owned = pcache__malloc(length);
+    if (!owned) {
+      r = -ENOMEM;
+      goto out;
     }
+    r = recv_all(sock, owned, length, deadline, &fds, 2, 0);
+    if (r < 0)
+      goto out;
+  }
+  r = pcache__response_decode(body, length, &outer);
+  if (rx && !owned)
+    rx_take(rx, PCACHE_FRAME_HEADER_SIZE + (size_t)length); /* decoded: a copy */
+  if (r < 0)
+    goto out;
+  want = fds_wanted(outer);
+  if (rx)
+    r = rx_fds(rx, want, &fds);
+  else if (fds.n != want)
+    r = PCACHE_EPROTO;
+  if (r < 0)
+    goto out_free_outer;
+  if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
     reply.passed_fd = want ? fds.fd[0] : -1;
     reply.has_passed_fd = want > 0;
     reply.lease_fd = want > 1 ? fds.fd[1] : -1;
@@ -264,10 +399,6 @@ static int recv_response(int sock, uint32_t max_frame, uint64_t deadline,
     reply.response = outer;
     outer = NULL;
     goto done;
-  }
-  if (fds.n != 1) {
-    r = PCACHE_EPROTO;
-    goto out_free_outer;
   }
   r = open_bulk(outer->bulk, fds.fd[0], &reply);
   if (r < 0)
@@ -291,7 +422,7 @@ out_free_outer:
   pcache__response_free(outer);
 out:
   passed_close(&fds);
-  pcache__free(body);
+  pcache__free(owned);
   return r;
 }
 
@@ -308,9 +439,14 @@ static int verdict(const Pcachepb__Response *response, Pcachepb__Response__BodyC
 
 int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_frame,
                      uint64_t deadline_ms, pcache__reply *ret_reply) {
+  return pcache__rpc_recv_rx(fd, NULL, expect, max_frame, deadline_ms, ret_reply);
+}
+
+int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
+                        uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply) {
   int r;
   *ret_reply = (pcache__reply){0};
-  r = recv_response(fd, max_frame, deadline_ms, ret_reply);
+  r = recv_response(fd, rx, max_frame, deadline_ms, ret_reply);
   return r < 0 ? r : verdict(ret_reply->response, expect);
 }
 

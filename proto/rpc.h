@@ -63,6 +63,27 @@ int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_f
                      uint64_t deadline_ms, pcache__reply *ret_reply);
 
 /*
+ * A connection's receive buffer. Read through one, a small Response
+ * (up to about 4 KiB) takes one recvmsg where reading it exactly takes
+ * two (its length, then its body); what that read brought of the next
+ * frames, and the descriptors that came with them, wait in it for them.
+ * So once one is used on a socket, every Response on it must be read
+ * through it. A descriptor comes with the first bytes of the frame that
+ * carries it: each frame takes, in order, those its Response says it
+ * brings, and any left over when no bytes are is a protocol error.
+ * pcache__rx_new returns NULL when out of memory; pcache__rx_free closes
+ * the descriptors it still holds (rx may be NULL).
+ */
+typedef struct pcache__rx pcache__rx;
+pcache__rx *pcache__rx_new(void);
+void pcache__rx_free(pcache__rx *rx);
+
+/* pcache__rpc_recv through rx (NULL: read exactly, as pcache__rpc_recv).
+ * Same results. */
+int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
+                        uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply);
+
+/*
  * pcache__rpc_set_cancel_fd - from now on, every wait of the calling
  * thread's RPCs also watches fd, an eventfd or pipe (-1: none), and gives
  * up with -ECANCELED as soon as it is readable. This is how a background

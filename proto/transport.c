@@ -1,6 +1,7 @@
 /* The client side of the connection: connect, check who listens, Hello,
  * and the reply window when asked for. Every request after that, Hello
- * included, goes through pcache__rpc (rpc.c); with a window, each Get and
+ * included, goes through pcache__rpc (rpc.c), every reply through the
+ * connection's receive buffer (pcache__rx); with a window, each Get and
  * Prefetch says what the client took of it and each reply's window bytes
  * are copied out here (window.h). */
 #include "transport.h"
@@ -24,6 +25,7 @@ struct pcache__transport {
   uint32_t max_frame;
   Pcachepb__Response *hello; /* the whole HelloReply response, kept for its limits */
   pcache__window *window;    /* the reply window, or NULL */
+  pcache__rx *rx;            /* every Response is read through it (rpc.h) */
 };
 
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
@@ -54,7 +56,8 @@ int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__Bod
     *ret_reply = (pcache__reply){0};
     return -EINVAL;
   }
-  r = pcache__rpc_recv(transport->fd, expect, transport->max_frame, deadline_ms, ret_reply);
+  r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->max_frame, deadline_ms,
+                          ret_reply);
   if (r == 0 && (r = pcache__window_take(transport->window, ret_reply)) < 0)
     pcache__reply_release(ret_reply); /* out of step: no Response, as rpc.h says */
   return r;
@@ -185,6 +188,10 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
     return -ENOMEM;
   t->fd = -1;
   t->max_frame = PCACHE_DEFAULT_MAX_FRAME;
+  if (!(t->rx = pcache__rx_new())) {
+    r = -ENOMEM;
+    goto out_free;
+  }
   r = connect_unix(socket_path, timeout_ms, &t->fd, &peer_uid);
   if (r == PCACHE_EPEER && ret_message) {
     char msg[200];
@@ -234,6 +241,7 @@ void pcache__transport_close(pcache__transport *transport) {
   if (transport->fd >= 0)
     close(transport->fd);
   pcache__window_unmap(transport->window);
+  pcache__rx_free(transport->rx);
   pcache__response_free(transport->hello);
   pcache__free(transport);
 }
