@@ -1,6 +1,9 @@
 #include "hash.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+
+#include "hash_simd.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -12,7 +15,33 @@ void pcache__hash128(const void *data, size_t size, pcache__hash *ret_hash) {
   memcpy(ret_hash->bytes, canon.digest, PCACHE_HASH_SIZE);
 }
 
-uint64_t pcache__checksum64(const void *data, size_t size) { return XXH3_64bits(data, size); }
+typedef uint64_t (*checksum_fn)(const void *data, size_t size);
+
+static uint64_t checksum64_base(const void *data, size_t size) { return XXH3_64bits(data, size); }
+
+/* The build of XXH3-64 this CPU runs best: picked once, on first use. */
+static checksum_fn checksum_pick(void) {
+#ifdef PCACHE_HAVE_CHECKSUM_AVX2
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2"))
+    return pcache__checksum64_avx2;
+#endif
+  return checksum64_base;
+}
+
+uint64_t pcache__checksum64(const void *data, size_t size) {
+  static _Atomic(checksum_fn) chosen;
+  checksum_fn f = atomic_load_explicit(&chosen, memory_order_relaxed);
+  if (!f) {
+    f = checksum_pick();
+    atomic_store_explicit(&chosen, f, memory_order_relaxed);
+  }
+  return f(data, size);
+}
+
+uint64_t pcache__checksum64_portable(const void *data, size_t size) {
+  return checksum64_base(data, size);
+}
 
 void pcache__hex(const void *data, size_t size, char *out) {
   static const char digits[] = "0123456789abcdef";

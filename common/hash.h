@@ -15,7 +15,11 @@ typedef struct pcache__hash {
 } pcache__hash;
 
 void pcache__hash128(const void *data, size_t size, pcache__hash *ret_hash);
+/* XXH3-64, with the widest vector instructions this CPU has that pcache
+ * was built for (AVX2 on x86-64, picked at run time; hash_simd.h). */
 uint64_t pcache__checksum64(const void *data, size_t size);
+/* The same, always with the baseline build (tests compare the two). */
+uint64_t pcache__checksum64_portable(const void *data, size_t size);
 
 static inline int pcache__hash_equal(const pcache__hash *a, const pcache__hash *b) {
   return memcmp(a->bytes, b->bytes, PCACHE_HASH_SIZE) == 0;
