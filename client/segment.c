@@ -44,7 +44,13 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   m = pcache__calloc(1, sizeof *m);
   if (!m)
     goto out;
-  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->key, 1, m, &why);
+  /* Not populated: an app reads the snapshot and the blobs it lacks, and
+   * with a snapshot that is a few MiB of a segment that may hold hundreds.
+   * Populating all of it made a 2048-pipeline start's device creation
+   * take 6-14 ms on the H100 instead of 0.7 (bench/RESULTS.md,
+   * 2026-11-27, session 8); pages read come in as they are touched, a
+   * fault per 16 of them. */
+  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->key, 0, m, &why);
   if (r < 0) {
     static const char site[] = "refused_segment";
     atomic_fetch_add(&d->stats.segment_refused, 1);
