@@ -9,7 +9,7 @@
  *   sock   a 4-byte length and --size bytes of payload sent straight from
  *          a --region-mb region at a random offset (as a Get's blob from
  *          LMDB's map, out of cache), read by the client in two recvs as
- *          rpc.c does (header, then body)
+ *          rpc.c did before its receive buffer (header, then body)
  *   shm    the server copies the payload into a buffer both map and sends
  *          16 bytes; the client copies it out (one copy each side, none
  *          through the kernel)
@@ -17,7 +17,9 @@
  *          (the checksum's pass), copies it into a frame on the heap and
  *          sends that; the client reads the header with recvmsg (room for
  *          descriptors, as rpc.c asks), the body into a fresh malloc, and
- *          copies it once more (protobuf-c's unpack of a bytes field).
+ *          copies it once more (protobuf-c's unpack of a bytes field):
+ *          rpc.c's reads before its receive buffer (pcache__rx), which
+ *          reads a small reply whole in one recvmsg.
  *          Also floor_rpc_c<clients>_body_recv_us: the body's recvmsg alone
  *
  *   bench_floor [--clients 1,8] [--iters N] [--size BYTES] [--spin-us US]

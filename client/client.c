@@ -183,8 +183,14 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
     goto out_unlock; /* connected, just out of time: keep the connection */
   }
   r = pcache__transport_rpc(lane->transport, request, expect, deadline_ms, ret_reply);
-  if (r < 0 && !ret_reply->response) {
-    drop_transport_locked(client, id); /* a late reply would desync the stream */
+  /* No Response: a late one would put the stream out of step. A Response
+   * the daemon did not refuse with (status >= 0) but that rpc.c still
+   * calls PCACHE_EPROTO is of another kind or has a status that is not
+   * ours: one meant for an earlier request, or sent unasked, and every
+   * later reply would be one behind. Either way the connection goes, and
+   * the next call makes a fresh one. (A refusal, status < 0, keeps it.) */
+  if (r < 0 && (!ret_reply->response || (r == PCACHE_EPROTO && ret_reply->response->status >= 0))) {
+    drop_transport_locked(client, id);
     tell_state_locked(client, id, 0, r);
   } else
     atomic_store(&client->connected, 1);

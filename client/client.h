@@ -71,8 +71,10 @@ static inline pcache__logger *pcache__client_logger(pcache_client *client) {
  * PCACHE_EDISABLED, PCACHE_EUNAVAILABLE, -ETIMEDOUT, -ECANCELED (the
  * calling thread's cancel fd, pcache__rpc_set_cancel_fd), or
  * pcache__rpc's result: the daemon's refusal (its Response then in
- * ret_reply->response) or a failure of the exchange (the connection is
- * then closed and the client marked disconnected). As with pcache__rpc,
+ * ret_reply->response; the connection stays) or a failure of the
+ * exchange, a Response out of step included (PCACHE_EPROTO with a
+ * Response of status >= 0: another kind, or a status not ours): the
+ * connection is then closed and the client marked disconnected. As with pcache__rpc,
  * *ret_reply is written in every case: release it in every case.
  */
 int pcache__client_rpc(pcache_client *client, pcache__lane_id lane,

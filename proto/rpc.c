@@ -108,6 +108,9 @@ static void cpu_relax(void) {
 
 typedef struct passed_fds {
   int fd[FDS_MAX];
+  /* For each, through a receive buffer: the stream offset just past the
+   * last byte of the recvmsg that brought it (rx_fds). */
+  uint64_t end[FDS_MAX];
   size_t n;
 } passed_fds;
 
@@ -121,9 +124,12 @@ static void passed_close(passed_fds *p) {
  * to deadline; while *spin_until (mono ns) lies ahead, it asks again
  * instead of sleeping, then clears it. Descriptors passed with SCM_RIGHTS
  * are added to *fds, at most max_fds in all: one more is a protocol error
- * (and closed). Returns the bytes read (> 0) or an error. */
+ * (and closed). With stream (the count of bytes read so far on the
+ * socket), the count grows by what was read and the new descriptors are
+ * stamped with it. Returns the bytes read (> 0) or an error. */
 static ssize_t recv_some(int fd, uint8_t *buf, size_t size, uint64_t deadline, uint64_t *spin_until,
-                         passed_fds *fds, size_t max_fds) {
+                         passed_fds *fds, size_t max_fds, uint64_t *stream) {
+  size_t had = fds->n;
   for (;;) {
     union {
       struct cmsghdr align;
@@ -171,21 +177,30 @@ static ssize_t recv_some(int fd, uint8_t *buf, size_t size, uint64_t deadline, u
       return PCACHE_EPROTO;
     if (n == 0)
       return -ECONNRESET; /* the daemon closed the connection */
+    if (stream) {
+      *stream += (uint64_t)n;
+      for (size_t i = had; i < fds->n; i++)
+        fds->end[i] = *stream;
+    }
     return n;
   }
 }
 
 /* Reads exactly size bytes (see recv_some). spin: ask again for
- * spin_ns() before the first sleep (a reply's first bytes). */
+ * spin_ns() before the first sleep (a reply's first bytes). A peer that
+ * keeps sending never holds it past deadline: recv_some looks at the
+ * clock only when the socket is empty, so it is looked at here too. */
 static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed_fds *fds,
-                    size_t max_fds, int spin) {
+                    size_t max_fds, uint64_t *stream, int spin) {
   uint64_t spin_until = spin ? pcache__mono_ns() + spin_ns() : 0;
   while (size > 0) {
-    ssize_t n = recv_some(fd, buf, size, deadline, &spin_until, fds, max_fds);
+    ssize_t n = recv_some(fd, buf, size, deadline, &spin_until, fds, max_fds, stream);
     if (n < 0)
       return (int)n;
     buf += n;
     size -= (size_t)n;
+    if (size > 0 && pcache__mono_ms() >= deadline)
+      return -ETIMEDOUT;
   }
   return 0;
 }
@@ -195,7 +210,9 @@ static int recv_all(int fd, uint8_t *buf, size_t size, uint64_t deadline, passed
 
 struct pcache__rx {
   size_t start, len; /* the bytes read and not yet taken: buf[start, start + len) */
-  passed_fds fds;    /* the descriptors that came with them, in order */
+  uint64_t base;     /* the stream offset of buf[start] */
+  uint64_t in;       /* bytes read from the socket so far */
+  passed_fds fds;    /* the descriptors not yet taken, in the order they came */
   uint8_t buf[RX_SIZE];
 };
 
@@ -221,11 +238,13 @@ static int rx_fill(int fd, pcache__rx *rx, size_t want, uint64_t deadline, int s
   }
   while (rx->len < want) {
     size_t end = rx->start + rx->len;
-    ssize_t n =
-        recv_some(fd, rx->buf + end, RX_SIZE - end, deadline, &spin_until, &rx->fds, FDS_MAX);
+    ssize_t n = recv_some(fd, rx->buf + end, RX_SIZE - end, deadline, &spin_until, &rx->fds,
+                          FDS_MAX, &rx->in);
     if (n < 0)
       return (int)n;
     rx->len += (size_t)n;
+    if (rx->len < want && pcache__mono_ms() >= deadline)
+      return -ETIMEDOUT; /* as in recv_all */
   }
   return 0;
 }
@@ -233,6 +252,7 @@ static int rx_fill(int fd, pcache__rx *rx, size_t want, uint64_t deadline, int s
 static void rx_take(pcache__rx *rx, size_t n) {
   rx->start += n;
   rx->len -= n;
+  rx->base += n;
 }
 
 /* One frame's body: in *ret_body, either inside rx (small frames; taken
@@ -262,30 +282,40 @@ static int rx_frame(int fd, pcache__rx *rx, uint32_t max_frame, uint64_t deadlin
   have = rx->len < length ? rx->len : length;
   memcpy(body, rx->buf + rx->start, have);
   rx_take(rx, have);
-  r = recv_all(fd, body + have, length - have, deadline, &rx->fds, FDS_MAX, 0);
+  r = recv_all(fd, body + have, length - have, deadline, &rx->fds, FDS_MAX, &rx->in, 0);
   if (r < 0) {
     pcache__free(body);
     return r;
   }
+  rx->base = rx->in; /* read exactly to the frame's end: nothing buffered */
   *ret_body = *ret_owned = body;
   return 0;
 }
 
-/* The want descriptors of the frame just read, from rx's: a descriptor
- * comes with the first bytes of the frame that carries it, so once no
- * bytes are left, neither may descriptors be. */
-static int rx_fds(pcache__rx *rx, size_t want, passed_fds *ret) {
-  if (rx->fds.n < want)
-    return PCACHE_EPROTO;
+/* The want descriptors of the frame at stream offsets [start, end), from
+ * rx's. The daemon sends a frame in one sendmsg with its descriptors, and
+ * the kernel hands them over with the frame's first bytes, ending that
+ * recvmsg right after the part of the frame that carried them (or sooner,
+ * when the buffer is full). So a descriptor is this frame's exactly when
+ * the read that brought it ended inside the frame: the first want must,
+ * and any other that did, or ended before it, is one too many. Either
+ * way the stream is out of step: PCACHE_EPROTO, the rest closed. */
+static int rx_fds(pcache__rx *rx, size_t want, uint64_t start, uint64_t end, passed_fds *ret) {
+  size_t i;
+  for (i = 0; i < want; i++)
+    if (i >= rx->fds.n || rx->fds.end[i] <= start || rx->fds.end[i] > end)
+      goto refuse;
+  if (want < rx->fds.n && rx->fds.end[want] <= end)
+    goto refuse;
   memcpy(ret->fd, rx->fds.fd, want * sizeof(int));
   ret->n = want;
   rx->fds.n -= want;
   memmove(rx->fds.fd, rx->fds.fd + want, rx->fds.n * sizeof(int));
-  if (rx->len == 0 && rx->fds.n) {
-    passed_close(&rx->fds);
-    return PCACHE_EPROTO;
-  }
+  memmove(rx->fds.end, rx->fds.end + want, rx->fds.n * sizeof(uint64_t));
   return 0;
+refuse:
+  passed_close(&rx->fds);
+  return PCACHE_EPROTO;
 }
 
 int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_frame,
@@ -353,16 +383,18 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
   uint32_t length;
   passed_fds fds = {.n = 0};
   size_t want;
+  uint64_t start = 0;
   int r;
   pcache__reply reply = {0};
   Pcachepb__Response *outer = NULL;
 
   if (rx) {
+    start = rx->base;
     r = rx_frame(sock, rx, max_frame, deadline, &body, &length, &owned);
     if (r < 0)
       goto out;
   } else {
-    r = recv_all(sock, header, sizeof header, deadline, &fds, 2, 1);
+    r = recv_all(sock, header, sizeof header, deadline, &fds, 2, NULL, 1);
     if (r < 0)
       goto out;
     /* Checked before anything is allocated for the body. */
@@ -374,7 +406,7 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
       r = -ENOMEM;
       goto out;
     }
-    r = recv_all(sock, owned, length, deadline, &fds, 2, 0);
+    r = recv_all(sock, owned, length, deadline, &fds, 2, NULL, 0);
     if (r < 0)
       goto out;
   }
@@ -385,7 +417,7 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
     goto out;
   want = fds_wanted(outer);
   if (rx)
-    r = rx_fds(rx, want, &fds);
+    r = rx_fds(rx, want, start, start + PCACHE_FRAME_HEADER_SIZE + length, &fds);
   else if (fds.n != want)
     r = PCACHE_EPROTO;
   if (r < 0)

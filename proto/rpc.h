@@ -68,9 +68,12 @@ int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_f
  * two (its length, then its body); what that read brought of the next
  * frames, and the descriptors that came with them, wait in it for them.
  * So once one is used on a socket, every Response on it must be read
- * through it. A descriptor comes with the first bytes of the frame that
- * carries it: each frame takes, in order, those its Response says it
- * brings, and any left over when no bytes are is a protocol error.
+ * through it. The kernel hands descriptors over with the first bytes of
+ * the message that carried them and ends that read right after its part
+ * of the message, and the daemon sends each frame in one message: so a
+ * descriptor is the frame's inside which the read that brought it ended.
+ * A frame whose descriptors are not those its Response says it brings
+ * (a memfd, a segment and its lease, a window) is PCACHE_EPROTO.
  * pcache__rx_new returns NULL when out of memory; pcache__rx_free closes
  * the descriptors it still holds (rx may be NULL).
  */

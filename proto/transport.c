@@ -22,7 +22,8 @@
 
 struct pcache__transport {
   int fd;
-  uint32_t max_frame;
+  uint32_t max_frame;        /* the daemon's, for what we send */
+  uint32_t recv_frame;       /* for what we read: never over our own default */
   Pcachepb__Response *hello; /* the whole HelloReply response, kept for its limits */
   pcache__window *window;    /* the reply window, or NULL */
   pcache__rx *rx;            /* every Response is read through it (rpc.h) */
@@ -56,7 +57,7 @@ int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__Bod
     *ret_reply = (pcache__reply){0};
     return -EINVAL;
   }
-  r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->max_frame, deadline_ms,
+  r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->recv_frame, deadline_ms,
                           ret_reply);
   if (r == 0 && (r = pcache__window_take(transport->window, ret_reply)) < 0)
     pcache__reply_release(ret_reply); /* out of step: no Response, as rpc.h says */
@@ -187,7 +188,7 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   if (!t)
     return -ENOMEM;
   t->fd = -1;
-  t->max_frame = PCACHE_DEFAULT_MAX_FRAME;
+  t->max_frame = t->recv_frame = PCACHE_DEFAULT_MAX_FRAME;
   if (!(t->rx = pcache__rx_new())) {
     r = -ENOMEM;
     goto out_free;
@@ -224,6 +225,12 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   if (reply.response->hello->max_frame >= PCACHE_FRAME_HEADER_SIZE &&
       reply.response->hello->max_frame <= UINT32_MAX)
     t->max_frame = (uint32_t)reply.response->hello->max_frame;
+  /* What we accept stays ours: a reply's length is allocated before its
+   * bytes arrive, and the daemon sends nothing near 64 MiB in a frame
+   * (larger replies go as memfds), so its offer must not let one header
+   * make us allocate up to 4 GiB. */
+  if (t->max_frame < t->recv_frame)
+    t->recv_frame = t->max_frame;
   t->hello = reply.response;
   *ret_transport = t;
   return 0;

@@ -4,9 +4,14 @@
  * the socket is read once for all of them; a descriptor goes to the frame
  * that brought it, even when a frame without one was read with it; a
  * descriptor on a frame that brings none, with nothing after it, is a
- * protocol error; a frame larger than the buffer, a frame split across
- * reads, and a bulk reply read through it come out whole; a frame cut
- * off by a closed socket is -ECONNRESET. */
+ * protocol error, as is a descriptor on one frame that the next frame
+ * would take; a frame larger than the buffer, frames that straddle the
+ * buffer's end (bodies of 3000, 1500, 4092 and 4093 bytes), a frame split
+ * across reads, and a bulk reply read through it come out whole; a frame
+ * cut off by a closed socket is -ECONNRESET; a peer that keeps sending a
+ * frame never holds the reader past its deadline, with the buffer or
+ * without; and no error leaves a descriptor open. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -47,6 +52,28 @@ static void get_frame(const char *msg, size_t blob_size, uint8_t **ret_buf, size
   }
   ASSERT_OK(pcache__response_encode(&resp, MAX_FRAME, ret_buf, ret_size));
   pcache__free(bytes);
+}
+
+/* A Get reply frame whose body is exactly body bytes (its blob sized to
+ * make it so). */
+static void get_frame_exact(const char *msg, size_t body, uint8_t **ret_buf, size_t *ret_size) {
+  for (size_t blob = body > 64 ? body - 64 : 1; blob < body; blob++) {
+    get_frame(msg, blob, ret_buf, ret_size);
+    if (*ret_size - PCACHE_FRAME_HEADER_SIZE == body)
+      return;
+    pcache__free(*ret_buf);
+  }
+  TEST_FAIL_("no blob size gives a body of %zu bytes", body);
+}
+
+static int open_fds(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  ASSERT_TRUE(d);
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
 }
 
 /* A ReplyWindowReply frame of size bytes (it brings one descriptor). */
@@ -163,6 +190,18 @@ static void test_descriptor_goes_to_its_frame(void) {
   pcache__reply_release(&reply);
   pcache__rx_free(rx);
 
+  /* The same, with a frame that brings one behind it, without its own:
+   * the first frame's descriptor is not the second's to take. */
+  rx = pcache__rx_new();
+  send_frame(sv[1], a, na, memfd);
+  send_frame(sv[1], b, nb, -1);
+  ASSERT_ERR(recv_one(sv[0], rx, &reply), PCACHE_EPROTO);
+  pcache__reply_release(&reply);
+  pcache__rx_free(rx);
+  close(sv[0]);
+  close(sv[1]);
+  pair(sv);
+
   /* A frame that brings one, without it. */
   rx = pcache__rx_new();
   send_frame(sv[1], b, nb, -1);
@@ -250,6 +289,103 @@ static void test_split_frame_and_cut_off(void) {
   close(sv[0]);
 }
 
+/* Bodies of 3000, 1500, 4092 (the most the buffer takes whole) and 4093
+ * bytes and a small one, back to back: the buffer moves what it holds to
+ * its front, and a header can end up split across its end. */
+static void test_frames_across_the_end(void) {
+  static const size_t bodies[] = {3000, 1500, 4092, 4093, 100, 4092, 7};
+  enum { N = sizeof bodies / sizeof bodies[0] };
+  int sv[2];
+  pcache__rx *rx = pcache__rx_new();
+  uint8_t *f[N], *all;
+  size_t n[N], total = 0, at = 0;
+  char msg[N][8];
+  pair(sv);
+  for (size_t i = 0; i < N; i++) {
+    snprintf(msg[i], sizeof msg[i], "f%zu", i);
+    if (bodies[i] < 64)
+      get_frame(msg[i], 0, &f[i], &n[i]);
+    else
+      get_frame_exact(msg[i], bodies[i], &f[i], &n[i]);
+    total += n[i];
+  }
+  all = pcache__malloc(total);
+  ASSERT_TRUE(all);
+  for (size_t i = 0; i < N; i++) {
+    memcpy(all + at, f[i], n[i]);
+    at += n[i];
+  }
+  send_frame(sv[1], all, total, -1);
+  for (size_t i = 0; i < N; i++) {
+    pcache__reply reply;
+    ASSERT_OK(recv_one(sv[0], rx, &reply));
+    ASSERT_STREQ(reply.response->message, msg[i]);
+    if (reply.response->get->n_blobs) {
+      const ProtobufCBinaryData *blob = &reply.response->get->blobs[0]->blob;
+      for (size_t k = 0; k < blob->len; k++)
+        if (blob->data[k] != (uint8_t)(k * 13))
+          TEST_FAIL_("frame %zu: byte %zu differs", i, k);
+    }
+    pcache__reply_release(&reply);
+    pcache__free(f[i]);
+  }
+  pcache__free(all);
+  pcache__rx_free(rx);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+typedef struct stream {
+  int sock;
+  size_t size; /* the frame's body */
+} stream;
+
+/* Sends one Get reply frame of s->size body bytes as fast as the socket
+ * takes it, until it is all sent or the reader goes away. */
+static void *stream_frame(void *arg) {
+  stream *st = arg;
+  uint8_t header[PCACHE_FRAME_HEADER_SIZE], *chunk = pcache__calloc(1, 65536);
+  size_t left = st->size;
+  ASSERT_TRUE(chunk);
+  pcache__frame_put_length(header, (uint32_t)st->size);
+  if (send(st->sock, header, sizeof header, MSG_NOSIGNAL) == (ssize_t)sizeof header)
+    while (left > 0) {
+      ssize_t n = send(st->sock, chunk, left < 65536 ? left : 65536, MSG_NOSIGNAL);
+      if (n <= 0)
+        break;
+      left -= (size_t)n;
+    }
+  pcache__free(chunk);
+  return NULL;
+}
+
+static void test_deadline_while_streaming(void) {
+  for (int with_rx = 0; with_rx < 2; with_rx++) {
+    int sv[2];
+    pthread_t t;
+    stream st;
+    pcache__reply reply;
+    pcache__rx *rx = with_rx ? pcache__rx_new() : NULL;
+    uint64_t t0;
+    int r;
+    pair(sv);
+    st = (stream){sv[1], 48u << 20};
+    ASSERT_EQ(pthread_create(&t, NULL, stream_frame, &st), 0);
+    t0 = pcache__mono_ms();
+    r = pcache__rpc_recv_rx(sv[0], rx, PCACHEPB__RESPONSE__BODY__NOT_SET, MAX_FRAME, t0 + 2,
+                            &reply);
+    /* 48 MiB arrive in far more than 2 ms; the call must not wait for them
+     * all (a slow machine gets a margin). */
+    ASSERT_ERR(r, -ETIMEDOUT);
+    ASSERT_LT(pcache__mono_ms() - t0, 1000);
+    pcache__reply_release(&reply);
+    close(sv[0]);
+    pthread_join(t, NULL);
+    close(sv[1]);
+    pcache__rx_free(rx);
+  }
+}
+
 static void test_bulk_through_rx(void) {
   int sv[2], memfd = memfd_create("test-rx-bulk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   pcache__rx *rx = pcache__rx_new();
@@ -291,10 +427,15 @@ static void test_bulk_through_rx(void) {
 }
 
 int main(void) {
+  int fds_before = open_fds();
   test_small_frames_one_read();
   test_descriptor_goes_to_its_frame();
   test_large_frame_then_small();
+  test_frames_across_the_end();
   test_split_frame_and_cut_off();
+  test_deadline_while_streaming();
   test_bulk_through_rx();
+  /* Every error above closed what it was given. */
+  ASSERT_EQ(open_fds(), fds_before);
   return 0;
 }
