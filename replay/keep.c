@@ -48,40 +48,45 @@ void pcache__replay_keep_free(pcache__replay_keep *k) {
   pcache__free(k);
 }
 
-/* At most this many pushed out by one add: the bytes bound can push out
- * several small ones for one large one. */
+/* Pushed out under the lock at a time, destroyed after it. */
 #define OUT_MAX 16
 
 void pcache__replay_keep_add(pcache__replay_keep *k, VkDevice device, VkPipeline pipeline,
                              size_t blob_size) {
-  VkPipeline out[OUT_MAX + 1];
-  unsigned n_out = 0;
   if (pipeline == VK_NULL_HANDLE)
     return;
   if (!k || !k->cap || blob_size > k->max_bytes) {
     vkDestroyPipeline(device, pipeline, NULL);
     return;
   }
-  pthread_mutex_lock(&k->lock);
-  while (k->n && n_out < OUT_MAX && (k->n == k->cap || k->bytes + blob_size > k->max_bytes)) {
-    kept *old = &k->ring[k->head];
-    out[n_out++] = old->pipeline;
-    k->bytes -= old->bytes;
-    k->head = (k->head + 1) % k->cap;
-    k->n--;
+  /* Each round pushes out at least one while there is no room, and with
+   * none left there is (blob_size fits max_bytes alone): it ends. */
+  for (;;) {
+    VkPipeline out[OUT_MAX];
+    unsigned n_out = 0;
+    int placed = 0;
+    pthread_mutex_lock(&k->lock);
+    while (k->n && n_out < OUT_MAX && (k->n == k->cap || k->bytes + blob_size > k->max_bytes)) {
+      kept *old = &k->ring[k->head];
+      out[n_out++] = old->pipeline;
+      k->bytes -= old->bytes;
+      k->head = (k->head + 1) % k->cap;
+      k->n--;
+    }
+    if (k->n < k->cap && k->bytes + blob_size <= k->max_bytes) {
+      k->ring[(k->head + k->n) % k->cap] = (kept){pipeline, blob_size};
+      k->n++;
+      k->bytes += blob_size;
+      if (k->n > k->peak)
+        k->peak = k->n;
+      placed = 1;
+    }
+    pthread_mutex_unlock(&k->lock);
+    for (unsigned i = 0; i < n_out; i++)
+      vkDestroyPipeline(k->device, out[i], NULL);
+    if (placed)
+      return;
   }
-  if (k->n < k->cap && k->bytes + blob_size <= k->max_bytes) {
-    k->ring[(k->head + k->n) % k->cap] = (kept){pipeline, blob_size};
-    k->n++;
-    k->bytes += blob_size;
-    if (k->n > k->peak)
-      k->peak = k->n;
-  } else {
-    out[n_out++] = pipeline; /* still no room after OUT_MAX: not kept */
-  }
-  pthread_mutex_unlock(&k->lock);
-  for (unsigned i = 0; i < n_out; i++)
-    vkDestroyPipeline(k->device, out[i], NULL);
 }
 
 int pcache__replay_keep_holds(pcache__replay_keep *k, VkPipeline pipeline) {

@@ -524,10 +524,13 @@ int main(int argc, char **argv) {
    * disk cache. The replayer's blobs go to pcache's store, so that copy
    * only costs each build a compression and a file write, and pushes the
    * user's own entries out of a cache bounded in size. Off, unless
-   * PCACHE_REPLAY_DRIVER_CACHE=1. Set before the loader loads the driver
-   * (it reads the variable then), while this process has one thread. */
+   * PCACHE_REPLAY_DRIVER_CACHE=1, or unless no pipeline is kept: then the
+   * disk cache is what lets the driver share compiled stages between
+   * pipelines (keep.h), and without it each build took five times as
+   * long. Set before the loader loads the driver (it reads the variable
+   * then), while this process has one thread. */
   v = getenv("PCACHE_REPLAY_DRIVER_CACHE");
-  if (!v || strcmp(v, "1") != 0)
+  if (keep_max && (!v || strcmp(v, "1") != 0))
     setenv("__GL_SHADER_DISK_CACHE", "0", 1);
   v = getenv("PCACHE_REPLAY_TEST_CRASH");
   rp.crash_hash = v && *v ? v : NULL;
@@ -544,8 +547,10 @@ int main(int argc, char **argv) {
     return r == PCACHE_ENOT_FOUND ? EXIT_NO_DEVICE : 1;
   }
   if (pcache__replay_keep_new(pcache__replay_vk_device(rp.vk), keep_max, (size_t)keep_mb << 20,
-                              &rp.keep) < 0)
+                              &rp.keep) < 0) {
+    log_error("replay: out of memory for %u kept pipelines", keep_max);
     goto out_vk;
+  }
   if ((r = pcache__replay_uploader_start(rp.socket_path, RPC_TIMEOUT_MS,
                                          pcache__replay_vk_info(rp.vk), &rp.uploader)) < 0) {
     log_error("replay: cannot reach pcached at %s: %s", rp.socket_path, pcache_strerror(r));

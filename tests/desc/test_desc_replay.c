@@ -52,8 +52,10 @@ static int have_validation(void) {
   return 0;
 }
 
-/* Each built pipeline is said to have had a blob this big. */
+/* Each built pipeline is said to have had a blob this big (blob_bytes
+ * changes it). */
 #define BLOB_BYTES 100
+static size_t blob_bytes = BLOB_BYTES;
 
 /* The pipelines replay() built last, newest first. */
 static VkPipeline last_built[2];
@@ -92,7 +94,7 @@ static int replay(VkDevice device, const fx_world *w, int first, int end,
     ASSERT_TRUE(pipeline != VK_NULL_HANDLE);
     last_built[1] = last_built[0];
     last_built[0] = pipeline;
-    pcache__replay_keep_add(keep, device, pipeline, BLOB_BYTES);
+    pcache__replay_keep_add(keep, device, pipeline, blob_bytes);
     pcache__desc_decoded_destroy_objects(d, device, NULL);
     ASSERT_TRUE(d->layout == VK_NULL_HANDLE && d->render_pass == VK_NULL_HANDLE);
     for (uint32_t l = 0; l < d->n_libraries; l++)
@@ -247,6 +249,21 @@ int main(void) {
     pcache__replay_keep_free(keep);
     /* No keep at all: destroyed where it was built. */
     ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, NULL), built);
+    /* Room for a large one after many small ones: more are pushed out
+     * than one round under the lock takes (16), and it is kept. */
+    ASSERT_OK(pcache__replay_keep_new(device, 64, 20 * BLOB_BYTES, &keep));
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, keep), built);
+    ASSERT_EQ(replay(device, &w, 0, FX_GPL_FIRST, keep), built);
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(now, 2 * (unsigned)built > 20 ? 20u : 2 * (unsigned)built);
+    ASSERT_GT(now, 16);
+    blob_bytes = 20 * BLOB_BYTES - 50;
+    ASSERT_GT(replay(device, &w, 0, 1, keep), 0);
+    blob_bytes = BLOB_BYTES;
+    pcache__replay_keep_counts(keep, &now, &peak);
+    ASSERT_EQ(now, 1);
+    ASSERT_TRUE(pcache__replay_keep_holds(keep, last_built[0]));
+    pcache__replay_keep_free(keep);
   }
   vkDestroyDevice(device, NULL);
   if (gpl_supported(phys[0])) {
