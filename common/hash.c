@@ -29,14 +29,25 @@ static checksum_fn checksum_pick(void) {
   return checksum64_base;
 }
 
-uint64_t pcache__checksum64(const void *data, size_t size) {
-  static _Atomic(checksum_fn) chosen;
+static _Atomic(checksum_fn) chosen;
+
+static checksum_fn checksum_get(void) {
   checksum_fn f = atomic_load_explicit(&chosen, memory_order_relaxed);
   if (!f) {
     f = checksum_pick();
     atomic_store_explicit(&chosen, f, memory_order_relaxed);
   }
-  return f(data, size);
+  return f;
+}
+
+uint64_t pcache__checksum64(const void *data, size_t size) { return checksum_get()(data, size); }
+
+const char *pcache__checksum64_build(void) {
+#ifdef PCACHE_HAVE_CHECKSUM_AVX2
+  if (checksum_get() == pcache__checksum64_avx2)
+    return "avx2";
+#endif
+  return "baseline";
 }
 
 uint64_t pcache__checksum64_portable(const void *data, size_t size) {

@@ -20,6 +20,8 @@ void pcache__hash128(const void *data, size_t size, pcache__hash *ret_hash);
 uint64_t pcache__checksum64(const void *data, size_t size);
 /* The same, always with the baseline build (tests compare the two). */
 uint64_t pcache__checksum64_portable(const void *data, size_t size);
+/* Which build pcache__checksum64 uses here: "avx2" or "baseline". */
+const char *pcache__checksum64_build(void);
 
 static inline int pcache__hash_equal(const pcache__hash *a, const pcache__hash *b) {
   return memcmp(a->bytes, b->bytes, PCACHE_HASH_SIZE) == 0;
