@@ -65,10 +65,16 @@ typedef pcd_order_ref blob_ref;
 /* A blob read for a Get is rarely in the CPU's caches, and the hardware
  * prefetcher does not cross 4 KiB pages: each page's first read would
  * wait for its translation and its first line, one page after another.
- * Asking for every page's first lines up front lets those waits overlap;
- * the checksum then streams. */
+ * Asking for the first pages' first lines up front lets those waits
+ * overlap; the checksum then streams. Only the first PREFETCH_PAGES: the
+ * lines of a larger blob's later pages would leave the cache before the
+ * checksum reached them. */
+#define PREFETCH_PAGES 32
+
 static void prefetch_pages(const uint8_t *p, size_t size) {
   uintptr_t at = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + size;
+  if (size > (size_t)PREFETCH_PAGES * 4096)
+    end = (uintptr_t)p + (size_t)PREFETCH_PAGES * 4096;
   for (; at < end; at = (at | 4095) + 1) {
     __builtin_prefetch((const void *)at);
     if (at + 64 < end)
