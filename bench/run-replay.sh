@@ -60,8 +60,9 @@
 # beside its replay, started as the replay is, instead of just before it:
 # the lent machines' speed drifts by up to half from one run to the next
 # (bench/RESULTS.md, 2026-11-27, session 8), and two runs at the same
-# time see the same machine. With T threads each, they share 2T cores. --throughput-only stops after launch, direct
-# and replay (no fg, no psi).
+# time see the same machine. With T threads each, they share 2T cores.
+# --throughput-only stops after launch, direct and replay (no fg, no
+# psi).
 #
 # Env: PCACHED, BENCH_BIN (as run-warm.sh), DRIVER_KIND, REPEATS (3);
 # PCACHE_REPLAY_TEST_DEVICE reaches the replayer (docs/replay.md).
@@ -93,7 +94,7 @@ while [ $# -gt 0 ]; do
     --probes) PROBES=1; shift ;;
     --concurrent) CONCURRENT=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,69p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,70p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -259,7 +260,7 @@ probes() {
 # --plain --threads T, no cache), then replayed with T threads. The
 # driver's disk cache as a user has it on both sides, in its default place
 # under an empty XDG_CACHE_HOME: the first compiles after a driver update.
-# A compile's time varies by a quarter from run to run on the lent GPU
+# A compile's time varies by up to half from run to run on the lent GPU
 # machines, so each round's ratio pairs runs made next to each other, and
 # the target's ratio is the median over the rounds.
 # direct T: the program's compile with T threads, into direct-tT.txt.
