@@ -95,7 +95,7 @@ static void fill(void) {
 typedef struct get_worker {
   pthread_t thread;
   unsigned id;
-  int window;       /* through a reply window */
+  int window; /* through a reply window */
   uint64_t iters;
   uint64_t *lat;
   uint64_t windowed; /* replies whose blob came through the window */
@@ -511,15 +511,13 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"socket", required_argument, NULL, 's'},  {"count", required_argument, NULL, 'n'},
-      {"size", required_argument, NULL, 'b'},    {"fill", no_argument, NULL, 'f'},
-      {"clients", required_argument, NULL, 'c'}, {"gets", required_argument, NULL, 'g'},
-      {"prefetch-reps", required_argument, NULL, 'r'},
-      {"files-dir", required_argument, NULL, 'd'},
-      {"rss-pid", required_argument, NULL, 'p'}, {"prefix", required_argument, NULL, 'x'},
-      {"app", required_argument, NULL, 'a'},     {"help", no_argument, NULL, 'h'},
-      {"window", required_argument, NULL, 'w'},
-      {NULL, 0, NULL, 0}};
+      {"socket", required_argument, NULL, 's'},        {"count", required_argument, NULL, 'n'},
+      {"size", required_argument, NULL, 'b'},          {"fill", no_argument, NULL, 'f'},
+      {"clients", required_argument, NULL, 'c'},       {"gets", required_argument, NULL, 'g'},
+      {"prefetch-reps", required_argument, NULL, 'r'}, {"files-dir", required_argument, NULL, 'd'},
+      {"rss-pid", required_argument, NULL, 'p'},       {"prefix", required_argument, NULL, 'x'},
+      {"app", required_argument, NULL, 'a'},           {"help", no_argument, NULL, 'h'},
+      {"window", required_argument, NULL, 'w'},        {NULL, 0, NULL, 0}};
   const char *clients = "1,8";
   int c;
 

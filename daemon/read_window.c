@@ -36,8 +36,7 @@ void pcd_read_reply_window(pcd_conn *c) {
     r = -errno;
   if (r < 0) {
     if (atomic_exchange(&warned, r) != r)
-      log_warn("reply window: %s; clients get their blobs through the socket",
-               pcache_strerror(r));
+      log_warn("reply window: %s; clients get their blobs through the socket", pcache_strerror(r));
     pcd_window_free(w);
     w = NULL;
   }

@@ -85,8 +85,8 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
     return 1; /* one per connection (the daemon answers a second -EEXIST) */
   request.body_case = PCACHEPB__REQUEST__BODY_REPLY_WINDOW;
   request.reply_window = &rw;
-  r = pcache__transport_rpc(transport, &request, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW,
-                            deadline_ms, &reply);
+  r = pcache__transport_rpc(transport, &request, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW, deadline_ms,
+                            &reply);
   if (r < 0) {
     /* The daemon answered (an older one: PCACHE_EUNKNOWN_REQUEST): the
      * connection is in step, only without a window. */

@@ -24,8 +24,8 @@ int pcache__window_map(int fd, uint64_t size, uint64_t first_seq, pcache__window
   struct stat st;
   int seals = fcntl(fd, F_GET_SEALS);
   void *map;
-  if (size == 0 || size > SIZE_MAX || first_seq == 0 || seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
-      st.st_size < 0 || (uint64_t)st.st_size < size) {
+  if (size == 0 || size > SIZE_MAX || first_seq == 0 || seals < 0 || !(seals & F_SEAL_SHRINK) ||
+      fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
     close(fd);
     return PCACHE_EPROTO;
   }

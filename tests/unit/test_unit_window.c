@@ -71,8 +71,8 @@ static void make_reply(uint64_t seq, const range *ranges, size_t n, const range 
     resp.get = &g;
   ASSERT_OK(pcache__response_encode(&resp, PCACHE_DEFAULT_MAX_FRAME, &buf, &size));
   *ret = (pcache__reply){0};
-  ASSERT_OK(pcache__response_decode(buf + PCACHE_FRAME_HEADER_SIZE,
-                                    size - PCACHE_FRAME_HEADER_SIZE, &ret->response));
+  ASSERT_OK(pcache__response_decode(buf + PCACHE_FRAME_HEADER_SIZE, size - PCACHE_FRAME_HEADER_SIZE,
+                                    &ret->response));
   pcache__free(buf);
 }
 
