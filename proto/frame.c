@@ -1,6 +1,8 @@
 #include "frame.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <pcache/pcache.h>
 
@@ -164,4 +166,18 @@ const char *pcache__request_kind_name(const Pcachepb__Request *request) {
   default:
     return "unknown";
   }
+}
+
+int pcache__memfd_check(int fd, int need_seals, uint64_t size, int exact, const char **ret_why) {
+  struct stat st;
+  int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
+  const char *why = NULL;
+  if (seals < 0 || (seals & need_seals) != need_seals)
+    why = "its memfd is not sealed";
+  else if (size == 0 || size > SIZE_MAX || fstat(fd, &st) < 0 || st.st_size < 0 ||
+           (exact ? (uint64_t)st.st_size != size : (uint64_t)st.st_size < size))
+    why = "its memfd is not the size announced (truncated?)";
+  if (why && ret_why)
+    *ret_why = why;
+  return why ? PCACHE_EPROTO : 0;
 }

@@ -55,6 +55,17 @@ int pcache__response_encode(const Pcachepb__Response *response, uint32_t max_fra
 /* The name of a request's kind for logs ("get", "put", ...). */
 const char *pcache__request_kind_name(const Pcachepb__Request *request);
 
+/*
+ * pcache__memfd_check - whether fd, a memfd a reply passed, is sealed
+ * with at least need_seals (F_SEAL_*) and holds size bytes, exactly when
+ * exact, else at least; size must be nonzero and mappable. The seals are
+ * what keep its writer from changing, or cutting short, bytes the client
+ * has checked (a bulk reply, a segment, a reply window each ask for their
+ * own). Returns 0, or PCACHE_EPROTO with *ret_why (when ret_why is not
+ * NULL) saying which check failed.
+ */
+int pcache__memfd_check(int fd, int need_seals, uint64_t size, int exact, const char **ret_why);
+
 /* Blob i of a Get or Prefetch reply, its snapshot counted first: i = 0 is
  * the snapshot (NULL when there is none), 1 to n_blobs the blobs. What
  * walks every blob a reply carries (reply windows: daemon/window.c,

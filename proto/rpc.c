@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pcache/pcache.h>
@@ -335,15 +334,8 @@ int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_fram
  * against writes and shrinking, or the daemon (or anyone holding the fd)
  * could change the bytes after we checked them. */
 static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache__reply *reply) {
-  struct stat st;
-  int seals;
   void *map;
-  if (fd < 0 || bulk->size == 0 || bulk->size > SIZE_MAX)
-    return PCACHE_EPROTO;
-  seals = fcntl(fd, F_GET_SEALS);
-  if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK))
-    return PCACHE_EPROTO;
-  if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < bulk->size)
+  if (pcache__memfd_check(fd, F_SEAL_WRITE | F_SEAL_SHRINK, bulk->size, 0, NULL) < 0)
     return PCACHE_EPROTO;
   if (bulk->response_offset > bulk->size ||
       bulk->response_size > bulk->size - bulk->response_offset || bulk->response_size == 0)

@@ -7,13 +7,13 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
 #include "common/bytes.h"
+#include "proto/frame.h"
 
 uint64_t pcache__seg_table_checksum(const uint8_t *base, uint64_t tables_end) {
   uint64_t head = pcache__checksum64(base, PCACHE_SEG_OFF_TABLE_SUM);
@@ -160,19 +160,12 @@ void pcache__seg_at(const pcache__seg *seg, uint32_t i, pcache__seg_blob *ret_bl
 
 int pcache__seg_map_open(int fd, uint64_t size, const pcache__devkey *devkey, int populate,
                          pcache__seg_map *ret, const char **ret_why) {
-  const int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
-  struct stat st;
   void *map;
-  int seals = fcntl(fd, F_GET_SEALS), r;
+  int r;
   /* Unsealed, its writer could change a checked byte under us. */
-  if (seals < 0 || (seals & need) != need) {
-    *ret_why = "its memfd is not sealed";
-    return PCACHE_EPROTO;
-  }
-  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size || size == 0 || size > SIZE_MAX) {
-    *ret_why = "its memfd is not the size announced (truncated?)";
-    return PCACHE_EPROTO;
-  }
+  if ((r = pcache__memfd_check(fd, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW, size, 1, ret_why)) <
+      0)
+    return r;
   map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
   if (map == MAP_FAILED)
     return -errno;

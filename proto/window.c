@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pcache/pcache.h>
@@ -21,11 +20,8 @@ struct pcache__window {
 
 int pcache__window_map(int fd, uint64_t size, uint64_t first_seq, pcache__window **ret_window) {
   pcache__window *w;
-  struct stat st;
-  int seals = fcntl(fd, F_GET_SEALS);
   void *map;
-  if (size == 0 || size > SIZE_MAX || first_seq == 0 || seals < 0 || !(seals & F_SEAL_SHRINK) ||
-      fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
+  if (first_seq == 0 || pcache__memfd_check(fd, F_SEAL_SHRINK, size, 0, NULL) < 0) {
     close(fd);
     return PCACHE_EPROTO;
   }
