@@ -25,13 +25,16 @@
 #            direct (ratio_replay_tT_over_direct_tT, the median of the
 #            rounds' ratios; replay_rounds_tT_ratios lists them). With
 #            --probes, each round then compiles them again in a scrambled
-#            order (--shuffle) and each into an empty cache of its own
-#            (--fresh-caches, as the replayer must) and with a layout and
-#            render pass made for each (--fresh-objects, as the replayer
-#            makes them from a description) and each destroyed as soon as
-#            it is made (--destroy-each, as a replayer that kept none
-#            alive would): direct_shuffled_*, direct_fresh_*,
-#            direct_objects_*, direct_destroyed_*. item_* say where a
+#            order (--shuffle), every other one into an empty cache of its
+#            own (--alternate --fresh-caches, as the replayer must) or with
+#            a layout and render pass made for it (--alternate
+#            --fresh-objects, as the replayer makes them from a
+#            description), and each destroyed as soon as it is made
+#            (--destroy-each, as a replayer that kept none alive would):
+#            direct_shuffled_*, direct_fresh_*, direct_objects_*,
+#            direct_destroyed_*; direct_fresh_*_cost and
+#            direct_objects_*_cost are the probed half's time per pipeline
+#            over the other half's, in one process. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
 #            decode, objects, compile, data, upload) and how many shader
 #            modules the threads made and reused.
@@ -233,25 +236,33 @@ echo "replay_warm_create_ms=$warm_create"
 
 # probes ROUND T: after a round's replay, the program's compile again in
 # a fixed scrambled order (pcache-demo --shuffle; the replay takes an
-# app's pipelines by state hash, an order unrelated to the app's) and with
-# each pipeline into an empty VkPipelineCache of its own, its data read
-# back (--fresh-caches, as the replayer must to get a pipeline's own
-# blob), with its sampler, layouts and render pass made for it alone
-# (--fresh-objects), and destroyed once made (--destroy-each): what each
-# alone costs the driver.
+# app's pipelines by state hash, an order unrelated to the app's), with
+# every other pipeline into an empty VkPipelineCache of its own, its data
+# read back (--fresh-caches, as the replayer must to get a pipeline's own
+# blob) or with its sampler, layouts and render pass made for it alone
+# (--fresh-objects), and with each destroyed once made (--destroy-each):
+# what each alone costs the driver.
 probes() {
-  local round=$1 t=$2 kind arg
+  local round=$1 t=$2 kind f
   for kind in shuffled fresh objects destroyed; do
     rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+    f=$WORK_DIR/direct-$kind-t$t.txt
     case $kind in
-      shuffled) arg=--shuffle ;;
-      fresh) arg=--fresh-caches ;;
-      objects) arg=--fresh-objects ;;
-      destroyed) arg=--destroy-each ;;
+      shuffled) set -- --shuffle ;;
+      # Within one process, every other pipeline (--alternate): a
+      # compile's time moves by up to half from one process to the next,
+      # but not between two halves of one run.
+      fresh) set -- --alternate --fresh-caches ;;
+      objects) set -- --alternate --fresh-objects ;;
+      destroyed) set -- --destroy-each ;;
     esac
-    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$WORK_DIR/direct-$kind-t$t.txt" --plain \
-      --threads "$t" "$arg"
-    echo "replay_round${round}_direct_${kind}_t${t}_create_ms=$(kv "$WORK_DIR/direct-$kind-t$t.txt" create_ms)"
+    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$f" --plain --threads "$t" "$@"
+    echo "replay_round${round}_direct_${kind}_t${t}_create_ms=$(kv "$f" create_ms)"
+    if [ "$1" = --alternate ]; then
+      # What the probe costs a pipeline: probed half over unprobed half.
+      echo "replay_round${round}_direct_${kind}_t${t}_cost=$(ratio "$(kv "$f" \
+        alternate_probed_ms_per_pipeline)" "$(kv "$f" alternate_unprobed_ms_per_pipeline)")"
+    fi
   done
 }
 
@@ -290,6 +301,7 @@ for t in $tlist; do
   direct_all[$t]="${direct_all[$t]:-} $direct_ms"
   echo "replay_round${round}_direct_t${t}_create_ms=$direct_ms"
   echo "replay_round${round}_direct_t${t}_pipelines_per_s=$direct_rate"
+  echo "replay_round${round}_direct_t${t}_minor_faults=$(kv "$WORK_DIR/direct-t$t.txt" minor_faults)"
   [ "$(progress finished)" = true ] || die "the replay did not finish"
   # Its timing line comes as it exits, just after the replay finished.
   for _ in $(seq 1 200); do

@@ -74,5 +74,33 @@ expect "$scratch/local" daemon_connected -eq 0
 expect "$scratch/local" daemon_hits -eq 0
 expect "$scratch/local" compiles -eq 4
 
+# The --plain probes (bench/run-replay.sh --probes): 11 pipelines on two
+# threads are 6 and 5 a thread; --cache-group 3 puts them into 2 + 2 fresh
+# caches, --alternate probes every other pipeline of a thread (3 + 2).
+plain() { # plain NAME ARGS...: a --plain run without the daemon into $scratch/NAME
+  local name=$1
+  shift
+  PCACHE_DISABLE=1 "$demo" --plain --pipelines 11 --threads 2 "$@" >"$scratch/$name" ||
+    { cat "$scratch/$name"; fail "pcache-demo --plain $*"; }
+}
+plain group --cache-group 3
+expect "$scratch/group" fresh_caches_made -eq 4
+expect "$scratch/group" fresh_cache_bytes -gt 0
+plain alt --alternate --fresh-caches
+expect "$scratch/alt" fresh_caches_made -eq 5
+for half in unprobed probed; do
+  v=$(get "$scratch/alt" "alternate_${half}_ms_per_pipeline")
+  awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "alt: alternate_${half}_ms_per_pipeline=$v"
+done
+plain alt2 --alternate --cache-group 2 --fresh-objects --destroy-each
+expect "$scratch/alt2" fresh_caches_made -eq 3
+plain none
+expect "$scratch/none" fresh_caches_made -eq 0
+get "$scratch/none" alternate_probed_ms_per_pipeline | grep -q . && fail "none: halves without --alternate"
+for bad in "--cache-group 0" "--alternate" "--plain --cache-group x"; do
+  # shellcheck disable=SC2086 # each a list of arguments
+  if PCACHE_DISABLE=1 "$demo" $bad >"$scratch/bad" 2>&1; then fail "pcache-demo $bad was accepted"; fi
+done
+
 echo "demo_test: ok"
 cat "$scratch/warm"

@@ -16,7 +16,8 @@
  *
  *   pcache-demo [--pipelines N] [--app-name NAME] [--device INDEX] [--no-daemon]
  *               [--plain [--cache-file FILE] [--threads N] [--shuffle]
- *               [--fresh-caches] [--fresh-objects] [--destroy-each]]
+ *               [--fresh-caches | --cache-group N] [--fresh-objects] [--destroy-each]
+ *               [--alternate] [--read-each]]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <vulkan/vulkan.h>
@@ -62,9 +64,12 @@ typedef struct demo_options {
   const char *cache_file; /* --plain: the app's own VkPipelineCache file */
   uint32_t threads;       /* --plain: threads creating pipelines (replay's baseline) */
   int shuffle;            /* --plain: the variants in a fixed scrambled order */
-  int fresh_caches;       /* --plain: each pipeline into an empty cache of its own */
+  uint32_t fresh_caches;  /* --plain: each run of this many pipelines (of a thread)
+                           * into an empty cache of its own; 0: none */
   int fresh_objects;      /* --plain: each pipeline with a layout and render pass of its own */
   int destroy_each;       /* --plain: each pipeline destroyed once made */
+  int alternate;          /* --plain: the probes above on every other pipeline */
+  int read_each;          /* --plain: a fresh cache's data read after each pipeline */
 } demo_options;
 
 typedef struct demo_vk {
@@ -96,7 +101,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: " DEMO_NAME " [--pipelines N] [--app-name NAME] [--device INDEX] "
           "[--no-daemon] [--plain [--cache-file FILE] [--threads N] [--shuffle]\n"
-          "        [--fresh-caches] [--fresh-objects] [--destroy-each]]\n"
+          "        [--fresh-caches | --cache-group N] [--fresh-objects] [--destroy-each]\n"
+          "        [--alternate] [--read-each]]\n"
           "  --pipelines N    graphics pipelines to build (default 64, at most %d)\n"
           "  --app-name NAME  name the daemon files entries under (default " DEMO_NAME ")\n"
           "  --device INDEX   physical device to use (default 0, the loader's first)\n"
@@ -112,11 +118,18 @@ static void usage(FILE *f) {
           "  --fresh-caches   with --plain: each pipeline into an empty VkPipelineCache of\n"
           "                   its own, its data read back, as pcache-replay and a\n"
           "                   compile through libpcache do (a benchmark's probe)\n"
+          "  --cache-group N  as --fresh-caches, each N pipelines of a thread into one\n"
+          "                   cache (a probe: what an empty cache costs a pipeline)\n"
+          "  --read-each      with --cache-group: read the cache's data after each\n"
+          "                   pipeline, not only once its group is full\n"
           "  --fresh-objects  with --plain: each pipeline with a sampler, layouts and\n"
           "                   render pass made for it and destroyed after, as\n"
           "                   pcache-replay makes them from a description (a probe)\n"
           "  --destroy-each   with --plain: destroy each pipeline as soon as it is made,\n"
-          "                   as a replayer that keeps none alive would (a probe)\n",
+          "                   as a replayer that keeps none alive would (a probe)\n"
+          "  --alternate      with --plain: the probes above on every other pipeline of\n"
+          "                   a thread only, each half's time reported apart: what a\n"
+          "                   probe costs, measured within one process\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -148,10 +161,18 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.shuffle = 1;
     } else if (!strcmp(a, "--fresh-caches")) {
       opts.fresh_caches = 1;
+    } else if (!strcmp(a, "--cache-group") && val) {
+      if (parse_u32(val, 1, DEMO_MAX_PIPELINES, &opts.fresh_caches) < 0)
+        goto out_usage;
+      i++;
     } else if (!strcmp(a, "--fresh-objects")) {
       opts.fresh_objects = 1;
     } else if (!strcmp(a, "--destroy-each")) {
       opts.destroy_each = 1;
+    } else if (!strcmp(a, "--alternate")) {
+      opts.alternate = 1;
+    } else if (!strcmp(a, "--read-each")) {
+      opts.read_each = 1;
     } else if (!strcmp(a, "--cache-file") && val && *val) {
       opts.cache_file = val;
       i++;
@@ -175,7 +196,7 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
     }
   }
   if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches ||
-       opts.fresh_objects || opts.destroy_each) &&
+       opts.fresh_objects || opts.destroy_each || opts.alternate || opts.read_each) &&
       !opts.plain)
     goto out_usage;
   *ret_opts = opts;
@@ -627,28 +648,51 @@ typedef struct plain_slice {
   VkPipelineCache cache;
   VkPipeline *pipelines;
   const uint32_t *order; /* the variant at each position */
-  int fresh_caches;
+  uint32_t fresh_caches; /* pipelines into each fresh cache; 0: none */
   int fresh_objects;
   int destroy_each;
+  int alternate;
+  int read_each; /* a fresh cache's data read after each pipeline */
   uint32_t first, step, count;
   uint32_t hits;
+  size_t fresh_bytes;  /* the fresh caches' data, summed */
+  uint32_t fresh_made; /* fresh caches made */
+  double half_ms[2];   /* --alternate: time of the unprobed [0] and probed [1] */
+  uint32_t half_n[2];
   VkResult result;
   pthread_t thread;
 } plain_slice;
+
+/* Reads a fresh cache's data back, as a replayer does. */
+static void fresh_cache_read(plain_slice *s, VkPipelineCache cache) {
+  size_t size = 0;
+  void *data = NULL;
+  if (s->result == VK_SUCCESS &&
+      vkGetPipelineCacheData(s->vk->device, cache, &size, NULL) == VK_SUCCESS &&
+      (data = malloc(size ? size : 1)) != NULL &&
+      vkGetPipelineCacheData(s->vk->device, cache, &size, data) == VK_SUCCESS)
+    s->fresh_bytes += size;
+  free(data);
+}
 
 static void *plain_slice_main(void *arg) {
   plain_slice *s = arg;
   demo_variant *variant = malloc(sizeof *variant);
   s->result = variant ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
+  VkPipelineCache cache = s->cache;
+  uint32_t in_cache = 0; /* pipelines in the fresh cache so far */
   for (uint32_t pos = s->first; variant && pos < s->count; pos += s->step) {
     uint32_t i = s->order[pos];
+    /* --alternate: the probes on the odd pipelines of this thread only. */
+    int probed = !s->alternate || ((pos - s->first) / s->step) % 2;
+    double t0 = now_ms();
     VkPipelineCreationFeedback fb = {0};
     VkPipelineCreationFeedbackCreateInfo fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
         .pPipelineCreationFeedback = &fb};
     demo_objects own = {0};
     variant_fill(variant, s->objs, i);
-    if (s->fresh_objects) {
+    if (s->fresh_objects && probed) {
       /* The shader modules stay shared, as pcache-replay's pool keeps
        * them; the rest is made for this pipeline alone. */
       if ((s->result = objects_create(NULL, s->vk, &own)) != VK_SUCCESS) {
@@ -660,38 +704,47 @@ static void *plain_slice_main(void *arg) {
     }
     if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
-    VkPipelineCache cache = s->cache;
-    if (s->fresh_caches) {
+    if (s->fresh_caches && probed && !in_cache) {
       VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
       if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &cache)) != VK_SUCCESS) {
         log_err("vkCreatePipelineCache: VkResult %d", (int)s->result);
         break;
       }
+      s->fresh_made++;
     }
     s->result =
         vkCreateGraphicsPipelines(s->vk->device, cache, 1, &variant->info, NULL, &s->pipelines[i]);
-    if (s->fresh_caches) {
-      size_t size = 0;
-      void *data = NULL;
-      if (s->result == VK_SUCCESS &&
-          vkGetPipelineCacheData(s->vk->device, cache, &size, NULL) == VK_SUCCESS &&
-          (data = malloc(size ? size : 1)) != NULL)
-        (void)vkGetPipelineCacheData(s->vk->device, cache, &size, data);
-      free(data);
-      vkDestroyPipelineCache(s->vk->device, cache, NULL);
+    /* A fresh cache is read back once its group is full or on a failure
+     * (after the loop for a group it leaves part full). */
+    if (s->fresh_caches && probed) {
+      int full = ++in_cache == s->fresh_caches || s->result != VK_SUCCESS;
+      if (full || s->read_each)
+        fresh_cache_read(s, cache);
+      if (full) {
+        vkDestroyPipelineCache(s->vk->device, cache, NULL);
+        cache = s->cache;
+        in_cache = 0;
+      }
     }
-    if (s->fresh_objects)
+    if (s->fresh_objects && probed)
       objects_destroy(NULL, s->vk, &own);
+    s->half_ms[probed] += now_ms() - t0;
+    s->half_n[probed]++;
     if (s->result != VK_SUCCESS) {
       log_err("vkCreateGraphicsPipelines(variant %" PRIu32 "): VkResult %d", i, (int)s->result);
       break;
     }
     s->hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
                (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
-    if (s->destroy_each) {
+    if (s->destroy_each && probed) {
       vkDestroyPipeline(s->vk->device, s->pipelines[i], NULL);
       s->pipelines[i] = VK_NULL_HANDLE;
     }
+  }
+  if (in_cache) {
+    if (!s->read_each)
+      fresh_cache_read(s, cache);
+    vkDestroyPipelineCache(s->vk->device, cache, NULL);
   }
   free(variant);
   return NULL;
@@ -711,7 +764,10 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   plain_slice *slices = calloc(opts->threads, sizeof *slices);
   uint32_t *order = calloc(opts->pipelines, sizeof *order);
   VkPipelineCache cache = VK_NULL_HANDLE;
-  size_t loaded_bytes = 0, saved_bytes = 0;
+  size_t loaded_bytes = 0, saved_bytes = 0, fresh_bytes = 0;
+  uint32_t fresh_made = 0;
+  double half_ms[2] = {0, 0};
+  uint32_t half_n[2] = {0, 0};
   uint32_t hits = 0, started = 0;
   double t0 = now_ms(), load_ms, create_ms, save_ms = 0;
   int exit_code = 1, failed = 0;
@@ -745,6 +801,8 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
                                     .fresh_caches = opts->fresh_caches,
                                     .fresh_objects = opts->fresh_objects,
                                     .destroy_each = opts->destroy_each,
+                                    .alternate = opts->alternate,
+                                    .read_each = opts->read_each,
                                     .first = started,
                                     .step = opts->threads,
                                     .count = opts->pipelines};
@@ -758,6 +816,12 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
     pthread_join(slices[k].thread, NULL);
     failed |= slices[k].result != VK_SUCCESS;
     hits += slices[k].hits;
+    fresh_bytes += slices[k].fresh_bytes;
+    fresh_made += slices[k].fresh_made;
+    for (int h = 0; h < 2; h++) {
+      half_ms[h] += slices[k].half_ms[h];
+      half_n[h] += slices[k].half_n[h];
+    }
   }
   if (failed)
     goto out;
@@ -780,9 +844,23 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("create_ms=%.3f\n", create_ms);
   printf("threads=%" PRIu32 "\n", opts->threads);
   printf("shuffled=%d\n", opts->shuffle);
-  printf("fresh_caches=%d\n", opts->fresh_caches);
+  printf("fresh_caches=%" PRIu32 "\n", opts->fresh_caches);
+  printf("fresh_caches_made=%" PRIu32 "\n", fresh_made);
+  printf("fresh_cache_bytes=%zu\n", fresh_bytes);
   printf("fresh_objects=%d\n", opts->fresh_objects);
   printf("destroy_each=%d\n", opts->destroy_each);
+  {
+    /* The process's so far, to set beside pcache-replay's closing line. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+      printf("minor_faults=%ld\nvoluntary_switches=%ld\ninvoluntary_switches=%ld\n", ru.ru_minflt,
+             ru.ru_nvcsw, ru.ru_nivcsw);
+  }
+  if (opts->alternate) {
+    /* Per pipeline, each half: what the probes cost within this process. */
+    printf("alternate_unprobed_ms_per_pipeline=%.4f\n", half_n[0] ? half_ms[0] / half_n[0] : 0);
+    printf("alternate_probed_ms_per_pipeline=%.4f\n", half_n[1] ? half_ms[1] / half_n[1] : 0);
+  }
   printf("ms_per_pipeline=%.4f\n", create_ms / opts->pipelines);
   printf("startup_ms=%.3f\n", device_ms + load_ms + create_ms);
   printf("driver_cache_hits=%" PRIu32 "\n", hits);

@@ -440,6 +440,7 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
   pcache__replay_times t = {0};
   uint64_t claim = 0, wait = 0, slept = 0, items = 0, made = 0, lent = 0;
   unsigned kept, kept_peak;
+  struct rusage ru;
   for (unsigned i = 0; i < n; i++) {
     uint64_t m, l;
     t.decode_ns += workers[i].times.decode_ns;
@@ -457,13 +458,20 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
   if (!items)
     return;
   pcache__replay_keep_counts(keep, &kept, &kept_peak);
+  /* The process's page faults and context switches: set beside a
+   * program's (pcache-demo --plain prints its own), they tell a compile
+   * slowed by its memory or its scheduling from one slowed by its work. */
+  if (getrusage(RUSAGE_SELF, &ru) < 0)
+    memset(&ru, 0, sizeof ru);
 #define PER(ns) ((double)(ns) / 1e6 / (double)items)
   log_info("replay: per item (ms): claim %.3f decode %.3f objects %.3f compile %.3f data %.3f "
            "wait %.3f upload %.3f told_to_wait %.3f; puts %llu, modules made %llu, reused %llu, "
-           "kept %u, rss_mb %llu",
+           "kept %u, rss_mb %llu, minor_faults %ld, voluntary_switches %ld, "
+           "involuntary_switches %ld",
            PER(claim), PER(t.decode_ns), PER(t.objects_ns), PER(t.compile_ns), PER(t.data_ns),
            PER(wait), PER(put_ns), PER(slept), (unsigned long long)puts, (unsigned long long)made,
-           (unsigned long long)(lent - made), kept_peak, (unsigned long long)(rss_bytes() >> 20));
+           (unsigned long long)(lent - made), kept_peak, (unsigned long long)(rss_bytes() >> 20),
+           ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw);
 #undef PER
 }
 
