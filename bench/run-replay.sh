@@ -36,8 +36,10 @@
 #            direct_objects_*_cost are the probed half's time per pipeline
 #            over the other half's, in one process. item_* say where a
 #            replayed item's time went (ms, summed over threads: claim,
-#            decode, objects, compile, data, upload) and how many shader
-#            modules the threads made and reused.
+#            decode, objects, compile, data, upload) and, as totals, how
+#            many shader modules the threads made and reused and the
+#            process's page faults and context switches;
+#            direct_tT_minor_faults is the program's page faults.
 #            PCACHE_REPLAY_QUIET_MS=0 here, so the client that sets it off
 #            does not hold it back, and PCACHE_REPLAY_PSI=100 (the throttle
 #            off: the psi part measures it; an idle machine never engages it).

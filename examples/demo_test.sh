@@ -76,7 +76,8 @@ expect "$scratch/local" compiles -eq 4
 
 # The --plain probes (bench/run-replay.sh --probes): 11 pipelines on two
 # threads are 6 and 5 a thread; --cache-group 3 puts them into 2 + 2 fresh
-# caches, --alternate probes every other pipeline of a thread (3 + 2).
+# caches, --alternate probes every other pipeline of a thread (3 + 2), and
+# only the probed ones go into the fresh caches.
 plain() { # plain NAME ARGS...: a --plain run without the daemon into $scratch/NAME
   local name=$1
   shift
@@ -85,21 +86,27 @@ plain() { # plain NAME ARGS...: a --plain run without the daemon into $scratch/N
 }
 plain group --cache-group 3
 expect "$scratch/group" fresh_caches_made -eq 4
+expect "$scratch/group" fresh_cache_pipelines -eq 11
 expect "$scratch/group" fresh_cache_bytes -gt 0
 plain alt --alternate --fresh-caches
 expect "$scratch/alt" fresh_caches_made -eq 5
+expect "$scratch/alt" fresh_cache_pipelines -eq 5
 for half in unprobed probed; do
   v=$(get "$scratch/alt" "alternate_${half}_ms_per_pipeline")
   awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "alt: alternate_${half}_ms_per_pipeline=$v"
 done
 plain alt2 --alternate --cache-group 2 --fresh-objects --destroy-each
 expect "$scratch/alt2" fresh_caches_made -eq 3
+expect "$scratch/alt2" fresh_cache_pipelines -eq 5
 plain none
 expect "$scratch/none" fresh_caches_made -eq 0
+expect "$scratch/none" fresh_cache_pipelines -eq 0
 get "$scratch/none" alternate_probed_ms_per_pipeline | grep -q . && fail "none: halves without --alternate"
-for bad in "--cache-group 0" "--alternate" "--plain --cache-group x"; do
+for bad in "--plain --cache-group 0" "--plain --cache-group x" "--alternate" \
+  "--plain --fresh-caches --cache-group 2" "--plain --read-each"; do
   # shellcheck disable=SC2086 # each a list of arguments
   if PCACHE_DISABLE=1 "$demo" $bad >"$scratch/bad" 2>&1; then fail "pcache-demo $bad was accepted"; fi
+  grep -q "^usage:" "$scratch/bad" || fail "pcache-demo $bad: no usage message"
 done
 
 echo "demo_test: ok"

@@ -118,18 +118,18 @@ static void usage(FILE *f) {
           "  --fresh-caches   with --plain: each pipeline into an empty VkPipelineCache of\n"
           "                   its own, its data read back, as pcache-replay and a\n"
           "                   compile through libpcache do (a benchmark's probe)\n"
-          "  --cache-group N  as --fresh-caches, each N pipelines of a thread into one\n"
-          "                   cache (a probe: what an empty cache costs a pipeline)\n"
-          "  --read-each      with --cache-group: read the cache's data after each\n"
-          "                   pipeline, not only once its group is full\n"
+          "  --cache-group N  with --plain: as --fresh-caches, but each N pipelines of a\n"
+          "                   thread into one cache (a probe)\n"
+          "  --read-each      with --fresh-caches or --cache-group: read the cache's data\n"
+          "                   after each pipeline, not only once its group is full\n"
           "  --fresh-objects  with --plain: each pipeline with a sampler, layouts and\n"
           "                   render pass made for it and destroyed after, as\n"
           "                   pcache-replay makes them from a description (a probe)\n"
           "  --destroy-each   with --plain: destroy each pipeline as soon as it is made,\n"
           "                   as a replayer that keeps none alive would (a probe)\n"
-          "  --alternate      with --plain: the probes above on every other pipeline of\n"
-          "                   a thread only, each half's time reported apart: what a\n"
-          "                   probe costs, measured within one process\n",
+          "  --alternate      with --plain: the probes above but --shuffle on every other\n"
+          "                   pipeline of a thread only, each half's time reported\n"
+          "                   apart: what a probe costs, measured within one process\n",
           DEMO_MAX_PIPELINES);
 }
 
@@ -159,9 +159,9 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.plain = 1;
     } else if (!strcmp(a, "--shuffle")) {
       opts.shuffle = 1;
-    } else if (!strcmp(a, "--fresh-caches")) {
+    } else if (!strcmp(a, "--fresh-caches") && !opts.fresh_caches) {
       opts.fresh_caches = 1;
-    } else if (!strcmp(a, "--cache-group") && val) {
+    } else if (!strcmp(a, "--cache-group") && val && !opts.fresh_caches) {
       if (parse_u32(val, 1, DEMO_MAX_PIPELINES, &opts.fresh_caches) < 0)
         goto out_usage;
       i++;
@@ -198,6 +198,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
   if ((opts.cache_file || opts.threads > 1 || opts.shuffle || opts.fresh_caches ||
        opts.fresh_objects || opts.destroy_each || opts.alternate || opts.read_each) &&
       !opts.plain)
+    goto out_usage;
+  if (opts.read_each && !opts.fresh_caches)
     goto out_usage;
   *ret_opts = opts;
   return 0;
@@ -655,8 +657,9 @@ typedef struct plain_slice {
   int read_each; /* a fresh cache's data read after each pipeline */
   uint32_t first, step, count;
   uint32_t hits;
-  size_t fresh_bytes;  /* the fresh caches' data, summed */
-  uint32_t fresh_made; /* fresh caches made */
+  size_t fresh_bytes;       /* the fresh caches' data, summed */
+  uint32_t fresh_made;      /* fresh caches made */
+  uint32_t fresh_pipelines; /* pipelines built into them */
   double half_ms[2];   /* --alternate: time of the unprobed [0] and probed [1] */
   uint32_t half_n[2];
   VkResult result;
@@ -679,7 +682,9 @@ static void *plain_slice_main(void *arg) {
   plain_slice *s = arg;
   demo_variant *variant = malloc(sizeof *variant);
   s->result = variant ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
-  VkPipelineCache cache = s->cache;
+  /* The fresh cache of the probed pipelines, apart from s->cache: with
+   * --alternate the others in between must not go into it. */
+  VkPipelineCache fresh = VK_NULL_HANDLE;
   uint32_t in_cache = 0; /* pipelines in the fresh cache so far */
   for (uint32_t pos = s->first; variant && pos < s->count; pos += s->step) {
     uint32_t i = s->order[pos];
@@ -697,6 +702,7 @@ static void *plain_slice_main(void *arg) {
        * them; the rest is made for this pipeline alone. */
       if ((s->result = objects_create(NULL, s->vk, &own)) != VK_SUCCESS) {
         log_err("the objects of variant %" PRIu32 ": VkResult %d", i, (int)s->result);
+        objects_destroy(NULL, s->vk, &own); /* what it made before failing */
         break;
       }
       variant->info.layout = own.pipeline_layout;
@@ -704,30 +710,41 @@ static void *plain_slice_main(void *arg) {
     }
     if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
-    if (s->fresh_caches && probed && !in_cache) {
+    int into_fresh = s->fresh_caches && probed;
+    if (into_fresh && !in_cache) {
       VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-      if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &cache)) != VK_SUCCESS) {
+      if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &fresh)) != VK_SUCCESS) {
         log_err("vkCreatePipelineCache: VkResult %d", (int)s->result);
+        if (s->fresh_objects && probed)
+          objects_destroy(NULL, s->vk, &own);
         break;
       }
       s->fresh_made++;
     }
+    VkPipelineCache use = into_fresh ? fresh : s->cache;
     s->result =
-        vkCreateGraphicsPipelines(s->vk->device, cache, 1, &variant->info, NULL, &s->pipelines[i]);
-    /* A fresh cache is read back once its group is full or on a failure
-     * (after the loop for a group it leaves part full). */
-    if (s->fresh_caches && probed) {
+        vkCreateGraphicsPipelines(s->vk->device, use, 1, &variant->info, NULL, &s->pipelines[i]);
+    /* Counted by the handle used, so that a test sees one gone astray. */
+    s->fresh_pipelines += s->result == VK_SUCCESS && use != s->cache;
+    /* A fresh cache is read back once its group is full (and after each
+     * pipeline with --read-each); on a failure it is destroyed unread.
+     * A group the thread leaves part full is read after the loop. */
+    if (into_fresh) {
       int full = ++in_cache == s->fresh_caches || s->result != VK_SUCCESS;
       if (full || s->read_each)
-        fresh_cache_read(s, cache);
+        fresh_cache_read(s, fresh);
       if (full) {
-        vkDestroyPipelineCache(s->vk->device, cache, NULL);
-        cache = s->cache;
+        vkDestroyPipelineCache(s->vk->device, fresh, NULL);
+        fresh = VK_NULL_HANDLE;
         in_cache = 0;
       }
     }
     if (s->fresh_objects && probed)
       objects_destroy(NULL, s->vk, &own);
+    if (s->result == VK_SUCCESS && s->destroy_each && probed) {
+      vkDestroyPipeline(s->vk->device, s->pipelines[i], NULL);
+      s->pipelines[i] = VK_NULL_HANDLE;
+    }
     s->half_ms[probed] += now_ms() - t0;
     s->half_n[probed]++;
     if (s->result != VK_SUCCESS) {
@@ -736,15 +753,14 @@ static void *plain_slice_main(void *arg) {
     }
     s->hits += (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
                (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
-    if (s->destroy_each && probed) {
-      vkDestroyPipeline(s->vk->device, s->pipelines[i], NULL);
-      s->pipelines[i] = VK_NULL_HANDLE;
-    }
   }
   if (in_cache) {
+    /* The probed half's cost too. */
+    double t0 = now_ms();
     if (!s->read_each)
-      fresh_cache_read(s, cache);
-    vkDestroyPipelineCache(s->vk->device, cache, NULL);
+      fresh_cache_read(s, fresh);
+    vkDestroyPipelineCache(s->vk->device, fresh, NULL);
+    s->half_ms[1] += now_ms() - t0;
   }
   free(variant);
   return NULL;
@@ -765,7 +781,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   uint32_t *order = calloc(opts->pipelines, sizeof *order);
   VkPipelineCache cache = VK_NULL_HANDLE;
   size_t loaded_bytes = 0, saved_bytes = 0, fresh_bytes = 0;
-  uint32_t fresh_made = 0;
+  uint32_t fresh_made = 0, fresh_pipelines = 0;
   double half_ms[2] = {0, 0};
   uint32_t half_n[2] = {0, 0};
   uint32_t hits = 0, started = 0;
@@ -818,6 +834,7 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
     hits += slices[k].hits;
     fresh_bytes += slices[k].fresh_bytes;
     fresh_made += slices[k].fresh_made;
+    fresh_pipelines += slices[k].fresh_pipelines;
     for (int h = 0; h < 2; h++) {
       half_ms[h] += slices[k].half_ms[h];
       half_n[h] += slices[k].half_n[h];
@@ -846,11 +863,13 @@ static int run_plain(const demo_options *opts, const demo_vk *vk, double device_
   printf("shuffled=%d\n", opts->shuffle);
   printf("fresh_caches=%" PRIu32 "\n", opts->fresh_caches);
   printf("fresh_caches_made=%" PRIu32 "\n", fresh_made);
+  printf("fresh_cache_pipelines=%" PRIu32 "\n", fresh_pipelines);
   printf("fresh_cache_bytes=%zu\n", fresh_bytes);
   printf("fresh_objects=%d\n", opts->fresh_objects);
   printf("destroy_each=%d\n", opts->destroy_each);
   {
-    /* The process's so far, to set beside pcache-replay's closing line. */
+    /* The process's faults and switches so far, to set beside
+     * pcache-replay's closing line. */
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
       printf("minor_faults=%ld\nvoluntary_switches=%ld\ninvoluntary_switches=%ld\n", ru.ru_minflt,
