@@ -702,7 +702,6 @@ static void *plain_slice_main(void *arg) {
        * them; the rest is made for this pipeline alone. */
       if ((s->result = objects_create(NULL, s->vk, &own)) != VK_SUCCESS) {
         log_err("the objects of variant %" PRIu32 ": VkResult %d", i, (int)s->result);
-        objects_destroy(NULL, s->vk, &own); /* what it made before failing */
         break;
       }
       variant->info.layout = own.pipeline_layout;
