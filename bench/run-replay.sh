@@ -247,7 +247,6 @@ echo "replay_warm_create_ms=$warm_create"
 probes() {
   local round=$1 t=$2 kind f
   for kind in shuffled fresh objects destroyed; do
-    rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
     f=$WORK_DIR/direct-$kind-t$t.txt
     case $kind in
       shuffled) set -- --shuffle ;;
@@ -258,7 +257,7 @@ probes() {
       objects) set -- --alternate --fresh-objects ;;
       destroyed) set -- --destroy-each ;;
     esac
-    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$f" --plain --threads "$t" "$@"
+    direct "$t" "$f" "$@"
     echo "replay_round${round}_direct_${kind}_t${t}_create_ms=$(kv "$f" create_ms)"
     if [ "$1" = --alternate ]; then
       # What the probe costs a pipeline: probed half over unprobed half.
@@ -276,10 +275,14 @@ probes() {
 # A compile's time varies by up to half from run to run on the lent GPU
 # machines, so each round's ratio pairs runs made next to each other, and
 # the target's ratio is the median over the rounds.
-# direct T: the program's compile with T threads, into direct-tT.txt.
+# direct T [OUT [ARGS...]]: the program's compile with T threads (and
+# pcache-demo's ARGS), under an empty XDG_CACHE_HOME, into OUT
+# (direct-tT.txt).
 direct() {
-  rm -rf "$WORK_DIR/xdg-direct-t$1" && mkdir -p "$WORK_DIR/xdg-direct-t$1"
-  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$1" demo "$WORK_DIR/direct-t$1.txt" --plain --threads "$1"
+  local t=$1 out=${2:-$WORK_DIR/direct-t$1.txt}
+  shift $(($# < 2 ? $# : 2))
+  rm -rf "$WORK_DIR/xdg-direct-t$t" && mkdir -p "$WORK_DIR/xdg-direct-t$t"
+  DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-direct-t$t" demo "$out" --plain --threads "$t" "$@"
 }
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
 declare -A round_ratios direct_all

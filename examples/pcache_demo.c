@@ -695,9 +695,11 @@ static void *plain_slice_main(void *arg) {
     VkPipelineCreationFeedbackCreateInfo fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
         .pPipelineCreationFeedback = &fb};
+    /* The probes this pipeline gets. */
+    int own_objects = s->fresh_objects && probed, into_fresh = s->fresh_caches && probed;
     demo_objects own = {0};
     variant_fill(variant, s->objs, i);
-    if (s->fresh_objects && probed) {
+    if (own_objects) {
       /* The shader modules stay shared, as pcache-replay's pool keeps
        * them; the rest is made for this pipeline alone. */
       if ((s->result = objects_create(NULL, s->vk, &own)) != VK_SUCCESS) {
@@ -709,12 +711,11 @@ static void *plain_slice_main(void *arg) {
     }
     if (s->vk->creation_feedback)
       variant->info.pNext = &fci;
-    int into_fresh = s->fresh_caches && probed;
     if (into_fresh && !in_cache) {
       VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
       if ((s->result = vkCreatePipelineCache(s->vk->device, &pci, NULL, &fresh)) != VK_SUCCESS) {
         log_err("vkCreatePipelineCache: VkResult %d", (int)s->result);
-        if (s->fresh_objects && probed)
+        if (own_objects)
           objects_destroy(NULL, s->vk, &own);
         break;
       }
@@ -738,7 +739,7 @@ static void *plain_slice_main(void *arg) {
         in_cache = 0;
       }
     }
-    if (s->fresh_objects && probed)
+    if (own_objects)
       objects_destroy(NULL, s->vk, &own);
     if (s->result == VK_SUCCESS && s->destroy_each && probed) {
       vkDestroyPipeline(s->vk->device, s->pipelines[i], NULL);

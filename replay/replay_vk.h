@@ -42,10 +42,12 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * cache's data, checked against the device key (pcache__malloc'ed, the
  * caller frees it). modules give the SPIR-V the description names.
  * The modules come from pool (the calling thread's own; NULL: made and
- * destroyed here). The pipeline goes to keep (NULL: destroyed here). Thread-safe (one VkDevice,
- * Vulkan's own external synchronization rules kept: every object is the call's or its thread's
- * own). Returns 0, PCACHE_EBAD_DESC, PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the driver's data
- * does not match its own key), -ENOMEM or -EIO (the driver refused something).
+ * destroyed here). The pipeline goes to keep (NULL: destroyed here).
+ * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
+ * kept: every object is the call's or its thread's own). Returns 0,
+ * PCACHE_EBAD_DESC, PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the
+ * driver's data does not match its own key), -ENOMEM or -EIO (the
+ * driver refused something).
  */
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
