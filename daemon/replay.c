@@ -39,6 +39,31 @@ static void default_replayer(char *out, size_t size) {
   memcpy(out + dir_len, name, sizeof name);
 }
 
+/* Sanitizers map their shadow memory private and writable, which
+ * RLIMIT_DATA counts (terabytes under ASan): a replayer built with one
+ * gets no limit unless asked. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define REPLAY_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define REPLAY_SANITIZED 1
+#endif
+#endif
+
+/* The replayer's memory limit by default, in MiB: half the machine's
+ * memory, at least 1 GiB (docs/replay.md, "Its memory"). */
+static uint32_t default_mem_limit_mb(void) {
+#ifdef REPLAY_SANITIZED
+  return 0;
+#else
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t mb = pages > 0 && page > 0 ? ((uint64_t)pages * (uint64_t)page / 2) >> 20 : 0;
+  if (mb < 1024)
+    mb = 1024;
+  return mb > (1u << 24) ? 1u << 24 : (uint32_t)mb;
+#endif
+}
+
 int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   pcd_replay *rp = pcache__calloc(1, sizeof *rp);
   const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY");
@@ -70,6 +95,10 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   rp->threads = pcache__env_ms("PCACHE_REPLAY_THREADS", rp->threads, 1, 16);
   rp->quiet_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_QUIET_MS", 2000, 0, 3600000) * 1000;
   rp->hang_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_HANG_MS", 120000, 100, 86400000) * 1000;
+  /* A hard bound the kernel enforces on the replayer (replay_supervise.c);
+   * 0 turns it off. */
+  rp->mem_limit_mb =
+      pcache__env_ms("PCACHE_REPLAY_MEM_LIMIT_MB", default_mem_limit_mb(), 0, 1u << 24);
   /* Busy: clients asking for or uploading pipelines at 2 a second or more
    * (an app that loads or builds; one that only starts asks for a handful
    * once). Even then one item every 5 s goes out, so that an app that

@@ -49,6 +49,12 @@ typedef struct pcd_job pcd_job;
 /* The replayer's exit codes (replay/replayer.h says the same). */
 #define PCD_REPLAY_EXIT_NO_DEVICE 3 /* no Vulkan device has the new key */
 #define PCD_REPLAY_EXIT_RECYCLE 4   /* it grew past its memory bound: start afresh */
+#define PCD_REPLAY_EXIT_OUT_OF_MEMORY 5 /* its build ran into its memory limit */
+/* Times an item is handed out again, alone, after it ran the replayer out
+ * of memory; when the last of them runs out too, it is recorded as bad.
+ * Not at once: memory the rest of the machine took (the OOM killer picks
+ * the largest process) is not the item's doing every time. */
+#define PCD_REPLAY_OOM_RETRIES 2
 
 typedef struct pcd_replay_flight {
   pcache__hash hash;
@@ -138,6 +144,14 @@ typedef struct pcd_replay {
   unsigned landed; /* results the running replayer reported */
   atomic_uint replayer_pid; /* pid while running, else 0: read without the lock */
   unsigned failures_in_row, restarts;
+  /* The item that ran the replayer out of memory while out alone, and how
+   * many times in a row (up to PCD_REPLAY_OOM_RETRIES). */
+  pcache__hash oom_hash;
+  unsigned oom_strikes;
+  /* The OOM killer's count (oom_path) when the replayer started: a SIGKILL
+   * after it rose was the OOM killer's. */
+  uint64_t oom_kills_at_spawn;
+  char oom_path[4096];
   int gave_up;
   char gave_up_why[128];
   pcd_replay_fg fg;
@@ -145,6 +159,7 @@ typedef struct pcd_replay {
   char replayer_path[4096];
   unsigned threads;
   uint64_t quiet_us, hang_us, busy_every_us;
+  uint64_t mem_limit_mb; /* the replayer's RLIMIT_DATA; 0: none */
   double busy_rate;
   int disabled;
 } pcd_replay;

@@ -8,7 +8,11 @@
  * out, they are handed out again one at a time, so the next crash names
  * its item; SIGKILL from elsewhere (the OOM killer, a person) blames
  * nothing and hands them out again; a hang past PCACHE_REPLAY_HANG_MS is
- * killed here and makes its item bad.
+ * killed here and makes its item bad. Its memory has a hard limit
+ * (RLIMIT_DATA, set here as it starts); running out of it (its own exit 5,
+ * or a SIGKILL while the OOM killer's count rose) hands the items out
+ * again one at a time, and an item that does it alone
+ * PCD_REPLAY_OOM_RETRIES times is bad.
  *
  * Its stderr is a pipe that pcached reads and writes into its own log,
  * line by line at the line's level: the replayer's messages reach the
@@ -18,9 +22,12 @@
 #include "replay.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <pcache/pcache.h>
 
@@ -133,6 +140,58 @@ static void watch_cb(uv_timer_t *t) {
   pthread_mutex_unlock(&rp->lock);
 }
 
+/* Where the OOM killer's kills are counted: pcached's own cgroup (v2
+ * memory.events, whose oom_kill counts the processes in it that any OOM
+ * killer took, the replayer included), else the whole system's
+ * (/proc/vmstat). */
+static void find_oom_counter(pcd_replay *rp) {
+  char line[4096], path[sizeof rp->oom_path];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  snprintf(rp->oom_path, sizeof rp->oom_path, "/proc/vmstat");
+  if (!f)
+    return;
+  while (fgets(line, sizeof line, f)) {
+    size_t n = strcspn(line, "\n");
+    line[n] = '\0';
+    if (strncmp(line, "0::/", 4) == 0 &&
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3) <
+            (int)sizeof path &&
+        access(path, R_OK) == 0)
+      memcpy(rp->oom_path, path, sizeof path);
+  }
+  fclose(f);
+}
+
+/* The count at oom_path ("oom_kill N" in both files); 0 when unreadable. */
+static uint64_t oom_kills(const pcd_replay *rp) {
+  char line[256];
+  uint64_t n = 0;
+  FILE *f = fopen(rp->oom_path, "r");
+  if (!f)
+    return 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "oom_kill %" SCNu64, &n) == 1)
+      break;
+  fclose(f);
+  return n;
+}
+
+/* The replayer's hard memory limit: RLIMIT_DATA, soft and hard, which
+ * counts its private writable memory (heap, anonymous mappings, stacks)
+ * and not the address space a GPU driver reserves or the device memory
+ * it maps (docs/replay.md, "Its memory"). libuv has no hook between fork
+ * and exec, so it is set on the new process here, under rp->lock: no item
+ * is handed to it before (op_claim takes the lock, and checks its pid). */
+static void limit_memory(pcd_replay *rp) {
+  struct rlimit rl = {(rlim_t)rp->mem_limit_mb << 20, (rlim_t)rp->mem_limit_mb << 20};
+  if (!rp->mem_limit_mb || prlimit(rp->proc.pid, RLIMIT_DATA, &rl, NULL) == 0)
+    return;
+  log_warn("replay: cannot limit pcache-replay's memory to %" PRIu64 " MiB (%s): a pipeline that "
+           "needs more is stopped only by the OOM killer, which is blamed on it all the same; "
+           "PCACHE_REPLAY_MEM_LIMIT_MB=0 in pcached's environment asks for no limit",
+           rp->mem_limit_mb, strerror(errno));
+}
+
 static void spawn(pcd_replay *rp) {
   char key_hex[65], threads[16];
   pcache__devkey nk;
@@ -162,6 +221,9 @@ static void spawn(pcd_replay *rp) {
   pcache__devkey_format(&nk, key_hex);
   snprintf(threads, sizeof threads, "%u", rp->threads);
   rp->proc.data = rp;
+  if (!rp->oom_path[0])
+    find_oom_counter(rp);
+  rp->oom_kills_at_spawn = oom_kills(rp);
   if ((r = uv_spawn(rp->loop, &rp->proc, &opt)) < 0) {
     log_error("replay: cannot start %s: %s", rp->replayer_path, uv_strerror(r));
     rp->gave_up = 1;
@@ -171,6 +233,7 @@ static void spawn(pcd_replay *rp) {
       uv_close((uv_handle_t *)&rl->pipe, relay_closed);
     return;
   }
+  limit_memory(rp);
   /* A replayer stuck in its driver must not keep pcached from stopping:
    * the loop ends without waiting for it (nor for its stderr), and
    * pcd_replay_stop kills it. */
@@ -204,7 +267,9 @@ static void restart_cb(uv_timer_t *t) {
 /* Blames the one item out, or hands the items out again. */
 static void settle_flight(pcd_replay *rp, int blame, const char *why) {
   if (blame && rp->st.n_flight == 1) {
-    log_warn("replay: a pipeline %s the replayer; recorded as bad, skipped from now on", why);
+    log_warn("replay: a pipeline ended the replayer (%s); recorded as bad, skipped from now on, "
+             "and the app compiles it itself",
+             why);
     pcd_replay_queue_bad(rp, &rp->st.flight[0].hash, why);
   } else {
     for (unsigned i = 0; i < rp->st.n_flight && rp->st.n_retry < PCD_REPLAY_MAX_RETRY; i++)
@@ -214,10 +279,40 @@ static void settle_flight(pcd_replay *rp, int blame, const char *why) {
   rp->st.retry_in_flight = 0;
 }
 
+/* The replayer ran out of memory. Only an item handed out alone (a retry:
+ * nothing else was built beside it) is blamed for it; the others go out
+ * again one at a time. One that does it alone is handed out again, alone,
+ * until it has done so PCD_REPLAY_OOM_RETRIES times: then it is bad. */
+static void settle_oom(pcd_replay *rp, const char *why) {
+  const pcache__hash *h = &rp->st.flight[0].hash;
+  if (rp->st.n_flight != 1 || !rp->st.retry_in_flight) {
+    log_warn("replay: pcache-replay ran %s with %u items in flight; handing them "
+             "out one at a time to find the one to blame",
+             why, rp->st.n_flight);
+    settle_flight(rp, 0, why);
+    return;
+  }
+  if (!rp->oom_strikes || memcmp(h->bytes, rp->oom_hash.bytes, PCACHE_HASH_SIZE) != 0) {
+    rp->oom_hash = *h;
+    rp->oom_strikes = 0;
+  }
+  if (++rp->oom_strikes >= PCD_REPLAY_OOM_RETRIES) {
+    rp->oom_strikes = 0;
+    settle_flight(rp, 1, why);
+    log_warn("replay: raise PCACHE_REPLAY_MEM_LIMIT_MB in pcached's environment if pipelines "
+             "that large are expected (pipelines already recorded as bad stay skipped)");
+    return;
+  }
+  log_warn("replay: a pipeline ran pcache-replay %s alone, %u of %u times; "
+           "trying it again",
+           why, rp->oom_strikes, PCD_REPLAY_OOM_RETRIES);
+  settle_flight(rp, 0, why);
+}
+
 static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
   pcd_replay *rp = proc->data;
   uint64_t delay_ms = 0;
-  int restart = 0;
+  int restart = 0, out_of_memory = 0;
   char why[96];
   uv_timer_stop(&rp->watch);
   uv_close((uv_handle_t *)proc, NULL);
@@ -225,6 +320,13 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
   rp->running = 0;
   atomic_store(&rp->replayer_pid, 0);
   rp->st.paused[0] = '\0';
+  if (!rp->hang_kill && sig == SIGKILL && oom_kills(rp) > rp->oom_kills_at_spawn) {
+    out_of_memory = 1;
+    snprintf(why, sizeof why, "out of memory (killed by the OOM killer)");
+  } else if (!sig && status == PCD_REPLAY_EXIT_OUT_OF_MEMORY) {
+    out_of_memory = 1;
+    snprintf(why, sizeof why, "out of memory (limit %" PRIu64 " MiB)", rp->mem_limit_mb);
+  }
   if (rp->hang_kill) {
     snprintf(why, sizeof why, "hung (over %llu ms)", (unsigned long long)(rp->hang_us / 1000));
     /* The stuck one is to blame whatever else was out. */
@@ -233,21 +335,25 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     settle_flight(rp, 0, why);
     rp->restarts++;
     restart = 1;
-  } else if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
+  } else if (!out_of_memory && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT)) {
     log_warn("replay: pid %u was killed (signal %d); starting another", rp->pid, sig);
     settle_flight(rp, 0, "killed");
     rp->restarts++;
     restart = 1;
     delay_ms = 1000;
-  } else if (sig || (status != 0 && status != PCD_REPLAY_EXIT_NO_DEVICE &&
-                     status != PCD_REPLAY_EXIT_RECYCLE)) {
-    if (sig)
+  } else if (out_of_memory || sig ||
+             (status != 0 && status != PCD_REPLAY_EXIT_NO_DEVICE &&
+              status != PCD_REPLAY_EXIT_RECYCLE)) {
+    if (!out_of_memory && sig)
       snprintf(why, sizeof why, "crashed (signal %d: %s)", sig, strsignal(sig));
-    else
+    else if (!out_of_memory)
       snprintf(why, sizeof why, "crashed (exit status %lld)", (long long)status);
     if (!rp->st.n_flight)
       rp->failures_in_row++;
-    settle_flight(rp, 1, why);
+    if (out_of_memory)
+      settle_oom(rp, why);
+    else
+      settle_flight(rp, 1, why);
     rp->restarts++;
     restart = 1;
     delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
@@ -275,7 +381,16 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       rp->failures_in_row = 0;
     }
   }
-  if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES) {
+  if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES && out_of_memory) {
+    log_error("replay: pcache-replay ran out of memory %u times in a row before any pipeline; "
+              "giving up: raise PCACHE_REPLAY_MEM_LIMIT_MB (now %" PRIu64 " MiB) in pcached's "
+              "environment and restart pcached",
+              rp->failures_in_row, rp->mem_limit_mb);
+    rp->gave_up = 1;
+    snprintf(rp->gave_up_why, sizeof rp->gave_up_why,
+             "the replayer runs out of memory: raise PCACHE_REPLAY_MEM_LIMIT_MB");
+    restart = 0;
+  } else if (rp->failures_in_row >= PCD_REPLAY_MAX_FAILURES) {
     log_error("replay: pcache-replay failed %u times in a row before any pipeline; giving up "
               "until pcachectl replay or a restart of pcached",
               rp->failures_in_row);

@@ -13,11 +13,17 @@
  * tasks wait for a CPU, and none while the daemon says a client is busy.
  * Its memory is one item per thread (and its last blob, at the uploader);
  * when the driver's own grows past PCACHE_REPLAY_MAX_RSS_MB it reports
- * what it did and exits, and pcached starts a fresh one.
+ * what it did and exits between items, and pcached starts a fresh one.
+ * That is a recycle threshold; the hard bound is the RLIMIT_DATA pcached
+ * sets on it (PCACHE_REPLAY_MEM_LIMIT_MB): a build that runs into it (a
+ * crash, or a failed build, with its memory at the limit) exits 5, and
+ * pcached blames the item once it does so alone.
  *
  * Exit codes: 0 done (nothing left to hand out), 1 error, 2 usage,
- * 3 no Vulkan device has the key, 4 memory bound reached. */
+ * 3 no Vulkan device has the key, 4 memory bound reached (recycle),
+ * 5 out of memory under the limit. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
@@ -46,6 +52,10 @@
 
 #define EXIT_NO_DEVICE 3
 #define EXIT_RECYCLE 4
+#define EXIT_OUT_OF_MEMORY 5
+/* The test-only memory hog's steps and bound (PCACHE_REPLAY_TEST_HOG). */
+#define HOG_STEP (16u << 20)
+#define HOG_MAX (2048u << 20)
 #define MAX_THREADS 16
 #define RPC_TIMEOUT_MS 30000
 /* Each thread's modules across items (module_pool.h): an app's shaders
@@ -64,10 +74,12 @@ typedef struct replayer {
   atomic_uint throttle_ms;    /* the pause after each build; 0: none */
   atomic_int pressured;       /* threads past the first wait */
   atomic_int stop;            /* memory bound reached: report and exit */
+  atomic_int out_of_memory;   /* a build ran into the memory limit */
   atomic_int failed;          /* a thread lost its connection */
   atomic_int finished;        /* the daemon has nothing more to hand out */
   const char *crash_hash;     /* test hook: PCACHE_REPLAY_TEST_CRASH */
   const char *hang_hash;      /* test hook: PCACHE_REPLAY_TEST_HANG */
+  const char *hog_hash;       /* test hook: PCACHE_REPLAY_TEST_HOG */
   uint32_t delay_ms;          /* test hook: PCACHE_REPLAY_TEST_DELAY_MS */
   atomic_ullong built;
   pcache__replay_uploader *uploader;
@@ -208,14 +220,20 @@ static void wait_uploads(worker *w, unsigned max) {
   w->wait_ns += pcache__mono_ns() - t0;
 }
 
-/* The test-only crash hook (docs/replay.md): dies on an item whose state
- * hash, in hex, starts with PCACHE_REPLAY_TEST_CRASH. */
+/* Whether item's state hash, in hex (into hex), starts with prefix: the
+ * test-only hooks' match (docs/replay.md). */
+static int hook_matches(const char *prefix, const Pcachepb__ReplayItem *item, char hex[33]) {
+  if (!prefix || item->state_hash.len != PCACHE_HASH_SIZE)
+    return 0;
+  pcache__hex(item->state_hash.data, PCACHE_HASH_SIZE, hex);
+  return strncmp(hex, prefix, strlen(prefix)) == 0;
+}
+
+/* The test-only crash hook: dies on an item whose state hash, in hex,
+ * starts with PCACHE_REPLAY_TEST_CRASH. */
 static void maybe_crash(const replayer *rp, const Pcachepb__ReplayItem *item) {
   char hex[33];
-  if (!rp->crash_hash || item->state_hash.len != PCACHE_HASH_SIZE)
-    return;
-  pcache__hex(item->state_hash.data, PCACHE_HASH_SIZE, hex);
-  if (strncmp(hex, rp->crash_hash, strlen(rp->crash_hash)) == 0) {
+  if (hook_matches(rp->crash_hash, item, hex)) {
     log_warn("replay: PCACHE_REPLAY_TEST_CRASH matches %s: aborting, as asked", hex);
     abort();
   }
@@ -225,14 +243,108 @@ static void maybe_crash(const replayer *rp, const Pcachepb__ReplayItem *item) {
  * state hash, in hex, starts with PCACHE_REPLAY_TEST_HANG. */
 static void maybe_hang(const replayer *rp, const Pcachepb__ReplayItem *item) {
   char hex[33];
-  if (!rp->hang_hash || item->state_hash.len != PCACHE_HASH_SIZE)
-    return;
-  pcache__hex(item->state_hash.data, PCACHE_HASH_SIZE, hex);
-  if (strncmp(hex, rp->hang_hash, strlen(rp->hang_hash)) == 0) {
+  if (hook_matches(rp->hang_hash, item, hex)) {
     log_warn("replay: PCACHE_REPLAY_TEST_HANG matches %s: hanging, as asked", hex);
     for (;;)
       pause();
   }
+}
+
+/* The test-only memory hog, on an item whose state hash, in hex, starts
+ * with PCACHE_REPLAY_TEST_HOG: a build that needs more memory than the
+ * replayer may have. It allocates and touches HOG_STEP at a time, so that
+ * the kernel's limit is what stops it, and aborts when an allocation
+ * fails, as LLVM does (report_bad_alloc_error). Past HOG_MAX (no limit
+ * stopped it) it lets the memory go and the build goes on. */
+static void maybe_hog(const replayer *rp, const Pcachepb__ReplayItem *item) {
+  char hex[33];
+  void **chunks;
+  size_t n = 0;
+  if (!hook_matches(rp->hog_hash, item, hex))
+    return;
+  log_warn("replay: PCACHE_REPLAY_TEST_HOG matches %s: taking memory until refused, as asked", hex);
+  if (!(chunks = calloc(HOG_MAX / HOG_STEP, sizeof *chunks)))
+    abort();
+  for (; n < HOG_MAX / HOG_STEP; n++) {
+    if (!(chunks[n] = malloc(HOG_STEP)))
+      abort();
+    memset(chunks[n], 0xa5, HOG_STEP);
+  }
+  log_warn("replay: PCACHE_REPLAY_TEST_HOG took %u MiB and no limit stopped it",
+           (unsigned)(HOG_MAX >> 20));
+  while (n)
+    free(chunks[--n]);
+  free(chunks);
+}
+
+/* Whether this process's private writable memory (VmData: what
+ * RLIMIT_DATA counts) is within reach of the RLIMIT_DATA pcached set on
+ * it: within an eighth of it, and 64 MiB at least, the most a failed
+ * allocation of a driver is taken to have asked for. A crash or a failed
+ * build there is the limit's doing. Async-signal-safe (the crash handler
+ * calls it): system calls and plain loops only. */
+static int near_memory_limit(void) {
+  static const char field[] = "\nVmData:";
+  char buf[4096];
+  const char *p = NULL;
+  struct rlimit rl;
+  uint64_t kb = 0, limit, margin;
+  size_t len = 0;
+  ssize_t n;
+  int fd;
+  if (getrlimit(RLIMIT_DATA, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  if ((fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)) < 0)
+    return 0;
+  while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+    len += (size_t)n;
+  close(fd);
+  buf[len] = '\0';
+  for (size_t i = 0; !p && i + sizeof field - 1 <= len; i++)
+    if (memcmp(buf + i, field, sizeof field - 1) == 0)
+      p = buf + i + sizeof field - 1;
+  if (!p)
+    return 0;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  while (*p >= '0' && *p <= '9')
+    kb = kb * 10 + (uint64_t)(*p++ - '0');
+  limit = rl.rlim_cur;
+  margin = limit / 8 > (64u << 20) ? limit / 8 : 64u << 20;
+  return kb * 1024 + margin >= limit;
+}
+
+/* A crash at the memory limit (a driver that aborts, or dereferences the
+ * NULL, when its allocation fails) exits EXIT_OUT_OF_MEMORY, for pcached
+ * to tell it from a crash of the driver's own; any other crash goes on as
+ * it would have (SA_RESETHAND: the default action, with its core dump). */
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx) {
+  static const char msg[] = "<3>pcache-replay: replay: a build ran out of memory under the "
+                            "limit pcached set (PCACHE_REPLAY_MEM_LIMIT_MB); exiting\n";
+  (void)uctx;
+  if (near_memory_limit()) {
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(EXIT_OUT_OF_MEMORY);
+  }
+  /* Sent (abort, kill): sent again, delivered once this returns; a fault
+   * happens again when the instruction runs again. */
+  if (info->si_code <= 0)
+    raise(sig);
+}
+
+static void catch_fatal_signals(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* The sanitizer's own handler reports the crash; no limit is set. */
+#else
+  static const int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fatal_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+    sigaction(sigs[i], &sa, NULL);
+#endif
 }
 
 static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
@@ -244,6 +356,7 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   int r;
   maybe_crash(rp, item);
   maybe_hang(rp, item);
+  maybe_hog(rp, item);
   if (rp->delay_ms)
     sleep_ms(rp->delay_ms);
   w->items++;
@@ -267,8 +380,17 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
     pthread_mutex_unlock(&w->lock);
     return;
   }
-  snprintf(msg, sizeof msg, "build failed: %s", pcache_strerror(r));
   pcache__free(blob);
+  if (r == -ENOMEM && near_memory_limit()) {
+    /* Not reported: the item stays out, and pcached blames it once it
+     * does this alone (other threads' builds took memory beside it). */
+    log_error("replay: a build ran out of memory under the limit pcached set "
+              "(PCACHE_REPLAY_MEM_LIMIT_MB); exiting");
+    atomic_store(&rp->out_of_memory, 1);
+    atomic_store(&rp->stop, 1);
+    return;
+  }
+  snprintf(msg, sizeof msg, "build failed: %s", pcache_strerror(r));
   pthread_mutex_lock(&w->lock);
   add_result(w, item->state_hash.data, r, msg);
   pthread_mutex_unlock(&w->lock);
@@ -544,13 +666,21 @@ int main(int argc, char **argv) {
   rp.crash_hash = v && *v ? v : NULL;
   v = getenv("PCACHE_REPLAY_TEST_HANG");
   rp.hang_hash = v && *v ? v : NULL;
+  v = getenv("PCACHE_REPLAY_TEST_HOG");
+  rp.hog_hash = v && *v ? v : NULL;
+  catch_fatal_signals();
   /* Tests on a loaded two-core machine: SCHED_IDLE gets no CPU while any
    * other task wants it, so a replay there could take any time. */
   v = getenv("PCACHE_REPLAY_TEST_PRIORITY");
   if (!v || strcmp(v, "normal") != 0)
     be_nice();
 
-  if ((r = pcache__replay_vk_open(&rp.key, &rp.vk)) < 0) {
+  if ((r = pcache__replay_vk_open(&rp.key, &rp.vk)) < 0 && near_memory_limit()) {
+    log_error("replay: the Vulkan driver ran out of memory under the limit pcached set "
+              "(PCACHE_REPLAY_MEM_LIMIT_MB) as it loaded");
+    return EXIT_OUT_OF_MEMORY;
+  }
+  if (r < 0) {
     log_error("replay: no Vulkan device for key %s: %s", device, pcache_strerror(r));
     return r == PCACHE_ENOT_FOUND ? EXIT_NO_DEVICE : 1;
   }
@@ -615,7 +745,10 @@ int main(int argc, char **argv) {
   pcache__replay_uploader_stop(rp.uploader, &put_ns, &puts);
   rp.uploader = NULL;
   log_times(workers, started, rp.keep, put_ns, puts);
-  code = atomic_load(&rp.stop) ? EXIT_RECYCLE : started == rp.threads ? 0 : 1;
+  code = atomic_load(&rp.out_of_memory) ? EXIT_OUT_OF_MEMORY
+         : atomic_load(&rp.stop)        ? EXIT_RECYCLE
+         : started == rp.threads        ? 0
+                                        : 1;
   for (unsigned i = 0; i < started; i++)
     if (!workers[i].done && !atomic_load(&rp.stop))
       code = 1;

@@ -11,6 +11,11 @@
  *            nice 19, SCHED_IDLE and the idle I/O class
  *   busy     a client that never stops fetching holds the replay to one
  *            item at a time, paced, but not for ever: it finishes
+ *   hog      one pipeline's build takes memory past the replayer's limit
+ *            (PCACHE_REPLAY_TEST_HOG under PCACHE_REPLAY_MEM_LIMIT_MB): it
+ *            is tried again alone twice, then recorded as bad "out of
+ *            memory", the rest finishes, and after a kill -9 and restart
+ *            of pcached it is not tried again
  *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
  *            version lowered by one (the benchmark's simulated update) */
 #include <errno.h>
@@ -27,6 +32,7 @@
 #include <unistd.h>
 
 #include "client_util.h"
+#include "ctl_util.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/hash.h"
@@ -258,6 +264,19 @@ static void some_hash(char out[33]) {
   pcache__hex(hashes[3], 16, out);
 }
 
+/* The lowest state hash stored, in hex: the first item of the app's
+ * walk (docs/replay.md, "Order"), so that most of the replay is still to
+ * come once it is done with. */
+static void lowest_hash(char out[33]) {
+  uint8_t hashes[N_PIPELINES][16];
+  size_t lowest = 0;
+  ASSERT_EQ(util_list_hashes(hashes, N_PIPELINES), N_PIPELINES);
+  for (size_t i = 1; i < N_PIPELINES; i++)
+    if (memcmp(hashes[i], hashes[lowest], 16) < 0)
+      lowest = i;
+  pcache__hex(hashes[lowest], 16, out);
+}
+
 /* The replayer holds none of pcached's own output: its stdout is
  * /dev/null and its stderr a pipe pcached reads (so an orphan holds no
  * pipe of whoever started pcached). */
@@ -345,22 +364,28 @@ static int pid_alive(pid_t pid) {
   return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X';
 }
 
-static int log_has(const test_env *env, const char *needle) {
+/* How many lines of the daemon's log have needle in them. */
+static int log_count(const test_env *env, const char *needle) {
   char line[2048];
-  int found = 0;
+  int n = 0;
   FILE *f = fopen(env->log_path, "r");
   ASSERT_TRUE(f != NULL);
-  while (!found && fgets(line, sizeof line, f))
-    found = strstr(line, needle) != NULL;
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, needle) != NULL;
   fclose(f);
-  return found;
+  return n;
 }
+
+static int log_has(const test_env *env, const char *needle) { return log_count(env, needle) > 0; }
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const Pcachepb__ReplayProgress *p;
   Pcachepb__Response *resp;
+  /* The pipeline a hook makes bad (crash, hog), and the reason expected. */
   char crash[33] = "";
+  const char *crash_reason = "crashed";
+  int hogged = 0;
   test_env env;
   if (strcmp(mode, "rekey") == 0 && argc == 4)
     return rekey_files(argv[2], argv[3]);
@@ -388,6 +413,14 @@ int main(int argc, char **argv) {
     setenv("PCACHE_REPLAY_QUIET_MS", "500", 1);
     setenv("PCACHE_REPLAY_BUSY_EVERY_MS", "200", 1);
   }
+  if (strcmp(mode, "hog") == 0) {
+    /* The replayer on lavapipe starts at 90-100 MiB of VmData (what the
+     * limit counts; 66-70 MiB resident): this leaves it 280 MiB to build
+     * in. One thread, paced, so that the restart below comes mid-replay. */
+    setenv("PCACHE_REPLAY_MEM_LIMIT_MB", "384", 1);
+    setenv("PCACHE_REPLAY_THREADS", "1", 1);
+    setenv("PCACHE_REPLAY_TEST_DELAY_MS", "400", 1);
+  }
   test_daemon_start(&env, NULL);
   make_old_store(&env, argv[0]);
   if (strcmp(mode, "crash") == 0) {
@@ -395,6 +428,13 @@ int main(int argc, char **argv) {
      * hook set for one of the stored pipelines. */
     some_hash(crash);
     setenv("PCACHE_REPLAY_TEST_CRASH", crash, 1);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+    test_daemon_start(&env, NULL);
+  }
+  if (strcmp(mode, "hog") == 0) {
+    lowest_hash(crash);
+    crash_reason = "out of memory (limit 384 MiB)";
+    setenv("PCACHE_REPLAY_TEST_HOG", crash, 1);
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
     test_daemon_start(&env, NULL);
   }
@@ -471,6 +511,36 @@ int main(int argc, char **argv) {
     test_daemon_start(&env, NULL);
   }
 
+  if (strcmp(mode, "hog") == 0) {
+    uint64_t end = util_now_ms() + REPLAY_DEADLINE_MS;
+    /* Until its bad record is in the store (status reads it from there),
+     * or the replay finished without one. */
+    for (;;) {
+      resp = progress(&p);
+      if (p && (p->n_failures || p->finished))
+        break;
+      pcache__response_free(resp);
+      ASSERT_LT(util_now_ms(), end);
+      usleep(20000);
+    }
+    ASSERT_EQ(p->n_failures, 1);
+    ASSERT_TRUE(!p->finished);
+    ASSERT_EQ(p->failed, 1);
+    pcache__response_free(resp);
+    /* Its first build had another item out beside it (the one its thread
+     * claimed meanwhile): not to blame, it went out again alone, twice
+     * (PCD_REPLAY_OOM_RETRIES), and the kernel's limit stopped it each
+     * time (the replayer's crash handler says so, and exits 5). */
+    hogged = log_count(&env, "PCACHE_REPLAY_TEST_HOG matches");
+    ASSERT_EQ(hogged, 3);
+    ASSERT_EQ(log_count(&env, "PCACHE_REPLAY_TEST_HOG took"), 0);
+    ASSERT_EQ(log_count(&env, "a build ran out of memory under the limit"), 3);
+    ASSERT_EQ(log_count(&env, "out of memory (limit 384 MiB) alone, 1 of 2 times"), 1);
+    /* The record outlives pcached: killed -9 mid-replay and started again,
+     * it finishes the rest and never hands that item out again. */
+    ASSERT_EQ(test_daemon_stop(&env, SIGKILL) & 0x7f, SIGKILL);
+    test_daemon_start(&env, NULL);
+  }
   if (strcmp(mode, "busy") == 0)
     fetch_until_finished(&env, 200);
   resp = wait_finished(&p);
@@ -482,9 +552,20 @@ int main(int argc, char **argv) {
     ASSERT_EQ(p->n_failures, 1);
     pcache__hex(p->failures[0]->state_hash.data, 16, hex);
     ASSERT_STREQ(hex, crash);
-    ASSERT_TRUE(strstr(p->failures[0]->reason, "crashed") != NULL);
-    /* The replayer's stderr reaches pcached's log (replay_supervise.c). */
-    ASSERT_TRUE(log_has(&env, "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
+    ASSERT_TRUE(strncmp(p->failures[0]->reason, crash_reason, strlen(crash_reason)) == 0);
+    if (hogged) {
+      char expr[256];
+      ASSERT_EQ(log_count(&env, "PCACHE_REPLAY_TEST_HOG matches"), hogged);
+      /* What a user sees: the failure and its reason in pcachectl status. */
+      snprintf(expr, sizeof expr,
+               "d[\"replay\"][0][\"failed\"] == 1 and d[\"replay\"][0][\"failures\"] == "
+               "[{\"state_hash\": \"%s\", \"reason\": \"%s\"}]",
+               crash, crash_reason);
+      ctl_json_check(&env, 0, "status", expr);
+    } else {
+      /* The replayer's stderr reaches pcached's log (replay_supervise.c). */
+      ASSERT_TRUE(log_has(&env, "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
+    }
   } else {
     ASSERT_EQ(p->failed, 0);
     ASSERT_EQ(p->done, N_PIPELINES);
