@@ -8,7 +8,7 @@
  *            reported, and the rest replayed
  *   kill     the replayer killed with -9 midway, and then pcached, and the
  *            replay resumes to the end; while it runs, the replayer has
- *            nice 19, SCHED_IDLE and the idle I/O class
+ *            nice 19, SCHED_IDLE, the idle I/O class and oom_score_adj 1000
  *   busy     a client that never stops fetching holds the replay to one
  *            item at a time, paced, but not for ever: it finishes
  *   hog      one pipeline's build takes memory past the replayer's limit
@@ -346,6 +346,18 @@ static void expect_nice(uint32_t pid) {
   ASSERT_EQ(syscall(SYS_ioprio_get, 1, (int)pid) >> 13, 3);
 }
 
+/* The OOM killer takes the replayer before anything of the user's. */
+static void expect_oom_first(uint32_t pid) {
+  char path[64];
+  int adj = 0;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%u/oom_score_adj", pid);
+  ASSERT_TRUE((f = fopen(path, "r")) != NULL);
+  ASSERT_EQ(fscanf(f, "%d", &adj), 1);
+  fclose(f);
+  ASSERT_EQ(adj, 1000);
+}
+
 /* Whether the daemon's log has a line with needle in it. */
 /* Whether pid runs (a zombie whose parent is gone counts as dead: who
  * reaps it is not the test's to know). */
@@ -490,6 +502,7 @@ int main(int argc, char **argv) {
     ASSERT_LT(p->done, N_PIPELINES);
     expect_own_output(p->replayer_pid);
     expect_nice(p->replayer_pid);
+    expect_oom_first(p->replayer_pid);
     /* The checked priorities stay with this pcached's replayers; the one
      * started next runs at the test's, so that it gets the CPU beside
      * other tests. */
