@@ -6,8 +6,8 @@
  * flight become: a crash (a signal other than SIGKILL, or an exit code
  * that is not ours) with one item out makes that item bad; with several
  * out, they are handed out again one at a time, so the next crash names
- * its item; SIGKILL from elsewhere (the OOM killer, a person) blames
- * nothing and hands them out again; a hang past PCACHE_REPLAY_HANG_MS is
+ * its item; SIGKILL from elsewhere (a person) blames nothing and hands
+ * them out again; a hang past PCACHE_REPLAY_HANG_MS is
  * killed here and makes its item bad. Its memory has a hard limit
  * (RLIMIT_DATA, set here as it starts); running out of it (its own exit 5,
  * or a SIGKILL while the OOM killer's count rose) hands the items out
