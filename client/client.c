@@ -109,6 +109,13 @@ static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t de
   const Pcachepb__HelloReply *hello;
   uint64_t now = pcache__mono_ms();
   int r;
+  if (lane->transport && pcache__transport_closed_idle(lane->transport, now)) {
+    /* The daemon closed it for a newcomer while it was idle: that is no
+     * failure, so a new one now, without the pause after a failure. */
+    pcache__transport_close(lane->transport);
+    lane->transport = NULL;
+    lane->attempted = 0;
+  }
   if (lane->transport)
     return 0;
   if (lane->attempted && now - lane->last_attempt_ms < RECONNECT_INTERVAL_MS)

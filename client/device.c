@@ -376,6 +376,7 @@ PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
   c.parts_made = atomic_load(&d->stats.parts_made);
   c.links_only = atomic_load(&d->stats.links_only);
   c.prepared = atomic_load(&d->stats.prepared);
+  c.upload_dropped = atomic_load(&d->stats.upload_dropped);
   memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
   return 0;
 }

@@ -150,7 +150,7 @@ struct pcache_device {
   pthread_cond_t flush_cond;  /* queue drained */
   pcache__upload_queue queue;
   size_t queue_len, in_flight; /* items in queue, and in the batch being sent */
-  uint64_t upload_dropped;
+  uint64_t queue_bytes;        /* what the queued items own (upload.c, QUEUE_MAX_BYTES) */
   uint64_t upload_failures; /* batches the daemon did not take (away, slow, refused) */
   int upload_stop, upload_thread_running;
   int retry_now; /* a flush wants the next try now, not after the backoff */
@@ -211,7 +211,7 @@ struct pcache_device {
         prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
         snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
         segment_refused, fast_links, optimized, swaps, swap_ns_total, swap_ns_max,
-        swap_frames_total, parts_made, links_only, prepared;
+        swap_frames_total, parts_made, links_only, prepared, upload_dropped;
   } stats;
 };
 

@@ -1,6 +1,9 @@
 /* Uploads run on a thread of their own per device, never on the caller's
  * path: compiled pipelines are queued, batched into Put requests, and kept
- * (bounded) while the daemon is away, with a growing pause between tries. */
+ * (bounded) while the daemon is away, with a growing pause between tries.
+ * An item that can never go (larger than a request may be, refused by the
+ * daemon) is dropped, said once and counted (upload_dropped), never
+ * retried: retrying it would hold every pipeline queued behind it. */
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -15,6 +18,14 @@
 #include "common/clock.h"
 
 #define QUEUE_MAX 4096u
+/* And in bytes: what the queued items own (blob and description; the
+ * SPIR-V they name is shared with the context's objects). A daemon away
+ * for long must not make the app hold gigabytes of uploads. */
+#define QUEUE_MAX_BYTES (256ull << 20)
+/* What a Put adds to its items' bytes: the request, the device (its
+ * strings at most 255 bytes each), and each item's own fields. */
+#define PUT_OVERHEAD 4096u
+#define PUT_ITEM_OVERHEAD 256u
 /* Small enough that a Put's transfer is a small part of its timeout
  * (pcache__client_background_timeout_ms) on a local socket. */
 #define BATCH_MAX_BYTES (1u << 20)
@@ -29,6 +40,66 @@ void pcache__upload_free(pcache__upload *item) {
   pcache__free(item->blob);
   pcache__free(item->desc);
   pcache__free(item);
+}
+
+/* What an item holds in the queue (QUEUE_MAX_BYTES). */
+static uint64_t item_bytes(const pcache__upload *u) {
+  return (uint64_t)u->blob_size + u->desc_size;
+}
+
+/* The most an item adds to a Put: its bytes, every module it names with
+ * its code, and its fields. */
+static uint64_t item_put_bytes(const pcache__upload *u) {
+  uint64_t n = item_bytes(u) + PUT_ITEM_OVERHEAD;
+  for (size_t m = 0; m < u->n_modules; m++)
+    n += u->modules[m]->size + PUT_ITEM_OVERHEAD;
+  return n;
+}
+
+/* The largest request the daemon takes (HelloReply.max_frame; ours until
+ * it has said). */
+static uint64_t frame_limit(const pcache_device *d) {
+  uint64_t f = atomic_load(&d->client->max_frame);
+  return f >= PCACHE_FRAME_HEADER_SIZE && f <= UINT32_MAX ? f : PCACHE_DEFAULT_MAX_FRAME;
+}
+
+/* Why an item is dropped, for the log: each said once, then its repeats
+ * held back (log.h). */
+typedef enum drop_reason {
+  DROP_TOO_LARGE,  /* larger than any request the daemon takes */
+  DROP_QUEUE_FULL, /* the queue is at QUEUE_MAX or QUEUE_MAX_BYTES */
+  DROP_REFUSED,    /* the daemon refused it: sending it again would not help */
+} drop_reason;
+
+/* Counts n items dropped and says why. Without the upload lock. */
+static void dropped(pcache_device *d, size_t n, drop_reason why, uint64_t bytes, int status,
+                    const char *message) {
+  static const char site[] = "upload_dropped";
+  atomic_fetch_add(&d->stats.upload_dropped, n);
+  /* Under 200 bytes (log.h): what to do comes before the daemon's words. */
+  switch (why) {
+  case DROP_TOO_LARGE:
+    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+                        "a pipeline upload of %llu bytes is over pcached's request limit (%llu): "
+                        "not uploaded, compiled again by each process; to cache it, raise "
+                        "pcached's --max-frame",
+                        (unsigned long long)bytes, (unsigned long long)frame_limit(d));
+    break;
+  case DROP_QUEUE_FULL:
+    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+                        "upload queue full (%u pipelines or %llu MiB pcached has not taken): "
+                        "one dropped, compiled again next run; check that pcached answers "
+                        "(pcachectl status)",
+                        QUEUE_MAX, (unsigned long long)(QUEUE_MAX_BYTES >> 20));
+    break;
+  case DROP_REFUSED:
+    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, (uint64_t)(int64_t)status,
+                        "pcached refused %zu pipeline upload%s, not retried (its log says why: "
+                        "journalctl --user -u pcached): %s",
+                        n, n == 1 ? "" : "s",
+                        message && *message ? message : pcache_strerror(status));
+    break;
+  }
 }
 
 /* Only the upload thread reads or writes the sent set. */
@@ -47,9 +118,11 @@ static void module_mark_sent(pcache_device *d, const pcache__hash *hash) {
 }
 
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
- * applied), <0 when it should be retried later. Items the daemon refused
- * for good are dropped; those whose modules it lacks come back in retry,
- * in batch order. */
+ * applied), PCACHE_EFRAME_TOO_LARGE when the batch is larger than any
+ * request the daemon takes (nothing was sent), another <0 when it should
+ * be retried later. Items the daemon refused for good are dropped and
+ * counted; those whose modules it lacks come back in retry, in batch
+ * order. */
 static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
                       pcache__upload_queue *retry, uint64_t *ret_acked) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
@@ -107,6 +180,12 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   put.n_items = n;
   request.body_case = PCACHEPB__REQUEST__BODY_PUT;
   request.put = &put;
+  /* Checked here, not left to the encoder: its refusal would look like a
+   * daemon away, and the batch would be tried again for ever. */
+  if (protobuf_c_message_get_packed_size(&request.base) > frame_limit(d)) {
+    r = PCACHE_EFRAME_TOO_LARGE;
+    goto out;
+  }
 
   /* The background lane and its timeout: the reply waits for a commit,
    * which a busy disk can hold far longer than the app's timeout, and
@@ -114,8 +193,13 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request, PCACHEPB__RESPONSE__BODY_PUT,
                          pcache__client_background_timeout_ms(d->client), &reply);
   if (r < 0) {
-    if (reply.response)
-      r = 0; /* refused as a whole (limits, malformed): retrying would not help */
+    if (reply.response) {
+      /* Refused as a whole (limits, malformed): retrying would not help. */
+      dropped(d, n, DROP_REFUSED, 0, r, reply.response->message);
+      r = 0;
+    } else if (r == PCACHE_EFRAME_TOO_LARGE) {
+      r = PCACHE_EPROTO; /* the reply's frame, not ours: the daemon's fault */
+    }
     goto out_release;
   }
   i = 0;
@@ -138,6 +222,8 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
         u->desc = NULL;
         u->n_modules = 0;
       }
+    } else {
+      dropped(d, 1, DROP_REFUSED, 0, status, pr->results[i]->message);
     }
   }
   r = 0;
@@ -263,9 +349,22 @@ static void send_used(pcache_device *d) {
   pthread_cond_broadcast(&d->flush_cond);
 }
 
+/* Puts items back in front of the queue, in their order. Under the lock. */
+static void requeue(pcache_device *d, pcache__upload_queue *items) {
+  for (pcache__upload *u = items->head; u; u = u->next) {
+    d->queue_len++;
+    d->queue_bytes += item_bytes(u);
+  }
+  pcache_queue_prepend(&d->queue, items);
+}
+
 static void *upload_main(void *arg) {
   pcache_device *d = arg;
   uint64_t backoff = 0, retry_at = 0;
+  /* Items the next batch may take at most: halved while a batch is larger
+   * than any request the daemon takes (a small --max-frame), until one
+   * item alone is, which is then dropped. */
+  size_t split = SIZE_MAX;
   /* Destroy must not wait out a long call (a background prefetch page has
    * ten times the timeout): pcache__upload_stop cancels it. */
   pcache__rpc_set_cancel_fd(d->cancel_fd);
@@ -314,6 +413,8 @@ static void *upload_main(void *arg) {
     }
     pthread_mutex_unlock(&d->upload_lock);
     max_items = pcache__client_max_hashes(d->client);
+    if (max_items > split)
+      max_items = split;
     pthread_mutex_lock(&d->upload_lock);
     if (pcache_queue_empty(&d->queue))
       continue;
@@ -321,10 +422,11 @@ static void *upload_main(void *arg) {
     pcache_queue_init(&batch);
     pcache_queue_init(&retry);
     while ((u = d->queue.head) != NULL && n < max_items) {
-      size_t item = u->blob_size + u->desc_size;
+      uint64_t item = item_put_bytes(u);
       if (n > 0 && bytes + item > BATCH_MAX_BYTES)
         break;
       bytes += item;
+      d->queue_bytes -= item_bytes(u);
       pcache_queue_push(&batch, pcache_queue_pop(&d->queue));
       n++;
     }
@@ -336,10 +438,25 @@ static void *upload_main(void *arg) {
 
     pthread_mutex_lock(&d->upload_lock);
     d->in_flight = 0;
+    if (r == PCACHE_EFRAME_TOO_LARGE && n > 1) {
+      /* Smaller batches, at once: the daemon is not away. */
+      split = n / 2;
+      requeue(d, &batch);
+      continue;
+    }
+    if (r == PCACHE_EFRAME_TOO_LARGE) {
+      /* This one item can never go: the rest of the queue must. */
+      pthread_mutex_unlock(&d->upload_lock);
+      dropped(d, 1, DROP_TOO_LARGE, bytes, 0, NULL);
+      pcache__upload_free(pcache_queue_pop(&batch));
+      pthread_mutex_lock(&d->upload_lock);
+      pthread_cond_broadcast(&d->flush_cond);
+      continue;
+    }
+    split = SIZE_MAX;
     if (r < 0) {
       /* Daemon away or slow: the batch goes back in front, in order. */
-      pcache_queue_prepend(&d->queue, &batch);
-      d->queue_len += n;
+      requeue(d, &batch);
       d->upload_failures++;
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
@@ -351,8 +468,7 @@ static void *upload_main(void *arg) {
     backoff = retry_at = 0;
     atomic_fetch_add(&d->stats.uploaded, acked);
     /* In front too, in their batch order: they were next in line. */
-    d->queue_len += pcache_queue_count(&retry);
-    pcache_queue_prepend(&d->queue, &retry);
+    requeue(d, &retry);
     pthread_mutex_unlock(&d->upload_lock);
     while ((u = pcache_queue_pop(&batch)) != NULL)
       pcache__upload_free(u);
@@ -397,19 +513,35 @@ out_cancel_fd:
 }
 
 void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
-  pcache__upload *dropped = NULL;
-  pthread_mutex_lock(&d->upload_lock);
-  if (d->queue_len >= QUEUE_MAX) {
-    /* Bounded while the daemon is away: the oldest go first. */
-    dropped = pcache_queue_pop(&d->queue);
-    d->queue_len--;
-    d->upload_dropped++;
+  pcache__upload *oldest = NULL;
+  uint64_t bytes = item_bytes(item), put_bytes = item_put_bytes(item);
+  int full;
+  /* Never sendable as it is: dropped now rather than held in the queue.
+   * (A limit the daemon raises later is for the next process.) */
+  if (put_bytes + PUT_OVERHEAD > frame_limit(d)) {
+    dropped(d, 1, DROP_TOO_LARGE, put_bytes, 0, NULL);
+    pcache__upload_free(item);
+    return;
   }
-  pcache_queue_push(&d->queue, item);
-  d->queue_len++;
-  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_lock(&d->upload_lock);
+  /* Bounded while the daemon is away: in items, the oldest go first; in
+   * bytes, the one that would pass the bound (it may be the largest). */
+  full = d->queue_bytes + bytes > QUEUE_MAX_BYTES;
+  if (!full && d->queue_len >= QUEUE_MAX) {
+    oldest = pcache_queue_pop(&d->queue);
+    d->queue_len--;
+    d->queue_bytes -= item_bytes(oldest);
+  }
+  if (!full) {
+    pcache_queue_push(&d->queue, item);
+    d->queue_len++;
+    d->queue_bytes += bytes;
+    pthread_cond_signal(&d->upload_cond);
+  }
   pthread_mutex_unlock(&d->upload_lock);
-  pcache__upload_free(dropped);
+  if (full || oldest)
+    dropped(d, 1, DROP_QUEUE_FULL, 0, 0, NULL);
+  pcache__upload_free(full ? item : oldest);
 }
 
 static int upload_pending(const pcache_device *d) {
@@ -473,6 +605,7 @@ void pcache__upload_stop(pcache_device *d) {
   while ((u = pcache_queue_pop(&d->queue)) != NULL)
     pcache__upload_free(u);
   d->queue_len = 0;
+  d->queue_bytes = 0;
   pcache_vec_free(&d->sent_modules);
   pcache_vec_free(&d->used);
   pcache_vec_free(&d->refused);

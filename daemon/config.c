@@ -31,7 +31,11 @@ static void usage(FILE *out) {
           "                         a request frame must still fit --max-frame)\n"
           "  --max-frame SIZE       largest request frame accepted (64M)\n"
           "  --max-hashes N         most state hashes / items per request (%u)\n"
-          "  --max-connections N    concurrent connections (256)\n"
+          "  --max-connections N    concurrent connections (256); at the limit the\n"
+          "                         oldest idle one is closed for a new one\n"
+          "  --max-connections-per-process N\n"
+          "                         connections one process may hold (32); past it\n"
+          "                         its oldest idle one is closed for a new one\n"
           "  --threads N            I/O threads serving clients (default: one per\n"
           "                         core, at most 8); writes always go to one\n"
           "                         writer thread\n"
@@ -91,6 +95,7 @@ enum {
   OPT_MAX_FRAME,
   OPT_MAX_HASHES,
   OPT_MAX_CONN,
+  OPT_MAX_CONN_PER_PROCESS,
   OPT_MAX_PENDING,
   OPT_FRAME_TIMEOUT,
   OPT_FLUSH,
@@ -131,11 +136,12 @@ typedef struct number_option {
 /* clang-format off */
 static const number_option numbers[] = {
     {OPT_MAX_SIZE,      "max-size",        0, 4096,      1ull << 46,      FIELD(max_size)},
-    {OPT_MAX_BLOB,      "max-blob",        0, 32,        1ull << 30,      FIELD(max_blob)},
-    {OPT_MAX_SNAPSHOT,  "max-snapshot",    0, 32,        1ull << 32,      FIELD(max_snapshot)},
+    {OPT_MAX_BLOB,      "max-blob",        0, 32,        PCACHE_PROTO_MAX_BLOB, FIELD(max_blob)},
+    {OPT_MAX_SNAPSHOT,  "max-snapshot",    0, 32,        PCACHE_PROTO_MAX_SNAPSHOT, FIELD(max_snapshot)},
     {OPT_MAX_FRAME,     "max-frame",       0, 1024,      UINT32_MAX,      FIELD(max_frame)},
-    {OPT_MAX_HASHES,    "max-hashes",      0, 1,         1u << 20,        FIELD(max_hashes)},
+    {OPT_MAX_HASHES,    "max-hashes",      0, 1,         PCACHE_PROTO_MAX_HASHES, FIELD(max_hashes)},
     {OPT_MAX_CONN,      "max-connections", 0, 1,         65536,           FIELD(max_connections)},
+    {OPT_MAX_CONN_PER_PROCESS, "max-connections-per-process", 0, 1, 65536,    FIELD(max_conn_per_process)},
     {OPT_THREADS,       "threads",         0, 1,         PCD_MAX_THREADS, FIELD(threads)},
     {OPT_MAX_PENDING,   "max-pending",     0, 4096,      1ull << 34,      FIELD(max_pending)},
     {OPT_FRAME_TIMEOUT, "frame-timeout",   1, 1,         86400,           FIELD(frame_timeout_s)},
@@ -147,7 +153,7 @@ static const number_option numbers[] = {
     {OPT_SEGMENT_MEMORY, "segment-memory", 0, 0,        1ull << 40,      FIELD(segment_memory)},
     {OPT_SEGMENT_IDLE,  "segment-idle",    1, 1,         1ull << 32,      FIELD(segment_idle_s)},
     {OPT_SEGMENT_MAX,   "segment-max",     0, 1,         1u << 16,        FIELD(segment_max)},
-    {OPT_REPLY_WINDOW,  "reply-window",    0, 0,         16ull << 20,     FIELD(reply_window)},
+    {OPT_REPLY_WINDOW,  "reply-window",    0, 0,         PCACHE_REPLY_WINDOW_MAX, FIELD(reply_window)},
     {OPT_IDLE_EXIT,     "idle-exit",       1, 0,         1ull << 32,      FIELD(idle_exit_s)},
     {OPT_MAP_SIZE,      "map-size",        0, 1ull << 20, 1ull << 46,     FIELD(map_size)},
     {OPT_REMOTE_TTL,    "remote-ttl",      1, 0,         1ull << 31,      FIELD(remote_ttl_s)},
@@ -193,6 +199,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
       {"max-hashes", required_argument, NULL, OPT_MAX_HASHES},
       {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+      {"max-connections-per-process", required_argument, NULL, OPT_MAX_CONN_PER_PROCESS},
       {"threads", required_argument, NULL, OPT_THREADS},
       {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
       {"frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT},
@@ -220,11 +227,13 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
   };
   pcd_config c = {
       .max_size = 1ull << 30,
-      .max_blob = 64ull << 20,
-      .max_snapshot = 256ull << 20,
+      .max_blob = PCACHE_DEFAULT_MAX_BLOB,
+      .max_snapshot = PCACHE_DEFAULT_MAX_SNAPSHOT,
       .max_frame = PCACHE_DEFAULT_MAX_FRAME,
       .max_hashes = PCACHE_DEFAULT_MAX_HASHES,
       .max_connections = 256,
+      /* pcache-replay's 16 threads hold two connections each. */
+      .max_conn_per_process = 32,
       .frame_timeout_s = 10,
       .hello_timeout_s = 10,
       .max_pending = 4ull << 20,

@@ -20,6 +20,7 @@ typedef struct pcd_config {
   uint32_t max_frame;           /* --max-frame */
   uint32_t max_hashes;          /* --max-hashes */
   uint32_t max_connections;     /* --max-connections */
+  uint32_t max_conn_per_process; /* --max-connections-per-process */
   uint32_t threads;             /* --threads: I/O loops (workers.c) */
   uint64_t idle_exit_s;         /* --idle-exit, 0: never */
   uint64_t frame_timeout_s;     /* --frame-timeout: a frame must arrive within */

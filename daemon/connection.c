@@ -410,10 +410,20 @@ static int do_read(pcd_conn *c) {
   return 0;
 }
 
+/* Publishes whether c is quiet (quiet_since_us): nothing in flight,
+ * whatever the client does next. A memfd not yet taken is in flight: its
+ * client has not read the reply. */
+static void publish_quiet(pcd_conn *c) {
+  int quiet = !c->busy && !c->body && c->rlen == c->roff && pcache_queue_empty(&c->out) &&
+              !c->bulk_parked && !c->bulk_fds;
+  atomic_store_explicit(&c->quiet_since_us, quiet ? c->last_io_us : 0, memory_order_relaxed);
+}
+
 static void update_events(pcd_conn *c) {
   int ev = 0;
   if (c->closed)
     return;
+  publish_quiet(c);
   if (c->close_after_flush && pcache_queue_empty(&c->out)) {
     pcd_conn_close(c);
     return;
@@ -513,6 +523,8 @@ void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us) {
    * (docs/protocol.md, "Reply budget"). */
   if (conn->bulk_parked)
     return;
+  if (!conn->closed && conn->bulk_fds && pcache_queue_empty(&conn->out) && bulk_taken(conn))
+    publish_quiet(conn);
   uint64_t limit = conn->srv->config->frame_timeout_s * 1000000u;
   int mid_frame = conn->body || conn->rlen > conn->roff;
   int stalled_write = !pcache_queue_empty(&conn->out);
@@ -539,6 +551,7 @@ int pcd_conn_open(pcd_worker *w, const pcd_conn_owner *owner, int fd, pcd_conn *
   c->refs = 1;
   pcache_queue_init(&c->out);
   c->opened_us = c->last_io_us = pcache__mono_us();
+  atomic_init(&c->quiet_since_us, c->opened_us);
   r = pcd_uv_err(uv_poll_init(w->loop, &c->poll, fd));
   if (r < 0) {
     pcache__free(c);

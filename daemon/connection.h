@@ -38,6 +38,16 @@ struct pcd_conn {
   pcd_scratch *scratch; /* the worker's, where its inline replies are encoded */
   const pcd_conn_owner *owner;
   pcd_conn *prev, *next;
+  /* Every open connection, across workers (workers.c, "admission"): under
+   * the server's conns_lock, as are reg_reaping and the id. */
+  pcd_conn *reg_prev, *reg_next;
+  uint64_t id;     /* never 0, never reused */
+  int reg_reaping; /* picked to be closed for a newcomer */
+  /* When it went quiet: nothing in flight either way (no request at the
+   * writer, none half read, no reply queued or memfd untaken) since this
+   * pcache__mono_us(); 0 while not. Written by its thread, read by the
+   * accepting one. */
+  _Atomic uint64_t quiet_since_us;
   int fd;
   uv_poll_t poll;
   int poll_events;      /* what poll watches now: restarting costs an epoll_ctl */
@@ -100,7 +110,9 @@ void pcd_conn_ref(pcd_conn *conn);
 void pcd_conn_unref(pcd_conn *conn);
 /* Closes a connection that stalls mid-frame or on a queued reply, or that
  * has not completed Hello within --hello-timeout (it would hold a
- * --max-connections slot for nothing). now_us is pcache__mono_us(). */
+ * --max-connections slot for nothing). now_us is pcache__mono_us(). Also
+ * notices a reply memfd taken while the client stayed silent, which makes
+ * the connection quiet (quiet_since_us). */
 void pcd_conn_check_timeout(pcd_conn *conn, uint64_t now_us);
 
 #endif

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/vec.h"
 #include "prefetch_cursor.h"
+#include "proto/frame.h"
 #include "respond.h"
 #include "server.h"
 #include "window.h"
@@ -33,7 +34,7 @@
 /* Most blob bytes one Get or Prefetch reply carries, whatever the
  * client's budget (it goes in a memfd); more come in the next page
  * (GetReply.more). */
-#define PREFETCH_MAX_BYTES (256ull << 20)
+#define PREFETCH_MAX_BYTES PCACHE_REPLY_PAGE_MAX
 
 typedef struct blob_set {
   pcd_server *srv;

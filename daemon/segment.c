@@ -553,6 +553,8 @@ static int build_and_hold(pcd_segments *s, pcd_store *store, const uint8_t *devk
   reap(s);
   room = room_left(s); /* what may fit beside what clients still map */
   pthread_mutex_unlock(&s->lock);
+  if (room > PCACHE_SEG_MAX_SIZE)
+    room = PCACHE_SEG_MAX_SIZE; /* a client maps no larger one */
   r = plan(txn, s->config, devkey, app, room, &p);
   if (r == 0 && p.n == 0 && !p.snapshot_size)
     r = PCACHE_ENOT_FOUND; /* nothing to share */

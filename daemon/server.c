@@ -181,6 +181,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     struct ucred cred;
     socklen_t len = sizeof cred;
     uint64_t open;
+    int per_process;
     int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR)
@@ -197,12 +198,25 @@ static void on_listen(uv_poll_t *h, int status, int events) {
       refuse(fd, PCACHE_EPEER, "peer refused: another user");
       continue;
     }
-    /* Only this thread adds, so the count can only be lower than read. */
+    /* Only this thread adds, so the count can only be lower than read. At
+     * a limit, an idle connection in the way is closed for this one; only
+     * when none is idle is this one refused. */
     open = atomic_load(&srv->n_conns);
-    if (open >= srv->config->max_connections) {
-      log_warn("refused a client: %llu connections open (--max-connections)",
-               (unsigned long long)open);
-      refuse(fd, PCACHE_ETOO_MANY_CONNECTIONS, "too many connections");
+    if (pcd_workers_admit(srv, (uint32_t)cred.pid, open, &per_process) < 0) {
+      if (per_process) {
+        log_warn("refused a client: pid %d holds %u connections, none idle "
+                 "(--max-connections-per-process)",
+                 (int)cred.pid, srv->config->max_conn_per_process);
+        refuse(fd, PCACHE_ETOO_MANY_CONNECTIONS,
+               "too many connections from this process, none idle: close those it no longer "
+               "uses, or raise pcached's --max-connections-per-process");
+      } else {
+        log_warn("refused a client: %llu connections open, none idle (--max-connections)",
+                 (unsigned long long)open);
+        refuse(fd, PCACHE_ETOO_MANY_CONNECTIONS,
+               "too many connections, none idle: try again shortly, or raise pcached's "
+               "--max-connections");
+      }
       continue;
     }
     atomic_fetch_add(&srv->n_conns, 1);
@@ -261,6 +275,7 @@ int pcd_server_start(pcd_server *srv) {
   int r;
   set_malloc_policy();
   srv->start_us = pcache__mono_us();
+  pthread_mutex_init(&srv->conns_lock, NULL);
   srv->workers = pcache__calloc(n, sizeof *srv->workers);
   if (!srv->workers)
     return -ENOMEM;

@@ -42,6 +42,13 @@ typedef struct pcd_server {
   pcd_worker *workers;        /* config->threads I/O loops */
   unsigned n_workers, next_worker;
   atomic_uint_fast64_t n_conns; /* across workers: --max-connections */
+  /* Every open connection, oldest first, for admission at the limits
+   * (workers.c, pcd_workers_admit): the workers add and remove theirs,
+   * the accepting thread picks one to close. */
+  pthread_mutex_t conns_lock;
+  pcd_conn *reg_head, *reg_tail;
+  uint64_t n_reaping; /* of them, picked to be closed and not yet gone */
+  uint64_t last_conn_id;
   uint64_t start_us;
   int stopping;
 } pcd_server;

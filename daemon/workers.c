@@ -13,11 +13,14 @@
 
 #define SWEEP_MS 500
 
-/* An accepted connection on its way from the accepting loop. */
+/* An accepted connection on its way from the accepting loop (fd >= 0),
+ * or a connection of this worker to close for a newcomer (fd -1: the one
+ * whose id is reap_id). */
 struct pcd_handoff {
   pcd_handoff *next;
   int fd;
   uint32_t pid;
+  uint64_t reap_id;
 };
 
 /* ----------------------------------------------------------------- touches */
@@ -43,6 +46,117 @@ void pcd_worker_flush_touches(pcd_worker *w) {
   pcd_writer_submit(w->srv->writer, job);
 }
 
+/* --------------------------------------------------------------- admission */
+
+/* A connection is idle, and may be closed for a newcomer, once it has
+ * been quiet this long: a client between two requests of one burst is
+ * not. By the monotonic clock, as every timeout. */
+#define IDLE_GRACE_US 1000000u
+
+/* The registry (server.h): every connection, oldest first. */
+static void reg_add(pcd_server *srv, pcd_conn *conn) {
+  pthread_mutex_lock(&srv->conns_lock);
+  conn->id = ++srv->last_conn_id;
+  conn->reg_next = NULL;
+  conn->reg_prev = srv->reg_tail;
+  if (srv->reg_tail)
+    srv->reg_tail->reg_next = conn;
+  else
+    srv->reg_head = conn;
+  srv->reg_tail = conn;
+  pthread_mutex_unlock(&srv->conns_lock);
+}
+
+static void reg_remove(pcd_server *srv, pcd_conn *conn) {
+  pthread_mutex_lock(&srv->conns_lock);
+  if (conn->reg_prev)
+    conn->reg_prev->reg_next = conn->reg_next;
+  else
+    srv->reg_head = conn->reg_next;
+  if (conn->reg_next)
+    conn->reg_next->reg_prev = conn->reg_prev;
+  else
+    srv->reg_tail = conn->reg_prev;
+  if (conn->reg_reaping)
+    srv->n_reaping--;
+  pthread_mutex_unlock(&srv->conns_lock);
+}
+
+/* The idle connection (of pid, or of anyone when all) that went quiet
+ * first and is not already going, or NULL. Under conns_lock. */
+static pcd_conn *oldest_idle(pcd_server *srv, uint32_t pid, int all, uint64_t now_us) {
+  pcd_conn *best = NULL;
+  uint64_t best_since = 0;
+  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next) {
+    uint64_t since = atomic_load_explicit(&c->quiet_since_us, memory_order_relaxed);
+    if (c->reg_reaping || (!all && c->pid != pid) || !since || now_us - since < IDLE_GRACE_US)
+      continue;
+    if (!best || since < best_since) {
+      best = c;
+      best_since = since;
+    }
+  }
+  return best;
+}
+
+/* Has c's worker close it. Under conns_lock: c is alive until its worker
+ * removes it, which takes the lock; the worker finds it again by id. */
+static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) {
+  pcd_handoff *h = pcache__calloc(1, sizeof *h);
+  if (!h)
+    return -ENOMEM;
+  log_info("closing an idle connection of pid %u (quiet for %llu s) to admit a new one (%s)",
+           c->pid, (unsigned long long)(now_us - atomic_load(&c->quiet_since_us)) / 1000000u, why);
+  c->reg_reaping = 1;
+  srv->n_reaping++;
+  h->fd = -1;
+  h->reap_id = c->id;
+  pthread_mutex_lock(&c->worker->lock);
+  pcache_queue_push(&c->worker->incoming, h);
+  pthread_mutex_unlock(&c->worker->lock);
+  uv_async_send(&c->worker->wake);
+  return 0;
+}
+
+int pcd_workers_admit(pcd_server *srv, uint32_t pid, uint64_t open, int *ret_per_process) {
+  const pcd_config *cfg = srv->config;
+  uint64_t now = pcache__mono_us(), mine = 0;
+  pcd_conn *victim;
+  int r = 0;
+  *ret_per_process = 0;
+  pthread_mutex_lock(&srv->conns_lock);
+  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+    mine += c->pid == pid && !c->reg_reaping;
+  /* Connections picked before count as gone: they are. */
+  open = open > srv->n_reaping ? open - srv->n_reaping : 0;
+  if (mine >= cfg->max_conn_per_process) {
+    victim = oldest_idle(srv, pid, 0, now);
+    if (!victim || reap(srv, victim, now, "--max-connections-per-process") < 0) {
+      *ret_per_process = 1;
+      r = PCACHE_ETOO_MANY_CONNECTIONS;
+      goto out;
+    }
+    open--;
+  }
+  if (open >= cfg->max_connections) {
+    victim = oldest_idle(srv, 0, 1, now);
+    if (!victim || reap(srv, victim, now, "--max-connections") < 0)
+      r = PCACHE_ETOO_MANY_CONNECTIONS;
+  }
+out:
+  pthread_mutex_unlock(&srv->conns_lock);
+  return r;
+}
+
+/* The reap handoff: closes this worker's connection id, if still open. */
+static void reap_conn(pcd_worker *w, uint64_t id) {
+  for (pcd_conn *c = w->conns; c; c = c->next)
+    if (c->id == id) {
+      pcd_conn_close(c);
+      return;
+    }
+}
+
 /* ------------------------------------------------------------- connections */
 
 static void add_conn(pcd_worker *w, pcd_conn *conn) {
@@ -51,9 +165,11 @@ static void add_conn(pcd_worker *w, pcd_conn *conn) {
     w->conns->prev = conn;
   w->conns = conn;
   w->n_conns++;
+  reg_add(w->srv, conn);
 }
 
 static void conn_closed(pcd_worker *w, pcd_conn *conn) {
+  reg_remove(w->srv, conn);
   if (conn->prev)
     conn->prev->next = conn->next;
   else
@@ -79,21 +195,21 @@ static const pcd_conn_owner owner = {
     .served = conn_served,
 };
 
-int pcd_worker_open_conn(pcd_worker *w, int fd, pcd_conn **ret_conn) {
+int pcd_worker_open_conn(pcd_worker *w, int fd, uint32_t pid, pcd_conn **ret_conn) {
   int r = pcd_conn_open(w, &owner, fd, ret_conn);
-  if (r == 0)
+  if (r == 0) {
+    (*ret_conn)->pid = pid; /* before the registry sees it */
     add_conn(w, *ret_conn);
+  }
   return r;
 }
 
 static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
   pcd_conn *c;
-  if (w->stopping || pcd_worker_open_conn(w, fd, &c) < 0) {
+  if (w->stopping || pcd_worker_open_conn(w, fd, pid, &c) < 0) {
     close(fd);
     pcd_server_conn_closed(w->srv);
-    return;
   }
-  c->pid = pid;
 }
 
 /* ------------------------------------------------------------------ parked */
@@ -206,7 +322,10 @@ static void on_wake(uv_async_t *h) {
   pthread_mutex_unlock(&w->lock);
 
   while ((handoff = pcache_queue_pop(&in)) != NULL) {
-    take_fd(w, handoff->fd, handoff->pid);
+    if (handoff->fd >= 0)
+      take_fd(w, handoff->fd, handoff->pid);
+    else
+      reap_conn(w, handoff->reap_id);
     pcache__free(handoff);
   }
   while ((job = pcache_queue_pop(&done)) != NULL) {
@@ -312,8 +431,10 @@ void pcd_worker_join(pcd_worker *w) {
     uv_loop_close(w->loop);
   /* Handed over after the loop ended (never, once accepting stopped). */
   while ((h = pcache_queue_pop(&w->incoming)) != NULL) {
-    close(h->fd);
-    pcd_server_conn_closed(w->srv);
+    if (h->fd >= 0) {
+      close(h->fd);
+      pcd_server_conn_closed(w->srv);
+    }
     pcache__free(h);
   }
   pcd_touch_set_free(&w->touches);

@@ -65,9 +65,22 @@ void pcd_worker_request_stop(pcd_worker *w);
 /* Waits for the thread, then frees what the worker holds. */
 void pcd_worker_join(pcd_worker *w);
 
+/*
+ * pcd_workers_admit - whether a new connection of peer pid may be served,
+ * open connections being open now (the accepting thread's count). At
+ * --max-connections-per-process connections of pid, or --max-connections
+ * in all, the oldest idle connection in the way (of pid, then of anyone;
+ * idle: quiet for a second, pcd_conn.quiet_since_us) is handed to its
+ * worker to close, and the newcomer admitted. Returns 0, or
+ * PCACHE_ETOO_MANY_CONNECTIONS when none is idle (*ret_per_process 1 when
+ * its process's bound refused it). The accepting thread.
+ */
+int pcd_workers_admit(pcd_server *srv, uint32_t pid, uint64_t open, int *ret_per_process);
+
 /* The worker's thread only. */
-/* A connection on fd, owned and served by w from now on. 0 or -errno. */
-int pcd_worker_open_conn(pcd_worker *w, int fd, pcd_conn **ret_conn);
+/* A connection on fd of peer pid, owned and served by w from now on. 0 or
+ * -errno. */
+int pcd_worker_open_conn(pcd_worker *w, int fd, uint32_t pid, pcd_conn **ret_conn);
 /* A connection waits for its client to take a reply memfd; while any
  * does, the bulk timer rechecks them every PCD_BULK_RECHECK_MS. */
 #define PCD_BULK_RECHECK_MS 20

@@ -82,8 +82,11 @@ typedef struct layer_report {
 static void collect(layer_device *ld, layer_report *r) {
   layer_stats *s = &ld->stats;
   pcache_stats core = {0};
-  if (ld->pc)
+  pcache_counters counters = {0};
+  if (ld->pc) {
     (void)pcache_device_get_stats(ld->pc, &core);
+    (void)pcache_device_get_counters(ld->pc, &counters);
+  }
   r->pid = (uint32_t)getpid();
   r->app = ld->instance && ld->instance->client ? pcache_client_app_name(ld->instance->client) : "";
   r->pipelines = atomic_load(&s->pipelines);
@@ -95,6 +98,7 @@ static void collect(layer_device *ld, layer_report *r) {
   r->unhashable = atomic_load(&s->unhashable);
   r->passed_through = atomic_load(&s->passed_through);
   r->app_cache_entries = atomic_load(&s->app_cache_entries);
+  r->upload_dropped = counters.upload_dropped;
   pthread_mutex_lock(&s->reasons_lock);
   r->n_reasons = s->n_reasons;
   memcpy(r->reasons, s->reasons, s->n_reasons * sizeof *s->reasons);

@@ -16,6 +16,24 @@
 #define PCACHE_BULK_THRESHOLD (64u << 10)
 /* Default most state hashes / Put items in one request. */
 #define PCACHE_DEFAULT_MAX_HASHES 4096u
+/* Defaults of pcached's --max-blob and --max-snapshot. */
+#define PCACHE_DEFAULT_MAX_BLOB (64ull << 20)
+#define PCACHE_DEFAULT_MAX_SNAPSHOT (256ull << 20)
+
+/* The protocol's own bounds on a daemon's limits: pcached's options
+ * refuse more, and a client holds whatever answers to them, so that no
+ * HelloReply can make it accept more (docs/protocol.md, "Limits"). */
+#define PCACHE_PROTO_MAX_BLOB (1ull << 30)     /* --max-blob */
+#define PCACHE_PROTO_MAX_SNAPSHOT (1ull << 32) /* --max-snapshot */
+#define PCACHE_PROTO_MAX_HASHES (1u << 20)     /* --max-hashes */
+#define PCACHE_REPLY_WINDOW_MAX (16ull << 20)  /* --reply-window */
+/* A Get or Prefetch reply carries at most this beyond its first blob (and
+ * a Prefetch's first page its snapshot); the rest comes with more. */
+#define PCACHE_REPLY_PAGE_MAX (256ull << 20)
+/* The largest inline reply frame a client reads: pcached sends larger
+ * replies as memfds (PCACHE_BULK_THRESHOLD), so this is room to spare,
+ * not a limit it meets. */
+#define PCACHE_REPLY_FRAME_MAX (1u << 20)
 
 /*
  * pcache__frame_length - the length a 4-byte frame header announces,

@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "proto/segment.h"
 
 /* Milliseconds left before deadline, 0 when it has passed. */
 static int remaining_ms(uint64_t deadline) {
@@ -332,13 +333,17 @@ int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_fram
 /* A bulk reply: the frame's Response only says where, in the sealed memfd
  * that came with it, the real Response lies. The memfd must be sealed
  * against writes and shrinking, or the daemon (or anyone holding the fd)
- * could change the bytes after we checked them. */
-static int open_bulk(const Pcachepb__Bulk *bulk, int fd, pcache__reply *reply) {
+ * could change the bytes after we checked them. Its size must be within
+ * what was asked for (max_bulk), and the Response last in it, as pcached
+ * lays it (daemon/bulk.c): every byte mapped, and populated, is then one
+ * the Response may name, and a sparse memfd of any size cannot make this
+ * process fault in more than the request could have brought. */
+static int open_bulk(const Pcachepb__Bulk *bulk, int fd, uint64_t max_bulk, pcache__reply *reply) {
   void *map;
-  if (pcache__memfd_check(fd, F_SEAL_WRITE | F_SEAL_SHRINK, bulk->size, 0, NULL) < 0)
+  if (bulk->size > max_bulk || bulk->response_offset > bulk->size ||
+      bulk->response_size != bulk->size - bulk->response_offset || bulk->response_size == 0)
     return PCACHE_EPROTO;
-  if (bulk->response_offset > bulk->size ||
-      bulk->response_size > bulk->size - bulk->response_offset || bulk->response_size == 0)
+  if (pcache__memfd_check(fd, F_SEAL_WRITE | F_SEAL_SHRINK, bulk->size, 0, NULL) < 0)
     return PCACHE_EPROTO;
   /* Prefaulted: every byte is read (checksum, then the driver), and a
    * fault per 4 KiB on first touch cost much of a large prefetch. */
@@ -365,10 +370,21 @@ static size_t fds_wanted(const Pcachepb__Response *r) {
   return 0;
 }
 
+/* Whether the descriptors r brings are within the protocol's bounds: a
+ * segment or a reply window larger than pcached ever makes is a peer
+ * that means harm (or is broken), not one to map. */
+static int fds_bounded(const Pcachepb__Response *r) {
+  if (r->body_case == PCACHEPB__RESPONSE__BODY_SEGMENT)
+    return r->segment->size <= PCACHE_SEG_MAX_SIZE;
+  if (r->body_case == PCACHEPB__RESPONSE__BODY_REPLY_WINDOW)
+    return r->reply_window->size <= PCACHE_REPLY_WINDOW_MAX;
+  return 1;
+}
+
 /* One Response frame, resolved through its memfd when it is a bulk one;
  * through rx when there is one, else read exactly. */
-static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t deadline,
-                         pcache__reply *ret_reply) {
+static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t max_bulk,
+                         uint64_t deadline, pcache__reply *ret_reply) {
   uint8_t header[PCACHE_FRAME_HEADER_SIZE];
   uint8_t *owned = NULL;
   const uint8_t *body;
@@ -412,6 +428,8 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
     r = rx_fds(rx, want, start, start + PCACHE_FRAME_HEADER_SIZE + length, &fds);
   else if (fds.n != want)
     r = PCACHE_EPROTO;
+  if (r == 0 && !fds_bounded(outer))
+    r = PCACHE_EPROTO;
   if (r < 0)
     goto out_free_outer;
   if (outer->body_case != PCACHEPB__RESPONSE__BODY_BULK) {
@@ -424,7 +442,7 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
     outer = NULL;
     goto done;
   }
-  r = open_bulk(outer->bulk, fds.fd[0], &reply);
+  r = open_bulk(outer->bulk, fds.fd[0], max_bulk, &reply);
   if (r < 0)
     goto out_free_outer;
   fds.n = 0; /* the reply's now */
@@ -463,14 +481,15 @@ static int verdict(const Pcachepb__Response *response, Pcachepb__Response__BodyC
 
 int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_frame,
                      uint64_t deadline_ms, pcache__reply *ret_reply) {
-  return pcache__rpc_recv_rx(fd, NULL, expect, max_frame, deadline_ms, ret_reply);
+  return pcache__rpc_recv_rx(fd, NULL, expect, max_frame, UINT64_MAX, deadline_ms, ret_reply);
 }
 
 int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
-                        uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply) {
+                        uint32_t max_frame, uint64_t max_bulk, uint64_t deadline_ms,
+                        pcache__reply *ret_reply) {
   int r;
   *ret_reply = (pcache__reply){0};
-  r = recv_response(fd, rx, max_frame, deadline_ms, ret_reply);
+  r = recv_response(fd, rx, max_frame, max_bulk, deadline_ms, ret_reply);
   return r < 0 ? r : verdict(ret_reply->response, expect);
 }
 

@@ -81,10 +81,16 @@ typedef struct pcache__rx pcache__rx;
 pcache__rx *pcache__rx_new(void);
 void pcache__rx_free(pcache__rx *rx);
 
-/* pcache__rpc_recv through rx (NULL: read exactly, as pcache__rpc_recv).
- * Same results. */
+/* pcache__rpc_recv through rx (NULL: read exactly, as pcache__rpc_recv),
+ * with a bound on what the reply may bring: a bulk memfd over max_bulk
+ * bytes (UINT64_MAX: any) is refused before it is mapped, PCACHE_EPROTO
+ * like any malformed reply (pcache__rpc_recv accepts any; so does every
+ * caller for descriptors within the protocol's bounds: a segment over
+ * PCACHE_SEG_MAX_SIZE or a reply window over PCACHE_REPLY_WINDOW_MAX is
+ * refused whatever max_bulk says). Same results otherwise. */
 int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
-                        uint32_t max_frame, uint64_t deadline_ms, pcache__reply *ret_reply);
+                        uint32_t max_frame, uint64_t max_bulk, uint64_t deadline_ms,
+                        pcache__reply *ret_reply);
 
 /*
  * pcache__rpc_set_cancel_fd - from now on, every wait of the calling

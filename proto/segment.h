@@ -37,6 +37,10 @@
  * forged count cannot make the checker allocate much. */
 #define PCACHE_SEG_MAX_ENTRIES (1u << 22)
 #define PCACHE_SEG_MAX_SNAP_HASHES (1u << 16)
+/* The largest segment pcached makes, and a client maps: eight times the
+ * default --segment-memory, so that a forged size cannot make a client
+ * map (and check the tables of) more. */
+#define PCACHE_SEG_MAX_SIZE (4ull << 30)
 
 /* Header flags. */
 #define PCACHE_SEG_COMPLETE 1u /* holds every entry the app's Prefetch would send */

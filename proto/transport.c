@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,13 +28,75 @@ struct pcache__transport {
   Pcachepb__Response *hello; /* the whole HelloReply response, kept for its limits */
   pcache__window *window;    /* the reply window, or NULL */
   pcache__rx *rx;            /* every Response is read through it (rpc.h) */
+  uint64_t last_reply_ms;    /* pcache__mono_ms() when the last reply came */
+  /* The largest bulk memfd the replies to the requests sent and not yet
+   * answered may bring (reply_bulk_cap), and how many those are. */
+  uint64_t bulk_cap;
+  unsigned unanswered;
 };
+
+/* What a reply adds to the bytes of the items it carries: each Blob's or
+ * PutResult's fields (a result's message included), and the rest. */
+#define REPLY_ITEM_OVERHEAD 1024u
+#define REPLY_OVERHEAD (64u << 10)
+
+/* A limit the daemon announced (0: none said, dflt), at most what the
+ * protocol lets any daemon have. */
+static uint64_t announced(uint64_t v, uint64_t dflt, uint64_t proto_max) {
+  v = v ? v : dflt;
+  return v < proto_max ? v : proto_max;
+}
+
+/*
+ * The most bytes a bulk memfd may hold in reply to request, by what it
+ * asks for (docs/protocol.md, "Bulk replies"): a Get of n hashes n blobs
+ * of at most the daemon's max_blob, and no more than a page
+ * (PCACHE_REPLY_PAGE_MAX) past its first; a Prefetch page the same, and
+ * its snapshot when it asks for one; a Put's results; the small replies
+ * libpcache reads otherwise, their overhead. The replies pcachectl and
+ * the replayer ask for (List, Export, Verify, ReplayClaim...) grow with
+ * the store they name: no bound but the protocol's.
+ */
+static uint64_t reply_bulk_cap(const pcache__transport *t, const Pcachepb__Request *request) {
+  const Pcachepb__HelloReply *h = t->hello ? t->hello->hello : NULL;
+  uint64_t blob = announced(h ? h->max_blob : 0, PCACHE_DEFAULT_MAX_BLOB, PCACHE_PROTO_MAX_BLOB);
+  uint64_t hashes =
+      announced(h ? h->max_hashes : 0, PCACHE_DEFAULT_MAX_HASHES, PCACHE_PROTO_MAX_HASHES);
+  uint64_t n, blobs, snapshot = 0;
+  switch (request->body_case) {
+  case PCACHEPB__REQUEST__BODY_GET:
+    n = request->get->n_state_hashes;
+    blobs = n * blob < blob + PCACHE_REPLY_PAGE_MAX ? n * blob : blob + PCACHE_REPLY_PAGE_MAX;
+    return blobs + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+  case PCACHEPB__REQUEST__BODY_PREFETCH:
+    n = request->prefetch->max_entries && request->prefetch->max_entries < hashes
+            ? request->prefetch->max_entries
+            : hashes;
+    if (request->prefetch->snapshot)
+      snapshot = announced(h ? h->max_snapshot : 0, PCACHE_DEFAULT_MAX_SNAPSHOT,
+                           PCACHE_PROTO_MAX_SNAPSHOT);
+    return blob + PCACHE_REPLY_PAGE_MAX + snapshot + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+  case PCACHEPB__REQUEST__BODY_PUT:
+    return request->put->n_items * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+  case PCACHEPB__REQUEST__BODY_HELLO:
+  case PCACHEPB__REQUEST__BODY_REPLY_WINDOW:
+  case PCACHEPB__REQUEST__BODY_SEGMENT:
+  case PCACHEPB__REQUEST__BODY_REPORT:
+  case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
+  case PCACHEPB__REQUEST__BODY_CLIENT_REPORT:
+    return REPLY_OVERHEAD;
+  default:
+    return UINT64_MAX;
+  }
+}
 
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
                            uint64_t deadline_ms) {
   Pcachepb__Request with = *request;
   Pcachepb__Get get;
   Pcachepb__Prefetch prefetch;
+  uint64_t cap;
+  int r;
   if (!transport || transport->fd < 0)
     return -EINVAL;
   /* What we took of the window goes with every request that may fill it:
@@ -47,7 +110,15 @@ int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request
     prefetch.window_taken = pcache__window_taken(transport->window);
     with.prefetch = &prefetch;
   }
-  return pcache__rpc_send(transport->fd, &with, transport->max_frame, deadline_ms);
+  r = pcache__rpc_send(transport->fd, &with, transport->max_frame, deadline_ms);
+  if (r == 0) {
+    /* Pipelined requests share the largest of their bounds: replies are
+     * told apart only by their order. */
+    cap = reply_bulk_cap(transport, request);
+    if (transport->unanswered++ == 0 || cap > transport->bulk_cap)
+      transport->bulk_cap = cap;
+  }
+  return r;
 }
 
 int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__BodyCase expect,
@@ -57,8 +128,12 @@ int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__Bod
     *ret_reply = (pcache__reply){0};
     return -EINVAL;
   }
-  r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->recv_frame, deadline_ms,
+  r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->recv_frame,
+                          transport->unanswered ? transport->bulk_cap : UINT64_MAX, deadline_ms,
                           ret_reply);
+  if (transport->unanswered)
+    transport->unanswered--;
+  transport->last_reply_ms = pcache__mono_ms();
   if (r == 0 && (r = pcache__window_take(transport->window, ret_reply)) < 0)
     pcache__reply_release(ret_reply); /* out of step: no Response, as rpc.h says */
   return r;
@@ -188,7 +263,8 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   if (!t)
     return -ENOMEM;
   t->fd = -1;
-  t->max_frame = t->recv_frame = PCACHE_DEFAULT_MAX_FRAME;
+  t->max_frame = PCACHE_DEFAULT_MAX_FRAME;
+  t->recv_frame = PCACHE_REPLY_FRAME_MAX;
   if (!(t->rx = pcache__rx_new())) {
     r = -ENOMEM;
     goto out_free;
@@ -226,9 +302,9 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
       reply.response->hello->max_frame <= UINT32_MAX)
     t->max_frame = (uint32_t)reply.response->hello->max_frame;
   /* What we accept stays ours: a reply's length is allocated before its
-   * bytes arrive, and the daemon sends nothing near 64 MiB in a frame
-   * (larger replies go as memfds), so its offer must not let one header
-   * make us allocate up to 4 GiB. */
+   * bytes arrive, and the daemon sends no frame near 1 MiB (larger
+   * replies go as memfds), so its offer must not let one header make us
+   * allocate up to 4 GiB, or 64 MiB a reply. */
   if (t->max_frame < t->recv_frame)
     t->recv_frame = t->max_frame;
   t->hello = reply.response;
@@ -251,6 +327,15 @@ void pcache__transport_close(pcache__transport *transport) {
   pcache__rx_free(transport->rx);
   pcache__response_free(transport->hello);
   pcache__free(transport);
+}
+
+int pcache__transport_closed_idle(const pcache__transport *transport, uint64_t now_ms) {
+  struct pollfd p = {.fd = transport->fd, .events = POLLIN | POLLRDHUP};
+  /* The daemon closes only connections quiet for a second: one used
+   * since costs no poll (a Get's path is tens of microseconds). */
+  if (now_ms - transport->last_reply_ms < PCACHE_IDLE_CLOSE_MIN_MS)
+    return 0;
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport) {

@@ -27,6 +27,19 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
                            pcache__transport **ret_transport, char **ret_message);
 void pcache__transport_close(pcache__transport *transport);
 
+/* pcached closes a connection that stands in another's way only once it
+ * has been quiet this long (docs/protocol.md, "Connections"). */
+#define PCACHE_IDLE_CLOSE_MIN_MS 1000u
+
+/*
+ * pcache__transport_closed_idle - 1 when the daemon closed the connection
+ * while it was idle (no reply for PCACHE_IDLE_CLOSE_MIN_MS before now_ms,
+ * pcache__mono_ms(), and the peer hung up): it should be replaced before
+ * the next request, which would otherwise fail. 0 otherwise. Does not
+ * wait.
+ */
+int pcache__transport_closed_idle(const pcache__transport *transport, uint64_t now_ms);
+
 /* The daemon's Hello reply (limits, version). Valid until close. */
 const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport);
 

@@ -447,6 +447,10 @@ typedef struct pcache_counters {
                                  the context already: a link and nothing else */
   uint64_t prepared;          /* pcache_prepare_graphics_pipeline calls that left
                                  every part in the context */
+  /* Since 0.4: */
+  uint64_t upload_dropped;    /* pipelines never uploaded: larger than any request
+                                 the daemon takes, refused by it, or past the
+                                 upload queue's bound (docs/client.md, "Uploads") */
 } pcache_counters;
 
 /*

@@ -44,7 +44,7 @@ static size_t rlen, rcap;
 static void open_conn(void) {
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
-  CHECK(pcd_worker_open_conn(&worker, sv[0], &conn) == 0);
+  CHECK(pcd_worker_open_conn(&worker, sv[0], 0, &conn) == 0);
   /* Ours too: the daemon frees a connection it closes, and the harness
    * still looks at it after that. */
   pcd_conn_ref(conn);

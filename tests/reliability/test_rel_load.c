@@ -203,7 +203,14 @@ static void *run(void *arg) {
 }
 
 int main(void) {
-  const char *args[] = {"--max-connections", "128", "--log-level", "info", NULL};
+  /* One process stands for CLIENTS clients: its own bound as high. */
+  const char *args[] = {"--max-connections",
+                        "128",
+                        "--max-connections-per-process",
+                        "128",
+                        "--log-level",
+                        "info",
+                        NULL};
   long seconds = rel_env_long("PCACHE_REL_LOAD_SECONDS", 5);
   static client clients[CLIENTS];
   pthread_t th[CLIENTS];

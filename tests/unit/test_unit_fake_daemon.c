@@ -7,11 +7,22 @@
  *     then with the real one: the client calls the first PCACHE_EPROTO
  *     and drops the connection, so that its next request, on a fresh
  *     connection, gets its own reply and not the stale one behind it;
- *   - it refuses a request (a negative status): the connection stays. */
+ *   - it refuses a request (a negative status): the connection stays;
+ *   - it closes a connection that has been idle for a second, as pcached
+ *     does for a newcomer at its limits: the client's next request goes
+ *     out on a new connection at once, and is answered;
+ *   - an impostor answers a Get of one hash with a sealed, sparse 1 GiB
+ *     memfd, a ReplyWindow with a 1 GiB window, a Segment with an 8 GiB
+ *     one: each is refused before it is mapped (PCACHE_EPROTO, the
+ *     connection closed), and this process's peak RSS stays far below
+ *     what mapping one would cost. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -32,7 +43,11 @@ static int listen_fd = -1;
 typedef enum script {
   BIG_FRAME,   /* max_frame 4 GiB - 1, then a 1 GiB header */
   OUT_OF_STEP, /* an unasked GetReply before the StatsReply, then "fresh" */
+  IDLE_CLOSE,  /* answers one Stats, closes; the next connection "second" */
+  HUGE_FDS,    /* a 1 GiB bulk Get reply, a 1 GiB window, an 8 GiB segment */
 } script;
+
+#define GIB (1ull << 30)
 
 /* Reads one request frame; its body case, or -1 when the peer is gone. */
 static int read_request(int c) {
@@ -69,8 +84,11 @@ static int read_request(int c) {
 static void send_response(int c, Pcachepb__Response *resp) {
   uint8_t *buf;
   size_t size;
+  ssize_t n;
   ASSERT_OK(pcache__response_encode(resp, 1u << 20, &buf, &size));
-  ASSERT_EQ(write(c, buf, size), (ssize_t)size);
+  /* A client that refused an earlier reply may have hung up already. */
+  n = send(c, buf, size, MSG_NOSIGNAL);
+  ASSERT_TRUE(n == (ssize_t)size || (n < 0 && (errno == EPIPE || errno == ECONNRESET)));
   pcache__free(buf);
 }
 
@@ -95,10 +113,126 @@ static void stats_reply(int c, const char *message, int32_t status) {
   send_response(c, &resp);
 }
 
+/* A sealed memfd of size bytes, sparse but for tail at its end. */
+static int sparse_memfd(uint64_t size, const uint8_t *tail, size_t tail_size) {
+  int fd = memfd_create("impostor", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, (off_t)size), 0);
+  if (tail_size)
+    ASSERT_EQ(pwrite(fd, tail, tail_size, (off_t)(size - tail_size)), (ssize_t)tail_size);
+  ASSERT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  return fd;
+}
+
+/* resp's frame with fd (SCM_RIGHTS) on its first byte, as pcached sends. */
+static void send_response_fd(int c, Pcachepb__Response *resp, int fd) {
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  uint8_t *buf;
+  size_t size;
+  struct iovec iov;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  struct cmsghdr *cm;
+  ASSERT_OK(pcache__response_encode(resp, 1u << 20, &buf, &size));
+  iov = (struct iovec){buf, size};
+  memset(&ctl, 0, sizeof ctl);
+  msg.msg_control = ctl.buf;
+  msg.msg_controllen = sizeof ctl.buf;
+  cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  ASSERT_EQ(sendmsg(c, &msg, MSG_NOSIGNAL), (ssize_t)size);
+  pcache__free(buf);
+  close(fd);
+}
+
+/* The Get reply of a blob of (nearly) 1 GiB, in a bulk memfd laid out as
+ * pcached lays one: the blob, then the Response last. */
+static void huge_bulk_reply(int c) {
+  Pcachepb__Response inner = PCACHEPB__RESPONSE__INIT, outer = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__GetReply g = PCACHEPB__GET_REPLY__INIT;
+  Pcachepb__Blob b = PCACHEPB__BLOB__INIT, *bp = &b;
+  Pcachepb__Bulk bulk = PCACHEPB__BULK__INIT;
+  uint8_t hash[16] = {1}, packed[256];
+  size_t n;
+  b.state_hash = (ProtobufCBinaryData){16, hash};
+  b.blob_offset = 0;
+  b.blob_size = GIB - 4096;
+  g.blobs = &bp;
+  g.n_blobs = 1;
+  inner.body_case = PCACHEPB__RESPONSE__BODY_GET;
+  inner.get = &g;
+  n = pcachepb__response__pack(&inner, packed);
+  ASSERT_LE(n, sizeof packed);
+  bulk.size = GIB;
+  bulk.response_offset = GIB - n;
+  bulk.response_size = n;
+  outer.body_case = PCACHEPB__RESPONSE__BODY_BULK;
+  outer.bulk = &bulk;
+  send_response_fd(c, &outer, sparse_memfd(GIB, packed, n));
+}
+
+static void huge_window_reply(int c) {
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__ReplyWindowReply w = PCACHEPB__REPLY_WINDOW_REPLY__INIT;
+  w.size = GIB;
+  w.first_seq = 7;
+  resp.body_case = PCACHEPB__RESPONSE__BODY_REPLY_WINDOW;
+  resp.reply_window = &w;
+  send_response_fd(c, &resp, sparse_memfd(GIB, NULL, 0));
+}
+
+static void huge_segment_reply(int c) {
+  Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
+  Pcachepb__SegmentReply sr = PCACHEPB__SEGMENT_REPLY__INIT;
+  sr.size = 8 * GIB;
+  resp.body_case = PCACHEPB__RESPONSE__BODY_SEGMENT;
+  resp.segment = &sr;
+  send_response_fd(c, &resp, sparse_memfd(8 * GIB, NULL, 0));
+}
+
+/* Each connection of HUGE_FDS: Hello, then one request answered with a
+ * descriptor too large; the client must close. */
+static void huge_fds(void) {
+  void (*reply[])(int) = {huge_bulk_reply, huge_window_reply, huge_segment_reply};
+  for (size_t i = 0; i < sizeof reply / sizeof *reply; i++) {
+    int c = accept(listen_fd, NULL, NULL);
+    ASSERT_GE(c, 0);
+    hello_reply(c, 64u << 20);
+    ASSERT_GE(read_request(c), 0);
+    reply[i](c);
+    ASSERT_EQ(read_request(c), -1); /* refused: the client hung up */
+    close(c);
+  }
+}
+
 static void *daemon_main(void *arg) {
   script s = (script)(intptr_t)arg;
-  int c = accept(listen_fd, NULL, NULL);
+  int c;
+  if (s == HUGE_FDS) {
+    huge_fds();
+    return NULL;
+  }
+  c = accept(listen_fd, NULL, NULL);
   ASSERT_GE(c, 0);
+  if (s == IDLE_CLOSE) {
+    hello_reply(c, 64u << 20);
+    ASSERT_EQ(read_request(c), PCACHEPB__REQUEST__BODY_STATS);
+    stats_reply(c, "first", 0);
+    close(c); /* idle: the client sends nothing more before we close */
+    c = accept(listen_fd, NULL, NULL);
+    ASSERT_GE(c, 0);
+    hello_reply(c, 64u << 20);
+    ASSERT_EQ(read_request(c), PCACHEPB__REQUEST__BODY_STATS);
+    stats_reply(c, "second", 0);
+    read_request(c); /* until the client goes */
+    close(c);
+    return NULL;
+  }
   if (s == BIG_FRAME) {
     uint8_t header[PCACHE_FRAME_HEADER_SIZE];
     hello_reply(c, 0xffffffffu);
@@ -204,6 +338,80 @@ static void test_out_of_step_reply(void) {
   pthread_join(t, NULL);
 }
 
+static void test_idle_close(void) {
+  pthread_t t = start_daemon(IDLE_CLOSE);
+  pcache_client_options opts = {.socket_path = sock_path, .app_name = "fake", .timeout_ms = 5000};
+  pcache_client *client;
+  pcache__reply reply;
+  ASSERT_OK(pcache_client_open(&opts, &client));
+  ASSERT_OK(client_stats(client, &reply));
+  ASSERT_STREQ(reply.response->message, "first");
+  pcache__reply_release(&reply);
+  usleep((PCACHE_IDLE_CLOSE_MIN_MS + 100) * 1000); /* closed meanwhile */
+  /* No failed call first: the next request is answered. */
+  ASSERT_OK(client_stats(client, &reply));
+  ASSERT_STREQ(reply.response->message, "second");
+  pcache__reply_release(&reply);
+  pcache_client_close(client);
+  pthread_join(t, NULL);
+}
+
+/* This process's peak resident set, in KiB. */
+static long peak_rss_kib(void) {
+  char line[256];
+  long kib = -1;
+  FILE *f = fopen("/proc/self/status", "re");
+  ASSERT_TRUE(f);
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+      break;
+  fclose(f);
+  return kib;
+}
+
+static void test_huge_fds(void) {
+  pthread_t t = start_daemon(HUGE_FDS);
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  Pcachepb__Segment sg = PCACHEPB__SEGMENT__INIT;
+  uint8_t key[32] = {0}, hash[16] = {1};
+  ProtobufCBinaryData h = {16, hash};
+  pcache__transport *tr;
+  pcache__reply reply;
+
+  /* A Get of one hash may bring one blob of at most max_blob (64 MiB
+   * here, the Hello said none): not 1 GiB. */
+  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, &tr, NULL));
+  get.device_key = (ProtobufCBinaryData){32, key};
+  get.state_hashes = &h;
+  get.n_state_hashes = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  ASSERT_ERR(pcache__transport_rpc(tr, &req, PCACHEPB__RESPONSE__BODY_GET, pcache__mono_ms() + 5000,
+                                   &reply),
+             PCACHE_EPROTO);
+  ASSERT_TRUE(reply.response == NULL); /* no Response: the caller closes */
+  pcache__transport_close(tr);
+
+  /* A window over --reply-window's bound (16 MiB). */
+  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, &tr, NULL));
+  ASSERT_ERR(pcache__transport_open_window(tr, pcache__mono_ms() + 5000), PCACHE_EPROTO);
+  pcache__transport_close(tr);
+
+  /* A segment over PCACHE_SEG_MAX_SIZE. */
+  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, &tr, NULL));
+  sg.device_key = (ProtobufCBinaryData){32, key};
+  req.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
+  req.segment = &sg;
+  ASSERT_ERR(pcache__transport_rpc(tr, &req, PCACHEPB__RESPONSE__BODY_SEGMENT,
+                                   pcache__mono_ms() + 5000, &reply),
+             PCACHE_EPROTO);
+  pcache__transport_close(tr);
+  pthread_join(t, NULL);
+  /* Mapping the bulk memfd (populated) alone would be 1 GiB. */
+  ASSERT_LT(peak_rss_kib(), 256 * 1024);
+}
+
 int main(void) {
   char dir[] = "/tmp/pcache-fake-daemon-XXXXXX";
   struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -219,6 +427,8 @@ int main(void) {
   ASSERT_EQ(listen(listen_fd, 4), 0);
   test_frame_over_our_limit();
   test_out_of_step_reply();
+  test_idle_close();
+  test_huge_fds();
   close(listen_fd);
   unlink(sock_path);
   rmdir(dir);
