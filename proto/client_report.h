@@ -15,6 +15,7 @@
   X(uploaded)                                                                                      \
   X(unhashable)                                                                                    \
   X(passed_through)                                                                                \
-  X(app_cache_entries)
+  X(app_cache_entries)                                                                             \
+  X(driver_hits)
 
 #endif

@@ -306,6 +306,17 @@ typedef struct pcache_device_info {
    * a burst of misses cannot take the CPU from the frames. */
   uint32_t fast_link_threads;
   uint32_t fast_link_per_frame;
+  /* Since 0.4. Nonzero if the device was created with the
+   * pipelineCreationCacheControl feature enabled (Vulkan 1.3, or
+   * VK_EXT_pipeline_creation_cache_control). A pipeline this context has
+   * not built yet and did not prefetch is then first asked of the driver's
+   * own caches (its in-memory and disk caches), with
+   * VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT: a hit costs
+   * what it costs without pcache, a miss a few microseconds, after which
+   * the daemon's blob or a compile follows as before (docs/client.md,
+   * "Driver first"). 0: the driver is not asked first. $PCACHE_DRIVER_FIRST=0
+   * turns it off. */
+  int cache_control;
 } pcache_device_info;
 
 /* pcache_device_info.fast_link: graphics pipeline libraries on a miss
@@ -447,6 +458,9 @@ typedef struct pcache_counters {
                                  the context already: a link and nothing else */
   uint64_t prepared;          /* pcache_prepare_graphics_pipeline calls that left
                                  every part in the context */
+  /* Since 0.4: */
+  uint64_t driver_hits; /* misses the driver's own caches answered when
+                           asked first (pcache_device_info.cache_control) */
 } pcache_counters;
 
 /*
