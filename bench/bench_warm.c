@@ -167,11 +167,13 @@ int main(int argc, char **argv) {
                                   /* The fill run must not give up on uploads; the
                                    * measure run keeps the default an app gets. */
                                   .timeout_ms = opt.fill ? 10000 : 0};
-    pcache_device_info info = {.instance = vk.instance,
+    pcache_device_info info = {.struct_size = sizeof info,
+                               .instance = vk.instance,
                                .physical_device = vk.physical_device,
                                .device = vk.device,
                                .creation_feedback = vk.creation_feedback,
-                               .instance_api_version = VK_API_VERSION_1_3 /* pipeset.c asks 1.3 */};
+                               .instance_api_version = VK_API_VERSION_1_3, /* pipeset.c asks 1.3 */
+                               .cache_control = vk.cache_control};
     int r = pcache_client_open(&copt, &client);
     if (r < 0)
       bench_die("pcache_client_open: %s", pcache_strerror(r));
@@ -217,7 +219,10 @@ int main(int argc, char **argv) {
       bench_kv_u64(NULL, "prefetched", st.prefetched);
       bench_kv_u64(NULL, "snapshot_loaded", st.snapshot_loaded);
       bench_kv_u64(NULL, "daemon_hits", st.daemon_hits);
+      pcache_counters counters = {0};
+      (void)pcache_device_get_counters(pdev, &counters);
       bench_kv_u64(NULL, "compiles", st.compiles);
+      bench_kv_u64(NULL, "driver_first_hits", counters.driver_hits);
       bench_kv_u64(NULL, "misses", st.misses);
       bench_kv_u64(NULL, "unhashable", st.unhashable);
       bench_kv_u64(NULL, "rejected_blobs", st.rejected_blobs);

@@ -18,14 +18,14 @@ cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPCACHE_BUILD_TESTS=OFF 
   -DPCACHE_BUILD_EXAMPLES=ON -DPCACHE_BUILD_BENCH=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target pcached pcachectl pcache-demo bench_warm \
   bench_delivery bench_ingest bench_tiers bench_desc bench_merge bench_gpl VkLayer_pcache \
-  pcache-replay bench_rekey bench_floor >/dev/null
+  pcache-replay bench_rekey bench_floor bench_binary >/dev/null
 
 rm -rf "$OUT"
 mkdir -p "$OUT/daemon" "$OUT/bench" "$OUT/tools" "$OUT/examples" "$OUT/lib" "$OUT/debs" "$OUT/layer"
 cp "$BUILD/daemon/pcached" "$BUILD/daemon/pcache-replay" "$OUT/daemon/"
 cp "$BUILD/tools/pcachectl" "$OUT/tools/"
 cp "$BUILD/examples/pcache-demo" "$OUT/examples/"
-cp "$BUILD"/bench/bench_{warm,delivery,ingest,tiers,desc,merge,rekey,gpl,floor} "$OUT/bench/"
+cp "$BUILD"/bench/bench_{warm,delivery,ingest,tiers,desc,merge,rekey,gpl,floor,binary} "$OUT/bench/"
 cp "$BUILD/layer/libVkLayer_pcache.so" "$OUT/layer/"
 strip "$OUT"/daemon/* "$OUT"/tools/* "$OUT"/examples/* "$OUT"/bench/* "$OUT"/layer/*
 
@@ -44,5 +44,5 @@ apt-get $o update >/dev/null
 (cd "$OUT/debs" && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 \
   libgles2 >/dev/null 2>&1)
 rm -rf "$lists"
-cp "$SRC/bench/gpu-run.sh" "$SRC/layer/VkLayer_pcache.json.in" "$OUT/"
+cp "$SRC/bench/gpu-run.sh" "$SRC/bench/probe-binary.sh" "$SRC/layer/VkLayer_pcache.json.in" "$OUT/"
 du -sh "$OUT"

@@ -15,7 +15,9 @@
 # update on the demo's heavy set; "gpl": bench_gpl, fast-linked misses on
 # pcache-demo's heavy set, and known parts in a new process through a
 # private pcached; "warm": run-warm.sh alone, WARM_REPEATS times at
-# WARM_SIZES). LAYER_ARGS: more arguments for run-layer.sh
+# WARM_SIZES; "binary": probe-binary.sh, what each way of getting a
+# pipeline costs: the driver's disk cache, its compile-required probe,
+# VK_KHR_pipeline_binary's capture, query and creation). LAYER_ARGS: more arguments for run-layer.sh
 # ("--light 0"); REPLAY_ARGS: for run-replay.sh ("--heavy 512"); GPL_ARGS:
 # for bench_gpl (default "--pipelines 256 --draws 50").
 set -euo pipefail
@@ -100,6 +102,10 @@ if [[ $parts == *" layer "* ]]; then
     tee "$LOGDIR/layer-gpu.log"
 fi
 
+if [[ $parts == *" binary "* ]]; then
+  echo "# each way of getting a pipeline, inside one process (bench_binary)"
+  "$SRC/bench/probe-binary.sh" "$B" "${BINARY_PIPELINES:-256}" | tee "$LOGDIR/binary-gpu.log"
+fi
 if [[ $parts == *" diskprobe "* ]]; then
   echo "# the driver's disk cache, configured each way a user may have it"
   "$SRC/bench/probe-disk-cache.sh" --build-dir "$B" --work-dir /tmp/pcache-dp |

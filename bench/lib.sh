@@ -76,3 +76,18 @@ probe_driver() {
   DRIVER_KIND=${DRIVER_KIND:-$(kv "$out" driver_kind)}
   export DRIVER_KIND
 }
+
+# layer_manifest SHARE LAYER_LIB: the layer's implicit-layer manifest,
+# naming this build's library, where the loader looks for it under
+# XDG_DATA_HOME=SHARE (enabled by PCACHE_LAYER=1).
+layer_manifest() {
+  mkdir -p "$1/vulkan/implicit_layer.d"
+  cat >"$1/vulkan/implicit_layer.d/VkLayer_pcache.json" <<JSON
+{ "file_format_version": "1.2.0",
+  "layer": { "name": "VK_LAYER_PCACHE_pipeline_cache", "type": "GLOBAL",
+             "library_path": "$2", "api_version": "1.3.239",
+             "implementation_version": "1", "description": "pcache (bench)",
+             "enable_environment": { "PCACHE_LAYER": "1" },
+             "disable_environment": { "PCACHE_LAYER_DISABLE": "1" } } }
+JSON
+}

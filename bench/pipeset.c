@@ -60,12 +60,16 @@ void bench_vk_init(bench_vk *vk, const char *app_name) {
                                     .pNext = &f13};
     vkGetPhysicalDeviceFeatures2(vk->physical_device, &f2);
     vk->dynamic_rendering = f13.dynamicRendering == VK_TRUE;
+    vk->cache_control = f13.pipelineCreationCacheControl == VK_TRUE;
     vk->creation_feedback = 1; /* core in 1.3 */
   }
-  /* Enable only what the generator uses. */
+  /* Enable only what the generator and libpcache use. */
   VkPhysicalDeviceVulkan13Features want13 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-      .dynamicRendering = vk->dynamic_rendering ? VK_TRUE : VK_FALSE};
+      .dynamicRendering = vk->dynamic_rendering ? VK_TRUE : VK_FALSE,
+      /* Only allows FAIL_ON_PIPELINE_COMPILE_REQUIRED: libpcache's driver
+       * first (bench_warm's pcache modes); the plain modes never pass it. */
+      .pipelineCreationCacheControl = vk->cache_control ? VK_TRUE : VK_FALSE};
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueFamilyIndex = 0,

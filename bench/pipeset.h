@@ -29,6 +29,7 @@ typedef struct bench_vk {
   uint32_t api_version;
   int dynamic_rendering;   /* the feature is enabled on the device */
   int creation_feedback;   /* VkPipelineCreationFeedback is available */
+  int cache_control;       /* pipelineCreationCacheControl is enabled */
   VkPhysicalDeviceProperties props;
   VkPhysicalDeviceDriverProperties driver; /* zeroed when unavailable */
 } bench_vk;

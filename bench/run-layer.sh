@@ -65,15 +65,7 @@ LAYER_LIB=$BUILD_DIR/layer/libVkLayer_pcache.so
 # The layer's manifest, naming this build's library, where the loader
 # looks for implicit layers under XDG_DATA_HOME.
 share=$WORK_DIR/share
-mkdir -p "$share/vulkan/implicit_layer.d"
-cat >"$share/vulkan/implicit_layer.d/VkLayer_pcache.json" <<JSON
-{ "file_format_version": "1.2.0",
-  "layer": { "name": "VK_LAYER_PCACHE_pipeline_cache", "type": "GLOBAL",
-             "library_path": "$LAYER_LIB", "api_version": "1.3.239",
-             "implementation_version": "1", "description": "pcache (bench)",
-             "enable_environment": { "PCACHE_LAYER": "1" },
-             "disable_environment": { "PCACHE_LAYER_DISABLE": "1" } } }
-JSON
+layer_manifest "$share" "$LAYER_LIB"
 
 probe_driver
 echo "driver_kind=$DRIVER_KIND"

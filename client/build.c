@@ -50,7 +50,7 @@ static const VkPipelineCreationFeedbackCreateInfo *find_feedback(const void *cha
  * is chained onto a copy of the app's create info (never the app's own);
  * one the app chained itself is used as is. */
 static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipelineCache cache,
-                                VkPipeline *ret_pipeline) {
+                                VkPipelineCreateFlags extra_flags, VkPipeline *ret_pipeline) {
   VkPipelineCreationFeedback feedback = {0};
   VkPipelineCreationFeedback stage_feedback[8];
   VkPipelineCreationFeedbackCreateInfo fb = {
@@ -63,6 +63,7 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
   VkResult vr;
   if (b->graphics) {
     VkGraphicsPipelineCreateInfo ci = *b->graphics;
+    ci.flags |= extra_flags;
     if (d->creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = ci.stageCount <= 8 ? ci.stageCount : 0;
       fb.pNext = ci.pNext;
@@ -72,6 +73,7 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
     vr = d->CreateGraphicsPipelines(d->vk_device, cache, 1, &ci, b->allocator, ret_pipeline);
   } else {
     VkComputePipelineCreateInfo ci = *b->compute;
+    ci.flags |= extra_flags;
     if (d->creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = 1;
       fb.pNext = ci.pNext;
@@ -97,12 +99,12 @@ static VkResult create_cached(pcache_device *d, const pcache__build *b, int in_a
   VkResult vr;
   if (in_app_cache) {
     pthread_rwlock_rdlock(b->app_cache_lock);
-    vr = create_pipeline(d, b, b->app_cache, ret_pipeline);
+    vr = create_pipeline(d, b, b->app_cache, 0, ret_pipeline);
     pthread_rwlock_unlock(b->app_cache_lock);
     return vr;
   }
   pthread_rwlock_rdlock(&d->cache_lock);
-  vr = create_pipeline(d, b, d->cache, ret_pipeline);
+  vr = create_pipeline(d, b, d->cache, 0, ret_pipeline);
   pthread_rwlock_unlock(&d->cache_lock);
   return vr;
 }
@@ -357,7 +359,7 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
-  vr = create_pipeline(d, b, fresh, &pipeline);
+  vr = create_pipeline(d, b, fresh, 0, &pipeline);
   kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
@@ -372,6 +374,39 @@ out_cache:
   if (fresh != VK_NULL_HANDLE)
     d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
   return vr;
+}
+
+/* Driver first: the pipeline as the program would create it without
+ * pcache (its own cache, or none), but with FAIL_ON_PIPELINE_COMPILE_
+ * REQUIRED, so the driver's in-memory and disk caches answer at their own
+ * cost and a miss costs a few microseconds (bench/RESULTS.md, "Driver
+ * first"). 1 with the pipeline when they had it, 0 when a compile is
+ * required or the driver said anything else (the usual path then decides;
+ * an error that was not about the cache comes back from it again). A
+ * chain that carries VkPipelineCreateFlags2CreateInfoKHR is not asked: its
+ * flags replace the ones this would set, and the app's chain is not ours
+ * to copy. */
+static int driver_first(pcache_device *d, const pcache__build *b, VkPipeline *ret_pipeline) {
+  int in_flags2;
+  VkResult vr;
+  if (!d->driver_first)
+    return 0;
+  (void)pcache__pipeline_flags(b->graphics ? b->graphics->pNext : b->compute->pNext, 0, &in_flags2);
+  if (in_flags2)
+    return 0;
+  if (b->app_cache != VK_NULL_HANDLE) {
+    pthread_rwlock_rdlock(b->app_cache_lock);
+    vr = create_pipeline(d, b, b->app_cache,
+                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, ret_pipeline);
+    pthread_rwlock_unlock(b->app_cache_lock);
+  } else {
+    vr = create_pipeline(d, b, VK_NULL_HANDLE,
+                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, ret_pipeline);
+  }
+  if (vr != VK_SUCCESS)
+    return 0;
+  atomic_fetch_add(&d->stats.driver_hits, 1);
+  return 1;
 }
 
 /* The device cache holds the pipeline (prefetched, or built earlier here):
@@ -419,6 +454,14 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
                             pcache__build_source *ret_source) {
   int in_app_cache;
   atomic_fetch_add(&d->stats.misses, 1);
+  /* A prefetched pipeline is in the device cache already: that is as fast
+   * as the driver's own caches, and asking them first would only add the
+   * probe. Anything else goes to the driver first. */
+  if (!(d->client && pcache__prefetch_known(d, &keys->state_hash)) &&
+      driver_first(d, b, ret_pipeline)) {
+    *ret_source = PCACHE__BUILT_DRIVER;
+    return VK_SUCCESS;
+  }
   switch (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
   case PCACHE__DAEMON_PREFETCHED:
     *ret_source = PCACHE__BUILT_DAEMON;
@@ -432,6 +475,9 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   }
 }
 
+/* What the built table says of a state hash this process built. */
+enum { BUILT_IN_CACHE = 1, BUILT_BY_DRIVER = 2 };
+
 VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
                               VkPipeline *ret_pipeline, pcache__build_source *ret_source) {
@@ -442,12 +488,22 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_source = PCACHE__BUILT_LOCAL;
-    vr = create_held(d, b, keys, ret_pipeline);
+    /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
+     * does not hold it: the driver is asked again (and compiles only if it
+     * has since lost it). */
+    if (v == BUILT_BY_DRIVER && driver_first(d, b, ret_pipeline))
+      vr = VK_SUCCESS;
+    else
+      vr = create_held(d, b, keys, ret_pipeline);
     break;
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
     /* A failure is not remembered: the next caller tries again. */
-    pcache__table_complete(&d->built, claim, vr == VK_SUCCESS ? 1 : 0, (int)vr);
+    pcache__table_complete(&d->built, claim,
+                           vr != VK_SUCCESS                      ? 0
+                           : *ret_source == PCACHE__BUILT_DRIVER ? BUILT_BY_DRIVER
+                                                                 : BUILT_IN_CACHE,
+                           (int)vr);
     break;
   case PCACHE__TABLE_FAILED:
     /* The build we waited for failed (maybe only for its caller: a

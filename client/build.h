@@ -52,6 +52,7 @@ typedef enum pcache__build_source {
   PCACHE__BUILT_DAEMON = 1, /* the daemon's blob (prefetched or fetched by one Get) */
   PCACHE__BUILT_LOCAL,      /* the device cache already held it (built earlier here) */
   PCACHE__BUILT_COMPILED,   /* compiled now; its blob is queued for upload */
+  PCACHE__BUILT_DRIVER,     /* the driver's own caches had it, asked first */
   PCACHE__BUILT_UNHASHABLE, /* not describable: built through the driver alone */
 } pcache__build_source;
 

@@ -135,6 +135,12 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
   }
   d->creation_feedback = info->creation_feedback;
   d->instance_api_version = info->instance_api_version;
+  {
+    /* Driver first (build.c) needs the feature the app enabled; the
+     * variable is for measuring pcache with and without it. */
+    const char *env = getenv("PCACHE_DRIVER_FIRST");
+    d->driver_first = info->cache_control && !(env && env[0] == '0');
+  }
   if (resolve(d, gipa, gdpa) < 0) {
     r = -EINVAL;
     goto out_free;
@@ -377,6 +383,7 @@ PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
   c.links_only = atomic_load(&d->stats.links_only);
   c.prepared = atomic_load(&d->stats.prepared);
   c.upload_dropped = atomic_load(&d->stats.upload_dropped);
+  c.driver_hits = atomic_load(&d->stats.driver_hits);
   memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
   return 0;
 }

@@ -72,6 +72,10 @@ struct pcache_device {
   VkAllocationCallbacks allocator_copy;
   const VkAllocationCallbacks *allocator;
   int creation_feedback;
+  /* A miss asks the driver's own caches first (build.c, "driver first"):
+   * the app enabled pipelineCreationCacheControl (pcache_device_info.
+   * cache_control) and $PCACHE_DRIVER_FIRST is not 0. */
+  int driver_first;
   uint32_t instance_api_version; /* what the app's instance asked for; 0: 1.0 */
   uint32_t ownership;            /* PCACHE_PIPELINES_* */
   int passthrough;               /* every pipeline call straight to the driver */
@@ -207,8 +211,8 @@ struct pcache_device {
   void *shards_mem;
 
   struct {
-    atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, compiles, unhashable, uploaded,
-        prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
+    atomic_uint_fast64_t misses, daemon_hits, driver_cache_hits, driver_hits, compiles, unhashable,
+        uploaded, prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
         snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
         segment_refused, fast_links, optimized, swaps, swap_ns_total, swap_ns_max,
         swap_frames_total, parts_made, links_only, prepared, upload_dropped;

@@ -5,46 +5,10 @@ set -euo pipefail
 
 pcached=$1 pcachectl=$2 demo=$3
 n=${PCACHE_DEMO_TEST_PIPELINES:-16}
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-demo-test-XXXXXX")
-daemon_pid=
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "demo_test: FAIL: $*" >&2
-  echo "---- pcached log ----" >&2
-  cat "$scratch/pcached.log" >&2 || true
-  exit 1
-}
-
-export XDG_RUNTIME_DIR=$scratch/run XDG_CACHE_HOME=$scratch/cache
-mkdir -m 0700 "$XDG_RUNTIME_DIR" "$XDG_CACHE_HOME"
-export PCACHE_SOCKET=$XDG_RUNTIME_DIR/pcache/socket PCACHE_DATA_DIR=$scratch/data
-unset PCACHE_DISABLE
-
-"$pcached" --socket "$PCACHE_SOCKET" --data-dir "$PCACHE_DATA_DIR" --log-level debug \
-  2>"$scratch/pcached.log" &
-daemon_pid=$!
-for _ in $(seq 200); do
-  "$pcachectl" status >/dev/null 2>&1 && break
-  kill -0 "$daemon_pid" 2>/dev/null || fail "pcached exited during start-up"
-  sleep 0.05
-done
-
-# get FILE KEY: the value of a key=value line.
-get() { sed -n "s/^$2=//p" "$1" | head -n1; }
-expect() { # expect FILE KEY OP VALUE
-  local v
-  v=$(get "$1" "$2")
-  [ -n "$v" ] || fail "$(basename "$1"): no $2= line"
-  [ "$v" "$3" "$4" ] || fail "$(basename "$1"): $2=$v, expected $3 $4"
-}
+TEST_NAME=demo_test
+# shellcheck source=../tests/common/pcached.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/common/pcached.sh"
+start_pcached "$pcached" "$pcachectl"
 
 # The app's name keys the daemon's prefetch: both runs must use the same one.
 "$demo" --pipelines "$n" --app-name demo-test >"$scratch/cold" || { cat "$scratch/cold"; fail "cold run"; }

@@ -78,6 +78,7 @@ typedef struct demo_vk {
   VkDevice device;
   VkPhysicalDeviceProperties props;
   int creation_feedback;
+  int cache_control;    /* pipelineCreationCacheControl enabled */
   uint32_t api_version; /* what the instance asked for */
 } demo_vk;
 
@@ -299,6 +300,19 @@ static int vk_init(const demo_options *opts, demo_vk *ret_vk) {
   }
   if (api >= VK_API_VERSION_1_3 && vk.props.apiVersion >= VK_API_VERSION_1_3)
     vk.creation_feedback = 1;
+  /* libpcache asks the driver's own caches first when the device allows
+   * FAIL_ON_PIPELINE_COMPILE_REQUIRED (pcache_device_info.cache_control).
+   * The plain program asks for nothing beyond the defaults: through the
+   * layer, the layer enables it itself. */
+  VkPhysicalDevicePipelineCreationCacheControlFeatures cache_control = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES};
+  if (!opts->plain && api >= VK_API_VERSION_1_3 && vk.props.apiVersion >= VK_API_VERSION_1_3) {
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &cache_control};
+    vkGetPhysicalDeviceFeatures2(vk.physical_device, &f2);
+    cache_control.pNext = NULL;
+    vk.cache_control = cache_control.pipelineCreationCacheControl == VK_TRUE;
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci = {
@@ -309,6 +323,7 @@ static int vk_init(const demo_options *opts, demo_vk *ret_vk) {
   };
   VkDeviceCreateInfo dci = {
       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = vk.cache_control ? &cache_control : NULL,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &qci,
       .enabledExtensionCount = n_enabled,
@@ -912,6 +927,7 @@ int main(int argc, char **argv) {
   pcache_device *pdev = NULL;
   pcache_tier *tier = NULL;
   pcache_stats st;
+  pcache_counters counters = {0};
   uint32_t tier_mismatch = 0, tier_missing = 0;
   size_t cache_bytes = 0;
   double t0, create_ms, tier_ms;
@@ -949,11 +965,13 @@ int main(int argc, char **argv) {
   }
 
   pcache_device_info dinfo = {
+      .struct_size = sizeof dinfo,
       .instance = vk.instance,
       .physical_device = vk.physical_device,
       .device = vk.device,
       .creation_feedback = vk.creation_feedback,
       .instance_api_version = vk.api_version,
+      .cache_control = vk.cache_control,
   };
   r = pcache_device_create(client, &dinfo, &pdev);
   if (r < 0) {
@@ -1023,6 +1041,8 @@ int main(int argc, char **argv) {
   while (flush_r == -ETIMEDOUT && now_ms() - t0 < 5000.0);
 
   r = pcache_device_get_stats(pdev, &st);
+  if (r == 0)
+    r = pcache_device_get_counters(pdev, &counters);
   if (r < 0) {
     log_err("pcache_device_get_stats: %s", pcache_strerror(r));
     goto out_objects;
@@ -1043,6 +1063,8 @@ int main(int argc, char **argv) {
   printf("daemon_hits=%" PRIu64 "\n", st.daemon_hits);
   printf("driver_cache_hits=%" PRIu64 "\n", st.driver_cache_hits);
   printf("compiles=%" PRIu64 "\n", st.compiles);
+  printf("driver_first=%d\n", vk.cache_control);
+  printf("driver_hits=%" PRIu64 "\n", counters.driver_hits);
   printf("misses=%" PRIu64 "\n", st.misses);
   printf("hits_app_key=%" PRIu64 "\n", st.hits_app_key);
   printf("hits_create_info=%" PRIu64 "\n", st.hits_create_info);
@@ -1062,9 +1084,10 @@ int main(int argc, char **argv) {
          " uploaded\n",
          pcache_client_connected(client) ? "connected" : "not connected", st.prefetched,
          st.daemon_hits, st.uploaded);
-  printf("  driver: %" PRIu64 " built without a blob, %" PRIu64
-         " cache hits (creation feedback%s)\n",
-         st.compiles, st.driver_cache_hits, vk.creation_feedback ? "" : " unavailable");
+  printf("  driver: %" PRIu64 " served by its own caches (asked first%s), %" PRIu64
+         " built without a blob, %" PRIu64 " cache hits (creation feedback%s)\n",
+         counters.driver_hits, vk.cache_control ? "" : ": unavailable", st.compiles,
+         st.driver_cache_hits, vk.creation_feedback ? "" : " unavailable");
   printf("  tiers:  %" PRIu64 " hits by app key, %" PRIu64 " by create info\n", st.hits_app_key,
          st.hits_create_info);
   if (is_software_driver(&vk.props) && st.driver_cache_hits == 0)

@@ -154,7 +154,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
   if (!ld)
     return VK_ERROR_OUT_OF_HOST_MEMORY;
   link->u.pLayerInfo = link->u.pLayerInfo->pNext;
-  vr = create(physical_device, ci, allocator, ret_device);
+  {
+    layer_features features;
+    const VkDeviceCreateInfo *down = layer_features_enable(li, physical_device, ci, &features);
+    vr = create(physical_device, down, allocator, ret_device);
+    layer_features_restore(&features);
+    ld->cache_control = features.enabled;
+  }
   if (vr != VK_SUCCESS) {
     pcache__free(ld);
     return vr;
@@ -185,6 +191,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     /* The core calls only what the app's instance version allows: the
      * validation layer below would otherwise blame the app. */
     info.instance_api_version = li->api_version;
+    info.cache_control = ld->cache_control;
     /* Fails only for want of memory or of a core entry point; the device
      * then passes everything through. */
     pcache_device *pc = NULL;

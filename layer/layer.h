@@ -43,7 +43,7 @@ typedef struct layer_unhashable {
 typedef struct layer_stats {
   atomic_uint_fast64_t pipelines; /* create infos the app passed */
   atomic_uint_fast64_t hashable;  /* of those, described and hashed */
-  atomic_uint_fast64_t daemon_hits, local_hits, compiles, unhashable, passed_through;
+  atomic_uint_fast64_t daemon_hits, driver_hits, local_hits, compiles, unhashable, passed_through;
   atomic_uint_fast64_t app_cache_entries; /* entries the app's own caches received */
   pthread_mutex_t reasons_lock;
   layer_unhashable reasons[LAYER_MAX_REASONS];
@@ -60,10 +60,29 @@ typedef struct layer_instance {
   pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
 } layer_instance;
 
+/* What layer_features_enable changed in a vkCreateDevice call (features.c). */
+typedef struct layer_features {
+  int enabled;       /* the device will have pipelineCreationCacheControl */
+  VkBool32 *flipped; /* the program's own member, set for the call */
+  VkPhysicalDevicePipelineCreationCacheControlFeatures feature; /* ours, prepended */
+  VkDeviceCreateInfo ci;                                        /* with it */
+} layer_features;
+
+/* The create info to pass down: ci itself, or a copy of it with the
+ * feature prepended; the program's own features struct may be changed
+ * until layer_features_restore, which must follow the call. li NULL: the
+ * feature stays as the program asked. */
+const VkDeviceCreateInfo *layer_features_enable(const layer_instance *li,
+                                                VkPhysicalDevice physical_device,
+                                                const VkDeviceCreateInfo *ci,
+                                                layer_features *features);
+void layer_features_restore(layer_features *features);
+
 typedef struct layer_device {
   void *key;
   VkDevice device;
   pid_t pid; /* the process that made it (a forked child does not own it) */
+  int cache_control; /* made with pipelineCreationCacheControl (features.c) */
   layer_instance *instance;
   PFN_vkGetDeviceProcAddr next_gdpa;
   /* The next layer's (or the driver's) entry points the layer wraps. */

@@ -153,6 +153,8 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
         atomic_fetch_add(&ld->stats.local_hits, 1);
       else if (source == PCACHE__BUILT_COMPILED)
         atomic_fetch_add(&ld->stats.compiles, 1);
+      else if (source == PCACHE__BUILT_DRIVER)
+        atomic_fetch_add(&ld->stats.driver_hits, 1);
     }
   }
   pcache__desc_buf_release(&buf);

@@ -92,6 +92,7 @@ static void collect(layer_device *ld, layer_report *r) {
   r->pipelines = atomic_load(&s->pipelines);
   r->hashable = atomic_load(&s->hashable);
   r->daemon_hits = atomic_load(&s->daemon_hits);
+  r->driver_hits = atomic_load(&s->driver_hits);
   r->local_hits = atomic_load(&s->local_hits);
   r->compiles = atomic_load(&s->compiles);
   r->uploaded = core.uploaded;

@@ -16,6 +16,7 @@
   X(unhashable)                                                                                    \
   X(passed_through)                                                                                \
   X(app_cache_entries)                                                                             \
-  X(upload_dropped)
+  X(upload_dropped)                                                                                \
+  X(driver_hits)
 
 #endif

@@ -306,6 +306,17 @@ typedef struct pcache_device_info {
    * a burst of misses cannot take the CPU from the frames. */
   uint32_t fast_link_threads;
   uint32_t fast_link_per_frame;
+  /* Since 0.4. Nonzero if the device was created with the
+   * pipelineCreationCacheControl feature enabled (Vulkan 1.3, or
+   * VK_EXT_pipeline_creation_cache_control). A pipeline this context has
+   * not built yet and did not prefetch is then first asked of the driver's
+   * own caches (its in-memory and disk caches), with
+   * VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT: a hit costs
+   * what it costs without pcache, a miss a few microseconds, after which
+   * the daemon's blob or a compile follows as before (docs/client.md,
+   * "Driver first"). 0: the driver is not asked first. $PCACHE_DRIVER_FIRST=0
+   * turns it off. */
+  int cache_control;
 } pcache_device_info;
 
 /* pcache_device_info.fast_link: graphics pipeline libraries on a miss
@@ -451,6 +462,8 @@ typedef struct pcache_counters {
   uint64_t upload_dropped;    /* pipelines never uploaded: larger than any request
                                  the daemon takes, refused by it, or past the
                                  upload queue's bound (docs/client.md, "Uploads") */
+  uint64_t driver_hits;       /* misses the driver's own caches answered when
+                                 asked first (pcache_device_info.cache_control) */
 } pcache_counters;
 
 /*

@@ -36,11 +36,11 @@ void layer_report_read(layer_report *r) {
       ASSERT_EQ(sscanf(p,
                        " pipelines=%llu hashable=%llu daemon_hits=%llu local_hits=%llu "
                        "compiles=%llu uploaded=%llu unhashable=%llu passed_through=%llu "
-                       "app_cache_entries=%llu",
+                       "app_cache_entries=%llu upload_dropped=%llu driver_hits=%llu",
                        &one.pipelines, &one.hashable, &one.daemon_hits, &one.local_hits,
                        &one.compiles, &one.uploaded, &one.unhashable, &one.passed_through,
-                       &one.app_cache_entries),
-                9);
+                       &one.app_cache_entries, &one.upload_dropped, &one.driver_hits),
+                11);
       r->pipelines += one.pipelines;
       r->hashable += one.hashable;
       r->daemon_hits += one.daemon_hits;
@@ -50,6 +50,8 @@ void layer_report_read(layer_report *r) {
       r->unhashable += one.unhashable;
       r->passed_through += one.passed_through;
       r->app_cache_entries += one.app_cache_entries;
+      r->upload_dropped += one.upload_dropped;
+      r->driver_hits += one.driver_hits;
       r->lines++;
     } else if (strncmp(line, "pcache-layer-unhashable ", 24) == 0) {
       const char *p = strstr(line, " reason=");

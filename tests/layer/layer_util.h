@@ -8,7 +8,7 @@
 
 typedef struct layer_report {
   unsigned long long pipelines, hashable, daemon_hits, local_hits, compiles, uploaded, unhashable,
-      passed_through, app_cache_entries;
+      passed_through, app_cache_entries, upload_dropped, driver_hits;
   int lines;            /* "pcache-layer" lines: one per device */
   int unhashable_lines; /* "pcache-layer-unhashable" lines */
   unsigned unhashable_stype;

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# run-scenarios.sh - what pcache costs or saves a user, scenario by
+# scenario, against the same program with no pcache and the driver's disk
+# cache at its defaults (a HOME with a ~/.cache, nothing set): the user's
+# baseline. Each side has a HOME of its own; each figure is the median of
+# REPEATS fresh processes (3), and each repeat of a scenario that starts
+# from nothing starts from nothing again (a new HOME, a new store).
+#
+# Scenarios (key infix):
+#   first     first run ever: empty driver cache, empty store
+#   enabled   first run after enabling pcache over a warm driver cache
+#             (the program ran once without pcache first); set against the
+#             plain program's warm run
+#   warm      the driver's cache and the store warm
+#   emptied   the driver's cache emptied (same driver), the store warm
+# Programs: heavy = pcache-demo's N distinct PBR variants (--plain without
+# pcache and through the layer; libpcache's own demo for "lib"), light =
+# bench_warm's mixed set (mode a without pcache and through the layer, mode
+# d for "lib"). Keys: scen_<set>_<client>_<scenario>_ms (per pipeline),
+# scen_<set>_plain_<scenario>_ms, then the ratios
+# scen_<set>_<client>_ratio_<scenario> = pcache / plain (first, enabled,
+# warm: at most 1.05, 1.1 and 1.05 are the targets) and
+# scen_<set>_<client>_speedup_emptied = plain / pcache. The driver-update
+# and fleet scenarios are run-replay.sh's and bench_fleet.sh's.
+#
+#   run-scenarios.sh --build-dir DIR [--heavy N] [--light N] [--work-dir DIR]
+#                    [--clients "layer lib"]
+#
+# Env: PCACHED, BENCH_BIN (lib.sh), REPEATS.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib"
+REPEATS=${REPEATS:-3}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) BUILD_DIR=$2; shift 2 ;;
+    --heavy) HEAVY=$2; shift 2 ;;
+    --light) LIGHT=$2; shift 2 ;;
+    --work-dir) WORK_DIR=$2; shift 2 ;;
+    --clients) CLIENTS=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    *) echo "run-scenarios.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$BUILD_DIR" ] || { echo "run-scenarios.sh: --build-dir is required" >&2; exit 2; }
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+WORK_DIR=${WORK_DIR:-$BUILD_DIR/bench-work/scenarios}
+mkdir -p "$WORK_DIR"
+WORK_DIR=$(cd "$WORK_DIR" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+trap stop_daemon EXIT
+DEMO=${DEMO:-$BUILD_DIR/examples/pcache-demo}
+LAYER_LIB=$BUILD_DIR/layer/libVkLayer_pcache.so
+[ -x "$DEMO" ] || die "no $DEMO"
+[ -f "$LAYER_LIB" ] || die "no $LAYER_LIB"
+share=$WORK_DIR/share
+layer_manifest "$share" "$LAYER_LIB"
+probe_driver
+echo "driver_kind=$DRIVER_KIND"
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# run SET N CLIENT HOME OUT: one process. CLIENT: plain, layer or lib. The
+# driver's disk cache is at its defaults under HOME; nothing else is set.
+run() {
+  local set=$1 n=$2 client=$3 home=$4 out=$5 args=() envs=()
+  if [ "$set" = heavy ]; then
+    case $client in
+      lib) args=("$DEMO" --pipelines "$n" --app-name "scen-heavy") ;;
+      *) args=("$DEMO" --plain --pipelines "$n" --app-name "scen-heavy") ;;
+    esac
+  else
+    case $client in
+      lib) args=("$BENCH_BIN/bench_warm" --mode d --phase measure --n "$n" --app scen-light) ;;
+      *) args=("$BENCH_BIN/bench_warm" --mode a --phase measure --n "$n" --app scen-light) ;;
+    esac
+  fi
+  case $client in
+    plain) envs=(PCACHE_DISABLE=1) ;;
+    layer) envs=(PCACHE_LAYER=1 PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
+    lib) envs=(PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
+  esac
+  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
+    -u __GL_SHADER_DISK_CACHE_SKIP_CLEANUP -u __GL_SHADER_DISK_CACHE_SIZE -u XDG_CACHE_HOME \
+    -u MESA_SHADER_CACHE_DIR -u MESA_SHADER_CACHE_DISABLE -u PCACHE_DISABLE \
+    HOME="$home" XDG_DATA_HOME="$share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" \
+    "${args[@]}" >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "$set $client failed"; }
+}
+ms() { kv "$1" ms_per_pipeline; }
+fresh_home() { rm -rf "$1"; mkdir -p "$1/.cache"; }
+# The driver's own cache emptied; pcache's store is not under HOME.
+empty_driver_cache() { rm -rf "${1:?}/.cache"; mkdir -p "$1/.cache"; }
+
+one_set() {
+  local set=$1 n=$2 p="scen_$1"
+  local first=() warm=() emptied=() h=$WORK_DIR/home-plain-$set
+  # The baseline: the program alone.
+  for k in $(seq 1 "$REPEATS"); do
+    fresh_home "$h"
+    run "$set" "$n" plain "$h" "$WORK_DIR/plain-first.txt"
+    first+=("$(ms "$WORK_DIR/plain-first.txt")")
+    run "$set" "$n" plain "$h" "$WORK_DIR/plain-warm.txt"
+    warm+=("$(ms "$WORK_DIR/plain-warm.txt")")
+    empty_driver_cache "$h"
+    run "$set" "$n" plain "$h" "$WORK_DIR/plain-emptied.txt"
+    emptied+=("$(ms "$WORK_DIR/plain-emptied.txt")")
+  done
+  local pf pw pe
+  pf=$(median "${first[@]}"); pw=$(median "${warm[@]}"); pe=$(median "${emptied[@]}")
+  echo "${p}_plain_first_ms=$pf"
+  echo "${p}_plain_warm_ms=$pw"
+  echo "${p}_plain_emptied_ms=$pe"
+  echo "${p}_plain_runs_first=${first[*]} warm=${warm[*]} emptied=${emptied[*]}"
+  for client in $CLIENTS; do
+    local cf=() ce=() cw=() cx=() q="${p}_${client}" hc=$WORK_DIR/home-$client-$set
+    for k in $(seq 1 "$REPEATS"); do
+      # first run ever, then warm, then the driver's cache emptied
+      fresh_home "$hc"
+      start_daemon "scen-$set-$client"
+      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-first.txt"
+      cf+=("$(ms "$WORK_DIR/$client-first.txt")")
+      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-warm.txt"
+      cw+=("$(ms "$WORK_DIR/$client-warm.txt")")
+      empty_driver_cache "$hc"
+      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-emptied.txt"
+      cx+=("$(ms "$WORK_DIR/$client-emptied.txt")")
+      stop_daemon
+      # enabling pcache over a warm driver cache: the program ran before
+      fresh_home "$hc"
+      run "$set" "$n" plain "$hc" "$WORK_DIR/$client-before.txt"
+      start_daemon "scen-$set-$client-enabled"
+      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-enabled.txt"
+      ce+=("$(ms "$WORK_DIR/$client-enabled.txt")")
+      stop_daemon
+      echo "# $q repeat $k: first ${cf[-1]} enabled ${ce[-1]} warm ${cw[-1]} emptied ${cx[-1]}" \
+        "(enabled run: driver_hits=$(kv "$WORK_DIR/$client-enabled.txt" driver_hits)" \
+        "compiles=$(kv "$WORK_DIR/$client-enabled.txt" compiles))"
+    done
+    local mf me mw mx
+    mf=$(median "${cf[@]}"); me=$(median "${ce[@]}"); mw=$(median "${cw[@]}"); mx=$(median "${cx[@]}")
+    echo "${q}_first_ms=$mf"
+    echo "${q}_enabled_ms=$me"
+    echo "${q}_warm_ms=$mw"
+    echo "${q}_emptied_ms=$mx"
+    echo "${q}_ratio_first=$(ratio "$mf" "$pf")"
+    echo "${q}_ratio_enabled=$(ratio "$me" "$pw")"
+    echo "${q}_ratio_warm=$(ratio "$mw" "$pw")"
+    echo "${q}_speedup_emptied=$(ratio "$pe" "$mx")"
+  done
+}
+
+if [ "$HEAVY" -gt 0 ]; then one_set heavy "$HEAVY"; fi
+if [ "$LIGHT" -gt 0 ]; then one_set light "$LIGHT"; fi

@@ -1,0 +1,51 @@
+# Sourced by the suite's shell tests (examples/demo_test.sh,
+# tests/fakedriver/driver_first_test.sh): a scratch directory removed at
+# exit, the environment that keeps a test off the user's own daemon and
+# caches, a private pcached on it, and checks of key=value output. Set
+# TEST_NAME first.
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-$TEST_NAME-XXXXXX")
+daemon_pid=
+cleanup() {
+  if [ -n "$daemon_pid" ]; then
+    kill -TERM "$daemon_pid" 2>/dev/null || true
+    wait "$daemon_pid" 2>/dev/null || true
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "$TEST_NAME: FAIL: $*" >&2
+  echo "---- pcached log ----" >&2
+  cat "$scratch/pcached.log" >&2 || true
+  exit 1
+}
+
+export XDG_RUNTIME_DIR=$scratch/run XDG_CACHE_HOME=$scratch/cache
+mkdir -m 0700 "$XDG_RUNTIME_DIR" "$XDG_CACHE_HOME"
+export PCACHE_SOCKET=$XDG_RUNTIME_DIR/pcache/socket PCACHE_DATA_DIR=$scratch/data
+unset PCACHE_DISABLE
+
+# start_pcached PCACHED PCACHECTL: pcached on the scratch socket and data
+# directory, its log in $scratch/pcached.log; returns once it answers.
+start_pcached() {
+  "$1" --socket "$PCACHE_SOCKET" --data-dir "$PCACHE_DATA_DIR" --log-level debug \
+    2>"$scratch/pcached.log" &
+  daemon_pid=$!
+  for _ in $(seq 200); do
+    "$2" status >/dev/null 2>&1 && return 0
+    kill -0 "$daemon_pid" 2>/dev/null || fail "pcached exited during start-up"
+    sleep 0.05
+  done
+  fail "pcached did not answer"
+}
+
+# get FILE KEY: the value of a key=value line.
+get() { sed -n "s/^$2=//p" "$1" | head -n1; }
+expect() { # expect FILE KEY OP VALUE
+  local v
+  v=$(get "$1" "$2")
+  [ -n "$v" ] || fail "$(basename "$1"): no $2= line"
+  [ "$v" "$3" "$4" ] || fail "$(basename "$1"): $2=$v, expected $3 $4"
+}

@@ -1,0 +1,92 @@
+#!/bin/bash
+# driver_first_test.sh PCACHED PCACHECTL PCACHE_DEMO FAKE_LAYER_DIR LAYER_DATA_HOME
+#
+# Driver first (client/build.c, docs/client.md): a pipeline pcache has not
+# built is first asked of the driver's own caches. Lavapipe has none that
+# answers FAIL_ON_PIPELINE_COMPILE_REQUIRED, so VK_LAYER_PCACHE_test_driver_cache
+# (fake_cache_layer.c) stands in for a GPU driver's disk cache. The runs, as
+# a user meets them:
+#   1. a program without pcache fills the driver's cache;
+#   2. the first run with pcache (libpcache) over that warm cache: every
+#      pipeline is a driver hit, nothing is compiled or uploaded;
+#   3. the driver's cache emptied: compiled and uploaded, as before;
+#   4. emptied again: the daemon's blobs serve every pipeline, and the
+#      driver is never asked (they were prefetched);
+#   5. through the Vulkan layer, a plain program over a warm driver cache:
+#      driver hits in the layer's report;
+#   6. PCACHE_DRIVER_FIRST=0: the driver is not asked.
+set -euo pipefail
+
+pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5
+n=12
+TEST_NAME=driver_first_test
+# shellcheck source=../common/pcached.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/pcached.sh"
+export MESA_SHADER_CACHE_DIR=$scratch/mesa
+mkdir -m 0700 "$scratch/driver"
+unset PCACHE_DRIVER_FIRST PCACHE_LAYER
+# The stand-in driver cache below every program of this test.
+export VK_LAYER_PATH=$fake_layers VK_INSTANCE_LAYERS=VK_LAYER_PCACHE_test_driver_cache
+export PCACHE_TEST_DRIVER_CACHE=$scratch/driver PCACHE_TEST_DRIVER_CACHE_LOG=$scratch/answers
+start_pcached "$pcached" "$pcachectl"
+
+answers() { grep -c "^$1\$" "$scratch/answers" 2>/dev/null || true; }
+run() { # run NAME ARGS...: pcache-demo into $scratch/NAME
+  local name=$1
+  shift
+  : >"$scratch/answers"
+  "$demo" --pipelines "$n" --app-name driver-first "$@" >"$scratch/$name" 2>"$scratch/$name.err" ||
+    { cat "$scratch/$name" "$scratch/$name.err"; fail "pcache-demo $*"; }
+}
+
+# 1. No pcache: the driver compiles and fills its cache.
+PCACHE_DISABLE=1 run plain --plain
+[ "$(answers fill)" -eq "$n" ] || fail "the plain run filled $(answers fill) driver cache entries, expected $n"
+
+# 2. The first run with pcache over the warm driver cache.
+run enabled
+expect "$scratch/enabled" driver_first -eq 1
+expect "$scratch/enabled" driver_hits -eq "$n"
+expect "$scratch/enabled" compiles -eq 0
+expect "$scratch/enabled" daemon_hits -eq 0
+[ "$(answers hit)" -eq "$n" ] || fail "the driver answered $(answers hit) hits, expected $n"
+[ "$(answers miss)" -eq 0 ] || fail "the driver answered $(answers miss) misses, expected 0"
+
+# 3. The driver's cache emptied: every pipeline misses there, then compiles.
+rm -f "$scratch/driver"/*
+run emptied
+expect "$scratch/emptied" driver_hits -eq 0
+expect "$scratch/emptied" compiles -eq "$n"
+expect "$scratch/emptied" uploaded -eq "$n"
+[ "$(answers miss)" -eq "$n" ] || fail "the driver answered $(answers miss) misses, expected $n"
+
+# 4. Emptied again: the daemon's prefetched blobs serve; the driver is not
+#    asked first for a pipeline the device cache already holds.
+rm -f "$scratch/driver"/*
+run served
+expect "$scratch/served" daemon_hits -eq "$n"
+expect "$scratch/served" compiles -eq 0
+expect "$scratch/served" driver_hits -eq 0
+[ "$(answers miss)" -eq 0 ] || fail "prefetched pipelines were asked of the driver ($(answers miss) misses)"
+
+# 5. A plain program through the layer, the driver's cache warm again.
+PCACHE_DISABLE=1 run refill --plain
+XDG_DATA_HOME=$layer_home PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_NO_PREFETCH=1 \
+  run layer --plain
+line=$(grep '^pcache-layer ' "$scratch/layer.err" | head -n1)
+[ -n "$line" ] || { cat "$scratch/layer.err"; fail "no layer report"; }
+case " $line " in
+*" driver_hits=$n "*) ;;
+*) fail "through the layer: $line (expected driver_hits=$n)" ;;
+esac
+case " $line " in
+*" compiles=0 "*) ;;
+*) fail "through the layer: $line (expected compiles=0)" ;;
+esac
+
+# 6. Turned off: the driver is not asked first.
+PCACHE_DRIVER_FIRST=0 PCACHE_NO_PREFETCH=1 run off
+expect "$scratch/off" driver_hits -eq 0
+[ "$(answers hit)" -eq 0 ] && [ "$(answers miss)" -eq 0 ] ||
+  fail "PCACHE_DRIVER_FIRST=0 still asked the driver ($(answers hit) hits, $(answers miss) misses)"
+echo "driver_first_test: passed"
