@@ -13,7 +13,17 @@
 #   update   the cold run's store exported (pcachectl export), its driver
 #            version lowered by one (bench_rekey), imported into a fresh
 #            pcached; a client naming the real device key (bench_warm, one
-#            pipeline of another set) sets the replay off.
+#            pipeline of another set) sets the replay off. With
+#            --self-detect no client names it: `pcachectl replay --detect`
+#            (pcached's own probe of the drivers, as pcache-detect.path
+#            runs it; the probe at pcached's start notes the key the same
+#            way) sets it off, and the first launch after the update is
+#            measured with the driver's disk cache at its defaults (an
+#            empty XDG_CACHE_HOME of its own, as a new driver's cache is),
+#            against warm launches with it at its defaults too (their own
+#            XDG_CACHE_HOME, warmed by one launch first): first_default_*,
+#            warm_default_*, ratio_first_over_warm_default_launch (issue
+#            29's target: <= 1.2).
 #   replay   throughput with 1 thread and with THREADS (default: pcached's
 #            own choice, half the cores, at most 4): pcache-replay's own
 #            time (its "built N pipelines in T ms" line, which pcached
@@ -58,7 +68,7 @@
 #
 #   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
 #                 [--psi-seconds S] [--work-dir DIR] [--rounds R]
-#                 [--throughput-only] [--probes] [--concurrent]
+#                 [--throughput-only] [--probes] [--concurrent] [--self-detect]
 #
 # --rounds: direct-then-replay pairs per thread count (default 3; the
 # ratio is their median). --concurrent: each round's direct compile runs
@@ -87,6 +97,7 @@ ROUNDS=3
 THROUGHPUT_ONLY=0
 PROBES=0
 CONCURRENT=0
+SELF_DETECT=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -98,6 +109,7 @@ while [ $# -gt 0 ]; do
     --throughput-only) THROUGHPUT_ONLY=1; shift ;;
     --probes) PROBES=1; shift ;;
     --concurrent) CONCURRENT=1; shift ;;
+    --self-detect) SELF_DETECT=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     -h|--help) sed -n '2,70p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -192,6 +204,14 @@ updated() {
   start_daemon_env "$name"
   "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
     die "import failed"
+  if [ "$SELF_DETECT" = 1 ]; then
+    # No client: pcached's probe of the drivers finds the new key.
+    "$CTL" --socket "$DAEMON_SOCKET" --timeout 120 replay --detect >"$WORK_DIR/detect-$name.txt" ||
+      die "pcachectl replay --detect failed: $(cat "$WORK_DIR/detect-$name.txt")"
+    grep -q '^1 replay pending$' "$WORK_DIR/detect-$name.txt" ||
+      die "pcached's probe started no replay: $(cat "$WORK_DIR/detect-$name.txt")"
+    return 0
+  fi
   # shellcheck disable=SC2086
   env $OFF PCACHE_SOCKET="$DAEMON_SOCKET" "$BENCH_BIN/bench_warm" --mode d --phase measure --n 1 \
     --app pcache-bench-replay-touch >"$WORK_DIR/touch-$name.txt" 2>&1 || die "touch failed"
@@ -335,7 +355,26 @@ for t in $tlist; do
       sed 's/modules made/modules_made/; s/[;,]/ /g' |
       awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
   fi
-  if [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
+  if [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ] && [ "$SELF_DETECT" = 1 ]; then
+    # The first launch after the update, no program before it, the replay
+    # done, and the driver's disk cache at its defaults (empty: a new
+    # driver's); then warm launches with it at its defaults.
+    rm -rf "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
+    mkdir -p "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
+    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-first" demo "$WORK_DIR/first.txt"
+    echo "replay_first_default_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
+    echo "replay_first_default_create_ms=$(kv "$WORK_DIR/first.txt" create_ms)"
+    echo "replay_first_default_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
+    echo "replay_first_default_compiles=$(kv "$WORK_DIR/first.txt" compiles)"
+    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$WORK_DIR/warm-default.txt"
+    wd=()
+    for k in $(seq 1 "$REPEATS"); do
+      DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$WORK_DIR/warm-default.txt"
+      wd+=("$(kv "$WORK_DIR/warm-default.txt" launch_ms)")
+    done
+    echo "replay_warm_default_launch_ms=$(median "${wd[@]}")"
+    echo "replay_ratio_first_over_warm_default_launch=$(ratio "$(kv "$WORK_DIR/first.txt" launch_ms)" "$(median "${wd[@]}")")"
+  elif [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
     demo "$WORK_DIR/first.txt"
     echo "replay_first_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"

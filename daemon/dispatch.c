@@ -20,6 +20,7 @@
 #include "remote.h"
 #include "remote_serve.h"
 #include "replay.h"
+#include "replay_detect.h"
 #include "respond.h"
 #include "server.h"
 #include "validate.h"
@@ -53,13 +54,15 @@ static void note_gets(pcd_conn *c, const ProtobufCBinaryData *key, size_t pipeli
 
 static void finish_job(pcd_job *job);
 
-static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
+/* A job for req, its reply to come back to c; NULL after answering with
+ * an error. */
+static pcd_job *job_for(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   pcd_job *job = pcd_job_new(type);
   if (!job || !c->srv->writer) {
     pcd_job_free(job);
     pcache__request_free(req);
     pcd_respond_error(c, c->srv->writer ? -ENOMEM : PCACHE_EUNAVAILABLE, NULL);
-    return;
+    return NULL;
   }
   job->req = req;
   job->remote = c->srv->remote;
@@ -75,7 +78,13 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
   /* This thread's hits recorded so far go in first, so eviction sees
    * them. */
   pcd_worker_flush_touches(c->worker);
-  pcd_writer_submit(c->srv->writer, job);
+  return job;
+}
+
+static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
+  pcd_job *job = job_for(c, req, type);
+  if (job)
+    pcd_writer_submit(c->srv->writer, job);
 }
 
 /* About how many bytes a job moved through malloc (its request, LMDB's
@@ -188,7 +197,14 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     to_writer(c, req, PCD_JOB_SNAPSHOT);
     return;
   case PCACHEPB__REQUEST__BODY_REPLAY_START:
-    to_writer(c, req, PCD_JOB_REPLAY_START);
+    if (req->replay_start->detect) {
+      /* To the writer once a probe of the drivers has ended. */
+      pcd_job *job = job_for(c, req, PCD_JOB_REPLAY_START);
+      if (job)
+        pcd_detect_submit(c->srv->detect, job);
+    } else {
+      to_writer(c, req, PCD_JOB_REPLAY_START);
+    }
     return;
   case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
     to_writer(c, req, PCD_JOB_REPLAY_CLAIM);

@@ -20,6 +20,7 @@
 #include "dispatch.h"
 #include "remote.h"
 #include "replay.h"
+#include "replay_detect.h"
 #include "segment.h"
 #include "server.h"
 
@@ -71,7 +72,9 @@ int main(int argc, char **argv) {
     log_error("cannot start the writer thread: %s", strerror(-r));
     goto out_store;
   }
-  if ((r = pcd_replay_new(&srv, &srv.replay)) < 0 || (r = pcd_replay_start(srv.replay, &loop)) < 0) {
+  if ((r = pcd_replay_new(&srv, &srv.replay)) < 0 ||
+      (r = pcd_replay_start(srv.replay, &loop)) < 0 ||
+      (r = pcd_detect_new(&srv, &srv.detect)) < 0) {
     log_error("cannot set up replays: %s", strerror(-r));
     pcd_writer_stop(srv.writer);
     goto out_store;
@@ -88,6 +91,12 @@ int main(int argc, char **argv) {
     pcd_writer_stop(srv.writer);
     goto out_store;
   }
+  /* After the server: the probe takes a while, and clients are served
+   * meanwhile (one that names the new key first starts the replay). */
+  if ((r = pcd_detect_start(srv.detect)) < 0)
+    log_error("cannot start the probe of the installed drivers: %s; replays start when a "
+              "program names its driver's key",
+              strerror(-r));
   log_info("pcached %s listening on %s, store %s", PCACHE_VERSION_STRING, srv.socket_path,
            srv.data_dir);
   snprintf(status, sizeof status, "STATUS=serving %s", srv.socket_path);
@@ -96,6 +105,8 @@ int main(int argc, char **argv) {
 
   uv_run(&loop, UV_RUN_DEFAULT);
 
+  pcd_detect_stop(srv.detect); /* pcd_server_stop did, unless the loop ended otherwise */
+  pcd_detect_free(srv.detect);
   pcd_replay_stop(srv.replay);
   pcd_replay_free(srv.replay);
   pcd_segments_stop(srv.segments); /* its builder reads the store */
@@ -108,6 +119,7 @@ int main(int argc, char **argv) {
   return 0;
 
 out_store:
+  pcd_detect_free(srv.detect);
   pcd_replay_stop(srv.replay);
   pcd_replay_free(srv.replay);
   pcd_segments_stop(srv.segments);

@@ -200,9 +200,18 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     pcachepb__replay_start_reply__init(reply);
     job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPLAY_START;
     job->resp.replay_start = reply;
+    if (job->detected) { /* the job owns them until its reply is sent */
+      reply->detected = job->detected->detected;
+      reply->n_detected = job->detected->n_detected;
+      reply->detect_error = job->detected->detect_error;
+    }
   }
   if (!rp)
     return 0;
+  /* The probe's keys were noted as a client's, in jobs before this one:
+   * only the count is left to say. */
+  if (req && req->detect)
+    return reply ? pcd_replay_records_foreach(txn, count_pending, &reply->plans) : 0;
   if ((r = pcd_devices_foreach(txn, collect_device, &l)) < 0)
     return r;
   pcd_replay_txn_enter(rp);

@@ -6,6 +6,8 @@
  * only that process and the pipeline it was on.
  *
  * The files, each calling only those after it:
+ *   replay_detect.c     the drivers installed (pcache-replay --list-keys),
+ *                       each key noted as a client's (replay_detect.h)
  *   replay_supervise.c  the replayer process: start, exit, hang watch,
  *                       and the triggers (a client naming a new key);
  *                       restart (the accepting loop's thread)

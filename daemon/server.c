@@ -20,6 +20,7 @@
 #include "connection.h"
 #include "private_dir.h"
 #include "remote.h"
+#include "replay_detect.h"
 #include "segment.h"
 
 /* ------------------------------------------------------------------ listen */
@@ -331,6 +332,8 @@ void pcd_server_stop(pcd_server *srv) {
    * closes. */
   /* The fleet's asks are answered first: the workers wait for them. */
   pcd_remote_stop(srv->remote);
+  /* And the requests waiting for a probe of the drivers. */
+  pcd_detect_stop(srv->detect);
   stop_workers(srv, srv->n_workers);
   pcd_writer_stop(srv->writer);
   srv->writer = NULL;

@@ -25,6 +25,7 @@ typedef struct pcd_server {
   pcd_stats stats;
   struct pcd_client_reports *client_reports; /* the layer's reports; main.c makes it */
   struct pcd_replay *replay;  /* replays for new drivers (replay.h); main.c makes it */
+  struct pcd_detect *detect;  /* the probe of installed drivers (replay_detect.h); main.c */
   struct pcd_remote *remote; /* the fleet tier (--remote), or NULL; main.c makes it */
   struct pcd_segments *segments; /* shared-memory segments (segment.h); main.c makes it */
   char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];

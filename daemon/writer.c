@@ -47,6 +47,8 @@ void pcd_job_free(pcd_job *job) {
     return;
   pcache__request_free(job->req);
   pcache__request_free(job->held);
+  if (job->detected)
+    pcachepb__replay_start_reply__free_unpacked(job->detected, &pcache__pb_allocator);
   pcd_push_free_all(job->pushes);
   pcache__free(job->touches);
   pcd_arena_free(&job->arena);

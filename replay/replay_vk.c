@@ -7,6 +7,7 @@
 #include "replay_vk.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
@@ -48,28 +49,6 @@ static const char *const wanted_extensions[] = {
     VK_EXT_VERTEX_INPUT_DYNAMIC_STATE_EXTENSION_NAME,
 };
 
-static int pick_device(pcache__replay_vk *vk, const pcache__devkey *want) {
-  VkPhysicalDevice devs[16];
-  uint32_t n = 16;
-  if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0)
-    return -EIO;
-  for (uint32_t i = 0; i < n; i++) {
-    VkPhysicalDeviceProperties p;
-    pcache__devkey k;
-    vkGetPhysicalDeviceProperties(devs[i], &p);
-    pcache__devkey_make(p.pipelineCacheUUID, p.vendorID, p.deviceID, p.driverVersion,
-                        (uint32_t)sizeof(void *), &k);
-    if (memcmp(k.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0) {
-      vk->physical_device = devs[i];
-      vk->key = k;
-      memcpy(vk->name, p.deviceName, sizeof vk->name);
-      vk->info.api_version = p.apiVersion;
-      return 0;
-    }
-  }
-  return PCACHE_ENOT_FOUND;
-}
-
 static void driver_names(pcache__replay_vk *vk) {
   VkPhysicalDeviceDriverProperties driver = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -86,6 +65,56 @@ static void driver_names(pcache__replay_vk *vk) {
   vk->info.name = vk->name;
   vk->info.driver_name = vk->driver_name;
   vk->info.driver_info = vk->driver_info;
+}
+
+/* What a client knows of a physical device (client/device.c, identify):
+ * its key, made by the same function from the same properties, this
+ * process's pointer size the ABI; and its names, asked as far as the
+ * instance's version allows. */
+static void describe(pcache__replay_vk *vk, VkPhysicalDevice dev, uint32_t instance_api) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(dev, &p);
+  pcache__devkey_make(p.pipelineCacheUUID, p.vendorID, p.deviceID, p.driverVersion,
+                      (uint32_t)sizeof(void *), &vk->key);
+  vk->physical_device = dev;
+  memcpy(vk->name, p.deviceName, sizeof vk->name);
+  memset(vk->driver_name, 0, sizeof vk->driver_name);
+  memset(vk->driver_info, 0, sizeof vk->driver_info);
+  vk->info.driver_id = 0;
+  vk->info.api_version = p.apiVersion < instance_api ? p.apiVersion : instance_api;
+  driver_names(vk);
+}
+
+/* The instance, at the highest version up to 1.3 the loader has (written
+ * to *ret_api). Returns 0, PCACHE_ENOT_FOUND when the loader finds no
+ * driver (VK_ERROR_INCOMPATIBLE_DRIVER), or -EIO. */
+static int make_instance(pcache__replay_vk *vk, uint32_t *ret_api) {
+  uint32_t api = VK_API_VERSION_1_0;
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .pApplicationName = "pcache-replay"};
+  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                              .pApplicationInfo = &app};
+  VkResult vr;
+  if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS)
+    api = VK_API_VERSION_1_0;
+  app.apiVersion = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : api;
+  if ((vr = vkCreateInstance(&ici, NULL, &vk->instance)) != VK_SUCCESS)
+    return vr == VK_ERROR_INCOMPATIBLE_DRIVER ? PCACHE_ENOT_FOUND : -EIO;
+  *ret_api = app.apiVersion;
+  return 0;
+}
+
+static int pick_device(pcache__replay_vk *vk, const pcache__devkey *want, uint32_t instance_api) {
+  VkPhysicalDevice devs[PCACHE_REPLAY_VK_MAX_DEVICES];
+  uint32_t n = PCACHE_REPLAY_VK_MAX_DEVICES;
+  if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0)
+    return -EIO;
+  for (uint32_t i = 0; i < n; i++) {
+    describe(vk, devs[i], instance_api);
+    if (memcmp(vk->key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0)
+      return 0;
+  }
+  return PCACHE_ENOT_FOUND;
 }
 
 static int make_device(pcache__replay_vk *vk) {
@@ -152,28 +181,16 @@ static int make_device(pcache__replay_vk *vk) {
 }
 
 int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret) {
-  uint32_t api = VK_API_VERSION_1_0;
-  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-                           .pApplicationName = "pcache-replay"};
-  VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                              .pApplicationInfo = &app};
   pcache__replay_vk *vk = pcache__calloc(1, sizeof *vk);
+  uint32_t api;
   int r;
   if (!vk)
     return -ENOMEM;
   pcachepb__device_info__init(&vk->info);
-  if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS)
-    api = VK_API_VERSION_1_0;
-  app.apiVersion = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : api;
-  if (vkCreateInstance(&ici, NULL, &vk->instance) != VK_SUCCESS) {
-    r = -EIO;
+  if ((r = make_instance(vk, &api)) < 0)
     goto out_free;
-  }
-  if ((r = pick_device(vk, want)) < 0)
+  if ((r = pick_device(vk, want, api)) < 0)
     goto out_instance;
-  if (vk->info.api_version > app.apiVersion)
-    vk->info.api_version = app.apiVersion;
-  driver_names(vk);
   if ((r = make_device(vk)) < 0)
     goto out_instance;
   *ret = vk;
@@ -184,6 +201,45 @@ out_instance:
 out_free:
   pcache__free(vk);
   return r;
+}
+
+/* A driver's text on one line of the list: its tabs and line ends (and
+ * any other control character) would split the line. */
+static void put_field(FILE *out, const char *text) {
+  fputc('\t', out);
+  for (; *text; text++)
+    fputc((unsigned char)*text < 0x20 || *text == 0x7f ? '?' : *text, out);
+}
+
+int pcache__replay_vk_list(FILE *out) {
+  pcache__replay_vk vk;
+  VkPhysicalDevice devs[PCACHE_REPLAY_VK_MAX_DEVICES];
+  uint32_t api, n = PCACHE_REPLAY_VK_MAX_DEVICES;
+  char hex[65];
+  int r;
+  memset(&vk, 0, sizeof vk);
+  if ((r = make_instance(&vk, &api)) < 0)
+    return r;
+  if (vkEnumeratePhysicalDevices(vk.instance, &n, devs) < 0) {
+    vkDestroyInstance(vk.instance, NULL);
+    return -EIO;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    describe(&vk, devs[i], api);
+    vk.name[sizeof vk.name - 1] = '\0';
+    vk.driver_name[sizeof vk.driver_name - 1] = '\0';
+    vk.driver_info[sizeof vk.driver_info - 1] = '\0';
+    pcache__devkey_format(&vk.key, hex);
+    fputs(hex, out);
+    put_field(out, vk.name);
+    put_field(out, vk.driver_name);
+    put_field(out, vk.driver_info);
+    fputc('\n', out);
+  }
+  vkDestroyInstance(vk.instance, NULL);
+  if (fflush(out) != 0)
+    return -errno;
+  return n ? 0 : PCACHE_ENOT_FOUND;
 }
 
 void pcache__replay_vk_close(pcache__replay_vk *vk) {

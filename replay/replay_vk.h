@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/devkey.h"
 #include "proto/pcache.pb-c.h"
@@ -20,6 +21,19 @@ typedef struct pcache__replay_vk pcache__replay_vk;
  */
 int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret_vk);
 void pcache__replay_vk_close(pcache__replay_vk *vk);
+
+/* The most physical devices looked at (a machine has a handful). */
+#define PCACHE_REPLAY_VK_MAX_DEVICES 16
+
+/*
+ * pcache__replay_vk_list - writes one line per physical device to out:
+ * its key (64 hex digits, as a client on it computes it, this process's
+ * ABI), then, each after a tab, the device's name, the driver's name and
+ * its info (empty below Vulkan 1.2; control characters written as '?').
+ * Makes no device. Returns 0, PCACHE_ENOT_FOUND (no driver, or no
+ * device), -EIO, or -errno (writing out).
+ */
+int pcache__replay_vk_list(FILE *out);
 
 /* The DeviceInfo a Put of this device carries (valid until close). */
 const Pcachepb__DeviceInfo *pcache__replay_vk_info(const pcache__replay_vk *vk);

@@ -95,9 +95,15 @@ static void sleep_ms(uint32_t ms) {
     ;
 }
 
-/* The lowest CPU and I/O priority there is for an unprivileged process. */
+/* The lowest CPU and I/O priority there is for an unprivileged process;
+ * none of it where the tests, on a loaded two-core machine, set
+ * PCACHE_REPLAY_TEST_PRIORITY=normal: SCHED_IDLE gets no CPU while any
+ * other task wants it, so a replay there could take any time. */
 static void be_nice(void) {
   struct sched_param sp = {0};
+  const char *v = getenv("PCACHE_REPLAY_TEST_PRIORITY");
+  if (v && strcmp(v, "normal") == 0)
+    return;
   if (setpriority(PRIO_PROCESS, 0, 19) < 0)
     log_debug("replay: setpriority: %s", strerror(errno));
   if (sched_setscheduler(0, SCHED_IDLE, &sp) < 0)
@@ -611,9 +617,26 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
 
 static int usage(FILE *f, int code) {
   fprintf(f, "usage: pcache-replay --device KEY [--socket PATH] [--threads N]\n"
+             "       pcache-replay --list-keys\n"
              "Rebuilds the pipelines pcached hands out for the device KEY (64 hex digits).\n"
-             "pcached starts it; see docs/replay.md.\n");
+             "--list-keys prints each Vulkan device's key as a client on it computes it,\n"
+             "then its name, driver name and driver info, tab-separated, and builds\n"
+             "nothing (exit 3: no device). pcached starts both; see docs/replay.md.\n");
   return code;
+}
+
+/* --list-keys: pcached's probe of the drivers installed (daemon/replay_detect.c),
+ * at the replayer's priority. */
+static int list_keys(void) {
+  int r;
+  be_nice();
+  if ((r = pcache__replay_vk_list(stdout)) == PCACHE_ENOT_FOUND) {
+    log_info("replay: no Vulkan device here");
+    return EXIT_NO_DEVICE;
+  }
+  if (r < 0)
+    log_error("replay: cannot list the Vulkan devices: %s", pcache_strerror(r));
+  return r < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -638,6 +661,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0)
       return usage(stdout, 0);
+    if (strcmp(argv[i], "--list-keys") == 0 && argc == 2)
+      return list_keys();
     if (i + 1 >= argc)
       return usage(stderr, 2);
     if (strcmp(argv[i], "--device") == 0)
@@ -682,11 +707,7 @@ int main(int argc, char **argv) {
   rp.hog_hash = v && *v ? v : NULL;
   catch_fatal_signals();
   prefer_oom_kill();
-  /* Tests on a loaded two-core machine: SCHED_IDLE gets no CPU while any
-   * other task wants it, so a replay there could take any time. */
-  v = getenv("PCACHE_REPLAY_TEST_PRIORITY");
-  if (!v || strcmp(v, "normal") != 0)
-    be_nice();
+  be_nice();
 
   if ((r = pcache__replay_vk_open(&rp.key, &rp.vk)) < 0 && near_memory_limit()) {
     log_error("replay: the Vulkan driver ran out of memory under the limit pcached set "

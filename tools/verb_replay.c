@@ -13,30 +13,69 @@
 #include "common/alloc.h"
 #include "common/devkey.h"
 #include "common/hash.h"
+#include "common/log.h"
 #include "common/parse.h"
 #include "tools/ctl.h"
 
 typedef struct replay_args {
   ctl_entry_filter filter;
-  int wait;
+  int wait, detect;
 } replay_args;
 
-enum { OPT_WAIT = 0x200 };
+enum { OPT_WAIT = 0x200, OPT_DETECT };
 
 static const struct option replay_options[] = {
     {"device", required_argument, NULL, 'd'},
     {"app", required_argument, NULL, 'a'},
     {"wait", no_argument, NULL, OPT_WAIT},
+    {"detect", no_argument, NULL, OPT_DETECT},
     {0},
 };
 
 static int replay_option(ctl *c, const ctl_command *cmd, int opt, const char *arg, void *state) {
   replay_args *a = state;
-  if (opt == OPT_WAIT) {
-    a->wait = 1;
+  if (opt == OPT_WAIT || opt == OPT_DETECT) {
+    *(opt == OPT_WAIT ? &a->wait : &a->detect) = 1;
     return 0;
   }
   return ctl_filter_option(c, cmd, opt, arg, &a->filter);
+}
+
+/* What pcached's probe of the drivers found (--detect): a line per
+ * device, or JSON fields. Returns an exit code: EXIT_FAIL when the probe
+ * could not list them. */
+static int show_detected(const Pcachepb__ReplayStartReply *r, ctl_json *j) {
+  if (j) {
+    ctl_json_key(j, "detected");
+    ctl_json_array_begin(j);
+    for (size_t i = 0; i < r->n_detected; i++) {
+      ctl_json_object_begin(j);
+      ctl_json_kv_hex(j, "key", r->detected[i]->key.data, r->detected[i]->key.len);
+      ctl_json_kv_string(j, "name", r->detected[i]->name);
+      ctl_json_kv_string(j, "driver_name", r->detected[i]->driver_name);
+      ctl_json_kv_string(j, "driver_info", r->detected[i]->driver_info);
+      ctl_json_object_end(j);
+    }
+    ctl_json_array_end(j);
+    ctl_json_kv_string(j, "detect_error", r->detect_error);
+  } else {
+    for (size_t i = 0; i < r->n_detected; i++) {
+      char name[256], driver[256], info[256], hex[65] = "?";
+      if (r->detected[i]->key.len == PCACHE_DEVKEY_SIZE)
+        pcache__hex(r->detected[i]->key.data, PCACHE_DEVKEY_SIZE, hex);
+      printf("installed: %s (%s %s), key %s\n",
+             ctl_printable(r->detected[i]->name, name, sizeof name),
+             ctl_printable(r->detected[i]->driver_name, driver, sizeof driver),
+             ctl_printable(r->detected[i]->driver_info, info, sizeof info), hex);
+    }
+    if (!r->n_detected && !*r->detect_error)
+      printf("installed: no Vulkan device (pcache-replay --list-keys, in pcached's "
+             "environment, found none)\n");
+  }
+  if (!*r->detect_error)
+    return EXIT_OK;
+  log_error("pcached could not list the installed drivers: %s", r->detect_error);
+  return EXIT_FAIL;
 }
 
 /* One replay as a line: a bar of 30 cells on a terminal, counts either way. */
@@ -157,20 +196,28 @@ static int wait_all(ctl *c) {
 static int cmd_replay(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__ReplayStart start = PCACHEPB__REPLAY_START__INIT;
+  pcache__reply reply = {0};
   replay_args a = {0};
   pcache__devkey *keys = NULL;
   size_t n = 0;
-  uint32_t plans = 0;
+  uint32_t plans;
+  ctl_json j;
   int r;
   if ((r = ctl_parse(c, &ctl_verb_replay, argc, argv, replay_option, &a)) <= 0)
     return -r;
+  if (a.detect && (a.filter.have_dev || a.filter.app))
+    return ctl_usage_error("replay", "--detect starts what a program on each driver found would "
+                                     "start; leave out --device and --app (pcachectl replay "
+                                     "--app NAME then puts an app first)");
   if (a.filter.have_dev && (r = ctl_resolve_devices(c, &a.filter.dev, &keys, &n)) != EXIT_OK)
     return r;
   request.body_case = PCACHEPB__REQUEST__BODY_REPLAY_START;
   request.replay_start = &start;
   start.app = (char *)(a.filter.app ? a.filter.app : "");
+  start.detect = a.detect;
+  /* One request per old key named; the last reply's count is the one. */
   for (size_t i = 0; i < (a.filter.have_dev ? n : 1); i++) {
-    pcache__reply reply = {0};
+    pcache__reply_release(&reply);
     if (a.filter.have_dev) {
       start.device_key.data = keys[i].bytes;
       start.device_key.len = PCACHE_DEVKEY_SIZE;
@@ -179,32 +226,41 @@ static int cmd_replay(ctl *c, int argc, char **argv) {
       pcache__free(keys);
       return r;
     }
-    plans = reply.response->replay_start->plans;
-    pcache__reply_release(&reply);
   }
   pcache__free(keys);
+  /* No reply when --device named no key the daemon has. */
+  plans = reply.response ? reply.response->replay_start->plans : 0;
   if (c->json) {
-    ctl_json j;
     ctl_json_init(&j, stdout);
     ctl_json_object_begin(&j);
+  }
+  if (a.detect)
+    r = show_detected(reply.response->replay_start, c->json ? &j : NULL);
+  if (c->json) {
     ctl_json_kv_uint(&j, "pending", plans);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
   } else {
     printf("%u replay%s pending\n", plans, plans == 1 ? "" : "s");
   }
+  pcache__reply_release(&reply);
+  if (r != EXIT_OK)
+    return r;
   return a.wait ? wait_all(c) : EXIT_OK;
 }
 
 const ctl_command ctl_verb_replay = {
     .name = "replay",
     .run = cmd_replay,
-    .synopsis = "replay [--device KEY|UUID] [--app NAME] [--wait]",
+    .synopsis = "replay [--device KEY|UUID] [--app NAME] [--detect] [--wait]",
     .help = "Rebuild the pipelines of device keys an installed driver superseded (same\n"
             "vendor and device, another driver version or cache UUID) for the new one,\n"
             "in the background (pcache-replay). --device: only those old keys; --app:\n"
             "that app's pipelines first; --wait: follow the replay to its end with a\n"
-            "progress bar. Finished replays named again run again.\n",
+            "progress bar. Finished replays named again run again. --detect: pcached\n"
+            "lists the Vulkan drivers installed (pcache-replay --list-keys) and starts\n"
+            "the replays a program on each would start, as it does when it starts;\n"
+            "systemd's pcache-detect.path runs it when a driver's manifest changes.\n",
     .options = replay_options,
     .short_options = CTL_FILTER_SHORT,
 };

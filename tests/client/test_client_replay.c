@@ -16,6 +16,14 @@
  *            is tried again alone twice, then recorded as bad "out of
  *            memory", the rest finishes, and after a kill -9 and restart
  *            of pcached it is not tried again
+ *   detect-start  no client names the new key: pcached's own probe of the
+ *            drivers at its start (daemon/replay_detect.c) starts the
+ *            replay, which finishes, and the app's first run is warm
+ *   detect-ctl    the same through pcachectl replay --detect on a running
+ *            pcached that did not probe at its start
+ *   detect-none   a probe that finds no device (VK_ICD_FILENAMES at
+ *            nothing), one that hangs, and one with replay off: pcached
+ *            serves, and pcachectl replay --detect says what happened
  *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
  *            version lowered by one (the benchmark's simulated update) */
 #include <errno.h>
@@ -390,6 +398,145 @@ static int log_count(const test_env *env, const char *needle) {
 
 static int log_has(const test_env *env, const char *needle) { return log_count(env, needle) > 0; }
 
+/* ----------------------------------------------------------- detect */
+
+/* How long the probe and the job it queues may take before the replay
+ * counts as never started (lavapipe's instance takes a tenth of a second;
+ * sanitizers and a loaded machine, a few). */
+#define DETECT_DEADLINE_MS 30000
+
+static void wait_log(const test_env *env, const char *needle) {
+  uint64_t end = util_now_ms() + DETECT_DEADLINE_MS;
+  while (!log_has(env, needle)) {
+    if (util_now_ms() >= end)
+      test_dump_daemon_log(env);
+    ASSERT_LT(util_now_ms(), end);
+    usleep(20000);
+  }
+}
+
+/* The store after a driver update, and then no client: the replay starts
+ * from pcached's probe alone (at its start, or on pcachectl replay
+ * --detect), with the key a client on lavapipe computes, and the app's
+ * first run after it gets every pipeline from the daemon. */
+static void detect_replays(test_env *env, const char *argv0, const char *mode) {
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp;
+  char new_hex[65];
+  uint64_t end;
+  /* The harness's daemon does not probe at its start (harness.h). */
+  make_old_store(env, argv0);
+  resp = progress(&p);
+  ASSERT_TRUE(p == NULL); /* the import named no key: nothing to replay yet */
+  pcache__response_free(resp);
+  if (strcmp(mode, "detect-start") == 0) {
+    ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+    unsetenv("PCACHE_REPLAY_DETECT");
+    test_daemon_start(env, NULL);
+  } else {
+    ASSERT_EQ(ctl_run(env, "replay --detect"), 0);
+    ASSERT_TRUE(strstr(ctl_out, "installed: llvmpipe") != NULL);
+    ASSERT_TRUE(strstr(ctl_out, "1 replay pending") != NULL);
+  }
+  resp = wait_finished(&p);
+  ASSERT_EQ(p->total, N_PIPELINES);
+  ASSERT_EQ(p->done, N_PIPELINES);
+  ASSERT_EQ(p->failed, 0);
+  /* The probe's key is the one the cold run's client named: the old key
+   * (that one with its driver version lowered) plus one. */
+  ASSERT_EQ(p->old_key.len, PCACHE_DEVKEY_SIZE);
+  ASSERT_EQ(p->new_key.len, PCACHE_DEVKEY_SIZE);
+  pcache__hex(p->new_key.data, PCACHE_DEVKEY_SIZE, new_hex);
+  older(p->new_key.data);
+  ASSERT_EQ(memcmp(p->new_key.data, p->old_key.data, PCACHE_DEVKEY_SIZE), 0);
+  pcache__response_free(resp);
+  ASSERT_TRUE(log_has(env, new_hex)); /* "replay: installed: ... key <new>" */
+  if (strcmp(mode, "detect-ctl") == 0)
+    ASSERT_TRUE(strstr(ctl_out, new_hex) != NULL);
+  end = util_now_ms() + 10000;
+  while (util_count_entries() != N_PIPELINES) { /* the old key's evicted */
+    ASSERT_LT(util_now_ms(), end);
+    usleep(50000);
+  }
+  util_run_self(argv0, "warm");
+}
+
+/* pcachectl replay --detect exits with status, and what it prints (stdout
+ * when it succeeds, else stderr) has both needles. */
+static void expect_detect(const test_env *env, int status, const char *a, const char *b) {
+  const char *said;
+  ASSERT_EQ(ctl_run(env, "replay --detect"), status);
+  said = status == 0 ? ctl_out : ctl_err;
+  ASSERT_TRUE(strstr(said, a) != NULL);
+  ASSERT_TRUE(strstr(said, b) != NULL);
+}
+
+/* Probes that find nothing, hang, or are off: pcached serves all the same,
+ * stops at once, and pcachectl replay --detect says what happened. */
+static void detect_nothing(test_env *env) {
+  char script[400], marker[420], waiter[420];
+  uint8_t *said;
+  size_t size;
+  uint64_t t0;
+  FILE *f;
+  unsetenv("PCACHE_REPLAY_DETECT");
+  /* No device: not an error. */
+  setenv("VK_ICD_FILENAMES", "/nonexistent/pcache-test-icd.json", 1);
+  test_daemon_start(env, NULL);
+  wait_log(env, "pcache-replay --list-keys found no Vulkan device");
+  expect_detect(env, 0, "installed: no Vulkan device", "0 replays pending");
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  unsetenv("VK_ICD_FILENAMES");
+  /* A probe that hangs is killed at its deadline, logged, and changes
+   * nothing. */
+  snprintf(script, sizeof script, "%s/hung-replay", env->root);
+  snprintf(marker, sizeof marker, "%s.ran", script);
+  ASSERT_TRUE((f = fopen(script, "w")) != NULL);
+  fputs("#!/bin/sh\ntouch \"$0.ran\"\nexec sleep 60\n", f);
+  ASSERT_EQ(fclose(f), 0);
+  ASSERT_EQ(chmod(script, 0755), 0);
+  setenv("PCACHE_REPLAYER", script, 1);
+  setenv("PCACHE_REPLAY_DETECT_MS", "300", 1);
+  test_daemon_start(env, NULL);
+  wait_log(env, "--list-keys gave no answer in 300 ms; killed it");
+  expect_detect(env, 1, "could not list the installed drivers", "gave no answer in 300 ms");
+  ASSERT_EQ(util_count_entries(), 0); /* still serving */
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  /* pcached stops at once with a probe hung and a request waiting for the
+   * next: the probe is killed, the request answered. */
+  setenv("PCACHE_REPLAY_DETECT_MS", "60000", 1);
+  unlink(marker);
+  ASSERT_EQ(truncate(env->log_path, 0), 0); /* the log is appended to */
+  test_daemon_start(env, NULL);
+  for (int i = 0; access(marker, F_OK) != 0; i++) {
+    ASSERT_LT(i, 1000);
+    usleep(10000);
+  }
+  snprintf(waiter, sizeof waiter, "%s/waiter.out", env->root);
+  ASSERT_EQ(
+      ctl_sh("%s --socket %s replay --detect >%s 2>&1 &", ctl_path(), env->socket_path, waiter), 0);
+  wait_log(env, "request: replay_start");
+  t0 = util_now_ms();
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  ASSERT_LT(util_now_ms() - t0, 5000);
+  for (int i = 0; !(said = ctl_read_file(waiter, &size)) || !strstr((char *)said, "stopping");
+       i++) {
+    free(said);
+    ASSERT_LT(i, 500);
+    usleep(10000);
+  }
+  free(said);
+  unsetenv("PCACHE_REPLAYER");
+  unsetenv("PCACHE_REPLAY_DETECT_MS");
+  /* PCACHE_REPLAY=off turns the probe off too, and says how to turn it on. */
+  setenv("PCACHE_REPLAY", "off", 1);
+  ASSERT_EQ(truncate(env->log_path, 0), 0);
+  test_daemon_start(env, NULL);
+  expect_detect(env, 1, "replay is off (PCACHE_REPLAY=off", "restart pcached");
+  ASSERT_TRUE(!log_has(env, "replay: installed:"));
+  unsetenv("PCACHE_REPLAY");
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const Pcachepb__ReplayProgress *p;
@@ -434,6 +581,16 @@ int main(int argc, char **argv) {
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "400", 1);
   }
   test_daemon_start(&env, NULL);
+  if (strncmp(mode, "detect-", 7) == 0) {
+    if (strcmp(mode, "detect-none") == 0) {
+      ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+      detect_nothing(&env);
+    } else {
+      detect_replays(&env, argv[0], mode);
+    }
+    test_env_cleanup(&env);
+    return 0;
+  }
   make_old_store(&env, argv[0]);
   if (strcmp(mode, "crash") == 0) {
     /* The replayer inherits pcached's environment: restart it with the

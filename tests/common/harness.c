@@ -45,6 +45,12 @@ void test_env_init(test_env *env, const char *name) {
   setenv("PCACHE_SOCKET", env->socket_path, 1);
   setenv("PCACHE_DATA_DIR", env->data_dir, 1);
   unsetenv("PCACHE_DISABLE");
+  /* No probe of the installed drivers at each test daemon's start
+   * (docs/replay.md): it would cost every test a Vulkan instance, and
+   * lavapipe's real key supersedes the tests' made-up keys of its vendor
+   * and device 0, whose replays would then start. The replay tests that
+   * test the probe set it back. */
+  setenv("PCACHE_REPLAY_DETECT", "off", 1);
 }
 
 int test_raw_connect(const test_env *env) {

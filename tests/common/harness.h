@@ -17,7 +17,9 @@ typedef struct test_env {
 } test_env;
 
 /* Makes the directories and sets XDG_RUNTIME_DIR, PCACHE_SOCKET,
- * PCACHE_DATA_DIR for this process (and children). Aborts on failure. */
+ * PCACHE_DATA_DIR for this process (and children), and
+ * PCACHE_REPLAY_DETECT=off (no probe of the drivers at pcached's start).
+ * Aborts on failure. */
 void test_env_init(test_env *env, const char *name);
 
 /* Starts pcached with --socket, --data-dir and --log-level debug, plus

@@ -11,7 +11,8 @@ fi
 runtime=$(mktemp -d)
 chmod 0700 "$runtime"
 out=$(XDG_RUNTIME_DIR=$runtime systemd-analyze verify --user --man=no \
-      "$unit_dir/pcached.socket" "$unit_dir/pcached.service" 2>&1)
+      "$unit_dir/pcached.socket" "$unit_dir/pcached.service" \
+      "$unit_dir/pcache-detect.path" "$unit_dir/pcache-detect.service" 2>&1)
 rc=$?
 rm -rf "$runtime"
 printf '%s\n' "$out"
@@ -28,7 +29,12 @@ grep -q '^ListenStream=%t/pcache/socket$' "$unit_dir/pcached.socket" &&
 grep -q '^SocketMode=0600$' "$unit_dir/pcached.socket" &&
 grep -q '^DirectoryMode=0700$' "$unit_dir/pcached.socket" &&
 grep -q '^Type=notify$' "$unit_dir/pcached.service" &&
-grep -q '^ExecStart=/.*/pcached ' "$unit_dir/pcached.service" || {
+grep -q '^ExecStart=/.*/pcached ' "$unit_dir/pcached.service" &&
+grep -q '^PathChanged=/usr/share/vulkan/icd.d$' "$unit_dir/pcache-detect.path" &&
+grep -q '^PathChanged=/etc/vulkan/icd.d$' "$unit_dir/pcache-detect.path" &&
+grep -q '^Unit=pcache-detect.service$' "$unit_dir/pcache-detect.path" &&
+grep -q '^ExecStart=/.*/pcachectl .*replay --detect$' "$unit_dir/pcache-detect.service" &&
+grep -q '^SuccessExitStatus=3$' "$unit_dir/pcache-detect.service" || {
   echo "a unit lost one of its required settings"
   exit 1
 }

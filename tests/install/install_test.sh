@@ -26,6 +26,7 @@ pc=$(find "$prefix" -name pcache.pc -path '*/pkgconfig/*' | head -n1)
 libdir=$(dirname "$(dirname "$pc")")
 for f in include/pcache/pcache.h include/pcache/version.h bin/pcached bin/pcachectl \
          lib/systemd/user/pcached.socket lib/systemd/user/pcached.service \
+         lib/systemd/user/pcache-detect.path lib/systemd/user/pcache-detect.service \
          share/doc/pcache/README.md share/doc/pcache/docs/README.md \
          share/doc/pcache/docs/operations.md; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
