@@ -376,24 +376,19 @@ out_cache:
   return vr;
 }
 
-/* Driver first: the pipeline as the program would create it without
- * pcache (its own cache, or none), but with FAIL_ON_PIPELINE_COMPILE_
- * REQUIRED, so the driver's in-memory and disk caches answer at their own
- * cost and a miss costs a few microseconds (bench/RESULTS.md, "Driver
- * first"). 1 with the pipeline when they had it, 0 when a compile is
- * required or the driver said anything else (the usual path then decides;
- * an error that was not about the cache comes back from it again). A
- * chain that carries VkPipelineCreateFlags2CreateInfoKHR is not asked: its
- * flags replace the ones this would set, and the app's chain is not ours
- * to copy. */
-static int driver_first(pcache_device *d, const pcache__build *b, VkPipeline *ret_pipeline) {
+/* Driver first (build.h). An error that was not about the cache is not
+ * returned here: the usual path meets it again. A chain that carries
+ * VkPipelineCreateFlags2CreateInfoKHR is not asked: its flags replace the
+ * ones this would set, and the app's chain is not ours to copy. */
+int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
+                               VkPipeline *ret_pipeline) {
   int in_flags2;
   VkResult vr;
   if (!d->driver_first)
-    return 0;
+    return -1;
   (void)pcache__pipeline_flags(b->graphics ? b->graphics->pNext : b->compute->pNext, 0, &in_flags2);
   if (in_flags2)
-    return 0;
+    return -1;
   if (b->app_cache != VK_NULL_HANDLE) {
     pthread_rwlock_rdlock(b->app_cache_lock);
     vr = create_pipeline(d, b, b->app_cache,
@@ -457,8 +452,8 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   /* A prefetched pipeline is in the device cache already: that is as fast
    * as the driver's own caches, and asking them first would only add the
    * probe. Anything else goes to the driver first. */
-  if (!(d->client && pcache__prefetch_known(d, &keys->state_hash)) &&
-      driver_first(d, b, ret_pipeline)) {
+  if (!b->driver_asked && !(d->client && pcache__prefetch_known(d, &keys->state_hash)) &&
+      pcache__build_driver_first(d, b, ret_pipeline) == 1) {
     *ret_source = PCACHE__BUILT_DRIVER;
     return VK_SUCCESS;
   }
@@ -491,7 +486,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
      * does not hold it: the driver is asked again (and compiles only if it
      * has since lost it). */
-    if (v == BUILT_BY_DRIVER && driver_first(d, b, ret_pipeline))
+    if (v == BUILT_BY_DRIVER && pcache__build_driver_first(d, b, ret_pipeline) == 1)
       vr = VK_SUCCESS;
     else
       vr = create_held(d, b, keys, ret_pipeline);

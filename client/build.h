@@ -37,7 +37,25 @@ typedef struct pcache__build {
    * pipeline creation. NULL: the entry is fetched and merged at once. */
   void (*app_cache_defer)(void *ctx, const pcache__hash *state_hash);
   void *app_cache_defer_ctx;
+  /* The caller asked the driver first (pcache__build_driver_first) and it
+   * had nothing: the build does not ask again. */
+  int driver_asked;
 } pcache__build;
+
+/*
+ * pcache__build_driver_first - driver first: build's pipeline as the
+ * program would create it without pcache (its app cache, or none), with
+ * VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, so the
+ * driver's in-memory and disk caches answer at their own cost; a miss
+ * costs a few microseconds (bench/RESULTS.md, "Driver first"). Needs
+ * nothing described: the layer asks before it describes, so a hit costs
+ * the program no more than without pcache. Returns 1 with the pipeline
+ * (the caller's; counted in driver_hits), 0 when the driver did not have
+ * it, -1 when it was not asked (driver first is off, or the chain carries
+ * VkPipelineCreateFlags2CreateInfoKHR).
+ */
+int pcache__build_driver_first(pcache_device *device, const pcache__build *build,
+                               VkPipeline *ret_pipeline);
 
 /*
  * pcache__pipeline_flags - the create flags in effect for a create info

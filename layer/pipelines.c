@@ -120,6 +120,18 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
     atomic_fetch_add(&ld->stats.passed_through, 1);
     return pass_through(ld, cache, app, p, allocator, ret_pipeline);
   }
+  /* Driver first, before anything is described: a pipeline the driver's
+   * own caches hold then costs the program what it costs without the
+   * layer. A library is described all the same: pipelines that link it
+   * are described through it (record.h). */
+  if (!(p->graphics && (p->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))) {
+    int asked = pcache__build_driver_first(ld->pc, &b, ret_pipeline);
+    if (asked == 1) {
+      atomic_fetch_add(&ld->stats.driver_hits, 1);
+      return VK_SUCCESS;
+    }
+    b.driver_asked = asked == 0;
+  }
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(ld->pc, &b, &buf, &keys);
   if (r == PCACHE_EUNHASHABLE) {
