@@ -23,7 +23,11 @@
 #            against warm launches with it at its defaults too (their own
 #            XDG_CACHE_HOME, warmed by one launch first): first_default_*,
 #            warm_default_*, ratio_first_over_warm_default_launch (issue
-#            29's target: <= 1.2).
+#            29's target: <= 1.2). With --fill-driver-cache the replayer
+#            builds with the driver's disk cache on
+#            (PCACHE_REPLAY_DRIVER_CACHE=1) in the XDG_CACHE_HOME the first
+#            launch then uses: whether the replay can warm the driver's own
+#            cache too.
 #   replay   throughput with 1 thread and with THREADS (default: pcached's
 #            own choice, half the cores, at most 4): pcache-replay's own
 #            time (its "built N pipelines in T ms" line, which pcached
@@ -69,6 +73,7 @@
 #   run-replay.sh --build-dir DIR [--heavy N] [--threads T] [--fg N]
 #                 [--psi-seconds S] [--work-dir DIR] [--rounds R]
 #                 [--throughput-only] [--probes] [--concurrent] [--self-detect]
+#                 [--fill-driver-cache]
 #
 # --rounds: direct-then-replay pairs per thread count (default 3; the
 # ratio is their median). --concurrent: each round's direct compile runs
@@ -98,6 +103,7 @@ THROUGHPUT_ONLY=0
 PROBES=0
 CONCURRENT=0
 SELF_DETECT=0
+FILL_DRIVER_CACHE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -110,6 +116,7 @@ while [ $# -gt 0 ]; do
     --probes) PROBES=1; shift ;;
     --concurrent) CONCURRENT=1; shift ;;
     --self-detect) SELF_DETECT=1; shift ;;
+    --fill-driver-cache) FILL_DRIVER_CACHE=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     -h|--help) sed -n '2,70p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -201,6 +208,10 @@ updated() {
   rm -rf "$WORK_DIR/xdg-$name"
   mkdir -p "$WORK_DIR/xdg-$name"
   PCACHED_ENV=("PCACHE_REPLAY_THREADS=$threads" "XDG_CACHE_HOME=$WORK_DIR/xdg-$name" "$@")
+  # --fill-driver-cache: the replayer builds with the driver's disk cache
+  # on, in the directory the first launch will use.
+  if [ "$FILL_DRIVER_CACHE" = 1 ]; then PCACHED_ENV+=(PCACHE_REPLAY_DRIVER_CACHE=1); fi
+  LAST_XDG=$WORK_DIR/xdg-$name
   start_daemon_env "$name"
   "$CTL" --socket "$DAEMON_SOCKET" import "$WORK_DIR/old.pca" >"$WORK_DIR/import-$name.txt" ||
     die "import failed"
@@ -361,7 +372,9 @@ for t in $tlist; do
     # driver's); then warm launches with it at its defaults.
     rm -rf "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
     mkdir -p "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
-    DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-first" demo "$WORK_DIR/first.txt"
+    first_xdg=$WORK_DIR/xdg-first
+    [ "$FILL_DRIVER_CACHE" = 1 ] && first_xdg=$LAST_XDG
+    DISK="XDG_CACHE_HOME=$first_xdg" demo "$WORK_DIR/first.txt"
     echo "replay_first_default_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
     echo "replay_first_default_create_ms=$(kv "$WORK_DIR/first.txt" create_ms)"
     echo "replay_first_default_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
