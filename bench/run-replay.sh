@@ -249,7 +249,13 @@ replayer_sum() {
 # --- launch: cold, warm; the update's store
 start_daemon replay-src --log-level info
 demo "$WORK_DIR/cold.txt"
-[ "$(kv "$WORK_DIR/cold.txt" compiles)" = "$HEAVY" ] || die "the cold launch did not compile $HEAVY"
+# Every pipeline compiled, or found in the driver's own in-memory cache
+# (driver first: two variants the driver compiles alike; the second is
+# served from the first within the process, as it is in every launch).
+cold_built=$(($(kv "$WORK_DIR/cold.txt" compiles) + $(kv "$WORK_DIR/cold.txt" driver_hits)))
+[ "$cold_built" = "$HEAVY" ] || die "the cold launch compiled or found $cold_built of $HEAVY"
+echo "replay_cold_compiles=$(kv "$WORK_DIR/cold.txt" compiles)"
+echo "replay_cold_driver_hits=$(kv "$WORK_DIR/cold.txt" driver_hits)"
 w_launch=() w_create=()
 for k in $(seq 1 "$REPEATS"); do
   demo "$WORK_DIR/warm.txt"
@@ -379,6 +385,7 @@ for t in $tlist; do
     echo "replay_first_default_create_ms=$(kv "$WORK_DIR/first.txt" create_ms)"
     echo "replay_first_default_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
     echo "replay_first_default_compiles=$(kv "$WORK_DIR/first.txt" compiles)"
+    echo "replay_first_default_driver_hits=$(kv "$WORK_DIR/first.txt" driver_hits)"
     DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$WORK_DIR/warm-default.txt"
     wd=()
     for k in $(seq 1 "$REPEATS"); do
