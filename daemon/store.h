@@ -80,7 +80,9 @@ typedef struct pcd_snapshot {
  * open, or whose format is unknown, is moved aside as
  * data.mdb.corrupt-<unixtime> and a fresh one is made; so is a data.mdb
  * that is a link, not a regular file, or another user's.
- * map_size is the LMDB map size (bytes).
+ * map_size is the LMDB map size (bytes). The directory's pcached.lock is
+ * flocked until pcd_store_close: -EBUSY (logged, naming the other pid)
+ * while another daemon holds it.
  * Returns 0, -errno or PCACHE_ESTORE.
  */
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
