@@ -5,6 +5,7 @@
  * daemon) is dropped, said once and counted (upload_dropped), never
  * retried: retrying it would hold every pipeline queued behind it. */
 #include <errno.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <string.h>
@@ -494,8 +495,19 @@ int pcache__upload_start(pcache_device *d) {
     goto out_mutex;
   if (pthread_cond_init(&d->flush_cond, &attr) != 0)
     goto out_cond;
-  if (pthread_create(&d->upload_thread, NULL, upload_main, d) != 0)
-    goto out_flush_cond;
+  {
+    /* The app's signals are the app's: this thread takes none of them (a
+     * handler run here could wait on this thread's own drain: the layer's
+     * report at SIGTERM, layer/signals.c). */
+    sigset_t all, old;
+    int created;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    created = pthread_create(&d->upload_thread, NULL, upload_main, d) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!created)
+      goto out_flush_cond;
+  }
   pthread_condattr_destroy(&attr);
   d->upload_thread_running = 1;
   return 0;

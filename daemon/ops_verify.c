@@ -97,6 +97,30 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
   return r;
 }
 
+/* The size counters the cap, Stats and Purge read: each must be the sum
+ * of its records. A drift is one problem, with no key; repair sets the
+ * counter to the sum (after the repairs above, which keep it in step). */
+static int verify_counters(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *reply, size_t *cap) {
+  pcd_counter_drift drift[8];
+  size_t n = 0;
+  int repair = job->req->verify->repair;
+  int r = pcd_counters_check(txn, drift, 8, &n, repair);
+  for (size_t i = 0; r == 0 && i < n && i < 8; i++) {
+    Pcachepb__Problem *pb;
+    if ((r = add_problem(job, reply, cap, &pb)) < 0)
+      break;
+    pb->status = PCACHE_ESTORE;
+    pb->message = pcd_arena_printf(
+        &job->arena, "size counter %s is %llu, but its records hold %llu bytes%s", drift[i].counter,
+        (unsigned long long)drift[i].stored, (unsigned long long)drift[i].summed,
+        repair ? "; set it to the sum" : ": run pcachectl verify --repair to set it to the sum");
+    log_warn("verify: %s", pb->message ? pb->message : drift[i].counter);
+    if (repair)
+      reply->removed++;
+  }
+  return r;
+}
+
 /* The walk the daemon makes at start, run now in a child process: damage
  * to LMDB's own pages (which would fault or abort the walk below, or the
  * frees of a repair) is reported as the one problem, with no state hash,
@@ -188,6 +212,8 @@ static int op_verify(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     }
   }
   r = verify_snapshots(txn, job, reply, &cap);
+  if (r == 0)
+    r = verify_counters(txn, job, reply, &cap);
   if (r == 0)
     r = job->arena.failed ? -ENOMEM : 0;
 out_free:

@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +129,47 @@ static int check_before_open(pcd_store *s) {
   return r > 0 ? -EEXIST : r;
 }
 
+/* One daemon a data directory: LMDB would let a second one share the
+ * store, and then two writers' caps, evictions and replays would fight
+ * over it unseen. An flock on pcached.lock, held while the store is open
+ * (the descriptor is close-on-exec: replay children do not keep it; a
+ * forked store check shares it and holds nothing after it exits). The
+ * lock file is never removed: removing it would let a third daemon lock a
+ * new file beside the one the first still holds. */
+static int lock_dir(pcd_store *s) {
+  char path[4200], pid[32] = "";
+  ssize_t n;
+  snprintf(path, sizeof path, "%s/pcached.lock", s->dir);
+  s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (s->lock_fd < 0) {
+    log_error("store: cannot open %s: %s", path, strerror(errno));
+    return -errno;
+  }
+  if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == 0) {
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, pid, (size_t)len, 0) != len)
+      log_warn("store: cannot write this pid to %s: %s", path, strerror(errno));
+    return 0;
+  }
+  if (errno != EWOULDBLOCK) {
+    log_error("store: cannot lock %s: %s", path, strerror(errno));
+    close(s->lock_fd);
+    s->lock_fd = -1;
+    return -ENOLCK;
+  }
+  n = pread(s->lock_fd, pid, sizeof pid - 1, 0);
+  pid[n > 0 ? n : 0] = '\0';
+  pid[strcspn(pid, "\n")] = '\0';
+  log_error("store: %s is already served by another pcached (pid %s); one data directory is "
+            "served by one daemon at a time: use that daemon (its socket), stop it first "
+            "(systemctl --user stop pcached.service pcached.socket, or kill %s), or give this one "
+            "another --data-dir",
+            s->dir, pid[0] ? pid : "unknown", pid[0] ? pid : "it");
+  close(s->lock_fd);
+  s->lock_fd = -1;
+  return -EBUSY;
+}
+
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
   pcd_store *s;
   int fresh = 0, r, rc;
@@ -141,19 +184,21 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
     return -ENOMEM;
   strcpy(s->dir, dir);
   s->map_size = (map_size + page - 1) / page * page;
-  if ((r = check_before_open(s)) < 0)
+  if ((r = lock_dir(s)) < 0)
     goto out_free;
+  if ((r = check_before_open(s)) < 0)
+    goto out_unlock;
   pcd_store_guard_faults();
   rc = try_open(s, &fresh);
   if (rc) {
     r = move_aside(s, mdb_strerror(rc));
     if (r < 0)
-      goto out_free;
+      goto out_unlock;
     rc = try_open(s, &fresh);
     if (rc) {
       log_error("store: cannot open a fresh store in %s: %s", dir, mdb_strerror(rc));
       r = PCACHE_ESTORE;
-      goto out_free;
+      goto out_unlock;
     }
   }
   if (fresh)
@@ -161,6 +206,8 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
   *ret_store = s;
   return 0;
 
+out_unlock:
+  close(s->lock_fd);
 out_free:
   pcache__free(s);
   return r;
@@ -186,6 +233,7 @@ void pcd_store_close(pcd_store *store) {
   }
   if (store->env)
     mdb_env_close(store->env);
+  close(store->lock_fd); /* the last: the store is closed when another may open it */
   pcache__free(store);
 }
 

@@ -80,7 +80,9 @@ typedef struct pcd_snapshot {
  * open, or whose format is unknown, is moved aside as
  * data.mdb.corrupt-<unixtime> and a fresh one is made; so is a data.mdb
  * that is a link, not a regular file, or another user's.
- * map_size is the LMDB map size (bytes).
+ * map_size is the LMDB map size (bytes). The directory's pcached.lock is
+ * flocked until pcd_store_close: -EBUSY (logged, naming the other pid)
+ * while another daemon holds it.
  * Returns 0, -errno or PCACHE_ESTORE.
  */
 int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
@@ -88,6 +90,17 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store);
  * besides entries) when the store has no count of them yet: one written
  * before they were counted. Returns 0, PCACHE_EFULL or PCACHE_ESTORE. */
 int pcd_store_count_sizes(pcd_store *store);
+/* A size counter in `info` that is not the sum of the records it counts. */
+typedef struct pcd_counter_drift {
+  const char *counter; /* "bytes", "module_bytes", ... (static) */
+  uint64_t stored, summed;
+} pcd_counter_drift;
+/* Sums each size counter's records (docs/storage.md "Databases") and
+ * compares: the first cap drifts go to ret_drift, *ret_n says how many
+ * there were. repair (write txn) sets each drifted counter to its sum.
+ * Returns 0 or PCACHE_E*. */
+int pcd_counters_check(pcd_txn *txn, pcd_counter_drift *ret_drift, size_t cap, size_t *ret_n,
+                       int repair);
 /* Commits a transaction that changes nothing but its id: LMDB reuses the
  * pages a commit freed only two commits later, so in a full map this is
  * what lets the next delete find pages. Returns 0 or PCACHE_E*. */

@@ -254,7 +254,13 @@ int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, cons
     e.hits = old.hits;
     if (e.last_used_us < old.last_used_us)
       e.last_used_us = old.last_used_us;
-    if ((r = unref_desc_modules(txn, entry->key)) < 0 || (r = delete_indexes(txn, &old)) < 0)
+    /* The old blob and description go first: put over a value this
+     * transaction wrote, LMDB would write the new one into its overflow
+     * pages and keep their count, which the store check (store_check.h)
+     * rightly takes for damage when it is more than the value needs. */
+    if ((r = unref_desc_modules(txn, entry->key)) < 0 || (r = delete_indexes(txn, &old)) < 0 ||
+        (r = pcd_db_del(txn, txn->store->blobs, e.key, PCD_ENTRY_KEY_SIZE, "del blob")) < 0 ||
+        (r = pcd_db_del(txn, txn->store->descs, e.key, PCD_ENTRY_KEY_SIZE, "del desc")) < 0)
       return r;
     pcd_txn_note_change(txn, e.key, old.app); /* refiled from another app, or replaced */
   }

@@ -48,6 +48,7 @@ struct pcd_store {
   _Atomic(pcd_txn *) spare[PCD_SPARE_TXNS];
   MDB_dbi info, devices, entries, blobs, descs, modules, lru, apps, snapshots, snapdata;
   uint64_t map_size;
+  int lock_fd; /* pcached.lock, flocked while the store is open */
   char dir[4096];
   /* Change counters of (device, app) pairs, by a hash of the pair (a
    * collision only costs a needless rebuild), bumped after each commit

@@ -132,6 +132,8 @@ static void resolve_device(layer_device *ld) {
       (PFN_vkCreateRenderPass2)ld->next_gdpa(ld->device, "vkCreateRenderPass2KHR");
 }
 
+static void report_all_at_exit(void);
+
 static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physical_device,
                                                          const VkDeviceCreateInfo *ci,
                                                          const VkAllocationCallbacks *allocator,
@@ -198,6 +200,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     if (pcache__device_create(li->client, &info, next_gipa, next_gdpa, &pc) == 0)
       ld->pc = pc;
   }
+  layer_signals_watch(report_all_at_exit);
   return VK_SUCCESS;
 }
 
@@ -336,6 +339,7 @@ static void flush_at_exit(layer_device *ld) {
   layer_stats_report(ld);
 }
 
-__attribute__((destructor)) static void layer_exit(void) {
-  layer_registry_each_device(flush_at_exit);
-}
+static void report_all_at_exit(void) { layer_registry_each_device(flush_at_exit); }
+
+/* Also at SIGTERM and SIGINT (signals.c). */
+__attribute__((destructor)) static void layer_exit(void) { report_all_at_exit(); }

@@ -1,6 +1,8 @@
 /* The socket's life: modes 0600 in a 0700 directory, a live daemon's socket
- * is not stolen (the second daemon exits 1 saying why), a stale one is
- * replaced, --idle-exit, and systemd socket activation with sd_notify. */
+ * is not stolen (the second daemon exits 1 saying why), nor its data
+ * directory (a second daemon on another socket is refused, naming the
+ * first's pid), a stale one is replaced, --idle-exit, and systemd socket activation with sd_notify.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -53,6 +55,31 @@ static void test_modes_and_second_daemon(void) {
   /* The first one still serves. */
   close(wire_open(&env, "still"));
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+}
+
+/* A second pcached on its own socket but the first's data directory is
+ * refused: it names the first's pid and the fix, exits 1, and leaves no
+ * socket behind; once the first stops, the directory can be served again. */
+static void test_second_daemon_same_store(void) {
+  char other[400], out[4096], pid[64];
+  const char *args[] = {"--socket", other, "--data-dir", env.data_dir, "--idle-exit", "1", NULL};
+  int status;
+  snprintf(other, sizeof other, "%s/other.sock", env.runtime_dir);
+  test_daemon_start(&env, NULL);
+  status = test_pcached_run(&env, args, out, sizeof out);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 1);
+  snprintf(pid, sizeof pid, "another pcached (pid %ld)", (long)env.daemon_pid);
+  if (!strstr(out, "already served by") || !strstr(out, pid) || !strstr(out, "--data-dir"))
+    TEST_FAIL_("second daemon said: %s", out);
+  ASSERT_EQ(access(other, F_OK), -1);
+  close(wire_open(&env, "still"));
+  ASSERT_EQ(test_daemon_stop(&env, SIGTERM), 0);
+  /* Free again: it serves, and exits when idle. */
+  status = test_pcached_run(&env, args, out, sizeof out);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 0)
+    TEST_FAIL_("a daemon on the freed directory said: %s", out);
 }
 
 static void test_stale_socket(void) {
@@ -158,6 +185,7 @@ int main(void) {
   test_env_init(&env, "socket");
   wire_guard(&env);
   test_modes_and_second_daemon();
+  test_second_daemon_same_store();
   test_stale_socket();
   test_idle_exit();
   test_activation();
