@@ -62,7 +62,8 @@ static void to_writer(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) {
     return;
   }
   job->req = req;
-  job->remote = c->srv->remote;
+  /* Only a member with a signing key publishes (remote.h). */
+  job->remote = pcd_remote_publishes(c->srv->remote) ? c->srv->remote : NULL;
   job->push = pcd_remote_push;
   job->conn = c;
   job->ctx = c->srv->replay;
