@@ -5,7 +5,10 @@
 # against the same Prefetch from the local store. Three pcached share one
 # redis-server on a free loopback port: A fills (bench_delivery --fill)
 # and pushes; B, empty, prefetches (fleet, then local); C, empty, answers
-# single Gets (fleet, then the same hashes again, local). key=value lines.
+# single Gets (fleet, then the same hashes again, local). A signs what it
+# pushes with a key made by `pcachectl fleet keygen`; B and C trust it and
+# only read, so every fleet value is checked (docs/fleet.md "Who can do
+# what"). key=value lines.
 #
 #   bench/bench_fleet.sh BUILD_DIR [COUNT] [SIZE]      (2000 entries, 16384 B)
 set -eu
@@ -24,22 +27,27 @@ redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly
   --maxmemory-policy allkeys-lru --logfile "$dir/redis.log" &
 pids="$pids $!"
 url=redis://127.0.0.1:$port
+"$ctl" fleet keygen "$dir/keys" >/dev/null
+cp "$dir/keys/fleet.pub" "$dir/trusted"
 
-start() { # name
-  mkdir -p -m 0700 "$dir/$1.run"
-  "$pcached" --socket "$dir/$1.run/socket" --data-dir "$dir/$1" --remote "$url" \
-    --remote-timeout 1000 --log-level warn 2>"$dir/$1.log" &
+start() { # name [pcached options]
+  name=$1
+  shift
+  mkdir -p -m 0700 "$dir/$name.run"
+  "$pcached" --socket "$dir/$name.run/socket" --data-dir "$dir/$name" --remote "$url" \
+    --remote-timeout 1000 --remote-trusted-keys "$dir/trusted" --log-level warn "$@" \
+    2>"$dir/$name.log" &
   pids="$pids $!"
   i=0
-  until "$ctl" --socket "$dir/$1.run/socket" status --json 2>/dev/null | grep -q '"state": *"up"'; do
+  until "$ctl" --socket "$dir/$name.run/socket" status --json 2>/dev/null | grep -q '"state": *"up"'; do
     i=$((i + 1))
-    [ $i -lt 500 ] || { echo "bench_fleet: pcached $1 not up"; cat "$dir/$1.log"; exit 1; }
+    [ $i -lt 500 ] || { echo "bench_fleet: pcached $name not up"; cat "$dir/$name.log"; exit 1; }
     sleep 0.02
   done
 }
 pushed() { "$ctl" --socket "$dir/$1.run/socket" status --json | sed -n 's/.*"pushed": *\([0-9]*\).*/\1/p'; }
 
-start a
+start a --remote-signing-key "$dir/keys/fleet.key"
 "$bench" --socket "$dir/a.run/socket" --count "$count" --size "$size" --fill --clients 0 \
   --prefetch-reps 1 --prefix seed_ >/dev/null
 i=0

@@ -2,7 +2,8 @@
 # gpu-deps.sh - fetch, from Debian's archive, every package a GPU machine
 # with a compiler and CMake but no Debian libraries needs to build and run
 # pcache's benchmark set from a clean tree: the -dev packages of libuv,
-# LMDB, protobuf-c, xxHash, hiredis (pcached's fleet tier needs it to build)
+# LMDB, protobuf-c, xxHash, hiredis and libsodium (pcached's fleet tier needs
+# them to build)
 # and Vulkan, protoc-c, glslang, pkg-config, and the Vulkan loader and GL
 # dispatch packages. No redis-server: the fleet benchmark runs here only
 # (docs/fleet.md, bench/RESULTS.md).
@@ -15,7 +16,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$SRC/out/gpudeps}
 PACKAGES="libuv1 libuv1-dev liblmdb0 liblmdb-dev libprotobuf-c1 libprotobuf-c-dev
-  protobuf-c-compiler libhiredis0.14 libhiredis-dev libprotoc32 libprotobuf32 libxxhash0 libxxhash-dev libvulkan1
+  protobuf-c-compiler libhiredis0.14 libhiredis-dev libsodium23 libsodium-dev libprotoc32 libprotobuf32 libxxhash0 libxxhash-dev libvulkan1
   libvulkan-dev glslang-tools spirv-tools pkgconf pkgconf-bin libpkgconf3
   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
 rm -rf "$OUT"

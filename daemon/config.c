@@ -73,6 +73,15 @@ static void usage(FILE *out) {
           "                         (docs/fleet.md); default: none\n"
           "  --remote-auth FILE     the Redis password (or a user, then the password,\n"
           "                         on two lines); FILE must be the user's, mode 0600\n"
+          "  --remote-signing-key FILE\n"
+          "                         this daemon's Ed25519 signing key (mode 0600;\n"
+          "                         pcachectl fleet keygen makes one): it pushes\n"
+          "                         what its clients upload, signed; without it,\n"
+          "                         it only reads from the fleet\n"
+          "  --remote-trusted-keys FILE\n"
+          "                         the public keys of the writers whose fleet\n"
+          "                         values it accepts, one per line; without it,\n"
+          "                         only its own, and none without a signing key\n"
           "  --remote-prefix TEXT   start of every Redis key (pcache:), so fleets can\n"
           "                         share one Redis\n"
           "  --remote-ttl SECS      Redis keys expire this long after their last\n"
@@ -110,6 +119,8 @@ enum {
   OPT_PREFETCH_MAX,
   OPT_REMOTE,
   OPT_REMOTE_AUTH,
+  OPT_REMOTE_SIGNING_KEY,
+  OPT_REMOTE_TRUSTED_KEYS,
   OPT_REMOTE_PREFIX,
   OPT_REMOTE_TTL,
   OPT_REMOTE_TIMEOUT,
@@ -217,6 +228,8 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
       {"remote", required_argument, NULL, OPT_REMOTE},
       {"remote-auth", required_argument, NULL, OPT_REMOTE_AUTH},
+      {"remote-signing-key", required_argument, NULL, OPT_REMOTE_SIGNING_KEY},
+      {"remote-trusted-keys", required_argument, NULL, OPT_REMOTE_TRUSTED_KEYS},
       {"remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX},
       {"remote-ttl", required_argument, NULL, OPT_REMOTE_TTL},
       {"remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT},
@@ -278,6 +291,12 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
     case OPT_REMOTE_AUTH:
       c.remote_auth_file = optarg;
       break;
+    case OPT_REMOTE_SIGNING_KEY:
+      c.remote_signing_key = optarg;
+      break;
+    case OPT_REMOTE_TRUSTED_KEYS:
+      c.remote_trusted_keys = optarg;
+      break;
     case OPT_REMOTE_PREFIX:
       if (strlen(optarg) > PCD_MAX_REMOTE_PREFIX ||
           !pcache__utf8_printable(optarg, strlen(optarg))) {
@@ -305,8 +324,11 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       return -EINVAL;
     }
   }
-  if (!c.remote_arg && c.remote_auth_file) {
-    fprintf(stderr, "pcached: --remote-auth needs --remote\n");
+  if (!c.remote_arg && (c.remote_auth_file || c.remote_signing_key || c.remote_trusted_keys)) {
+    fprintf(stderr, "pcached: --remote-%s needs --remote\n",
+            c.remote_auth_file     ? "auth"
+            : c.remote_signing_key ? "signing-key"
+                                   : "trusted-keys");
     return -EINVAL;
   }
   if (optind < argc) {

@@ -33,6 +33,8 @@ typedef struct pcd_config {
   /* The fleet tier (remote*.c, docs/fleet.md); remote_arg NULL: none. */
   const char *remote_arg;       /* --remote: redis://host:port[/db] or a socket path */
   const char *remote_auth_file; /* --remote-auth: the password (user, password) */
+  const char *remote_signing_key;  /* --remote-signing-key: this daemon publishes, signing */
+  const char *remote_trusted_keys; /* --remote-trusted-keys: the writers it accepts */
   const char *remote_prefix;    /* --remote-prefix: every key starts with it */
   uint64_t remote_ttl_s;        /* --remote-ttl, 0: keys never expire */
   uint64_t remote_timeout_ms;   /* --remote-timeout: longest a Get waits on it */

@@ -26,7 +26,8 @@ typedef struct pcd_stats {
   atomic_uint_fast64_t windows, window_bytes, window_replies, window_busy;
   /* The fleet tier (remote*.c; StatsReply.remote says what each is). */
   atomic_uint_fast64_t fleet_asks, fleet_fetched, fleet_stored, fleet_refused, fleet_timeouts,
-      fleet_skipped, fleet_pushed, fleet_push_dropped, fleet_push_errors, fleet_reconnects;
+      fleet_skipped, fleet_pushed, fleet_push_dropped, fleet_push_errors, fleet_reconnects,
+      fleet_refused_unsigned, fleet_refused_untrusted, fleet_refused_signature;
 } pcd_stats;
 
 /* A Get/Prefetch hit waiting to be written (every flush interval). */

@@ -65,7 +65,8 @@ static pcd_job *job_for(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) 
     return NULL;
   }
   job->req = req;
-  job->remote = c->srv->remote;
+  /* Only a member with a signing key publishes (remote.h). */
+  job->remote = pcd_remote_publishes(c->srv->remote) ? c->srv->remote : NULL;
   job->push = pcd_remote_push;
   job->conn = c;
   job->ctx = c->srv->replay;

@@ -68,6 +68,10 @@ static void on_wake(uv_async_t *h) {
 
 int pcd_remote_ready(pcd_remote *r) { return r && atomic_load(&r->state) == PCD_REMOTE_UP; }
 
+int pcd_remote_publishes(const pcd_remote *r) { return r && r->trust.signs; }
+
+int pcd_remote_trusts_any(const pcd_remote *r) { return r && r->trust.n_keys > 0; }
+
 /* Queues ask for the loop, or answers it at once once stopped. */
 static void submit(pcd_remote *r, pcd_ask *ask, uint64_t timeout_ms) {
   int stopped;
@@ -132,7 +136,7 @@ void pcd_remote_push(pcd_remote *r, pcd_push *list) {
     pcd_push *p = list;
     list = p->next;
     p->next = NULL;
-    if (r->stopped || r->queued_bytes + p->size > r->config->remote_queue) {
+    if (r->stopped || !r->trust.signs || r->queued_bytes + p->size > r->config->remote_queue) {
       pcd_push_free_all(p);
       dropped++;
       continue;
@@ -168,6 +172,15 @@ Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
   s->fetched = atomic_load(&st->fleet_fetched);
   s->stored = atomic_load(&st->fleet_stored);
   s->refused = atomic_load(&st->fleet_refused);
+  s->refused_unsigned = atomic_load(&st->fleet_refused_unsigned);
+  s->refused_untrusted = atomic_load(&st->fleet_refused_untrusted);
+  s->refused_signature = atomic_load(&st->fleet_refused_signature);
+  if (r->trust.signs) {
+    char id[2 * PCD_FLEET_KEY_ID_SIZE + 1];
+    pcd_trust_key_id(r->trust.public_key, id);
+    s->signing_key = pcd_arena_strdup(arena, id);
+  }
+  s->trusted_keys = (uint32_t)r->trust.n_keys;
   s->timeouts = atomic_load(&st->fleet_timeouts);
   s->pushed = atomic_load(&st->fleet_pushed);
   s->push_dropped = atomic_load(&st->fleet_push_dropped);
@@ -177,6 +190,40 @@ Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
 }
 
 /* ------------------------------------------------------------------- life */
+
+/* Who this daemon is to the fleet, once at start; what is missing, with
+ * the fix. */
+static void say_trust(const pcd_remote *r) {
+  const pcd_trust *t = &r->trust;
+  char id[2 * PCD_FLEET_KEY_ID_SIZE + 1], list[8 * 18 + 8] = "";
+  size_t at = 0;
+  for (size_t i = 0; i < t->n_keys && i < 8; i++) {
+    pcd_trust_key_id(t->keys[i], id);
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? " " : "", id);
+  }
+  if (t->n_keys > 8)
+    snprintf(list + at, sizeof list - at, " ...");
+  if (t->signs) {
+    pcd_trust_key_id(t->public_key, id);
+    log_info("remote: publishes what this machine's clients upload, signed with key %s", id);
+  } else {
+    log_info("remote: reads only: no --remote-signing-key, so nothing is pushed to the fleet");
+  }
+  if (!t->n_keys)
+    log_warn("remote: no writer is trusted (no --remote-trusted-keys%s), so every fleet value "
+             "would be refused and none is asked for. Pass --remote-trusted-keys FILE listing "
+             "the writers' public keys, one per line (`pcachectl fleet keygen DIR` makes a "
+             "pair; docs/fleet.md)",
+             t->have_file ? ": the file lists none" : "");
+  else if (!t->have_file)
+    log_warn("remote: no --remote-trusted-keys: only values this daemon signed (key %s) are "
+             "accepted, every other writer's refused. Pass --remote-trusted-keys FILE listing "
+             "the writers' public keys, one per line (docs/fleet.md)",
+             list);
+  else
+    log_info("remote: accepts fleet values signed by %zu key%s: %s", t->n_keys,
+             t->n_keys == 1 ? "" : "s", list);
+}
 
 int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, pcd_writer *writer,
                    pcd_stats *stats, pcd_job_done_cb done, pcd_remote **ret_remote) {
@@ -195,11 +242,13 @@ int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, 
   atomic_init(&r->state, PCD_REMOTE_DOWN);
   pcache_queue_init(&r->asks);
   pcache_queue_init(&r->pushes);
-  if ((e = pcd_remote_parse(r)) < 0) {
+  if ((e = pcd_remote_parse(r)) < 0 || (e = pcd_trust_load(&r->trust, config->remote_signing_key,
+                                                           config->remote_trusted_keys)) < 0) {
     pcache__free(r);
     return e;
   }
   if ((e = pcd_uv_err(uv_async_init(loop, &r->wake, on_wake))) < 0) {
+    pcd_trust_clear(&r->trust);
     pcache__free(r);
     return e;
   }
@@ -212,6 +261,7 @@ int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, 
   log_info("remote: fleet tier %s, key prefix '%s', %s%s", pcd_remote_url(r), config->remote_prefix,
            r->password[0] ? "with AUTH, " : "",
            config->remote_ttl_s ? "keys expire" : "keys left to maxmemory");
+  say_trust(r);
   pcd_remote_connect(r);
   sweep_soon(r);
   *ret_remote = r;
@@ -251,6 +301,7 @@ void pcd_remote_stop(pcd_remote *r) {
 void pcd_remote_free(pcd_remote *r) {
   if (!r)
     return;
+  pcd_trust_clear(&r->trust);
   pthread_mutex_destroy(&r->lock);
   pcache__free(r);
 }

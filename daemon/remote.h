@@ -26,8 +26,10 @@ typedef struct pcd_remote pcd_remote;
  * and its mode) and starts connecting on loop. Fleet entries go to writer
  * as jobs; a job of an ask comes back through done (the writer's own
  * completion callback, so that the reply reaches the job's connection).
- * Returns 0, or -EINVAL / -errno after logging what is wrong: pcached then
- * refuses to start rather than run without the fleet it was told to use.
+ * Reads the keys too (--remote-signing-key, --remote-trusted-keys:
+ * remote_trust.h). Returns 0, or -EINVAL / -errno after logging what is
+ * wrong: pcached then refuses to start rather than run without the fleet
+ * it was told to use, or with another trust than it was given.
  */
 int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, pcd_writer *writer,
                    pcd_stats *stats, pcd_job_done_cb done, pcd_remote **ret_remote);
@@ -42,6 +44,16 @@ void pcd_remote_free(pcd_remote *remote);
 
 /* Any thread: whether asks are worth making now (the connection is up). */
 int pcd_remote_ready(pcd_remote *remote);
+
+/* Any thread: whether this daemon pushes its clients' uploads (it has a
+ * signing key, --remote-signing-key); a member without one only reads.
+ * NULL is fine (0). */
+int pcd_remote_publishes(const pcd_remote *remote);
+
+/* Any thread: whether any writer is trusted (--remote-trusted-keys, or
+ * our own key): with none, every value would be refused, so nothing is
+ * asked. NULL is fine (0). */
+int pcd_remote_trusts_any(const pcd_remote *remote);
 
 /*
  * pcd_remote_ask_get / pcd_remote_ask_prefetch - any thread: ask the fleet

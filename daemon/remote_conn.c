@@ -1,17 +1,15 @@
 /* The fleet tier's connection to Redis on the accepting loop: where it
  * points (--remote, --remote-auth), connecting, AUTH / SELECT / PING,
- * and going down and back up with a growing pause between tries. A
+ * and going down and back up with a growing pause between tries, which
+ * starts again from the first only once a connection did work. A
  * connection counts as up only once PING is answered: a stopped Redis
  * (SIGSTOP) still completes TCP connects from the kernel's backlog. */
 #include "remote_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -80,32 +78,12 @@ static void chomp(char *s) { s[strcspn(s, "\r\n")] = 0; }
 /* The password (one line), or a user then the password (two lines), from
  * a file only its owner, this user, can read: it is a secret, and a file
  * others could write would let them point us at their own server's
- * account. */
+ * account. Read without blocking (a FIFO is refused, not waited on). */
 static int read_auth(pcd_remote *r, const char *path) {
   char buf[1024], *second;
-  struct stat st;
-  ssize_t n;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), e;
-  if (fd < 0) {
-    e = errno;
-    log_error("remote: cannot open --remote-auth %s: %s", path, strerror(e));
-    return -e;
-  }
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-    log_error("remote: --remote-auth %s must be a regular file of yours that no one else may "
-              "read or write (chmod 600; it is %04o)",
-              path, (unsigned)(st.st_mode & 07777));
-    close(fd);
-    return -EINVAL;
-  }
-  n = read(fd, buf, sizeof buf - 1);
-  e = errno;
-  close(fd);
-  if (n < 0) {
-    log_error("remote: cannot read --remote-auth %s: %s", path, strerror(e));
-    return -e;
-  }
-  buf[n] = 0;
+  long n = pcd_trust_read_file("--remote-auth", path, PCD_FILE_SECRET, buf, sizeof buf);
+  if (n < 0)
+    return (int)n;
   second = strchr(buf, '\n');
   if (second && second[1]) {
     *second++ = 0;
@@ -200,10 +178,26 @@ static void on_retry(uv_timer_t *t) {
     pcd_remote_connect(r);
 }
 
+void pcd_remote_worked(pcd_remote *r) {
+  if (r->worked)
+    return;
+  r->worked = 1;
+  r->backoff_ms = BACKOFF_FIRST_MS;
+  if (r->flapping)
+    log_info("remote: %s works again; fleet tier up", pcd_remote_url(r));
+  r->flapping = 0;
+}
+
 /* The connection is gone (ac already freed or being freed): say so the
- * first time, and try again later. */
+ * first time, and try again later. A connection that did work, or stayed
+ * up BACKOFF_MAX_MS, went down as a working Redis does (a restart): the
+ * next try comes soon. One that answered PING and then failed before any
+ * work (something that is not quite Redis, or a Redis that misbehaves)
+ * must not make pcached reconnect at once, forever: the pause keeps
+ * growing, and it is said once. */
 static void went_down(pcd_remote *r, const char *why) {
   int was = atomic_load(&r->state);
+  uint64_t up_us = pcache__mono_us() - r->state_since_us;
   if (was == PCD_REMOTE_STOPPED)
     return;
   atomic_fetch_add(&r->stats->fleet_reconnects, 1);
@@ -211,14 +205,25 @@ static void went_down(pcd_remote *r, const char *why) {
   snprintf(r->last_error, sizeof r->last_error, "%s", why);
   pthread_mutex_unlock(&r->lock);
   set_state(r, PCD_REMOTE_DOWN);
-  if (was == PCD_REMOTE_UP || !r->warned_down) {
+  if (was == PCD_REMOTE_UP && (r->worked || up_us >= BACKOFF_MAX_MS * 1000ull)) {
+    r->backoff_ms = BACKOFF_FIRST_MS;
+    r->flapping = 0;
     log_warn("remote: %s: %s; serving from the local store alone, retrying every %u ms to %u s",
              pcd_remote_url(r), why, BACKOFF_FIRST_MS, BACKOFF_MAX_MS / 1000);
-    r->warned_down = 1;
+  } else if (was == PCD_REMOTE_UP && !r->flapping) {
+    r->flapping = 1;
+    log_warn("remote: %s: %s, before any fetch or write was answered; serving from the local "
+             "store alone, retrying with a pause that doubles up to %u s (said once)",
+             pcd_remote_url(r), why, BACKOFF_MAX_MS / 1000);
+  } else if (was != PCD_REMOTE_UP && !r->warned_down) {
+    log_warn("remote: %s: %s; serving from the local store alone, retrying every %u ms to %u s",
+             pcd_remote_url(r), why, BACKOFF_FIRST_MS, BACKOFF_MAX_MS / 1000);
   } else {
     log_debug("remote: %s: %s; next try in %llu ms", pcd_remote_url(r), why,
               (unsigned long long)r->backoff_ms);
   }
+  r->warned_down = 1;
+  r->worked = 0;
   uv_timer_start(&r->retry_timer, on_retry, r->backoff_ms, 0);
   r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
 }
@@ -245,14 +250,19 @@ static void on_ping(pcd_remote *r, redisReply *reply, void *privdata) {
     pcd_remote_drop(r, why);
     return;
   }
-  if (r->ever_up)
+  /* Up, but the backoff stays as it is until the connection does work
+   * (pcd_remote_worked): a server that answers PING and then misbehaves
+   * would otherwise be reconnected to every 100 ms. */
+  if (r->flapping)
+    log_debug("remote: %s answers PING again", pcd_remote_url(r));
+  else if (r->ever_up)
     log_info("remote: %s is back after %.1f s; fleet tier up", pcd_remote_url(r),
              (double)(pcache__mono_us() - r->state_since_us) / 1e6);
   else
     log_info("remote: connected to %s; fleet tier up", pcd_remote_url(r));
   r->ever_up = 1;
   r->warned_down = 0;
-  r->backoff_ms = BACKOFF_FIRST_MS;
+  r->worked = 0;
   set_state(r, PCD_REMOTE_UP);
   r->on_up(r);
 }

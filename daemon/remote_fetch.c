@@ -4,12 +4,15 @@
  * every reply is in or its deadline passes, whichever comes first: a slow
  * Redis costs a client at most --remote-timeout, never its own timeout.
  *
- * A value is untrusted input. Here it must carry its magic and checksum
- * (remote_pack.h), unpack within the limits a client's request has, pass
- * pcd_request_validate, and be exactly the Put (or PutSnapshot) of the key
- * it was fetched under; the writer then runs the upload's own checks on
- * it (ops_put.c: header and device, description hash, module code) before
- * it is stored, and only then is it served, from the store. */
+ * A value is accepted only from a writer this daemon trusts. Here it must
+ * carry its magic and checksum (remote_pack.h), and the signature of a
+ * trusted key over all its bytes and the key it was fetched under
+ * (remote_trust.c), checked before anything in it is parsed; then unpack
+ * within the limits a client's request has, pass pcd_request_validate,
+ * and be exactly the Put (or PutSnapshot) of the key it was fetched
+ * under; the writer then runs the upload's own checks on it (ops_put.c:
+ * header and device, description hash, module code) before it is stored,
+ * and only then is it served, from the store. */
 #include "remote_internal.h"
 
 #include <errno.h>
@@ -47,9 +50,66 @@ void pcd_remote_ask_free(pcd_ask *ask) {
   pcache__free(ask);
 }
 
-static void refuse(pcd_remote *r, const pcd_ask *ask, const char *why) {
+/* Refusals that are not about trust, in remote->refusals. */
+#define REFUSED_FORMAT (PCD_FLEET_BAD_SIGNATURE + 1)
+
+/* Counts a refusal of kind (a pcd_fleet_verdict, or REFUSED_FORMAT), and
+ * logs the 1st, 2nd, 4th, 8th... of each kind: a fleet full of values
+ * this daemon refuses, asked again at each miss, must not drown the
+ * log. */
+static void refuse(pcd_remote *r, const pcd_ask *ask, int kind, const char *why) {
+  uint64_t n = ++r->refusals[kind];
   atomic_fetch_add(&r->stats->fleet_refused, 1);
-  log_warn("remote: refused a fleet value for app '%s': %s", ask->app, why);
+  if (kind == PCD_FLEET_UNSIGNED)
+    atomic_fetch_add(&r->stats->fleet_refused_unsigned, 1);
+  else if (kind == PCD_FLEET_UNTRUSTED)
+    atomic_fetch_add(&r->stats->fleet_refused_untrusted, 1);
+  else if (kind == PCD_FLEET_BAD_SIGNATURE)
+    atomic_fetch_add(&r->stats->fleet_refused_signature, 1);
+  if ((n & (n - 1)) == 0)
+    log_warn("remote: refused a fleet value for app '%s': %s (%llu such refusals so far; "
+             "logged at the 1st, 2nd, 4th, 8th...)",
+             ask->app, why, (unsigned long long)n);
+}
+
+/* Whether value, fetched under name (the key less the prefix), comes
+ * whole from a writer trusted here: its payload then, else NULL after
+ * refusing it. Nothing in the value is parsed before this holds. */
+static const uint8_t *trusted_payload(pcd_remote *r, const pcd_ask *ask, const char *what,
+                                      const char *name, size_t name_len, const uint8_t *value,
+                                      size_t size, size_t *ret_size) {
+  const uint8_t *payload = NULL;
+  char why[256], id[2 * PCD_FLEET_KEY_ID_SIZE + 1];
+  pcd_fleet_verdict v = pcd_fleet_unwrap(value, size, &payload, ret_size);
+  if (v == PCD_FLEET_OK)
+    v = pcd_trust_verify(&r->trust, name, name_len, value, size);
+  if (v == PCD_FLEET_OK)
+    return payload;
+  if (v == PCD_FLEET_UNTRUSTED || v == PCD_FLEET_BAD_SIGNATURE)
+    pcd_trust_key_id(value + PCD_FLEET_KEY_ID_AT, id);
+  switch (v) {
+  case PCD_FLEET_UNSIGNED:
+    snprintf(why, sizeof why,
+             "%s is unsigned (format 1, pushed by a pcached older than signatures; "
+             "docs/fleet.md \"Upgrading\")",
+             what);
+    break;
+  case PCD_FLEET_UNTRUSTED:
+    snprintf(why, sizeof why,
+             "%s is signed by key %s, which this daemon does not trust (--remote-trusted-keys)",
+             what, id);
+    break;
+  case PCD_FLEET_BAD_SIGNATURE:
+    snprintf(why, sizeof why,
+             "%s names key %s, but its signature does not hold: changed after it was signed", what,
+             id);
+    break;
+  default:
+    snprintf(why, sizeof why, "%s is damaged (magic or checksum)", what);
+    break;
+  }
+  refuse(r, ask, (int)v, why);
+  return NULL;
 }
 
 /* Unpacks a value's payload as a request and checks it as dispatch checks
@@ -60,15 +120,15 @@ static Pcachepb__Request *unpack_value(pcd_remote *r, const pcd_ask *ask, const 
   Pcachepb__Request *req = NULL;
   char msg[160];
   if (size > r->config->max_frame) {
-    refuse(r, ask, "larger than --max-frame");
+    refuse(r, ask, REFUSED_FORMAT, "larger than --max-frame");
     return NULL;
   }
   if (pcache__request_decode(payload, size, pcd_config_max_allocations(r->config), &req) < 0) {
-    refuse(r, ask, "not a request");
+    refuse(r, ask, REFUSED_FORMAT, "not a request");
     return NULL;
   }
   if (pcd_request_validate(req, r->config, msg, sizeof msg) < 0) {
-    refuse(r, ask, msg);
+    refuse(r, ask, REFUSED_FORMAT, msg);
     pcache__request_free(req);
     return NULL;
   }
@@ -86,29 +146,28 @@ static int same_device(const pcd_ask *ask, const Pcachepb__DeviceInfo *info) {
 static void take_entry(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t size,
                        const uint8_t *hash) {
   const uint8_t *payload;
-  size_t n;
+  char name[PCD_FLEET_KEY_MAX];
+  size_t n, name_len = pcd_fleet_key_entry(name, "", ask->device_key, hash);
   Pcachepb__Request *req;
   const Pcachepb__Put *put;
   Pcachepb__Request **grown;
-  if (pcd_fleet_unwrap(value, size, &payload, &n) < 0) {
-    refuse(r, ask, "damaged (magic or checksum)");
+  /* The Puts go to the writer together, as one request: it too must
+   * stay within what a client may send. Checked first: a value that will
+   * not be taken is not worth a signature check. */
+  if (ask->values_size + size > r->config->max_frame - 1024 ||
+      ask->n_values >= r->config->max_hashes) {
+    log_debug("remote: ask for app '%s' is full; the rest waits for another", ask->app);
     return;
   }
+  if (!(payload = trusted_payload(r, ask, "entry", name, name_len, value, size, &n)))
+    return;
   if (!(req = unpack_value(r, ask, payload, n)))
     return;
   put = req->body_case == PCACHEPB__REQUEST__BODY_PUT ? req->put : NULL;
   if (!put || !same_device(ask, put->device) || put->n_items != 1 || (put->app && *put->app) ||
       put->items[0]->state_hash.len != PCACHE_HASH_SIZE ||
       memcmp(put->items[0]->state_hash.data, hash, PCACHE_HASH_SIZE) != 0) {
-    refuse(r, ask, "not the Put of the entry it is filed under");
-    pcache__request_free(req);
-    return;
-  }
-  /* The Puts go to the writer together, as one request: it too must
-   * stay within what a client may send. */
-  if (ask->values_size + n > r->config->max_frame - 1024 ||
-      ask->n_values >= r->config->max_hashes) {
-    log_debug("remote: ask for app '%s' is full; the rest waits for another", ask->app);
+    refuse(r, ask, REFUSED_FORMAT, "not the Put of the entry it is filed under");
     pcache__request_free(req);
     return;
   }
@@ -123,18 +182,17 @@ static void take_entry(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t
 
 static void take_snapshot(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t size) {
   const uint8_t *payload;
-  size_t n;
+  char name[PCD_FLEET_KEY_MAX];
+  size_t n, name_len = pcd_fleet_key_snapshot(name, "", ask->device_key, ask->app);
   Pcachepb__Request *req;
-  if (pcd_fleet_unwrap(value, size, &payload, &n) < 0) {
-    refuse(r, ask, "damaged snapshot (magic or checksum)");
+  if (!(payload = trusted_payload(r, ask, "snapshot", name, name_len, value, size, &n)))
     return;
-  }
   if (!(req = unpack_value(r, ask, payload, n)))
     return;
   if (req->body_case != PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT ||
       !same_device(ask, req->put_snapshot->device) ||
       (req->put_snapshot->app && *req->put_snapshot->app)) {
-    refuse(r, ask, "not the snapshot it is filed under");
+    refuse(r, ask, REFUSED_FORMAT, "not the snapshot it is filed under");
     pcache__request_free(req);
     return;
   }
@@ -260,6 +318,12 @@ static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
   fetch_cmd *c = privdata;
   pcd_ask *ask = c->ask;
   ask->outstanding--;
+  /* A reply of the kind asked for: the connection works (its backoff
+   * starts again from the first pause). */
+  if (reply &&
+      (c->kind == CMD_SNAPSHOT ? reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_NIL
+                               : reply->type == REDIS_REPLY_ARRAY))
+    pcd_remote_worked(r);
   if (reply && ask->job) {
     if (reply->type == REDIS_REPLY_ERROR)
       log_warn("remote: %s: %s", pcd_remote_url(r), reply->str);

@@ -1,9 +1,10 @@
 /* What the fleet tier's files share (remote.h says who does what). They
- * call each other in this order only, lower to higher: remote_conn.c (the
- * connection and its state) <- remote_fetch.c (asks), remote_push.c
- * (write-back) <- remote.c (life, queues, deadlines). remote_conn.c
- * reaches the others through on_up. Everything here runs on the loop's
- * thread unless it says otherwise. */
+ * call each other in this order only, lower to higher: remote_trust.c
+ * (keys, signatures, the option files) <- remote_conn.c (the connection
+ * and its state) <- remote_fetch.c (asks), remote_push.c (write-back) <-
+ * remote.c (life, queues, deadlines). remote_conn.c reaches the others
+ * through on_up. Everything here runs on the loop's thread unless it says
+ * otherwise. */
 #ifndef PCD_REMOTE_INTERNAL_H
 #define PCD_REMOTE_INTERNAL_H
 
@@ -14,6 +15,7 @@
 
 #include "common/queue.h"
 #include "remote.h"
+#include "remote_trust.h"
 
 typedef enum pcd_remote_state {
   PCD_REMOTE_DOWN,       /* waiting for the next try */
@@ -55,14 +57,25 @@ struct pcd_remote {
   char unix_path[108];
   unsigned db;
   char user[256], password[512]; /* from --remote-auth; password "" when none */
+  /* Who signs and whom we trust (remote_trust.c); set before the loop
+   * runs, read-only after. */
+  pcd_trust trust;
+  /* Refusals of fleet values by pcd_fleet_verdict, and REFUSED_FORMAT for
+   * the rest (remote_fetch.c): logged at the 1st, 2nd, 4th, 8th... */
+  uint64_t refusals[PCD_FLEET_BAD_SIGNATURE + 2];
   /* The connection (remote_conn.c). */
   redisAsyncContext *ac;
   _Atomic int state;       /* pcd_remote_state: read by other threads */
   uint64_t state_since_us; /* monotonic */
+  /* The pause before the next try: doubled at each, back to the first
+   * only once a connection did work (pcd_remote_worked), or stayed up
+   * long: answering PING is not enough. */
   uint64_t backoff_ms;
   uint64_t last_progress_us; /* last reply of any command (monotonic) */
   int commands;              /* sent, reply not yet seen */
   int ever_up, warned_down;
+  int worked;   /* this connection answered a fetch or a write */
+  int flapping; /* connections come up but fail before doing any work */
   uv_timer_t retry_timer;
   void (*on_up)(pcd_remote *remote); /* remote.c: push what waits */
   /* On the loop: asks sent to Redis, not yet answered. */
@@ -104,6 +117,9 @@ uint64_t pcd_remote_stall_us(const pcd_remote *remote);
 uint64_t pcd_remote_reply_bound(const pcd_remote *remote);
 /* The URL as given, for logs and Stats. */
 const char *pcd_remote_url(const pcd_remote *remote);
+/* A fetch or a write got its answer: the connection works, and the
+ * backoff starts again from the first pause. */
+void pcd_remote_worked(pcd_remote *remote);
 
 /* remote_fetch.c */
 /* Sends what an ask needs (or answers it at once when the remote is not

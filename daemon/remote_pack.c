@@ -27,7 +27,8 @@ static int pack_request(const Pcachepb__Request *req, pcd_push_kind kind, pcd_pu
   p->size = PCD_FLEET_HEADER + size;
   pcachepb__request__pack(req, p->value + PCD_FLEET_HEADER);
   memcpy(p->value, PCD_FLEET_MAGIC, 4);
-  pcache__put_le64(p->value + 4, pcache__checksum64(p->value + PCD_FLEET_HEADER, size));
+  pcache__put_le64(p->value + PCD_FLEET_CHECKSUM_AT,
+                   pcache__checksum64(p->value + PCD_FLEET_HEADER, size));
   *ret_push = p;
   return 0;
 }
@@ -108,15 +109,18 @@ void pcd_push_free_all(pcd_push *list) {
   }
 }
 
-int pcd_fleet_unwrap(const uint8_t *value, size_t size, const uint8_t **ret_payload,
-                     size_t *ret_size) {
+pcd_fleet_verdict pcd_fleet_unwrap(const uint8_t *value, size_t size, const uint8_t **ret_payload,
+                                   size_t *ret_size) {
+  if (size >= 12 && memcmp(value, PCD_FLEET_MAGIC_V1, 4) == 0 &&
+      pcache__le64(value + 4) == pcache__checksum64(value + 12, size - 12))
+    return PCD_FLEET_UNSIGNED;
   if (size < PCD_FLEET_HEADER || memcmp(value, PCD_FLEET_MAGIC, 4) != 0 ||
-      pcache__le64(value + 4) !=
+      pcache__le64(value + PCD_FLEET_CHECKSUM_AT) !=
           pcache__checksum64(value + PCD_FLEET_HEADER, size - PCD_FLEET_HEADER))
-    return PCACHE_ECHECKSUM;
+    return PCD_FLEET_DAMAGED;
   *ret_payload = value + PCD_FLEET_HEADER;
   *ret_size = size - PCD_FLEET_HEADER;
-  return 0;
+  return PCD_FLEET_OK;
 }
 
 /* prefix, tag, the device key in hex, ':' */

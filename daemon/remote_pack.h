@@ -6,8 +6,11 @@
  * Request{Put} of one item carrying every SPIR-V module its description
  * names, or a Request{PutSnapshot}, each with the app left empty (a fleet
  * entry is filed under the app that fetched it). In front of it go a magic
- * number and the payload's checksum, so that damage in Redis is refused
- * before the payload is parsed; then it is checked as an upload is. */
+ * number, the payload's checksum, so that damage in Redis is refused
+ * before anything else, and the signature of the daemon that pushed it
+ * (remote_trust.h has the layout; the remote's loop signs a value just
+ * before it is written, and checks one as it arrives); then it is
+ * checked as an upload is. */
 #ifndef PCD_REMOTE_PACK_H
 #define PCD_REMOTE_PACK_H
 
@@ -17,11 +20,8 @@
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "proto/pcache.pb-c.h"
+#include "remote_trust.h"
 #include "store.h"
-
-/* "pcf1", then the little-endian checksum64 of the payload. */
-#define PCD_FLEET_MAGIC "pcf1"
-#define PCD_FLEET_HEADER 12
 
 /* Longest key: the prefix, a tag, the device key and a hash or an app, in
  * hex or as is. */
@@ -37,7 +37,7 @@ typedef struct pcd_push {
   uint8_t state_hash[PCACHE_HASH_SIZE]; /* ENTRY */
   char app[PCD_MAX_APP + 1];            /* ENTRY: the app's index; SNAPSHOT: whose */
   size_t size;
-  uint8_t value[]; /* PCD_FLEET_HEADER + payload */
+  uint8_t value[]; /* PCD_FLEET_HEADER (key id and signature still 0) + payload */
 } pcd_push;
 
 /*
@@ -57,14 +57,17 @@ int pcd_remote_pack_snapshot(const Pcachepb__PutSnapshot *snapshot, const char *
 /* Frees a list linked through next (NULL is fine). */
 void pcd_push_free_all(pcd_push *list);
 
-/* The payload of a value: 0, or PCACHE_ECHECKSUM when the magic or the
- * checksum is wrong (or it is too short to have them). */
-int pcd_fleet_unwrap(const uint8_t *value, size_t size, const uint8_t **ret_payload,
-                     size_t *ret_size);
+/* The payload of a value: PCD_FLEET_OK (its signature still to be
+ * checked: pcd_trust_verify), PCD_FLEET_UNSIGNED for a format-1 value,
+ * or PCD_FLEET_DAMAGED when the magic or the checksum is wrong (or it is
+ * too short to have them). */
+pcd_fleet_verdict pcd_fleet_unwrap(const uint8_t *value, size_t size, const uint8_t **ret_payload,
+                                   size_t *ret_size);
 
 /* Keys: an entry, the state hashes (hex members) of (device, app), a
  * snapshot. Each writes a NUL-terminated key of at most
- * PCD_FLEET_KEY_MAX bytes and returns its length. */
+ * PCD_FLEET_KEY_MAX bytes and returns its length. With prefix "", the
+ * name a value's signature covers. */
 size_t pcd_fleet_key_entry(char *out, const char *prefix, const uint8_t *device_key,
                            const uint8_t *state_hash);
 size_t pcd_fleet_key_index(char *out, const char *prefix, const uint8_t *device_key,

@@ -2,9 +2,13 @@
  * go to Redis in the background, pipelined on the one connection, with
  * at most PUSH_IN_FLIGHT bytes unanswered so that a slow Redis fills the
  * bounded queue (remote.c drops and counts past it) rather than hiredis's
- * unbounded output buffer. An entry is SET under its key and its hash
- * added to its (device, app) index; a snapshot is SET under its key; with
- * --remote-ttl, each key written gets that expiry. */
+ * unbounded output buffer. Each value is signed here, on the loop, just
+ * before it is written (remote_trust.c), off the writer's thread and its
+ * transactions; a daemon without a signing key never gets this far
+ * (dispatch.c packs nothing for it, remote.c would drop it). An entry is
+ * SET under its key and its hash added to its (device, app) index; a
+ * snapshot is SET under its key; with --remote-ttl, each key written gets
+ * that expiry. */
 #include "remote_internal.h"
 
 #include <stdint.h>
@@ -33,6 +37,7 @@ static void on_set(pcd_remote *r, redisReply *reply, void *privdata) {
                pcd_remote_url(r), (unsigned long long)n, reply->str);
   } else {
     atomic_fetch_add(&r->stats->fleet_pushed, 1);
+    pcd_remote_worked(r);
   }
   pcd_remote_push_flush(r);
 }
@@ -44,11 +49,12 @@ static void on_aside(pcd_remote *r, redisReply *reply, void *privdata) {
   (void)privdata;
 }
 
-/* Sends p's commands; 0 or -EIO. */
-static int send_push(pcd_remote *r, const pcd_push *p) {
+/* Signs p's value for the key it goes under (the key less the prefix:
+ * remote_trust.c) and sends its commands; 0 or -EIO. */
+static int send_push(pcd_remote *r, pcd_push *p) {
   char key[PCD_FLEET_KEY_MAX], index[PCD_FLEET_KEY_MAX], ttl[24], member[2 * PCACHE_HASH_SIZE + 1];
   const char *argv[5];
-  size_t len[5], n, key_len, index_len = 0;
+  size_t len[5], n, key_len, index_len = 0, prefix_len = strlen(r->config->remote_prefix);
   int ex = r->config->remote_ttl_s > 0;
   snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->config->remote_ttl_s);
   if (p->kind == PCD_PUSH_ENTRY) {
@@ -57,6 +63,7 @@ static int send_push(pcd_remote *r, const pcd_push *p) {
   } else {
     key_len = pcd_fleet_key_snapshot(key, r->config->remote_prefix, p->device_key, p->app);
   }
+  pcd_trust_sign(&r->trust, key + prefix_len, key_len - prefix_len, p->value, p->size);
   argv[0] = "SET", len[0] = 3;
   argv[1] = key, len[1] = key_len;
   argv[2] = (const char *)p->value, len[2] = p->size;

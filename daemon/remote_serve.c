@@ -85,7 +85,8 @@ int pcd_remote_serve(pcd_conn *c, Pcachepb__Request *req) {
   pcd_server *srv = c->srv;
   pcd_remote *remote = srv->remote;
   pcd_job *job;
-  if (!remote || c->closed)
+  /* Trusting no writer, this daemon would refuse whatever came back. */
+  if (!remote || c->closed || !pcd_remote_trusts_any(remote))
     return 0;
   if (req->body_case == PCACHEPB__REQUEST__BODY_GET) {
     const Pcachepb__Get *g = req->get;

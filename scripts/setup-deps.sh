@@ -10,8 +10,10 @@ PCACHE_DEBIAN_PACKAGES=(
   build-essential cmake pkg-config
   libuv1-dev liblmdb-dev lmdb-utils libprotobuf-c-dev protobuf-c-compiler libxxhash-dev
   libsystemd-dev systemd
-  # The fleet tier: hiredis with its libuv adapter, and a Redis for its tests.
-  libhiredis-dev redis-server
+  # The fleet tier: hiredis with its libuv adapter, libsodium for its
+  # signatures, and a Redis for its tests (openssl: the tests make a key
+  # with it too, the libsodium-free way docs/fleet.md gives).
+  libhiredis-dev libsodium-dev redis-server openssl
   libvulkan-dev mesa-vulkan-drivers glslang-tools vulkan-tools
   python3
   clang libclang-rt-14-dev

@@ -28,7 +28,7 @@ static const ctl_command verb_help = {
 /* The verb table: one line per verb, each defined in its own verb_*.c. */
 static const ctl_command *const verbs[] = {
     &ctl_verb_status, &ctl_verb_list,  &ctl_verb_purge,  &ctl_verb_verify, &ctl_verb_export,
-    &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &verb_help,
+    &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &ctl_verb_fleet,  &verb_help,
 };
 
 static const ctl_command *find_command(const char *name) {

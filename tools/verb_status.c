@@ -25,6 +25,11 @@ static void json_remote(ctl_json *j, const Pcachepb__RemoteStats *m) {
   ctl_json_kv_uint(j, "fetched", m->fetched);
   ctl_json_kv_uint(j, "stored", m->stored);
   ctl_json_kv_uint(j, "refused", m->refused);
+  ctl_json_kv_uint(j, "refused_unsigned", m->refused_unsigned);
+  ctl_json_kv_uint(j, "refused_untrusted", m->refused_untrusted);
+  ctl_json_kv_uint(j, "refused_signature", m->refused_signature);
+  ctl_json_kv_string(j, "signing_key", m->signing_key);
+  ctl_json_kv_uint(j, "trusted_keys", m->trusted_keys);
   ctl_json_kv_uint(j, "timeouts", m->timeouts);
   ctl_json_kv_uint(j, "pushed", m->pushed);
   ctl_json_kv_uint(j, "push_dropped", m->push_dropped);
@@ -46,6 +51,14 @@ static void print_remote(const Pcachepb__RemoteStats *m) {
   printf("%-12s %" PRIu64 " pushed, %" PRIu64 " dropped, %" PRIu64 " refused by Redis, %" PRIu64
          " queued (%s)\n",
          "fleet writes:", m->pushed, m->push_dropped, m->push_errors, m->queued, queued);
+  if (m->signing_key && *m->signing_key)
+    printf("%-12s signs as %s; ", "fleet trust:", m->signing_key);
+  else
+    printf("%-12s reads only (no signing key); ", "fleet trust:");
+  printf("accepts %" PRIu32 " key%s; refused %" PRIu64 " unsigned, %" PRIu64
+         " by untrusted keys, %" PRIu64 " with bad signatures\n",
+         m->trusted_keys, m->trusted_keys == 1 ? "" : "s", m->refused_unsigned,
+         m->refused_untrusted, m->refused_signature);
 }
 
 static int cmd_status(ctl *c, int argc, char **argv) {

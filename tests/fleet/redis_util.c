@@ -1,6 +1,7 @@
 #include "redis_util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <netinet/in.h>
@@ -126,4 +127,38 @@ size_t redis_count_keys(redisContext *c, const char *pattern) {
   n = rep->elements;
   freeReplyObject(rep);
   return n;
+}
+
+int fleet_sh(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  int st;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+void fleet_keygen(test_fleet_key *k, const char *dir) {
+  snprintf(k->dir, sizeof k->dir, "%s", dir);
+  snprintf(k->key, sizeof k->key, "%s/fleet.key", dir);
+  snprintf(k->pub, sizeof k->pub, "%s/fleet.pub", dir);
+  ASSERT_EQ(fleet_sh("'%s' fleet keygen '%s' >/dev/null", PCACHECTL_PATH, dir), 0);
+}
+
+void fleet_trust_file(const char *path, const test_fleet_key *keys, size_t n) {
+  FILE *out = fopen(path, "w");
+  ASSERT_TRUE(out != NULL);
+  fprintf(out, "# writers this member accepts\n\n");
+  for (size_t i = 0; i < n; i++) {
+    char line[512];
+    FILE *in = fopen(keys[i].pub, "r");
+    ASSERT_TRUE(in != NULL);
+    while (fgets(line, sizeof line, in))
+      fputs(line, out);
+    fclose(in);
+  }
+  fclose(out);
+  chmod(path, 0644);
 }

@@ -35,4 +35,21 @@ redisReply *redis_cmd(redisContext *c, int argc, const char **argv, const size_t
 /* Keys matching pattern (KEYS), how many. */
 size_t redis_count_keys(redisContext *c, const char *pattern);
 
+/* ------------------------------------------------ the fleet's trust
+ * (docs/fleet.md "Who can do what"): every member that pushes signs, and
+ * accepts only the writers its --remote-trusted-keys file lists. */
+
+/* A writer's key pair, made by the command the docs name: `pcachectl
+ * fleet keygen DIR`; key and pub are DIR/fleet.key and DIR/fleet.pub. */
+typedef struct test_fleet_key {
+  char dir[400], key[420], pub[420];
+} test_fleet_key;
+void fleet_keygen(test_fleet_key *k, const char *dir);
+/* Writes a --remote-trusted-keys file at path (mode 0644) holding the
+ * public key lines of the n keys, with a comment line and a blank line
+ * among them, as a person would write one. */
+void fleet_trust_file(const char *path, const test_fleet_key *keys, size_t n);
+/* Runs a shell command line (printf format); returns its exit status. */
+int fleet_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

@@ -27,6 +27,7 @@
 #include "common/hash.h"
 #include "proto/rpc.h"
 #include "redis_util.h"
+#include "remote_trust.h"
 #include "test.h"
 #include "wire.h"
 
@@ -113,12 +114,37 @@ static size_t get_within(const test_env *env, const pcache__devkey *key, wire_it
   return got;
 }
 
-static void start_with(test_env *env, const char *name, const char *url, const char *auth) {
-  const char *args[] = {
-      "--remote", url, "--remote-timeout", "100", "--threads", "2", auth ? "--remote-auth" : NULL,
-      auth,       NULL};
+/* The fleet's keys: A's and B's, and a trusted-keys file listing both
+ * (docs/fleet.md "Who can do what"). */
+static test_fleet_key key_a, key_b;
+static char trusted_ab[400];
+
+/* A member that signs with key (NULL: reads only) and trusts A and B. */
+static void start_signed(test_env *env, const char *name, const char *url, const char *auth,
+                         const test_fleet_key *key) {
+  const char *args[16] = {"--remote",  url, "--remote-timeout",      "100",
+                          "--threads", "2", "--remote-trusted-keys", trusted_ab};
+  int n = 8;
+  if (auth)
+    args[n++] = "--remote-auth", args[n++] = auth;
+  if (key)
+    args[n++] = "--remote-signing-key", args[n++] = key->key;
   test_env_init(env, name);
   test_daemon_start(env, args);
+}
+
+static void start_with(test_env *env, const char *name, const char *url, const char *auth) {
+  start_signed(env, name, url, auth, &key_b);
+}
+
+/* Signs value as key's writer would for the Redis key k (the signature
+ * covers the key less the prefix): what a trusted writer could push, to
+ * reach the checks behind the signature. */
+static void sign_as(const test_fleet_key *key, const char *k, uint8_t *value, size_t size) {
+  pcd_trust t;
+  ASSERT_EQ(pcd_trust_load(&t, key->key, NULL), 0);
+  pcd_trust_sign(&t, k + strlen("pcache:"), strlen(k) - strlen("pcache:"), value, size);
+  pcd_trust_clear(&t);
 }
 
 /* The entry's value in Redis. */
@@ -148,7 +174,10 @@ static void set_value(redisContext *c, const char *k, const void *v, size_t n) {
 /* Damages three of the four values in three ways: a flipped bit (the
  * checksum catches it), another entry's value (the wrong Put), a
  * description changed under a recomputed checksum (the writer's own
- * check, as for an upload, refuses it). */
+ * check, as for an upload, refuses it). The last two are signed again by
+ * A, as a writer that made such values would have signed them: the
+ * checks behind the signature are under test here (test_fleet_trust.c
+ * tests the signature). */
 static void damage(redisContext *c, const pcache__devkey *key, wire_item *items) {
   redisReply *v = get_value(c, entry_key(key, &items[0]));
   v->str[v->len / 2] ^= 0x10;
@@ -156,6 +185,7 @@ static void damage(redisContext *c, const pcache__devkey *key, wire_item *items)
   freeReplyObject(v);
 
   v = get_value(c, entry_key(key, &items[3]));
+  sign_as(&key_a, entry_key(key, &items[1]), (uint8_t *)v->str, v->len);
   set_value(c, entry_key(key, &items[1]), v->str, v->len);
   freeReplyObject(v);
 
@@ -163,7 +193,10 @@ static void damage(redisContext *c, const pcache__devkey *key, wire_item *items)
   uint8_t *desc = memmem(v->str, v->len, items[2].item.desc.data, items[2].item.desc.len);
   ASSERT_TRUE(desc != NULL);
   desc[items[2].item.desc.len - 1] ^= 0x01;
-  pcache__put_le64((uint8_t *)v->str + 4, pcache__checksum64((uint8_t *)v->str + 12, v->len - 12));
+  pcache__put_le64(
+      (uint8_t *)v->str + PCD_FLEET_CHECKSUM_AT,
+      pcache__checksum64((uint8_t *)v->str + PCD_FLEET_HEADER, v->len - PCD_FLEET_HEADER));
+  sign_as(&key_a, entry_key(key, &items[2]), (uint8_t *)v->str, v->len);
   set_value(c, entry_key(key, &items[2]), v->str, v->len);
   freeReplyObject(v);
 }
@@ -225,6 +258,145 @@ static void garbage_case(void) {
   pthread_join(t, NULL);
 }
 
+/* -------------------------------------------------- PONG, then garbage */
+
+static int pong_fd;
+static _Atomic int pong_accepted;
+
+/* Answers PING with PONG and, in the same write, bytes that are no RESP:
+ * a server that passes the handshake and then misbehaves. */
+static void *pong_server(void *arg) {
+  (void)arg;
+  for (;;) {
+    int c = accept(pong_fd, NULL, NULL);
+    char buf[256];
+    ssize_t n;
+    if (c < 0)
+      return NULL;
+    atomic_fetch_add(&pong_accepted, 1);
+    while ((n = read(c, buf, sizeof buf - 1)) > 0) {
+      buf[n] = 0;
+      if (strstr(buf, "PING")) {
+        static const char reply[] = "+PONG\r\n%%%% not redis %%%%\r\n";
+        (void)!write(c, reply, sizeof reply - 1);
+        break;
+      }
+    }
+    sleep_ms(20);
+    close(c);
+  }
+}
+
+/* How many lines of env's log hold text, debug lines left out (the test
+ * daemons log at debug; a daemon logs at info by default). */
+static int log_count(const test_env *env, const char *text) {
+  char line[1024];
+  int n = 0;
+  FILE *f = fopen(env->log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (fgets(line, sizeof line, f))
+    n += strncmp(line, "<7>", 3) != 0 && strstr(line, text) != NULL;
+  fclose(f);
+  return n;
+}
+
+/* A server that answers PING and then sends garbage: the pause between
+ * tries keeps doubling, since no connection ever did any work (answering
+ * PING is not work), and the log says so once. Reconnecting at once after
+ * each PONG made 331 connections in 45 s. */
+static void pong_garbage_case(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  pthread_t t;
+  test_env env;
+  char url[64];
+  remote_view v;
+  pong_fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(bind(pong_fd, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(getsockname(pong_fd, (struct sockaddr *)&a, &len), 0);
+  ASSERT_EQ(listen(pong_fd, 64), 0);
+  ASSERT_EQ(pthread_create(&t, NULL, pong_server, NULL), 0);
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+  start_with(&env, "fleet-pong", url, NULL);
+  wire_guard(&env);
+  /* 100 + 200 + 400 + 800 + 1600 ms: five or six tries in 3.5 s, where a
+   * pause reset at each PONG makes one every 100 ms (over 30). */
+  sleep_ms(3500);
+  v = view(&env, "fleet");
+  fprintf(stderr, "pong-garbage: %d connections, %llu reconnects in 3.5 s\n",
+          atomic_load(&pong_accepted), (unsigned long long)v.reconnects);
+  ASSERT_GE(v.reconnects, 3);
+  ASSERT_LE(v.reconnects, 8);
+  ASSERT_LE(atomic_load(&pong_accepted), 8);
+  ASSERT_EQ(log_count(&env, "before any fetch or write was answered"), 1);
+  ASSERT_LE(log_count(&env, "remote:"), 8);
+  test_env_cleanup(&env);
+  shutdown(pong_fd, SHUT_RDWR);
+  close(pong_fd);
+  pthread_join(t, NULL);
+}
+
+/* ------------------------------------------------------- a FIFO as AUTH */
+
+/* --remote-auth naming a FIFO (no one writes to it): pcached refuses it
+ * at once, saying it is no regular file, instead of blocking forever in
+ * open() with its socket bound. A run still going after 5 s is sent
+ * SIGTERM, and must end on it. */
+static void fifo_case(const char *root) {
+  test_env env;
+  char fifo[400], out[4096];
+  int status = 0, lf;
+  ssize_t got;
+  pid_t pid;
+  test_env_init(&env, "fleet-fifo");
+  snprintf(fifo, sizeof fifo, "%s/auth-fifo", root);
+  ASSERT_EQ(mkfifo(fifo, 0600), 0);
+  pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = open(env.log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    execl(test_pcached_path(), "pcached", "--socket", env.socket_path, "--data-dir", env.data_dir,
+          "--remote", "redis://127.0.0.1:1", "--remote-auth", fifo, (char *)NULL);
+    _exit(127);
+  }
+  int ended = 0;
+  for (int i = 0; i < 500 && !ended; i++) {
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+    if (!ended)
+      sleep_ms(10);
+  }
+  if (!ended) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 200 && !ended; i++) {
+      ended = waitpid(pid, &status, WNOHANG) == pid;
+      if (!ended)
+        sleep_ms(10);
+    }
+    if (!ended) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    test_dump_daemon_log(&env);
+    TEST_FAIL_("pcached with a FIFO as --remote-auth was still running after 5 s (%s)",
+               ended ? "SIGTERM ended it" : "not even SIGTERM ended it");
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 0);
+  lf = open(env.log_path, O_RDONLY);
+  ASSERT_GE(lf, 0);
+  got = read(lf, out, sizeof out - 1);
+  out[got > 0 ? got : 0] = 0;
+  close(lf);
+  ASSERT_TRUE(strstr(out, "--remote-auth") != NULL);
+  ASSERT_TRUE(strstr(out, "not a regular file") != NULL);
+  ASSERT_TRUE(strstr(out, "FIFO") != NULL);
+  /* It left no socket behind that clients would find. */
+  ASSERT_NE(access(env.socket_path, F_OK), 0);
+  unlink(fifo);
+  test_env_cleanup(&env);
+}
+
 /* ---------------------------------------------------------- huge reply */
 
 static int huge_fd;
@@ -283,8 +455,9 @@ static uint64_t peak_kib(pid_t pid) {
 static void huge_case(void) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof a;
-  const char *args[] = {"--remote", NULL, "--remote-timeout", "2000", "--max-frame",
-                        "1048576",  NULL};
+  const char *args[] = {"--remote",    NULL,      "--remote-timeout",      "2000",
+                        "--max-frame", "1048576", "--remote-trusted-keys", trusted_ab,
+                        NULL};
   pthread_t t;
   test_env env;
   pcache__devkey key;
@@ -403,7 +576,17 @@ int main(void) {
   test_env_init(&a, "fleet-root");
   snprintf(dir, sizeof dir, "%s/redis", a.root);
   redis_start(&rs, dir);
-  start_with(&a, "fleet-a", rs.url, NULL);
+  {
+    char kdir[400];
+    snprintf(kdir, sizeof kdir, "%s/keys-a", a.root);
+    fleet_keygen(&key_a, kdir);
+    snprintf(kdir, sizeof kdir, "%s/keys-b", a.root);
+    fleet_keygen(&key_b, kdir);
+    snprintf(trusted_ab, sizeof trusted_ab, "%s/trusted", a.root);
+    const test_fleet_key both[2] = {key_a, key_b};
+    fleet_trust_file(trusted_ab, both, 2);
+  }
+  start_signed(&a, "fleet-a", rs.url, NULL, &key_a);
   wire_guard(&a);
   wait_state(&a, "up");
 
@@ -484,10 +667,12 @@ int main(void) {
   test_env_cleanup(&a);
 
   garbage_case();
+  pong_garbage_case();
   huge_case();
   {
     test_env root;
     test_env_init(&root, "fleet-authroot");
+    fifo_case(root.root);
     auth_case(root.root);
     test_env_cleanup(&root);
   }

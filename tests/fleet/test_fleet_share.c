@@ -4,7 +4,8 @@
  * store, the app's first run compiles nothing: its prefetch brings every
  * blob from the fleet through B. Against C, also empty, a run without
  * prefetch does the same through one Get per pipeline. Neither B nor C
- * pushes back what it learned from the fleet. */
+ * pushes back what it learned from the fleet. Each signs with its own key
+ * and trusts all three (docs/fleet.md "Who can do what"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -69,12 +70,23 @@ static Pcachepb__RemoteStats remote_of(void) {
   return m;
 }
 
-/* Starts a daemon of the fleet; test_env_init points $PCACHE_SOCKET (this
- * process's and the runs') at it. */
-static void start(test_env *env, const char *name, const test_redis *rs) {
+static test_fleet_key keys[3];
+static char trusted[400];
+
+/* Starts a daemon of the fleet, signing with keys[signer]; test_env_init
+ * points $PCACHE_SOCKET (this process's and the runs') at it. */
+static void start(test_env *env, const char *name, const test_redis *rs, int signer) {
   /* Generous: this test is about what is shared, not how fast (the
    * fault test and bench/bench_fleet.c are about time). */
-  const char *args[] = {"--remote", rs->url, "--remote-timeout", "2000", NULL};
+  const char *args[] = {"--remote",
+                        rs->url,
+                        "--remote-timeout",
+                        "2000",
+                        "--remote-signing-key",
+                        keys[signer].key,
+                        "--remote-trusted-keys",
+                        trusted,
+                        NULL};
   test_env_init(env, name);
   test_daemon_start(env, args);
   for (int i = 0; i < 500; i++) {
@@ -101,8 +113,14 @@ int main(int argc, char **argv) {
   test_env_init(&root, "fleet-share");
   snprintf(dir, sizeof dir, "%s/redis", root.root);
   redis_start(&rs, dir);
+  for (int i = 0; i < 3; i++) {
+    snprintf(dir, sizeof dir, "%s/keys-%c", root.root, 'a' + i);
+    fleet_keygen(&keys[i], dir);
+  }
+  snprintf(trusted, sizeof trusted, "%s/trusted", root.root);
+  fleet_trust_file(trusted, keys, 3);
 
-  start(&a, "fleet-share-a", &rs);
+  start(&a, "fleet-share-a", &rs, 0);
   util_run_self(argv[0], "cold");
   /* Every pipeline pushed (and the app's snapshot, when it made one). */
   for (int i = 0; i < 500 && remote_of().pushed < N_PIPELINES; i++)
@@ -110,7 +128,7 @@ int main(int argc, char **argv) {
   ASSERT_GE(remote_of().pushed, N_PIPELINES);
   ASSERT_EQ(remote_of().refused, 0);
 
-  start(&b, "fleet-share-b", &rs);
+  start(&b, "fleet-share-b", &rs, 1);
   ASSERT_EQ(util_count_entries(), 0);
   util_run_self(argv[0], "fleet");
   ASSERT_EQ(util_count_entries(), N_PIPELINES);
@@ -120,7 +138,7 @@ int main(int argc, char **argv) {
   ASSERT_EQ(remote_of().refused, 0);
   ASSERT_EQ(remote_of().pushed, 0);
 
-  start(&c, "fleet-share-c", &rs);
+  start(&c, "fleet-share-c", &rs, 2);
   setenv("PCACHE_NO_PREFETCH", "1", 1);
   util_run_self(argv[0], "fleet");
   unsetenv("PCACHE_NO_PREFETCH");

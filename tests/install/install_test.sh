@@ -103,6 +103,13 @@ fi
 if readelf -d "$libdir/libVkLayer_pcache.so" | grep -q 'NEEDED.*libprotobuf-c'; then
   fail "the layer loads the shared protobuf-c"
 fi
+# The fleet tier's libraries (hiredis, libsodium: docs/fleet.md) are
+# pcached's alone: no program that uses pcache loads them.
+for lib in libpcache.so libVkLayer_pcache.so; do
+  if readelf -d "$libdir/$lib" | grep -Eq 'NEEDED.*(libsodium|libhiredis)'; then
+    fail "$lib loads the fleet tier's libsodium or hiredis"
+  fi
+done
 
 # 1. pkg-config
 export PKG_CONFIG_PATH=$libdir/pkgconfig
