@@ -13,6 +13,13 @@
 #             plain program's warm run
 #   warm      the driver's cache and the store warm
 #   emptied   the driver's cache emptied (same driver), the store warm
+#   fleet     (--fleet, with redis-server on the PATH) a fleet's second
+#             machine: pcached A (a publisher) and B (a reader that trusts
+#             A's key) on stores of their own share one Redis; the program
+#             runs once on A, then for the first time on B (an empty store,
+#             an empty driver cache): its launch (wall time of the process)
+#             against B's warm launches, scen_<set>_<client>_ratio_fleet_launch
+#             (target: at most 1.3)
 # Programs: heavy = pcache-demo's N distinct PBR variants (--plain without
 # pcache and through the layer; libpcache's own demo for "lib"), light =
 # bench_warm's mixed set (mode a without pcache and through the layer, mode
@@ -24,13 +31,13 @@
 # and fleet scenarios are run-replay.sh's and bench_fleet.sh's.
 #
 #   run-scenarios.sh --build-dir DIR [--heavy N] [--light N] [--work-dir DIR]
-#                    [--clients "layer lib"]
+#                    [--clients "layer lib"] [--fleet]
 #
 # Env: PCACHED, BENCH_BIN (lib.sh), REPEATS.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib"
+BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib" FLEET=0
 REPEATS=${REPEATS:-3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,7 +46,8 @@ while [ $# -gt 0 ]; do
     --light) LIGHT=$2; shift 2 ;;
     --work-dir) WORK_DIR=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --fleet) FLEET=1; shift ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "run-scenarios.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,7 +87,7 @@ run() {
   fi
   case $client in
     plain) envs=(PCACHE_DISABLE=1) ;;
-    layer) envs=(PCACHE_LAYER=1 PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
+    layer) envs=(PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
     lib) envs=(PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
   esac
   env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
@@ -89,6 +97,14 @@ run() {
     "${args[@]}" >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "$set $client failed"; }
 }
 ms() { kv "$1" ms_per_pipeline; }
+# count FILE KEY: a counter from the program's output, or for a program
+# through the layer, from the layer's report on its stderr.
+count() {
+  local v
+  v=$(kv "$1" "$2")
+  [ -n "$v" ] || v=$(sed -n "s/^pcache-layer .* $2=\([0-9]*\).*/\1/p" "$1.err" | tail -n 1)
+  echo "${v:-0}"
+}
 fresh_home() { rm -rf "$1"; mkdir -p "$1/.cache"; }
 # The driver's own cache emptied; pcache's store is not under HOME.
 empty_driver_cache() { rm -rf "${1:?}/.cache"; mkdir -p "$1/.cache"; }
@@ -135,8 +151,9 @@ one_set() {
       ce+=("$(ms "$WORK_DIR/$client-enabled.txt")")
       stop_daemon
       echo "# $q repeat $k: first ${cf[-1]} enabled ${ce[-1]} warm ${cw[-1]} emptied ${cx[-1]}" \
-        "(enabled run: driver_hits=$(kv "$WORK_DIR/$client-enabled.txt" driver_hits)" \
-        "compiles=$(kv "$WORK_DIR/$client-enabled.txt" compiles))"
+        "(enabled run: driver hits $(count "$WORK_DIR/$client-enabled.txt" driver_first_hits)" \
+        "$(count "$WORK_DIR/$client-enabled.txt" driver_hits)," \
+        "compiles=$(count "$WORK_DIR/$client-enabled.txt" compiles))"
     done
     local mf me mw mx
     mf=$(median "${cf[@]}"); me=$(median "${ce[@]}"); mw=$(median "${cw[@]}"); mx=$(median "${cx[@]}")
@@ -151,5 +168,70 @@ one_set() {
   done
 }
 
+# run_timed ...: run's arguments; prints the process's wall time in ms.
+run_timed() {
+  local t0
+  t0=$(date +%s%N)
+  run "$@"
+  echo $((($(date +%s%N) - t0) / 1000000))
+}
+
+# fleet SET N: machine A runs the program, machine B's first and warm runs.
+fleet() {
+  local set=$1 n=$2 p="scen_$1" port url keys=$WORK_DIR/fleet-keys redis_pid
+  command -v redis-server >/dev/null || die "--fleet: redis-server is not on the PATH"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  url=redis://127.0.0.1:$port
+  rm -rf "$keys" "$WORK_DIR/redis"
+  mkdir -p "$WORK_DIR/redis"
+  "$BUILD_DIR/tools/pcachectl" fleet keygen "$keys" >/dev/null || die "pcachectl fleet keygen failed"
+  for client in $CLIENTS; do
+    local q="${p}_${client}" first=() warm=() fms=() wms=() ha=$WORK_DIR/home-fleet-a hb=$WORK_DIR/home-fleet-b
+    for k in $(seq 1 "$REPEATS"); do
+      redis-server --port "$port" --bind 127.0.0.1 --dir "$WORK_DIR/redis" --save "" \
+        --appendonly no --logfile "$WORK_DIR/redis.log" &
+      redis_pid=$!
+      sleep 0.3
+      fresh_home "$ha"
+      start_daemon "fleet-a-$set-$client" --remote "$url" --remote-signing-key "$keys/fleet.key" \
+        --remote-trusted-keys "$keys/fleet.pub"
+      run "$set" "$n" "$client" "$ha" "$WORK_DIR/fleet-a.txt"
+      # A's pushes reach Redis behind its uploads.
+      local pushed=0
+      for _ in $(seq 1 300); do
+        pushed=$("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" status --json |
+          sed -n 's/.*"pushed": *\([0-9]*\).*/\1/p' | head -n1)
+        [ "${pushed:-0}" -ge "$(count "$WORK_DIR/fleet-a.txt" compiles)" ] && break
+        sleep 0.1
+      done
+      stop_daemon
+      fresh_home "$hb"
+      start_daemon "fleet-b-$set-$client" --remote "$url" --remote-trusted-keys "$keys/fleet.pub"
+      first+=("$(run_timed "$set" "$n" "$client" "$hb" "$WORK_DIR/fleet-b-first.txt")")
+      fms+=("$(ms "$WORK_DIR/fleet-b-first.txt")")
+      local w=()
+      for _ in 1 2 3; do
+        w+=("$(run_timed "$set" "$n" "$client" "$hb" "$WORK_DIR/fleet-b-warm.txt")")
+        wms+=("$(ms "$WORK_DIR/fleet-b-warm.txt")")
+      done
+      warm+=("$(median "${w[@]}")")
+      stop_daemon
+      kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true
+      echo "# $q fleet repeat $k: A pushed $pushed; B first launch ${first[-1]} ms" \
+        "(${fms[-1]} ms a pipeline, compiles=$(count "$WORK_DIR/fleet-b-first.txt" compiles)," \
+        "daemon_hits=$(count "$WORK_DIR/fleet-b-first.txt" daemon_hits)), warm launch ${warm[-1]} ms"
+    done
+    local mf mw
+    mf=$(median "${first[@]}"); mw=$(median "${warm[@]}")
+    echo "${q}_fleet_first_launch_ms=$mf"
+    echo "${q}_fleet_warm_launch_ms=$mw"
+    echo "${q}_fleet_first_ms=$(median "${fms[@]}")"
+    echo "${q}_fleet_warm_ms=$(median "${wms[@]}")"
+    echo "${q}_ratio_fleet_launch=$(ratio "$mf" "$mw")"
+  done
+}
+
 if [ "$HEAVY" -gt 0 ]; then one_set heavy "$HEAVY"; fi
 if [ "$LIGHT" -gt 0 ]; then one_set light "$LIGHT"; fi
+if [ "$FLEET" = 1 ] && [ "$HEAVY" -gt 0 ]; then fleet heavy "$HEAVY"; fi
+if [ "$FLEET" = 1 ] && [ "$LIGHT" -gt 0 ]; then fleet light "$LIGHT"; fi
