@@ -87,13 +87,14 @@ extern "C" {
   XX(BAD_SIZE, -10030, "size out of range")                                                        \
   XX(NOT_READY, -10031, "hello not sent yet")                                                      \
   XX(VULKAN, -10032, "a Vulkan call failed")                                                       \
-  XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")
+  XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")                     \
+  XX(BINARY, -10034, "malformed pipeline-binary container")
 
 typedef enum pcache_errno {
 #define PCACHE__ERR_ENUM(name, value, msg) PCACHE_E##name = value,
   PCACHE_ERRNO_MAP(PCACHE__ERR_ENUM)
 #undef PCACHE__ERR_ENUM
-      PCACHE_ERRNO_LAST_ = -10034
+      PCACHE_ERRNO_LAST_ = -10035
 } pcache_errno;
 
 /*
