@@ -318,6 +318,19 @@ typedef struct pcache_device_info {
    * "Driver first"). 0: the driver is not asked first. $PCACHE_DRIVER_FIRST=0
    * turns it off. */
   int cache_control;
+  /* Since 0.4. Nonzero if the device was created with VK_KHR_pipeline_binary
+   * and VK_KHR_maintenance5 enabled, with their pipelineBinaries and
+   * maintenance5 features, on Vulkan 1.3 (instance and device). pcache then
+   * stores each pipeline as the driver's pipeline binaries rather than as
+   * VkPipelineCache data: a compile captures them, costing about 1% where a
+   * compile into a cache of pcache's own cost 23% (on NVIDIA), and a daemon
+   * hit creates the pipeline from them (docs/client.md, "Pipeline
+   * binaries"). There is no start-up prefetch, mapped segment or snapshot
+   * then: pair it with cache_control, whose driver-first probe serves warm
+   * runs. Ignored with fast_link, and on RADV before Mesa 24.3 (its global
+   * pipeline key was wrong). 0: VkPipelineCache data, as before.
+   * $PCACHE_BINARIES=0 turns it off. */
+  int pipeline_binary;
 } pcache_device_info;
 
 /* pcache_device_info.fast_link: graphics pipeline libraries on a miss
