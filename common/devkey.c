@@ -36,6 +36,7 @@ void pcache__devkey_binary(const pcache__devkey *base, const uint8_t *global_key
   pcache__hash128(buf, len, &h);
   *ret_key = *base;
   memcpy(ret_key->bytes, h.bytes, PCACHE_UUID_SIZE);
+  pcache__put_le32(ret_key->bytes + 28, pcache__devkey_abi(base) | PCACHE_DEVKEY_ABI_BINARY);
 }
 
 const uint8_t *pcache__devkey_uuid(const pcache__devkey *key) { return key->bytes; }

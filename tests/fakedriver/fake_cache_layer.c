@@ -94,7 +94,7 @@ static void log_answer(const char *what) {
   int fd;
   if (!path || !*path || (fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
     return;
-  char line[16];
+  char line[32];
   int n = snprintf(line, sizeof line, "%s\n", what);
   if (write(fd, line, (size_t)n) != n) {
     /* a test that cannot count answers fails on the count */
@@ -404,6 +404,15 @@ static int create_info_key(const VkPipelineCreateInfoKHR *pci, char key[33]) {
   return -EINVAL;
 }
 
+/* Nonzero unless the 32 characters at hex are a key in hex. */
+static int key_text_bad(const char *hex) {
+  char text[33];
+  uint8_t bytes[16];
+  memcpy(text, hex, 32);
+  text[32] = '\0';
+  return pcache__unhex(text, bytes, sizeof bytes);
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL fake_CreatePipelineBinariesKHR(
     VkDevice device, const VkPipelineBinaryCreateInfoKHR *ci,
     const VkAllocationCallbacks *allocator, VkPipelineBinaryHandlesInfoKHR *out) {
@@ -415,8 +424,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreatePipelineBinariesKHR(
     const VkPipelineBinaryKeysAndDataKHR *kd = ci->pKeysAndDataInfo;
     for (uint32_t i = 0; i < kd->binaryCount && n < 16; i++) {
       const VkPipelineBinaryDataKHR *d = &kd->pPipelineBinaryData[i];
-      if (d->dataSize != DATA_SIZE || memcmp(d->pData, MARKER, 8) != 0)
+      if (d->dataSize != DATA_SIZE || memcmp(d->pData, MARKER, 8) != 0 ||
+          key_text_bad((const char *)d->pData + 8) != 0) {
+        log_answer("binary-refused");
         return VK_ERROR_INITIALIZATION_FAILED;
+      }
       memcpy(keys[n], (const char *)d->pData + 8, 32);
       keys[n++][32] = '\0';
     }

@@ -55,7 +55,8 @@ int main(void) {
   ASSERT_MEMEQ(bk1.bytes, bk1b.bytes, 32);
   ASSERT_TRUE(memcmp(bk1.bytes, key.bytes, 16) != 0);
   ASSERT_TRUE(memcmp(bk1.bytes, bk2.bytes, 16) != 0);
-  ASSERT_MEMEQ(bk1.bytes + 16, key.bytes + 16, 16); /* vendor, device, version, ABI */
+  ASSERT_MEMEQ(bk1.bytes + 16, key.bytes + 16, 12); /* vendor, device, version */
+  ASSERT_EQ(pcache__devkey_abi(&bk1), 8u | PCACHE_DEVKEY_ABI_BINARY);
 
   /* A container round trip. */
   b.count = 2;
