@@ -1,13 +1,17 @@
 /* Building one pipeline: see build.h. The order of sources, for a state
  * hash this process has not built yet: the prefetched set (the blob is
  * already in the device cache; without a prefetch, the mapped segment's
- * snapshot joins it at the first miss it covers), the mapped segment's
- * blob, one Get, then the driver with a fresh cache of the pipeline's
- * own, whose data is uploaded. */
+ * snapshot joins it at the first miss it covers), the driver's own caches
+ * (driver first), the mapped segment's blob, one Get, then the driver
+ * with a fresh cache of the pipeline's own, whose data is uploaded. In
+ * binary mode (binary.h): driver first, one Get of a binary container
+ * the pipeline is created from, then a compile that captures the
+ * pipeline's binaries for the upload. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "client/binary.h"
 #include "client/blobs.h"
 #include "client/build.h"
 #include "client/prefetch.h"
@@ -48,9 +52,12 @@ static const VkPipelineCreationFeedbackCreateInfo *find_feedback(const void *cha
 /* Creates the pipeline through cache. With creation feedback on (libpcache
  * apps that asked for the count of driver cache hits), a feedback struct
  * is chained onto a copy of the app's create info (never the app's own);
- * one the app chained itself is used as is. */
+ * one the app chained itself is used as is. prepend, when not NULL, is one
+ * struct of pcache's put in front of the app's chain in that copy (its
+ * pNext is set here). */
 static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipelineCache cache,
-                                VkPipelineCreateFlags extra_flags, VkPipeline *ret_pipeline) {
+                                VkPipelineCreateFlags extra_flags, VkBaseOutStructure *prepend,
+                                VkPipeline *ret_pipeline) {
   VkPipelineCreationFeedback feedback = {0};
   VkPipelineCreationFeedback stage_feedback[8];
   VkPipelineCreationFeedbackCreateInfo fb = {
@@ -64,6 +71,10 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
   if (b->graphics) {
     VkGraphicsPipelineCreateInfo ci = *b->graphics;
     ci.flags |= extra_flags;
+    if (prepend) {
+      prepend->pNext = (VkBaseOutStructure *)ci.pNext;
+      ci.pNext = prepend;
+    }
     if (d->creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = ci.stageCount <= 8 ? ci.stageCount : 0;
       fb.pNext = ci.pNext;
@@ -74,6 +85,10 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
   } else {
     VkComputePipelineCreateInfo ci = *b->compute;
     ci.flags |= extra_flags;
+    if (prepend) {
+      prepend->pNext = (VkBaseOutStructure *)ci.pNext;
+      ci.pNext = prepend;
+    }
     if (d->creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = 1;
       fb.pNext = ci.pNext;
@@ -99,12 +114,12 @@ static VkResult create_cached(pcache_device *d, const pcache__build *b, int in_a
   VkResult vr;
   if (in_app_cache) {
     pthread_rwlock_rdlock(b->app_cache_lock);
-    vr = create_pipeline(d, b, b->app_cache, 0, ret_pipeline);
+    vr = create_pipeline(d, b, b->app_cache, 0, NULL, ret_pipeline);
     pthread_rwlock_unlock(b->app_cache_lock);
     return vr;
   }
   pthread_rwlock_rdlock(&d->cache_lock);
-  vr = create_pipeline(d, b, d->cache, 0, ret_pipeline);
+  vr = create_pipeline(d, b, d->cache, 0, NULL, ret_pipeline);
   pthread_rwlock_unlock(&d->cache_lock);
   return vr;
 }
@@ -132,7 +147,7 @@ static int get_blobs(pcache_device *d, ProtobufCBinaryData *hashes, size_t n,
                      pcache__reply *reply) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
-  get.device_key.data = d->key.bytes;
+  get.device_key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
   get.device_key.len = PCACHE_DEVKEY_SIZE;
   get.state_hashes = hashes;
   get.n_state_hashes = n;
@@ -161,6 +176,9 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
   pcache__reply reply = {0};
   VkPipelineCache loaded;
   int merged = 0;
+  /* Binary mode stores no VkPipelineCache data: nothing to merge. */
+  if (d->binary)
+    return 0;
   /* The mapped segment first: no round trip, no copy. */
   if (pcache__segment_find(d, state_hash, &loaded)) {
     uint8_t ok = 0;
@@ -206,6 +224,56 @@ out:
   return merged;
 }
 
+/* Binary mode's daemon hit: one Get; a container that passes every check
+ * (its checksum, then common/binblob.c against the binary key) becomes
+ * binaries, and the pipeline is created from them, with no pipeline cache.
+ * One that fails, or that the driver refuses, is reported as a refused
+ * VkPipelineCache blob is. 1 with the pipeline, else 0. */
+static int binary_from_daemon(pcache_device *d, const pcache__build *b,
+                              const pcache__hash *state_hash, VkPipeline *ret_pipeline) {
+  ProtobufCBinaryData hash = {.len = PCACHE_HASH_SIZE, .data = (uint8_t *)state_hash->bytes};
+  pcache__reply reply = {0};
+  int built = 0;
+  if (get_blobs(d, &hash, 1, &reply) != 0)
+    goto out;
+  const Pcachepb__GetReply *got = reply.response->get;
+  for (size_t i = 0; i < got->n_blobs && !built; i++) {
+    const Pcachepb__Blob *blob = got->blobs[i];
+    Pcachepb__ReportReason reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
+    VkPipelineBinaryKHR handles[PCACHE_BINBLOB_MAX_BINARIES] = {0};
+    pcache__binblob container;
+    const uint8_t *bytes;
+    size_t size;
+    if (blob->state_hash.len != PCACHE_HASH_SIZE ||
+        memcmp(blob->state_hash.data, state_hash->bytes, PCACHE_HASH_SIZE) != 0)
+      continue;
+    bytes = pcache__reply_bytes(&reply, blob->blob, blob->blob_offset, blob->blob_size, &size);
+    if (!bytes || pcache__checksum64(bytes, size) != blob->checksum) {
+      reason = PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM;
+    } else if (pcache__binblob_parse(bytes, size, &d->bin_key, &container) != 0) {
+      reason = PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER;
+    } else {
+      VkResult vr = pcache__binary_create(d, &container, handles);
+      if (vr == VK_SUCCESS) {
+        VkPipelineBinaryInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
+                                        .binaryCount = container.count,
+                                        .pPipelineBinaries = handles};
+        vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, (VkBaseOutStructure *)&info, ret_pipeline);
+      }
+      /* A failed creation may have made some: destroying NULL is allowed. */
+      pcache__binary_destroy(d, handles, container.count);
+      if (vr == VK_SUCCESS) {
+        built = 1;
+        break;
+      }
+    }
+    report_refused(d, hash, reason);
+  }
+out:
+  pcache__reply_release(&reply);
+  return built;
+}
+
 /* Hashes per Get when filling an app cache: a few MB of NVIDIA blobs. */
 #define FILL_BATCH 64
 
@@ -215,6 +283,10 @@ size_t pcache__build_fill_app_cache(pcache_device *d, VkPipelineCache app_cache,
   ProtobufCBinaryData batch[FILL_BATCH];
   size_t received = 0;
   memset(ret_got, 0, n);
+  /* Binary mode: the app cache receives what is compiled through it, and
+   * no VkPipelineCache data is stored to fill it with. */
+  if (d->binary)
+    return 0;
   for (size_t start = 0; start < n && d->client; start += FILL_BATCH) {
     size_t count = n - start < FILL_BATCH ? n - start : FILL_BATCH;
     pcache__reply reply = {0};
@@ -319,7 +391,9 @@ void pcache__build_keep(pcache_device *d, VkPipelineCache fresh, const pcache__b
     pthread_rwlock_unlock(&d->cache_lock);
     if (merged == VK_SUCCESS)
       pcache__snapshot_hold(d, k->keys->state_hash.bytes, 1);
-    if (d->client) {
+    /* In binary mode the daemon's key is the binary key: VkPipelineCache
+     * data (a chain with its own create flags 2) stays in this process. */
+    if (d->client && !d->binary) {
       pcache__upload *u =
           upload_new(k->kind, k->keys, k->desc, k->desc_size, data, size, k->compile_ns);
       if (u) {
@@ -332,6 +406,50 @@ void pcache__build_keep(pcache_device *d, VkPipelineCache fresh, const pcache__b
   for (size_t i = taken; i < k->n_modules; i++)
     pcache__module_unref(k->modules[i]);
   pcache__free(data);
+}
+
+/* Binary mode's miss nobody could serve: compiled as the program would
+ * (its own cache, or none), with VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR
+ * in a VkPipelineCreateFlags2CreateInfoKHR put in front of a copy of its
+ * chain (carrying the create info's flags, which it replaces), then the
+ * pipeline's binaries read back into a container and queued for upload.
+ * Capturing costs about 1% of the compile on NVIDIA where a fresh cache of
+ * pcache's own cost 23% (bench/RESULTS.md, bench_binary). */
+static VkResult compile_binary(pcache_device *d, const pcache__build *b,
+                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                               VkPipeline *ret_pipeline) {
+  flags2_info f2 = {.sType = STYPE_PIPELINE_CREATE_FLAGS_2,
+                    .flags = (uint64_t)(b->graphics ? b->graphics->flags : b->compute->flags) |
+                             VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR};
+  pcache__build_kept kept = {
+      .kind = b->kind, .keys = keys, .desc = desc->data, .desc_size = desc->size};
+  uint8_t *blob = NULL;
+  size_t size = 0;
+  uint64_t start = pcache__mono_ns();
+  VkPipeline pipeline;
+  VkResult vr;
+  if (b->app_cache != VK_NULL_HANDLE) {
+    pthread_rwlock_rdlock(b->app_cache_lock);
+    vr = create_pipeline(d, b, b->app_cache, 0, (VkBaseOutStructure *)&f2, &pipeline);
+    pthread_rwlock_unlock(b->app_cache_lock);
+  } else {
+    vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, (VkBaseOutStructure *)&f2, &pipeline);
+  }
+  kept.compile_ns = pcache__mono_ns() - start;
+  if (vr != VK_SUCCESS)
+    return vr;
+  atomic_fetch_add(&d->stats.compiles, 1);
+  *ret_pipeline = pipeline;
+  if (pcache__binary_capture(d, pipeline, b->allocator, &blob, &size) == 0 && d->client) {
+    pcache__upload *u =
+        upload_new(kept.kind, keys, kept.desc, kept.desc_size, blob, size, kept.compile_ns);
+    if (u) {
+      u->n_modules = pcache__build_modules(d, b, u->modules);
+      pcache__upload_enqueue(d, u);
+    }
+  }
+  pcache__free(blob);
+  return VK_SUCCESS;
 }
 
 /* A miss nobody could serve: compile with a fresh cache of its own, so its
@@ -356,10 +474,14 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
                              b->graphics ? b->graphics->flags : b->compute->flags, &in_flags2) &
       VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT)
     return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
+  /* A chain with flags 2 of its own cannot carry the capture bit without
+   * changing the app's struct: the VkPipelineCache path then, kept here. */
+  if (d->binary && !in_flags2)
+    return compile_binary(d, b, keys, desc, ret_pipeline);
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
-  vr = create_pipeline(d, b, fresh, 0, &pipeline);
+  vr = create_pipeline(d, b, fresh, 0, NULL, &pipeline);
   kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
@@ -392,11 +514,13 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   if (b->app_cache != VK_NULL_HANDLE) {
     pthread_rwlock_rdlock(b->app_cache_lock);
     vr = create_pipeline(d, b, b->app_cache,
-                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, ret_pipeline);
+                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, NULL,
+                         ret_pipeline);
     pthread_rwlock_unlock(b->app_cache_lock);
   } else {
     vr = create_pipeline(d, b, VK_NULL_HANDLE,
-                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, ret_pipeline);
+                         VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, NULL,
+                         ret_pipeline);
   }
   if (vr != VK_SUCCESS)
     return 0;
@@ -457,6 +581,15 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     *ret_source = PCACHE__BUILT_DRIVER;
     return VK_SUCCESS;
   }
+  if (d->binary) {
+    if (d->client && binary_from_daemon(d, b, &keys->state_hash, ret_pipeline)) {
+      atomic_fetch_add(&d->stats.daemon_hits, 1);
+      *ret_source = PCACHE__BUILT_DAEMON;
+      return VK_SUCCESS;
+    }
+    *ret_source = PCACHE__BUILT_COMPILED;
+    return compile(d, b, keys, desc, ret_pipeline);
+  }
   switch (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
   case PCACHE__DAEMON_PREFETCHED:
     *ret_source = PCACHE__BUILT_DAEMON;
@@ -486,8 +619,10 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
      * does not hold it: the driver is asked again (and compiles only if it
      * has since lost it). */
-    if (v == BUILT_BY_DRIVER && pcache__build_driver_first(d, b, ret_pipeline) == 1)
+    if ((v == BUILT_BY_DRIVER || d->binary) && pcache__build_driver_first(d, b, ret_pipeline) == 1)
       vr = VK_SUCCESS;
+    else if (d->binary) /* the device cache holds none of binary mode's */
+      vr = create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
     else
       vr = create_held(d, b, keys, ret_pipeline);
     break;

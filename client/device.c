@@ -8,6 +8,7 @@
 
 #include "client/abi.h"
 #include "client/appcache.h"
+#include "client/binary.h"
 #include "client/device.h"
 #include "client/fastlink.h"
 #include "client/owned.h"
@@ -146,6 +147,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     goto out_free;
   }
   identify(d, gipa);
+  pcache__binary_setup(d, info, gipa, gdpa);
 
   d->shards_mem = pcache__calloc(1, PCACHE__SHARDS * sizeof(pcache__shard) + 127);
   if (!d->shards_mem)
@@ -198,16 +200,18 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     if (r < 0)
       goto out_cache;
     const char *env = getenv("PCACHE_NO_SNAPSHOT");
-    d->no_snapshot = env && env[0] == '1';
+    /* Binary mode has no prefetch, segment or snapshot: what they carry is
+     * VkPipelineCache data, and the driver-first probe serves warm runs. */
+    d->no_snapshot = (env && env[0] == '1') || d->binary;
     d->creating = 1;
     uint32_t offset = 0;
     /* The segment first, prefetch or not: a miss looks there before it
      * asks the daemon. When it holds all a prefetch would bring, no page
      * is asked for. */
-    int slow = pcache__segment_fetch(d, d->client->timeout_ms) == -ETIMEDOUT;
+    int slow = !d->binary && pcache__segment_fetch(d, d->client->timeout_ms) == -ETIMEDOUT;
     /* A daemon too slow for the segment is too slow for pages too: they
      * are all left to the upload thread, so creation waits one timeout. */
-    if (!pcache__prefetch_disabled(info) && !pcache__segment_prefetch(d, &offset) &&
+    if (!d->binary && !pcache__prefetch_disabled(info) && !pcache__segment_prefetch(d, &offset) &&
         (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
       /* From here the upload thread may fetch the first page: the app may
        * hold the cache by then, so a late snapshot is merged, not swapped

@@ -15,6 +15,7 @@
 
 #include "client/client.h"
 #include "client/desc.h"
+#include "client/vkext.h"
 #include "client/objmap.h"
 #include "client/table.h"
 #include "proto/desc_check.h"
@@ -76,6 +77,16 @@ struct pcache_device {
    * the app enabled pipelineCreationCacheControl (pcache_device_info.
    * cache_control) and $PCACHE_DRIVER_FIRST is not 0. */
   int driver_first;
+  /* Binary mode (binary.c, docs/client.md "Pipeline binaries"): pipelines
+   * are stored as the driver's VK_KHR_pipeline_binary data, under bin_key,
+   * which every request to the daemon then names (pcache__device_wire_key);
+   * key stays the VkPipelineCache key the cache file is checked against. */
+  int binary;
+  pcache__devkey bin_key;
+  PFN_vkCreatePipelineBinariesKHR CreatePipelineBinaries;
+  PFN_vkDestroyPipelineBinaryKHR DestroyPipelineBinary;
+  PFN_vkGetPipelineBinaryDataKHR GetPipelineBinaryData;
+  PFN_vkReleaseCapturedPipelineDataKHR ReleaseCapturedPipelineData;
   uint32_t instance_api_version; /* what the app's instance asked for; 0: 1.0 */
   uint32_t ownership;            /* PCACHE_PIPELINES_* */
   int passthrough;               /* every pipeline call straight to the driver */
@@ -239,11 +250,16 @@ static inline void pcache__device_info_set_result(const pcache_device_info *info
     *info->ret_vk_result = vr;
 }
 
+/* The key requests to the daemon name: the binary key in binary mode. */
+static inline const pcache__devkey *pcache__device_wire_key(const pcache_device *d) {
+  return d->binary ? &d->bin_key : &d->key;
+}
+
 /* The DeviceInfo that Put and PutSnapshot carry; points into d. */
 static inline void pcache__device_info_message(const pcache_device *d,
                                                Pcachepb__DeviceInfo *ret_info) {
   pcachepb__device_info__init(ret_info);
-  ret_info->key.data = (uint8_t *)d->key.bytes;
+  ret_info->key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
   ret_info->key.len = PCACHE_DEVKEY_SIZE;
   ret_info->name = (char *)d->device_name;
   ret_info->driver_id = d->driver_id;

@@ -8,7 +8,7 @@
 void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   pcache__reply reply = {0};
-  report->device_key.data = d->key.bytes;
+  report->device_key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
   report->device_key.len = PCACHE_DEVKEY_SIZE;
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = report;

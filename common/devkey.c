@@ -15,6 +15,30 @@ void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_i
   pcache__put_le32(ret_key->bytes + 28, driver_abi);
 }
 
+/* Versioned: a new derivation must give new keys, never collide with these. */
+#define BINARY_KEY_TAG "pcache binary key v1"
+
+void pcache__devkey_binary(const pcache__devkey *base, const uint8_t *global_key,
+                           uint32_t global_key_size, pcache__devkey *ret_key) {
+  uint8_t buf[sizeof BINARY_KEY_TAG + PCACHE_UUID_SIZE + 4 + 32];
+  size_t len = 0;
+  pcache__hash h;
+  if (global_key_size > 32)
+    global_key_size = 32;
+  memcpy(buf, BINARY_KEY_TAG, sizeof BINARY_KEY_TAG);
+  len += sizeof BINARY_KEY_TAG;
+  memcpy(buf + len, base->bytes, PCACHE_UUID_SIZE);
+  len += PCACHE_UUID_SIZE;
+  pcache__put_le32(buf + len, global_key_size);
+  len += 4;
+  memcpy(buf + len, global_key, global_key_size);
+  len += global_key_size;
+  pcache__hash128(buf, len, &h);
+  *ret_key = *base;
+  memcpy(ret_key->bytes, h.bytes, PCACHE_UUID_SIZE);
+  pcache__put_le32(ret_key->bytes + 28, pcache__devkey_abi(base) | PCACHE_DEVKEY_ABI_BINARY);
+}
+
 const uint8_t *pcache__devkey_uuid(const pcache__devkey *key) { return key->bytes; }
 uint32_t pcache__devkey_vendor(const pcache__devkey *key) { return pcache__le32(key->bytes + 16); }
 uint32_t pcache__devkey_device(const pcache__devkey *key) { return pcache__le32(key->bytes + 20); }

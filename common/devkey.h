@@ -26,6 +26,23 @@ void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_i
                          uint32_t device_id, uint32_t driver_version, uint32_t driver_abi,
                          pcache__devkey *ret_key);
 
+/*
+ * pcache__devkey_binary - the key of a device's VK_KHR_pipeline_binary
+ * entries: base (the device's VkPipelineCache key) with its UUID replaced by
+ * the first 16 bytes of XXH3-128 over a fixed tag, base's UUID and the
+ * driver's global pipeline key (vkGetPipelineKeyKHR with no create info,
+ * global_key_size <= 32 bytes), and PCACHE_DEVKEY_ABI_BINARY added to its
+ * ABI. Binary entries then never meet VkPipelineCache blobs, and a change
+ * of the global key is a new key of the same vendor, device and ABI: it
+ * supersedes the old one as a driver update does (docs/replay.md). The ABI
+ * mark keeps the two kinds of one driver from superseding each other: a
+ * program with binaries off must not start a replay that retires the
+ * binary entries, nor the other way round.
+ */
+#define PCACHE_DEVKEY_ABI_BINARY 0x10000u
+void pcache__devkey_binary(const pcache__devkey *base, const uint8_t *global_key,
+                           uint32_t global_key_size, pcache__devkey *ret_key);
+
 const uint8_t *pcache__devkey_uuid(const pcache__devkey *key);
 uint32_t pcache__devkey_vendor(const pcache__devkey *key);
 uint32_t pcache__devkey_device(const pcache__devkey *key);

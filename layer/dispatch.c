@@ -162,6 +162,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     vr = create(physical_device, down, allocator, ret_device);
     layer_features_restore(&features);
     ld->cache_control = features.enabled;
+    ld->pipeline_binary = features.binary;
   }
   if (vr != VK_SUCCESS) {
     pcache__free(ld);
@@ -194,6 +195,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
      * validation layer below would otherwise blame the app. */
     info.instance_api_version = li->api_version;
     info.cache_control = ld->cache_control;
+    info.pipeline_binary = ld->pipeline_binary;
     /* Fails only for want of memory or of a core entry point; the device
      * then passes everything through. */
     pcache_device *pc = NULL;

@@ -60,18 +60,27 @@ typedef struct layer_instance {
   pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
 } layer_instance;
 
+/* Extensions the layer may add to a device's list: a copy of the
+ * program's list with them appended (features.c). */
+#define LAYER_MAX_EXTENSIONS 256
+
 /* What layer_features_enable changed in a vkCreateDevice call (features.c). */
 typedef struct layer_features {
-  int enabled;       /* the device will have pipelineCreationCacheControl */
-  VkBool32 *flipped; /* the program's own member, set for the call */
+  int enabled;          /* the device will have pipelineCreationCacheControl */
+  int binary;           /* ... and VK_KHR_pipeline_binary with its feature */
+  VkBool32 *flipped[3]; /* the program's own members, set for the call */
   VkPhysicalDevicePipelineCreationCacheControlFeatures feature; /* ours, prepended */
-  VkDeviceCreateInfo ci;                                        /* with it */
+  VkPhysicalDevicePipelineBinaryFeaturesKHR binary_feature;     /* ours, prepended */
+  VkPhysicalDeviceMaintenance5FeaturesKHR maintenance5_feature; /* ours, prepended */
+  const char *extensions[LAYER_MAX_EXTENSIONS];
+  VkDeviceCreateInfo ci; /* with them */
 } layer_features;
 
 /* The create info to pass down: ci itself, or a copy of it with the
- * feature prepended; the program's own features struct may be changed
+ * features prepended (and, for pipeline binaries, the extensions added to
+ * a copy of its list); the program's own features structs may be changed
  * until layer_features_restore, which must follow the call. li NULL: the
- * feature stays as the program asked. */
+ * features stay as the program asked. */
 const VkDeviceCreateInfo *layer_features_enable(const layer_instance *li,
                                                 VkPhysicalDevice physical_device,
                                                 const VkDeviceCreateInfo *ci,
@@ -83,6 +92,7 @@ typedef struct layer_device {
   VkDevice device;
   pid_t pid; /* the process that made it (a forked child does not own it) */
   int cache_control; /* made with pipelineCreationCacheControl (features.c) */
+  int pipeline_binary; /* made with VK_KHR_pipeline_binary (features.c) */
   layer_instance *instance;
   PFN_vkGetDeviceProcAddr next_gdpa;
   /* The next layer's (or the driver's) entry points the layer wraps. */

@@ -149,8 +149,8 @@ static void print_device_row(const Pcachepb__DeviceRecord *d, uint64_t n_entries
   device_uuid_text(info, device_uuid);
   ctl_fmt_size(bytes, size, sizeof size);
   printf("%-36s  %-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s\n",
-         uuid, device_uuid, vendor, device_id, version, abi * 8, n_entries, size,
-         ctl_printable(info ? info->name : NULL, name, sizeof name));
+         uuid, device_uuid, vendor, device_id, version, (abi & ~PCACHE_DEVKEY_ABI_BINARY) * 8,
+         n_entries, size, ctl_printable(info ? info->name : NULL, name, sizeof name));
 }
 
 static int cmd_list(ctl *c, int argc, char **argv) {

@@ -87,13 +87,14 @@ extern "C" {
   XX(BAD_SIZE, -10030, "size out of range")                                                        \
   XX(NOT_READY, -10031, "hello not sent yet")                                                      \
   XX(VULKAN, -10032, "a Vulkan call failed")                                                       \
-  XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")
+  XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")                     \
+  XX(BINARY, -10034, "malformed pipeline-binary container")
 
 typedef enum pcache_errno {
 #define PCACHE__ERR_ENUM(name, value, msg) PCACHE_E##name = value,
   PCACHE_ERRNO_MAP(PCACHE__ERR_ENUM)
 #undef PCACHE__ERR_ENUM
-      PCACHE_ERRNO_LAST_ = -10034
+      PCACHE_ERRNO_LAST_ = -10035
 } pcache_errno;
 
 /*
@@ -317,6 +318,19 @@ typedef struct pcache_device_info {
    * "Driver first"). 0: the driver is not asked first. $PCACHE_DRIVER_FIRST=0
    * turns it off. */
   int cache_control;
+  /* Since 0.4. Nonzero if the device was created with VK_KHR_pipeline_binary
+   * and VK_KHR_maintenance5 enabled, with their pipelineBinaries and
+   * maintenance5 features, on Vulkan 1.3 (instance and device). pcache then
+   * stores each pipeline as the driver's pipeline binaries rather than as
+   * VkPipelineCache data: a compile captures them, costing about 1% where a
+   * compile into a cache of pcache's own cost 23% (on NVIDIA), and a daemon
+   * hit creates the pipeline from them (docs/client.md, "Pipeline
+   * binaries"). There is no start-up prefetch, mapped segment or snapshot
+   * then: pair it with cache_control, whose driver-first probe serves warm
+   * runs. Ignored with fast_link, and on RADV before Mesa 24.3 (its global
+   * pipeline key was wrong). 0: VkPipelineCache data, as before.
+   * $PCACHE_BINARIES=0 turns it off. */
+  int pipeline_binary;
 } pcache_device_info;
 
 /* pcache_device_info.fast_link: graphics pipeline libraries on a miss
