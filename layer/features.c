@@ -12,7 +12,9 @@
  *   stored as the driver's binaries (client/binary.c, docs/client.md
  *   "Pipeline binaries"). Both only allow new calls and flags; a device
  *   with them behaves as one without for every call that does not use
- *   them. $PCACHE_BINARIES=0 leaves them out.
+ *   them. Only with $PCACHE_BINARIES=1, for now: pcache-replay does not
+ *   build binaries yet, so after a driver update binary entries would
+ *   wait (docs/client.md, "Pipeline binaries").
  *
  * Only where the device's effective version (the lower of the program's
  * instance version and the device's own) is 1.3, where cache control is
