@@ -25,7 +25,7 @@ static void usage(FILE *out) {
           "                         socket activation)\n"
           "  --data-dir DIR         store (default $PCACHE_DATA_DIR, else\n"
           "                         $XDG_CACHE_HOME/pcache, else ~/.cache/pcache)\n"
-          "  --max-size SIZE        blob + description bytes kept, LRU evicted (1G)\n"
+          "  --max-size SIZE        bytes kept (docs/storage.md \"Sizes\"), LRU evicted (1G)\n"
           "  --max-blob SIZE        largest blob accepted (64M)\n"
           "  --max-snapshot SIZE    largest (device, app) snapshot accepted (256M;\n"
           "                         a request frame must still fit --max-frame)\n"

@@ -28,7 +28,14 @@ typedef struct pcd_stats {
   atomic_uint_fast64_t fleet_asks, fleet_fetched, fleet_stored, fleet_refused, fleet_timeouts,
       fleet_skipped, fleet_pushed, fleet_push_dropped, fleet_push_errors, fleet_reconnects,
       fleet_refused_unsigned, fleet_refused_untrusted, fleet_refused_signature;
+  /* Why writes last did not fit (pcd_full; writer.c), for Stats. */
+  atomic_int full;
 } pcd_stats;
+
+/* pcd_stats.full: the last write that needed room got it (NONE), or the
+ * file system holding data.mdb was full (DISK: the file cannot grow), or
+ * the map was full with nothing left to evict (STORE). */
+typedef enum pcd_full { PCD_FULL_NONE, PCD_FULL_DISK, PCD_FULL_STORE } pcd_full;
 
 /* A Get/Prefetch hit waiting to be written (every flush interval). */
 typedef struct pcd_touch {

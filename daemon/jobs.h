@@ -25,6 +25,10 @@ struct pcd_job_ops {
   int (*run)(pcd_txn *txn, const pcd_config *config, pcd_job *job);
   /* Runs in a read transaction of its own, outside any batch (Export). */
   int read_only;
+  /* Runs in write transactions of its own, outside any batch, at most
+   * job->slice_items items each, which the writer halves when a commit
+   * finds no room (Purge: writer.c run_alone). */
+  int alone;
   /* The transaction that ran it committed. May be NULL. */
   void (*committed)(pcd_job *job);
   /* The transaction that ran it (or began to: the batch stops at the

@@ -32,7 +32,7 @@ typedef struct exportstate {
   pcache__hash *mods; /* modules written, so each goes once */
   size_t n_mods, cap_mods;
   pcd_pos_index index;
-  uint64_t entries, size;
+  uint64_t entries, entry_bytes, size; /* entry_bytes: pcd_entry_size summed */
 } exportstate;
 
 typedef struct exportctx {
@@ -123,6 +123,7 @@ static int exportvisit(void *ctx, const pcd_entry *e) {
       return er;
   }
   st->entries++;
+  st->entry_bytes += pcd_entry_size(e);
   return r;
 }
 
@@ -212,9 +213,11 @@ static int export_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
     goto out_status;
   st->finished = 1;
   reply->entries = st->entries;
+  reply->entry_bytes = st->entry_bytes;
   reply->archive_offset = 0;
   reply->archive_size = st->size;
-  log_info("export: %llu entries, %llu bytes", (unsigned long long)st->entries,
+  log_info("export: %llu entries (%llu bytes), archive of %llu bytes",
+           (unsigned long long)st->entries, (unsigned long long)st->entry_bytes,
            (unsigned long long)st->size);
   return 0;
 

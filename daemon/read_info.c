@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <pcache/pcache.h>
 
@@ -106,6 +108,7 @@ static int list_entry(void *ctx, const pcd_entry *e) {
   rec->last_used = e->last_used_us / 1000000;
   rec->hits = e->hits;
   rec->compile_ns = e->compile_ns;
+  rec->size = pcd_entry_size(e);
   l->reply->entries[l->reply->n_entries++] = rec;
   return 0;
 }
@@ -175,6 +178,46 @@ void pcd_read_list(pcd_conn *c, const Pcachepb__List *req) {
   pcd_arena_free(&arena);
 }
 
+/* Says why writes do not fit, and the commands that fix it (they work in
+ * that state: docs/storage.md "A full disk or store"). */
+static void full_state(pcd_server *srv, Pcachepb__StatsReply *s) {
+  switch (atomic_load(&srv->stats.full)) {
+  case PCD_FULL_DISK:
+    s->full = (char *)"disk";
+    s->full_message = (char *)"the disk holding the store is full: data.mdb cannot grow, so new "
+                              "entries replace the "
+                              "least recently used ones. Free space on that disk, or make room "
+                              "inside the store with "
+                              "`pcachectl purge --all` (or --app NAME, --older-than 30d); data.mdb "
+                              "keeps its size and "
+                              "reuses the room";
+    break;
+  case PCD_FULL_STORE:
+    s->full = (char *)"store";
+    s->full_message =
+        (char *)"the store is full and nothing could be evicted: run `pcachectl purge "
+                "--all`, or restart pcached with a larger --max-size";
+    break;
+  default:
+    s->full = (char *)"";
+    s->full_message = (char *)"";
+  }
+}
+
+/* The file system holding the data dir, and data.mdb's size on it. */
+static void disk_state(pcd_server *srv, Pcachepb__StatsReply *s) {
+  char path[4200];
+  struct statvfs fs;
+  struct stat st;
+  if (statvfs(srv->data_dir, &fs) == 0) {
+    s->disk_free = (uint64_t)fs.f_bavail * fs.f_frsize;
+    s->disk_size = (uint64_t)fs.f_blocks * fs.f_frsize;
+  }
+  snprintf(path, sizeof path, "%s/data.mdb", srv->data_dir);
+  if (stat(path, &st) == 0)
+    s->data_file_size = (uint64_t)st.st_blocks * 512;
+}
+
 void pcd_read_stats(pcd_conn *c) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
@@ -183,9 +226,12 @@ void pcd_read_stats(pcd_conn *c) {
   pcd_segment_stats seg;
   pcd_arena arena = {0};
   pcd_txn *txn;
+  uint64_t snap_records = 0;
   int r = pcd_txn_begin(srv->store, 0, &txn);
   if (r == 0) {
     r = pcd_totals_get(txn, &t);
+    if (r == 0)
+      r = pcd_snapshots_record_bytes(txn, &snap_records);
     if (r == 0)
       r = pcd_replay_progress(srv->replay, txn, &arena, &s.replay, &s.n_replay);
     pcd_txn_abort(txn);
@@ -235,6 +281,14 @@ void pcd_read_stats(pcd_conn *c) {
   s.window_bytes = atomic_load(&srv->stats.window_bytes);
   s.window_replies = atomic_load(&srv->stats.window_replies);
   s.window_busy = atomic_load(&srv->stats.window_busy);
+  /* index_bytes holds the snapshots' records too: they are the
+   * snapshots' part, the rest the entries'. */
+  s.entry_bytes = t.entry_bytes + (t.index_bytes > snap_records ? t.index_bytes - snap_records : 0);
+  s.snapshot_part_bytes = t.snapshot_bytes + snap_records;
+  s.module_bytes = t.module_bytes;
+  s.device_bytes = t.device_bytes;
+  full_state(srv, &s);
+  disk_state(srv, &s);
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);

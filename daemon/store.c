@@ -315,6 +315,18 @@ static void bump_changes(const pcd_txn *t) {
     atomic_fetch_add(&t->store->app_gens[t->changed[i]], 1);
 }
 
+int pcd_store_disk_low(const pcd_store *store) {
+  struct statvfs fs;
+  return statvfs(store->dir, &fs) == 0 && fs.f_bavail * fs.f_frsize < (1u << 20);
+}
+
+/* Whether a failed commit's write error is the file system being full:
+ * ENOSPC, or the EIO LMDB makes of a short write when the disk is nearly
+ * full. */
+static int disk_full(const pcd_store *s, int rc) {
+  return rc == ENOSPC || (rc == EIO && pcd_store_disk_low(s));
+}
+
 int pcd_txn_commit(pcd_txn *txn) {
   int r;
   if (txn->err) {
@@ -322,16 +334,16 @@ int pcd_txn_commit(pcd_txn *txn) {
     mdb_txn_abort(txn->txn);
   } else {
     int rc = mdb_txn_commit(txn->txn);
-    r = pcd_db_err(NULL, rc, "commit");
     if (rc == 0)
       bump_changes(txn);
-    /* LMDB reports a short write of a full disk as EIO: say which it is. */
-    if (rc == EIO || rc == ENOSPC) {
-      struct statvfs fs;
-      if (statvfs(txn->store->dir, &fs) == 0 && fs.f_bavail * fs.f_frsize < (1u << 20))
-        log_error("store: the file system holding %s is full (%llu KiB free); writes fail "
-                  "until space is freed (pcachectl purge, or a smaller --max-size)",
-                  txn->store->dir, (unsigned long long)(fs.f_bavail * fs.f_frsize / 1024));
+    /* data.mdb could not grow: the writer makes room and says so once
+     * (writer.c), so not an error line at every commit. */
+    if (rc && disk_full(txn->store, rc)) {
+      log_debug("store: commit: %s: the file system holding %s is full", mdb_strerror(rc),
+                txn->store->dir);
+      r = -ENOSPC;
+    } else {
+      r = pcd_db_err(NULL, rc, "commit");
     }
   }
   pcache__free(txn);

@@ -73,6 +73,15 @@ typedef struct pcd_snapshot {
   uint64_t blob_size, n_hashes, checksum, created_us;
 } pcd_snapshot;
 
+/* The one definition of an entry's size, which status, list, purge,
+ * export and the cap all use (docs/storage.md "Sizes"): its blob, its
+ * description and its own index records (entries, lru, apps). Modules
+ * are shared between entries and counted apart. */
+uint64_t pcd_entry_size(const pcd_entry *e);
+/* The bytes of every snapshot's records (their part of index_bytes), so
+ * that Stats can split the cap's total into entries and snapshots. */
+int pcd_snapshots_record_bytes(pcd_txn *txn, uint64_t *ret_bytes);
+
 /*
  * pcd_store_open - opens (creating if needed) the store in dir (made 0700;
  * refused unless it is ours and no one else may write to it: -EPERM).
@@ -127,8 +136,12 @@ int pcd_store_check(pcd_txn *txn, char *why, size_t why_size);
 uint64_t pcd_store_app_gen(pcd_store *store, const uint8_t device_key[PCACHE_DEVKEY_SIZE],
                            const char *app);
 
+/* Whether the file system holding data.mdb has less than 1 MiB left to
+ * the daemon. */
+int pcd_store_disk_low(const pcd_store *store);
 int pcd_txn_begin(pcd_store *store, int write, pcd_txn **ret_txn);
-/* Returns 0, PCACHE_EFULL (map full; the txn is gone) or PCACHE_ESTORE. */
+/* Returns 0, PCACHE_EFULL (map full), -ENOSPC (the file system holding
+ * data.mdb is full: it cannot grow) or PCACHE_ESTORE; the txn is gone. */
 int pcd_txn_commit(pcd_txn *txn);
 void pcd_txn_abort(pcd_txn *txn);
 
@@ -201,7 +214,7 @@ int pcd_module_ref(pcd_txn *txn, const pcache__hash *hash, const void *code, siz
  */
 int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, const void *desc);
 /* Deletes an entry and everything that hangs off it (blob, description,
- * indexes, module references). ret_bytes: blob + desc bytes freed.
+ * indexes, module references). ret_bytes: its size (pcd_entry_size).
  * PCACHE_ENOT_FOUND when absent. */
 int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t *ret_bytes);
 /* Stores (replacing) the snapshot of (snapshot->device_key, app);
@@ -209,8 +222,9 @@ int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64
  * computed the checksum). */
 int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *hashes,
                        const void *blob);
-/* ret_bytes (may be NULL): blob + hash bytes freed. PCACHE_ENOT_FOUND when
- * absent. */
+/* ret_bytes (may be NULL): its size freed (its hashes and blob, and its
+ * records, as pcd_entry_size counts an entry's).
+ * PCACHE_ENOT_FOUND when absent. */
 int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZE],
                         const char *app, uint64_t *ret_bytes);
 /* Sets last_used (if newer) and adds hits. Absent entries are ignored. */

@@ -239,6 +239,10 @@ static int64_t index_cost_of(const pcd_entry *e) {
   return (int64_t)pcd_entry_index_cost(strnlen(e->app, PCD_MAX_APP));
 }
 
+uint64_t pcd_entry_size(const pcd_entry *e) {
+  return e->blob_size + e->desc_size + (uint64_t)index_cost_of(e);
+}
+
 int pcd_entry_store(pcd_txn *txn, const pcd_entry *entry, const void *blob, const void *desc) {
   uint8_t meta[META_SIZE + PCD_MAX_APP], lk[LRU_KEY_SIZE],
       ak[PCACHE_DEVKEY_SIZE + PCD_MAX_APP + 1 + PCACHE_HASH_SIZE];
@@ -305,7 +309,7 @@ int pcd_entry_delete(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64
       (r = pcd_device_add(txn, key, -1, -(int64_t)bytes)) < 0)
     return r;
   if (ret_bytes)
-    *ret_bytes = bytes;
+    *ret_bytes = pcd_entry_size(&e);
   return 0;
 }
 

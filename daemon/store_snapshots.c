@@ -117,6 +117,23 @@ int pcd_snapshot_oldest(pcd_txn *txn, const uint8_t *skip_key, const char *skip_
   return 0;
 }
 
+/* A snapshot's records besides its data: the snapshots record (key and
+ * value) and the snapdata key, what index_bytes counts for it. */
+static uint64_t snap_record_cost(size_t key_size) { return 2 * key_size + SNAP_SIZE; }
+
+static int add_record_cost(void *ctx, const pcd_snapshot *s) {
+  *(uint64_t *)ctx += snap_record_cost(PCACHE_DEVKEY_SIZE + strnlen(s->app, PCD_MAX_APP));
+  return 0;
+}
+
+int pcd_snapshots_record_bytes(pcd_txn *txn, uint64_t *ret_bytes) {
+  uint64_t bytes = 0;
+  int r = pcd_snapshots_foreach(txn, NULL, add_record_cost, &bytes);
+  if (r == 0)
+    *ret_bytes = bytes;
+  return r;
+}
+
 static int add_snap_bytes(pcd_txn *t, int64_t delta) {
   return pcd_counter_add(t, "snap_bytes", delta);
 }
@@ -149,7 +166,7 @@ int pcd_snapshot_store(pcd_txn *txn, const pcd_snapshot *snapshot, const void *h
     memcpy((uint8_t *)v.mv_data + hash_bytes, blob, snapshot->blob_size);
   if ((r = pcd_db_put(txn, txn->store->snapshots, key, key_size, meta, SNAP_SIZE, "put snapshot")) <
           0 ||
-      (r = pcd_counter_add(txn, "index_bytes", (int64_t)(2 * key_size + SNAP_SIZE))) < 0)
+      (r = pcd_counter_add(txn, "index_bytes", (int64_t)snap_record_cost(key_size))) < 0)
     return r;
   return add_snap_bytes(txn, (int64_t)(hash_bytes + snapshot->blob_size));
 }
@@ -176,10 +193,10 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
   if ((r = pcd_db_del(txn, txn->store->snapdata, key, key_size, "del snapdata")) < 0 ||
       (r = pcd_db_del(txn, txn->store->snapshots, key, key_size, "del snapshot")) < 0 ||
       (r = add_snap_bytes(txn, -(int64_t)bytes)) < 0 ||
-      (r = pcd_counter_add(txn, "index_bytes", -(int64_t)(2 * key_size + SNAP_SIZE))) < 0 ||
+      (r = pcd_counter_add(txn, "index_bytes", -(int64_t)snap_record_cost(key_size))) < 0 ||
       (r = pcd_device_forget(txn, device_key)) < 0)
     return r;
   if (ret_bytes)
-    *ret_bytes = bytes;
+    *ret_bytes = bytes + snap_record_cost(key_size);
   return 0;
 }

@@ -68,6 +68,7 @@ typedef struct pcd_job {
   void *slices;                /* a request done in slices (Import): its
                                 * state between them, owned */
   int more;                    /* set by the op: more slices to run */
+  uint32_t slice_items;        /* an alone job's items per slice (jobs.h) */
   pcd_arena arena;
   Pcachepb__Response resp;
   uint64_t stored, rejected, evicted;

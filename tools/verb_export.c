@@ -83,7 +83,8 @@ out_unlink:
 
 static int export_one(ctl *c, const pcache__devkey *key, const char *app,
                       pcache__archive_writer *merge, pcache__reply *ret_reply,
-                      const uint8_t **ret_data, size_t *ret_size, uint64_t *entries) {
+                      const uint8_t **ret_data, size_t *ret_size, uint64_t *entries,
+                      uint64_t *entry_bytes) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Export export = PCACHEPB__EXPORT__INIT;
   pcache__reply reply = {0};
@@ -110,6 +111,7 @@ static int export_one(ctl *c, const pcache__devkey *key, const char *app,
     return EXIT_FAIL;
   }
   *entries += e->entries;
+  *entry_bytes += e->entry_bytes;
   if (merge) {
     static const pcache__archive_visitor visitor = {merge_device, merge_module, merge_entry,
                                                     merge_bad};
@@ -134,7 +136,7 @@ static int cmd_export(ctl *c, int argc, char **argv) {
   size_t n_keys = 0, size = 0;
   const uint8_t *data = NULL;
   uint8_t *merged = NULL;
-  uint64_t entries = 0;
+  uint64_t entries = 0, entry_bytes = 0;
   ctl_device_arg dev;
   const char *app = NULL, *file;
   int have_dev = 0, r, to_stdout;
@@ -155,20 +157,20 @@ static int cmd_export(ctl *c, int argc, char **argv) {
   }
 
   if (!have_dev) {
-    r = export_one(c, NULL, app, NULL, &reply, &data, &size, &entries);
+    r = export_one(c, NULL, app, NULL, &reply, &data, &size, &entries, &entry_bytes);
   } else {
     r = ctl_resolve_devices(c, &dev, &keys, &n_keys);
     if (r != EXIT_OK)
       return r;
     if (n_keys == 1) {
-      r = export_one(c, &keys[0], app, NULL, &reply, &data, &size, &entries);
+      r = export_one(c, &keys[0], app, NULL, &reply, &data, &size, &entries, &entry_bytes);
     } else if (n_keys == 0) {
       log_error("no device matches the --device given");
       r = EXIT_FAIL;
     } else {
       r = pcache__archive_writer_new(&merge) < 0 ? EXIT_FAIL : EXIT_OK;
       for (size_t i = 0; i < n_keys && r == EXIT_OK; i++)
-        r = export_one(c, &keys[i], app, merge, NULL, NULL, NULL, &entries);
+        r = export_one(c, &keys[i], app, merge, NULL, NULL, NULL, &entries, &entry_bytes);
       if (r == EXIT_OK && pcache__archive_finish(merge, &merged, &size) < 0)
         r = EXIT_FAIL;
       data = merged;
@@ -201,14 +203,20 @@ static int cmd_export(ctl *c, int argc, char **argv) {
     ctl_json_object_begin(&j);
     ctl_json_kv_string(&j, "file", file);
     ctl_json_kv_uint(&j, "entries", entries);
+    ctl_json_kv_uint(&j, "entry_bytes", entry_bytes);
     ctl_json_kv_uint(&j, "bytes", size);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
   } else {
-    char human[32];
+    char human[32], ent[32];
     ctl_fmt_size(size, human, sizeof human);
-    fprintf(to_stdout ? stderr : stdout, "exported %" PRIu64 " %s (%s) to %s\n", entries,
-            entries == 1 ? "entry" : "entries", human, to_stdout ? "stdout" : file);
+    ctl_fmt_size(entry_bytes, ent, sizeof ent);
+    /* The entries' size is list's; the archive adds their SPIR-V
+     * modules and device records, once each. */
+    fprintf(to_stdout ? stderr : stdout,
+            "exported %" PRIu64 " %s, %s, to %s (an archive of %s with their SPIR-V modules and "
+            "devices)\n",
+            entries, entries == 1 ? "entry" : "entries", ent, to_stdout ? "stdout" : file, human);
   }
   r = EXIT_OK;
 

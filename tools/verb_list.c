@@ -96,6 +96,7 @@ static void json_entry(ctl_json *j, const Pcachepb__EntryRecord *e) {
   ctl_json_kv_hex(j, "state_hash", e->state_hash.data, e->state_hash.len);
   ctl_json_kv_string(j, "app", e->app);
   ctl_json_kv_string(j, "kind", ctl_kind_name(e->kind, kind, sizeof kind));
+  ctl_json_kv_uint(j, "size", e->size);
   ctl_json_kv_uint(j, "blob_size", e->blob_size);
   ctl_json_kv_uint(j, "desc_size", e->desc_size);
   {
@@ -111,22 +112,21 @@ static void json_entry(ctl_json *j, const Pcachepb__EntryRecord *e) {
   ctl_json_object_end(j);
 }
 
-/* The device's totals: the daemon's, or with --app those of the app's
- * entries listed (the daemon keeps totals per device only). */
-static void device_totals(const Pcachepb__DeviceRecord *d, const char *app,
+/* The device's totals: its entries listed (all of them, or with --app
+ * the app's), each counted by its size (EntryRecord.size, the one
+ * definition: docs/storage.md "Sizes"). */
+static void device_totals(const Pcachepb__DeviceRecord *d,
                           const Pcachepb__EntryRecord *const *entries, size_t n_entries,
                           uint64_t *ret_entries, uint64_t *ret_bytes) {
-  *ret_entries = d->entries;
-  *ret_bytes = d->bytes;
-  if (!app || !d->info)
-    return;
   *ret_entries = *ret_bytes = 0;
+  if (!d->info)
+    return;
   for (size_t i = 0; i < n_entries; i++) {
     const Pcachepb__EntryRecord *e = entries[i];
     if (e->device_key.len == d->info->key.len &&
         memcmp(e->device_key.data, d->info->key.data, e->device_key.len) == 0) {
       (*ret_entries)++;
-      *ret_bytes += e->blob_size + e->desc_size;
+      *ret_bytes += e->size;
     }
   }
 }
@@ -166,6 +166,7 @@ static int cmd_list(ctl *c, int argc, char **argv) {
   const char *app = NULL;
   ctl_entry_filter filter = {0};
   time_t now = time(NULL);
+  uint64_t total = 0;
 
   if ((r = ctl_parse(c, &ctl_verb_list, argc, argv, ctl_filter_option, &filter)) <= 0)
     return -r;
@@ -226,7 +227,7 @@ static int cmd_list(ctl *c, int argc, char **argv) {
     ctl_json_array_begin(&j);
     for (size_t i = 0; i < n_devices; i++) {
       uint64_t dev_entries, dev_bytes;
-      device_totals(devices[i], app, entries, n_entries, &dev_entries, &dev_bytes);
+      device_totals(devices[i], entries, n_entries, &dev_entries, &dev_bytes);
       json_device(&j, devices[i], dev_entries, dev_bytes);
     }
     ctl_json_array_end(&j);
@@ -270,7 +271,7 @@ static int cmd_list(ctl *c, int argc, char **argv) {
          "NAME");
   for (size_t i = 0; i < n_devices; i++) {
     uint64_t dev_entries, dev_bytes;
-    device_totals(devices[i], app, entries, n_entries, &dev_entries, &dev_bytes);
+    device_totals(devices[i], entries, n_entries, &dev_entries, &dev_bytes);
     print_device_row(devices[i], dev_entries, dev_bytes);
   }
 
@@ -294,15 +295,23 @@ static int cmd_list(ctl *c, int argc, char **argv) {
       char app_text[256];
       printf("  app %s\n    %-32s  %-11s  %10s  %-16s  %-16s  %6s\n",
              *e->app ? ctl_printable(e->app, app_text, sizeof app_text) : "(none)", "STATE HASH",
-             "KIND", "BLOB", "CREATED", "LAST USED", "HITS");
+             "KIND", "SIZE", "CREATED", "LAST USED", "HITS");
     }
     if (e->state_hash.len == PCACHE_HASH_SIZE)
       pcache__hex(e->state_hash.data, PCACHE_HASH_SIZE, hash);
-    ctl_fmt_size(e->blob_size, size, sizeof size);
+    ctl_fmt_size(e->size, size, sizeof size);
+    total += e->size;
     ctl_format_time(e->created, now, created, sizeof created);
     ctl_format_time(e->last_used, now, used, sizeof used);
     printf("    %-32s  %-11s  %10s  %-16s  %-16s  %6" PRIu64 "\n", hash,
            ctl_kind_name(e->kind, kind, sizeof kind), size, created, used, e->hits);
+  }
+  if (n_entries) {
+    char size[32];
+    ctl_fmt_size(total, size, sizeof size);
+    printf("\n%zu %s, %s: each entry's blob, description and index records (SPIR-V modules, "
+           "device records and snapshots are counted apart: pcachectl status)\n",
+           n_entries, n_entries == 1 ? "entry" : "entries", size);
   }
   for (size_t i = 0, shown = 0; i < l->n_snapshots; i++) {
     const Pcachepb__SnapshotRecord *s = l->snapshots[i];

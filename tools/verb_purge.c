@@ -10,7 +10,12 @@
 #include "common/parse.h"
 #include "tools/ctl.h"
 
-static int purge_one(ctl *c, Pcachepb__Purge *purge, uint64_t *entries, uint64_t *bytes) {
+/* What purges removed, summed over the devices a UUID names. */
+typedef struct purged {
+  uint64_t entries, bytes, snapshots, snapshot_bytes, other_bytes;
+} purged;
+
+static int purge_one(ctl *c, Pcachepb__Purge *purge, purged *sum) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   pcache__reply reply = {0};
   int r;
@@ -19,8 +24,11 @@ static int purge_one(ctl *c, Pcachepb__Purge *purge, uint64_t *entries, uint64_t
   r = ctl_call(c, &request, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
   if (r != EXIT_OK)
     return r;
-  *entries += reply.response->purge->entries;
-  *bytes += reply.response->purge->bytes;
+  sum->entries += reply.response->purge->entries;
+  sum->bytes += reply.response->purge->bytes;
+  sum->snapshots += reply.response->purge->snapshots;
+  sum->snapshot_bytes += reply.response->purge->snapshot_bytes;
+  sum->other_bytes += reply.response->purge->other_bytes;
   pcache__reply_release(&reply);
   return EXIT_OK;
 }
@@ -92,7 +100,7 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
   Pcachepb__Purge *purge = &a.purge;
   pcache__devkey *keys = NULL;
   size_t n_keys = 0;
-  uint64_t entries = 0, bytes = 0;
+  purged sum = {0};
   int r;
 
   if ((r = ctl_parse(c, &ctl_verb_purge, argc, argv, purge_option, &a)) <= 0)
@@ -110,7 +118,7 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
     for (size_t i = 0; i < n_keys && r == EXIT_OK; i++) {
       purge->device_key.data = keys[i].bytes;
       purge->device_key.len = sizeof keys[i].bytes;
-      r = purge_one(c, purge, &entries, &bytes);
+      r = purge_one(c, purge, &sum);
     }
     pcache__free(keys);
     if (r != EXIT_OK)
@@ -120,7 +128,7 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
   } else {
     if (a.app)
       purge->app = (char *)a.app;
-    r = purge_one(c, purge, &entries, &bytes);
+    r = purge_one(c, purge, &sum);
     if (r != EXIT_OK)
       return r;
   }
@@ -129,14 +137,29 @@ static int cmd_purge(ctl *c, int argc, char **argv) {
     ctl_json j;
     ctl_json_init(&j, stdout);
     ctl_json_object_begin(&j);
-    ctl_json_kv_uint(&j, "entries", entries);
-    ctl_json_kv_uint(&j, "bytes", bytes);
+    ctl_json_kv_uint(&j, "entries", sum.entries);
+    ctl_json_kv_uint(&j, "bytes", sum.bytes);
+    ctl_json_kv_uint(&j, "snapshots", sum.snapshots);
+    ctl_json_kv_uint(&j, "snapshot_bytes", sum.snapshot_bytes);
+    ctl_json_kv_uint(&j, "other_bytes", sum.other_bytes);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
   } else {
     char size[32];
-    ctl_fmt_size(bytes, size, sizeof size);
-    printf("purged %" PRIu64 " %s, %s\n", entries, entries == 1 ? "entry" : "entries", size);
+    /* The entries' sizes as list shows them (docs/storage.md "Sizes");
+     * what else went is said apart. */
+    ctl_fmt_size(sum.bytes, size, sizeof size);
+    printf("purged %" PRIu64 " %s, %s (each entry's blob, description and index records)\n",
+           sum.entries, sum.entries == 1 ? "entry" : "entries", size);
+    if (sum.snapshots) {
+      ctl_fmt_size(sum.snapshot_bytes, size, sizeof size);
+      printf("and %" PRIu64 " %s, %s\n", sum.snapshots,
+             sum.snapshots == 1 ? "snapshot" : "snapshots", size);
+    }
+    if (sum.other_bytes) {
+      ctl_fmt_size(sum.other_bytes, size, sizeof size);
+      printf("and %s of SPIR-V modules and device records no entry uses any more\n", size);
+    }
   }
   return EXIT_OK;
 }

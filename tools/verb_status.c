@@ -61,6 +61,25 @@ static void print_remote(const Pcachepb__RemoteStats *m) {
          m->refused_untrusted, m->refused_signature);
 }
 
+/* What the size counts, part by part (docs/storage.md "Sizes"): the
+ * entries' part is list's sum; and the disk under data.mdb. */
+static void print_parts(const Pcachepb__StatsReply *s) {
+  char e[32], sn[32], m[32], d[32], file[32], free_[32], disk[32];
+  ctl_fmt_size(s->entry_bytes, e, sizeof e);
+  ctl_fmt_size(s->snapshot_part_bytes, sn, sizeof sn);
+  ctl_fmt_size(s->module_bytes, m, sizeof m);
+  ctl_fmt_size(s->device_bytes, d, sizeof d);
+  printf("%-12s entries %s (as list counts them), snapshots %s, SPIR-V modules %s, device "
+         "records %s\n",
+         "", e, sn, m, d);
+  if (!s->disk_size)
+    return;
+  ctl_fmt_size(s->data_file_size, file, sizeof file);
+  ctl_fmt_size(s->disk_free, free_, sizeof free_);
+  ctl_fmt_size(s->disk_size, disk, sizeof disk);
+  printf("%-12s data.mdb takes %s; %s free of %s on its file system\n", "disk:", file, free_, disk);
+}
+
 static int cmd_status(ctl *c, int argc, char **argv) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Stats stats_req = PCACHEPB__STATS__INIT;
@@ -92,6 +111,15 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "devices", s->devices);
     ctl_json_kv_uint(&j, "modules", s->modules);
     ctl_json_kv_uint(&j, "bytes_used", s->bytes_used);
+    ctl_json_kv_uint(&j, "entry_bytes", s->entry_bytes);
+    ctl_json_kv_uint(&j, "snapshot_part_bytes", s->snapshot_part_bytes);
+    ctl_json_kv_uint(&j, "module_bytes", s->module_bytes);
+    ctl_json_kv_uint(&j, "device_bytes", s->device_bytes);
+    ctl_json_kv_string(&j, "full", s->full ? s->full : "");
+    ctl_json_kv_string(&j, "full_message", s->full_message ? s->full_message : "");
+    ctl_json_kv_uint(&j, "disk_free", s->disk_free);
+    ctl_json_kv_uint(&j, "disk_size", s->disk_size);
+    ctl_json_kv_uint(&j, "data_file_size", s->data_file_size);
     ctl_json_kv_uint(&j, "max_size", s->max_size);
     ctl_json_kv_uint(&j, "map_size", s->map_size);
     ctl_json_kv_uint(&j, "uptime_s", s->uptime_s);
@@ -141,8 +169,11 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     printf("%-12s %s\n", "uptime:", up);
     printf("%-12s %" PRIu64 " (%" PRIu64 " devices, %" PRIu64 " SPIR-V modules)\n",
            "entries:", s->entries, s->devices, s->modules);
+    if (s->full && *s->full)
+      printf("%-12s %s\n", "FULL:", s->full_message);
     printf("%-12s %s of %s (%.1f%%), map %s\n", "size:", used, cap,
            s->max_size ? 100.0 * (double)capped / (double)s->max_size : 0.0, map);
+    print_parts(s);
     printf("%-12s %" PRIu64 " (%" PRIu64 " connections open)\n", "requests:", s->requests,
            s->connections);
     printf("%-12s %" PRIu64 " hits, %" PRIu64 " misses (%.1f%% hit rate), %" PRIu64 " gets\n",

@@ -78,7 +78,7 @@ int main(void) {
   ctl_json_check(&env, 0, "list", "d[\"devices\"][0][\"entries\"] == 9");
   ctl_json_check(&env, 0, "list --app tool",
                  "d[\"devices\"][0][\"entries\"] == 2 and len(d[\"entries\"]) == 2 and "
-                 "d[\"devices\"][0][\"bytes\"] == sum(e[\"blob_size\"] + e[\"desc_size\"] "
+                 "d[\"devices\"][0][\"bytes\"] == sum(e[\"size\"] "
                  "for e in d[\"entries\"])");
   ASSERT_EQ(ctl_run(&env, "list --app tool"), 0);
   {

@@ -55,6 +55,44 @@ static void old_archive(const char *path, const pcache__devkey *key, const char 
   pcache__free(data);
 }
 
+/* One size an entry (docs/storage.md "Sizes"): list's sum over an app's
+ * entries, export's figure for them and purge's freed bytes agree, and
+ * status's entries part is list's sum over the whole store. */
+static void sizes_agree(void) {
+  pcache__devkey k;
+  char path[400], args[600];
+  uint64_t listed, listed_all, exported, purged, status_entries, status_total, parts;
+  ctl_key(0xc3, 5, &k);
+  ctl_put(&env, &k, "C", "sized", 1, 300, 3);
+  ctl_put(&env, &k, "C", "other-app", 2, 400, 2);
+  listed = json_count("list --app sized", "sum(e[\"size\"] for e in d[\"entries\"])");
+  /* More than the blobs and descriptions: the index records count too. */
+  ASSERT_GT(listed, json_count("list --app sized",
+                               "sum(e[\"blob_size\"] + e[\"desc_size\"] for e in d[\"entries\"])"));
+  listed_all = json_count("list", "sum(e[\"size\"] for e in d[\"entries\"])");
+  status_entries = json_count("status", "d[\"entry_bytes\"]");
+  ASSERT_EQ(status_entries, listed_all);
+  /* The parts add up to what the cap counts. */
+  status_total = json_count("status", "d[\"bytes_used\"] + d[\"snapshot_bytes\"]");
+  parts = json_count("status", "d[\"entry_bytes\"] + d[\"snapshot_part_bytes\"] + "
+                               "d[\"module_bytes\"] + d[\"device_bytes\"]");
+  ASSERT_EQ(parts, status_total);
+  snprintf(path, sizeof path, "%s/sized.pcache", env.root);
+  snprintf(args, sizeof args, "export --app sized %s", path);
+  exported = json_count(args, "d[\"entry_bytes\"]");
+  ASSERT_EQ(exported, listed);
+  purged = json_count("purge --app sized", "d[\"bytes\"]");
+  ASSERT_EQ(purged, listed);
+  /* The texts say what they count. */
+  ASSERT_EQ(ctl_run(&env, "list"), 0);
+  ASSERT_TRUE(strstr(ctl_out, "each entry's blob, description and index records"));
+  ASSERT_EQ(ctl_run(&env, "status"), 0);
+  ASSERT_TRUE(strstr(ctl_out, "(as list counts them)"));
+  ASSERT_EQ(ctl_run(&env, "purge --app other-app"), 0);
+  ASSERT_TRUE(strstr(ctl_out, "each entry's blob, description and index records"));
+  ASSERT_EQ(json_count("status", "d[\"entry_bytes\"]"), 0);
+}
+
 int main(void) {
   pcache__devkey a1, a2, b;
   char uuid_a[37], key_b[65], hash[33], path[400];
@@ -67,6 +105,8 @@ int main(void) {
   ctl_key(0xb2, 7, &b);
   ctl_uuid_text(0xa1, uuid_a);
   pcache__devkey_format(&b, key_b);
+
+  sizes_agree();
 
   /* Usage: exactly one selector, valid arguments. */
   ASSERT_EQ(ctl_run(&env, "purge"), 2);
