@@ -41,6 +41,7 @@ typedef struct ctl_command {
   const char *name;
   int (*run)(ctl *c, int argc, char **argv); /* returns an exit code */
   const char *synopsis;
+  const char *summary; /* one line for the command list of --help */
   const char *help;
   /* The verb's own options (getopt_long's, {0}-terminated; may be NULL)
    * and their short letters; the global ones are added by ctl_parse. */

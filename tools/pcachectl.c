@@ -22,6 +22,7 @@ static const ctl_command verb_help = {
     .name = "help",
     .run = cmd_help,
     .synopsis = "help [COMMAND]",
+    .summary = "this help, or one command's",
     .help = "Show help for pcachectl or one command.\n",
 };
 
@@ -41,8 +42,17 @@ static const ctl_command *find_command(const char *name) {
 static void print_usage(FILE *out) {
   fprintf(out, "Usage: pcachectl [OPTIONS] COMMAND [ARGS]\n\n"
                "Manage the pipeline cache kept by pcached.\n\nCommands:\n");
-  for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
-    fprintf(out, "  %s\n", verbs[i]->synopsis);
+  /* Each command's synopsis, then what it does: beside it, or under it
+   * when the synopsis is long (as the README lists them). */
+  for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+    const ctl_command *v = verbs[i];
+    if (!v->summary)
+      fprintf(out, "  %s\n", v->synopsis);
+    else if (strlen(v->synopsis) <= 28)
+      fprintf(out, "  %-28s %s\n", v->synopsis, v->summary);
+    else
+      fprintf(out, "  %s\n  %-28s %s\n", v->synopsis, "", v->summary);
+  }
   fprintf(out,
           "\n%s\nExit status: 0 ok, 1 failure, 2 usage error, 3 daemon unreachable.\n"
           "'pcachectl help COMMAND' or 'pcachectl COMMAND --help' for more.\n",
