@@ -7,7 +7,7 @@
  * one JSON document (--json, docs/pcachectl.md) for a script. This file is
  * the verb table, the global options and help; each verb is its own file
  * (verb_*.c) over what tools/ctl.h shares. Exit codes: 0 ok, 1 failure,
- * 2 usage, 3 daemon unreachable. */
+ * 2 usage, 3 daemon unreachable; doctor's are its own (verb_doctor.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,8 +28,8 @@ static const ctl_command verb_help = {
 
 /* The verb table: one line per verb, each defined in its own verb_*.c. */
 static const ctl_command *const verbs[] = {
-    &ctl_verb_status, &ctl_verb_list,  &ctl_verb_purge,  &ctl_verb_verify, &ctl_verb_export,
-    &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &verb_help,
+    &ctl_verb_status, &ctl_verb_doctor, &ctl_verb_list,  &ctl_verb_purge,  &ctl_verb_verify,
+    &ctl_verb_export, &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &verb_help,
 };
 
 static const ctl_command *find_command(const char *name) {
@@ -54,7 +54,8 @@ static void print_usage(FILE *out) {
       fprintf(out, "  %s\n  %-28s %s\n", v->synopsis, "", v->summary);
   }
   fprintf(out,
-          "\n%s\nExit status: 0 ok, 1 failure, 2 usage error, 3 daemon unreachable.\n"
+          "\n%s\nExit status: 0 ok, 1 failure, 2 usage error, 3 daemon unreachable\n"
+          "(doctor: 0 nothing to fix, 1 warnings, 4 problems).\n"
           "'pcachectl help COMMAND' or 'pcachectl COMMAND --help' for more.\n",
           ctl_global_help);
 }
