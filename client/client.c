@@ -63,6 +63,52 @@ static const char *choose_app_name(const pcache_client_options *options) {
   return NULL;
 }
 
+/* Whether this process has said that the cache is inactive (the layer's
+ * clients, PCACHE__CLIENT_SAY_INACTIVE): said once, whichever of its
+ * instances finds it first. */
+static atomic_int inactive_told;
+
+/* Whether err says that no daemon listens (any more). */
+static int err_no_daemon(int err) {
+  return err == PCACHE_EUNAVAILABLE || err == -ENOENT || err == -ECONNREFUSED || err == -EPIPE ||
+         err == -ECONNRESET;
+}
+
+/* What to do about a daemon that cannot be used, in words, for the error
+ * the connection gave. NULL: nothing the user must do, or nothing known
+ * to say (a slow daemon: the client tries again). */
+static const char *inactive_fix(int err) {
+  if (err_no_daemon(err))
+    return "start pcached ('systemctl --user enable --now pcached.socket', or run 'pcached')";
+  switch (err) {
+  case PCACHE_EPEER:
+    return "the process listening there is another user's: point PCACHE_SOCKET at your own "
+           "pcached";
+  case PCACHE_EVERSION:
+    return "pcached and this program's pcache are of different versions: restart pcached "
+           "after an upgrade ('systemctl --user restart pcached')";
+  case PCACHE_ETOO_MANY_CONNECTIONS:
+    return "it serves --max-connections clients already: raise that";
+  case -EACCES:
+  case -EPERM:
+    return "this user may not use that socket: check its owner and mode, and PCACHE_SOCKET";
+  default:
+    return NULL;
+  }
+}
+
+/* Says once a process, at warning level even with no $PCACHE_LOG, that
+ * the layer caches nothing and why (docs/layer.md "When it is off"). */
+static void say_inactive(pcache_client *client, const char *why, const char *fix) {
+  if (!client->say_inactive || atomic_exchange(&inactive_told, 1))
+    return;
+  pcache__log_notice(&client->log, PCACHE_SEVERITY_WARNING,
+                     "the Vulkan layer is inactive: %s; the driver compiles every pipeline as it "
+                     "would without pcache. Fix: %s. PCACHE_LAYER_DISABLE=1 turns the layer off; "
+                     "'pcachectl doctor' checks the whole set-up",
+                     why, fix);
+}
+
 static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
   pcache__lane *lane = &client->lanes[id];
   pcache__transport_close(lane->transport);
@@ -93,14 +139,25 @@ static void tell_state_locked(pcache_client *client, pcache__lane_id id, int up,
                   client->socket_path);
     return;
   }
-  if (up)
+  if (up) {
     pcache__log(&client->log, PCACHE_SEVERITY_INFO, "connected to pcached at %s as app '%s'",
                 client->socket_path, client->app_name);
-  else
-    pcache__log(
-        &client->log, PCACHE_SEVERITY_INFO,
-        "no pcached at %s (%s): pipelines are built locally; retrying at most once a second",
-        client->socket_path, pcache_strerror(err));
+    return;
+  }
+  if (client->say_inactive && inactive_fix(err) && !atomic_load(&inactive_told)) {
+    char why[256];
+    if (err_no_daemon(err))
+      snprintf(why, sizeof why, "no pcached %s at %s (%s)", before == 1 ? "any more" : "answers",
+               client->socket_path, pcache_strerror(err));
+    else
+      snprintf(why, sizeof why, "pcached at %s refused it (%s)", client->socket_path,
+               pcache_strerror(err));
+    say_inactive(client, why, inactive_fix(err));
+    return;
+  }
+  pcache__log(&client->log, PCACHE_SEVERITY_INFO,
+              "no pcached at %s (%s): pipelines are built locally; retrying at most once a second",
+              client->socket_path, pcache_strerror(err));
 }
 
 /* Under the lane's lock. */
@@ -213,11 +270,37 @@ uint32_t pcache__client_max_hashes(pcache_client *client) {
 
 PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
                                   pcache_client **ret_client) {
+  return pcache__client_open_flags(caller_options, 0, ret_client);
+}
+
+/* Why there is no socket path, and what to do, for pcache__socket_path's
+ * error. */
+static void no_socket_path(pcache_client *client, int r) {
+  const char *why, *fix;
+  if (r == -ENAMETOOLONG) {
+    why = "the socket path that PCACHE_SOCKET or XDG_RUNTIME_DIR gives is longer than a Unix "
+          "socket's path may be (107 bytes)";
+    fix = "set PCACHE_SOCKET to a shorter path, the one pcached listens on";
+  } else {
+    why = "neither XDG_RUNTIME_DIR nor PCACHE_SOCKET is set (no socket to find pcached at)";
+    fix = "run the program in a login session (which sets XDG_RUNTIME_DIR), or set "
+          "PCACHE_SOCKET to the socket pcached listens on";
+  }
+  if (client->say_inactive && !atomic_load(&inactive_told)) {
+    say_inactive(client, why, fix);
+    return;
+  }
+  pcache__log(&client->log, PCACHE_SEVERITY_INFO, "not using pcached: %s (%s)", why, fix);
+}
+
+int pcache__client_open_flags(const pcache_client_options *caller_options, unsigned flags,
+                              pcache_client **ret_client) {
   pcache_client_options opts;
   const pcache_client_options *options = &opts;
   char path[108];
   pcache_client *client;
   const char *app;
+  int r;
   if (!ret_client || pcache__struct_in(&opts, sizeof opts, caller_options,
                                        PCACHE__V1_SIZE(pcache_client_options, disable_daemon)) < 0)
     return -EINVAL;
@@ -231,6 +314,7 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
   }
   client->told_connected = -1;
   client->told_background = -1;
+  client->say_inactive = (flags & PCACHE__CLIENT_SAY_INACTIVE) != 0;
   atomic_init(&client->connected, 0);
   client->timeout_ms = options->timeout_ms ? options->timeout_ms : env_timeout_ms();
   client->disabled = options->disable_daemon || env_disabled();
@@ -238,8 +322,15 @@ PCACHE_API int pcache_client_open(const pcache_client_options *caller_options,
   client->app_name = (app = choose_app_name(options)) ? pcache__strdup(app) : program_name();
   if (!client->app_name)
     goto out_free;
-  /* No path (no XDG_RUNTIME_DIR, too long) is like an absent daemon. */
-  if (!client->disabled && pcache__socket_path(options->socket_path, path, sizeof path) == 0) {
+  /* No path (no XDG_RUNTIME_DIR, too long) is like an absent daemon, and
+   * said as one: nothing else would ever say it. Turned off on purpose,
+   * it is said only when asked. */
+  if (client->disabled) {
+    pcache__log(&client->log, PCACHE_SEVERITY_INFO, "not using pcached: %s",
+                options->disable_daemon ? "the program disabled it" : "PCACHE_DISABLE is set");
+  } else if ((r = pcache__socket_path(options->socket_path, path, sizeof path)) < 0) {
+    no_socket_path(client, r);
+  } else {
     client->socket_path = pcache__strdup(path);
     if (!client->socket_path)
       goto out_free;

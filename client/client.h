@@ -54,8 +54,20 @@ struct pcache_client {
   int told_connected;   /* what the log last said of the app's lane: 1 up, 0 down,
                          * -1 nothing yet (under that lane's lock) */
   int told_background;  /* the same for the background lane (under its lock) */
+  int say_inactive;     /* PCACHE__CLIENT_SAY_INACTIVE */
   pcache__logger log;
 };
+
+/* pcache__client_open_flags: say once a process, as a warning even with no
+ * $PCACHE_LOG, when the daemon cannot be used (no socket path, no daemon, a
+ * refusal) and what to do. The Vulkan layer's clients: a user who set
+ * PCACHE_LAYER=1 expects a cache and would otherwise never learn there is
+ * none. An app's library stays quiet (pcache.h, "Logging"). */
+#define PCACHE__CLIENT_SAY_INACTIVE 1u
+
+/* pcache_client_open with flags (PCACHE__CLIENT_*). */
+int pcache__client_open_flags(const pcache_client_options *options, unsigned flags,
+                              pcache_client **ret_client);
 
 /* Where a device context's messages go: its client's logger, or
  * $PCACHE_LOG's alone when it has no client. */

@@ -59,6 +59,7 @@ int pcache__logger_init(pcache__logger *lg, pcache_log_func func, void *user_dat
   lg->user_data = user_data;
   lg->func_level = func ? (level ? level : PCACHE_SEVERITY_WARNING) : 0;
   lg->stderr_level = env_level();
+  lg->stderr_unset = !getenv("PCACHE_LOG") || !*getenv("PCACHE_LOG");
   return pthread_mutex_init(&lg->lock, NULL) == 0 ? 0 : -ENOMEM;
 }
 
@@ -80,12 +81,13 @@ int pcache__log_wants(const pcache__logger *lg, int level) {
 }
 
 /* One line to wherever it goes: stderr in one write, so lines of
- * concurrent threads and processes do not interleave. */
-static void emit(pcache__logger *lg, int level, const char *text) {
+ * concurrent threads and processes do not interleave. to_stderr: whether
+ * stderr gets it whatever $PCACHE_LOG says. */
+static void emit_to(pcache__logger *lg, int level, const char *text, int to_stderr) {
   if (level <= lg->func_level)
     lg->func(lg->user_data, (pcache_severity)level, text);
-  if (level <= lg->stderr_level) {
-    char line[512];
+  if (to_stderr || level <= lg->stderr_level) {
+    char line[640];
     int n = snprintf(line, sizeof line, "pcache[%ld] %s: %s\n", (long)getpid(), level_name(level),
                      text);
     if (n > (int)sizeof line - 1) {
@@ -98,8 +100,10 @@ static void emit(pcache__logger *lg, int level, const char *text) {
   }
 }
 
+static void emit(pcache__logger *lg, int level, const char *text) { emit_to(lg, level, text, 0); }
+
 void pcache__log(pcache__logger *lg, int level, const char *fmt, ...) {
-  char text[400];
+  char text[512];
   va_list ap;
   if (!pcache__log_wants(lg, level))
     return;
@@ -107,6 +111,18 @@ void pcache__log(pcache__logger *lg, int level, const char *fmt, ...) {
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   emit(lg, level, text);
+}
+
+void pcache__log_notice(pcache__logger *lg, int level, const char *fmt, ...) {
+  char text[512];
+  int by_default = lg && lg->stderr_unset && level <= PCACHE_SEVERITY_WARNING;
+  va_list ap;
+  if (!by_default && !pcache__log_wants(lg, level))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  emit_to(lg, level, text, by_default);
 }
 
 /* The slot for (site, k1, k2): its own, a free one, or the one given

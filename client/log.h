@@ -36,6 +36,7 @@ typedef struct pcache__logger {
   void *user_data;
   int func_level;       /* least severe level func gets */
   int stderr_level;     /* from $PCACHE_LOG; 0: off */
+  int stderr_unset;     /* $PCACHE_LOG is unset or empty (not "0"): the default */
   pthread_mutex_t lock; /* the slots and the burst count */
   pcache__log_slot slots[PCACHE__LOG_SLOTS];
   uint64_t burst_start_ms;
@@ -56,6 +57,13 @@ pcache__logger *pcache__logger_default(void);
 int pcache__log_wants(const pcache__logger *lg, int level);
 
 void pcache__log(pcache__logger *lg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A message the user must see although they set no $PCACHE_LOG (the
+ * Vulkan layer saying it is inactive): as pcache__log, and to stderr at
+ * PCACHE_SEVERITY_WARNING or more severe also while $PCACHE_LOG is unset.
+ * PCACHE_LOG=0, or a level that leaves warnings out, still silences it. */
+void pcache__log_notice(pcache__logger *lg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A message that may repeat: (site, k1, k2) says which repeats are the

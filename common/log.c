@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int log_level = PCACHE_LOG_INFO;
@@ -152,18 +154,37 @@ static int rate_allow(int level, uint64_t *ret_dropped) {
   return ok;
 }
 
+int pcache_log_stderr_is_journal(void) {
+  /* systemd sets $JOURNAL_STREAM to "DEVICE:INODE" of the stream it
+   * connected stdout or stderr to (systemd.exec(5)): stderr is the journal
+   * only when it is still that very stream. A child of a service
+   * inherits the variable with its stderr redirected to a file or a pipe,
+   * and a terminal is never the journal. */
+  const char *v = getenv("JOURNAL_STREAM");
+  unsigned long long dev, ino;
+  struct stat st;
+  char end;
+  if (!v || sscanf(v, "%llu:%llu%c", &dev, &ino, &end) != 2)
+    return 0;
+  if (fstat(STDERR_FILENO, &st) < 0)
+    return 0;
+  return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 /* Formats, escapes and writes one line. */
 static void emit(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void emit(int level, const char *fmt, va_list ap) {
   char line[2048], text[2048];
   int n, t;
-  /* One write() per line so lines from threads never interleave. */
-  if (isatty(STDERR_FILENO)) {
+  /* One write() per line so lines from threads never interleave. The
+   * journal reads the level from a "<N>" prefix; a terminal, a pipe or a
+   * file gets it as a word. */
+  if (pcache_log_stderr_is_journal()) {
+    n = snprintf(line, sizeof line, "<%d>", level);
+  } else {
     static const char *const words[] = {"emerg", "alert", "crit", "error", "warning",
                                         "notice", "info", "debug"};
     n = snprintf(line, sizeof line, "%s: ", words[level & 7]);
-  } else {
-    n = snprintf(line, sizeof line, "<%d>", level);
   }
   if (log_ident && n < (int)sizeof line)
     n += snprintf(line + n, sizeof line - (size_t)n, "%s: ", log_ident);

@@ -1,7 +1,8 @@
 /* Logging for programs only (pcached, pcachectl, examples, benches):
- * libraries never print. Lines carry sd-daemon's "<N>" priority prefix so
- * journald files them at the right level; on a terminal the prefix is
- * replaced by a word. */
+ * libraries never print. When stderr is the journal ($JOURNAL_STREAM names
+ * it), lines carry sd-daemon's "<N>" priority prefix so journald files
+ * them at the right level; anywhere else (a terminal, a pipe, a file) the
+ * level is a word ("warning: "). */
 #ifndef PCACHE_COMMON_LOG_H
 #define PCACHE_COMMON_LOG_H
 
@@ -21,6 +22,9 @@ int pcache_log_get_level(void);
 /* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
 int pcache_log_parse_level(const char *name);
 void pcache_log_set_ident(const char *ident);
+/* 1 when stderr is the stream systemd connected to the journal
+ * ($JOURNAL_STREAM is its device:inode), else 0. */
+int pcache_log_stderr_is_journal(void);
 
 void pcache_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -46,8 +46,10 @@ int main(int argc, char **argv) {
   srv.listen_fd = -1;
   r = pcache__data_dir(config.data_dir_arg, srv.data_dir, sizeof srv.data_dir);
   if (r < 0) {
-    log_error("no data directory: pass --data-dir, or set PCACHE_DATA_DIR or HOME (%s)",
-              strerror(-r));
+    log_error("%s: pass --data-dir, or set PCACHE_DATA_DIR, XDG_CACHE_HOME or HOME",
+              r == -ENOENT ? "no data directory (none of PCACHE_DATA_DIR, XDG_CACHE_HOME and HOME "
+                             "is set)"
+                           : "the data directory's path is too long");
     return 1;
   }
   if ((r = uv_loop_init(&loop)) < 0) {

@@ -39,7 +39,7 @@ typedef struct importproblem {
  * undone (map full, retried) starts again from the last commit. */
 typedef struct importprogress {
   pcache_archive_cursor cursor;
-  uint64_t accepted, refused, bytes, evicted;
+  uint64_t accepted, present, refused, bytes, evicted;
   size_t n_problems, n_devices;
 } importprogress;
 
@@ -227,6 +227,19 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
     if ((r = pcd_device_touch(x->txn, &info, x->now_us / 1000000)) < 0)
       return x->fatal = r;
   }
+  /* Counted apart: "imported 3" of an archive the store already held
+   * would read as three new pipelines. */
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  pcd_entry old;
+  memcpy(key, e->device_key.bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(key + PCACHE_DEVKEY_SIZE, e->state_hash.bytes, PCACHE_HASH_SIZE);
+  int present = 0;
+  if (!new_device) {
+    r = pcd_entry_get(x->txn, key, &old);
+    if (r < 0 && r != PCACHE_ENOT_FOUND)
+      return x->fatal = r;
+    present = r == 0;
+  }
   r = pcd_item_store(x->txn, &e->device_key, &item, x->config->max_blob, &x->job->arena, &st, &msg);
   if (r < 0)
     return x->fatal = r;
@@ -237,6 +250,7 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, st, msg);
   }
   x->st->at.accepted++;
+  x->st->at.present += present;
   x->st->at.bytes += cost;
   x->slice_bytes += cost;
   x->job->stored++;
@@ -289,6 +303,7 @@ static int import_reply(pcd_job *job, int read_status) {
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_IMPORT;
   job->resp.import = reply;
   reply->accepted = st->at.accepted;
+  reply->present = st->at.present;
   reply->refused = st->at.refused;
   if (st->at.n_problems) {
     reply->problems = pcd_arena_alloc(a, st->at.n_problems * sizeof *reply->problems);
@@ -363,8 +378,10 @@ static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
       return x.fatal;
   if ((r = import_reply(job, r)) < 0)
     return r;
-  log_info("import: %llu accepted, %llu refused", (unsigned long long)st->at.accepted,
-           (unsigned long long)st->at.refused);
+  log_info("import: %llu accepted (%llu new, %llu already stored), %llu refused",
+           (unsigned long long)st->at.accepted,
+           (unsigned long long)(st->at.accepted - st->at.present),
+           (unsigned long long)st->at.present, (unsigned long long)st->at.refused);
   return 0;
 }
 

@@ -60,13 +60,25 @@ static void relay_close(relay *rl) {
   uv_close((uv_handle_t *)&rl->pipe, relay_closed);
 }
 
-/* One line of the replayer's, "<N>text" as common/log.c writes to a pipe,
- * into pcached's log at level N (pcached's --log-level applies). */
+/* One line of the replayer's, as common/log.c writes it to a pipe
+ * ("warning: text"; "<N>text" where its stderr is the journal), into
+ * pcached's log at that level (pcached's --log-level applies). */
 static void relay_line(const char *s, size_t n) {
+  static const char *const words[] = {"emerg",   "alert",  "crit", "error",
+                                      "warning", "notice", "info", "debug"};
   int level = PCACHE_LOG_INFO;
   if (n >= 3 && s[0] == '<' && s[1] >= '0' && s[1] <= '7' && s[2] == '>') {
     level = s[1] - '0';
     s += 3, n -= 3;
+  } else {
+    for (int i = 0; i < 8; i++) {
+      size_t w = strlen(words[i]);
+      if (n > w + 1 && memcmp(s, words[i], w) == 0 && s[w] == ':' && s[w + 1] == ' ') {
+        level = i;
+        s += w + 2, n -= w + 2;
+        break;
+      }
+    }
   }
   if (n)
     pcache_log(level, "%.*s", (int)n, s);

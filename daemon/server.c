@@ -43,9 +43,21 @@ static int bind_path(pcd_server *srv) {
   int fd, r;
 
   r = pcache__socket_path(srv->config->socket_arg, srv->socket_path, sizeof srv->socket_path);
+  if (r == -ENOENT) {
+    /* The one default pcached cannot make up: apps look for the socket
+     * in the same place, so both must be told. */
+    log_error("XDG_RUNTIME_DIR is not set, so there is no default socket "
+              "($XDG_RUNTIME_DIR/pcache/socket). A login session sets it (pam_systemd). "
+              "Without one, give pcached and every app the same socket, in a directory of "
+              "your own: export PCACHE_SOCKET=$HOME/.cache/pcache/socket (or pcached --socket "
+              "PATH with PCACHE_SOCKET=PATH for the apps); docs/operations.md, \"Without a "
+              "systemd user manager\"");
+    return r;
+  }
   if (r < 0) {
-    log_error("no socket path: pass --socket, or set PCACHE_SOCKET or XDG_RUNTIME_DIR (%s)",
-              strerror(-r));
+    log_error("the socket path is longer than a Unix socket's may be (%zu bytes): pass a "
+              "shorter --socket, or set a shorter PCACHE_SOCKET",
+              sizeof srv->socket_path - 1);
     return r;
   }
   memcpy(sun.sun_path, srv->socket_path, strlen(srv->socket_path) + 1);

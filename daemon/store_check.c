@@ -198,19 +198,28 @@ void pcd_store_on_assert(MDB_env *env, const char *msg) {
             path ? path : "the store", msg);
 }
 
+/* Whether stderr is the journal, known before the handler can run: the
+ * handler may only write (common/log.h says which prefix where). */
+static volatile sig_atomic_t sigbus_to_journal;
+
+#define SIGBUS_TEXT                                                                                \
+  "store: SIGBUS: a page of data.mdb could not be read (the file was truncated or its disk "       \
+  "failed); pcached dies now, and its next start checks the store and moves it aside\n"
+
 static void on_sigbus(int sig) {
-  static const char msg[] =
-      "<3>store: SIGBUS: a page of data.mdb could not be read (the file was truncated or its "
-      "disk failed); pcached dies now, and its next start checks the store and moves it "
-      "aside\n";
+  static const char journal[] = "<3>" SIGBUS_TEXT, plain[] = "error: " SIGBUS_TEXT;
   (void)sig;
-  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  if (sigbus_to_journal)
+    (void)!write(STDERR_FILENO, journal, sizeof journal - 1);
+  else
+    (void)!write(STDERR_FILENO, plain, sizeof plain - 1);
   /* SA_RESETHAND: returning retries the access, which ends the process
    * with the default action (and a core, where enabled). */
 }
 
 void pcd_store_guard_faults(void) {
   struct sigaction sa = {.sa_handler = on_sigbus, .sa_flags = SA_RESETHAND};
+  sigbus_to_journal = pcache_log_stderr_is_journal();
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, NULL);
 }

@@ -28,9 +28,14 @@ expect "$scratch/warm" uploaded -eq 0
 expect "$scratch/warm" rejected_blobs -eq 0
 expect "$scratch/warm" tier_mismatches -eq 0
 
-# pcachectl sees what the cold run uploaded, filed under the app's name.
+# pcachectl sees what the cold run uploaded, filed under the app's name,
+# and the device's UUID (the demo tells the library its instance's version).
 "$pcachectl" --json list >"$scratch/list.json" || fail "pcachectl list"
 grep -q demo-test "$scratch/list.json" || fail "pcachectl list does not show app demo-test"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["devices"] and all(x["device_uuid"] for x in d["devices"]) else 1)' \
+  "$scratch/list.json" || fail "pcachectl list has no device UUID for the demo's device"
 
 # Without the daemon the demo still works, locally.
 PCACHE_DISABLE=1 "$demo" --pipelines 4 >"$scratch/local" || { cat "$scratch/local"; fail "local run"; }

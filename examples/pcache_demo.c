@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <vulkan/vulkan.h>
@@ -41,14 +43,32 @@
 /* Tier-1 key: the demo has one global state (one render pass). */
 #define DEMO_GLOBAL_KEY UINT64_C(0x70636163686531)
 
-/* Programs log with sd-daemon "<N>" prefixes so journald reads the level. */
+/* Programs log with sd-daemon "<N>" prefixes when stderr is the journal,
+ * so journald reads the level, and the level as a word anywhere else
+ * (common/log.h, which the demo, using only the public header, does not
+ * link). */
 #define log_err(...) demo_log(3, __VA_ARGS__)
 
 static void demo_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* $JOURNAL_STREAM names stderr's device and inode (systemd.exec(5)). */
+static int stderr_is_journal(void) {
+  const char *v = getenv("JOURNAL_STREAM");
+  unsigned long long dev, ino;
+  struct stat st;
+  char end;
+  return v && sscanf(v, "%llu:%llu%c", &dev, &ino, &end) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+         (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 static void demo_log(int level, const char *fmt, ...) {
+  static const char *const words[] = {"emerg",   "alert",  "crit", "error",
+                                      "warning", "notice", "info", "debug"};
   va_list ap;
-  fprintf(stderr, "<%d>" DEMO_NAME ": ", level);
+  if (stderr_is_journal())
+    fprintf(stderr, "<%d>" DEMO_NAME ": ", level);
+  else
+    fprintf(stderr, "%s: " DEMO_NAME ": ", words[level & 7]);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
@@ -954,6 +974,7 @@ int main(int argc, char **argv) {
   }
 
   pcache_client_options copts = {
+      .struct_size = sizeof(pcache_client_options),
       .app_name = opts.app_name,
       .application_name = opts.app_name,
       .disable_daemon = opts.no_daemon,
@@ -964,6 +985,9 @@ int main(int argc, char **argv) {
     goto out_vk;
   }
 
+  /* struct_size: without it the library reads the 0.1 layout, which has
+   * no instance_api_version, and so never asks a 1.0 instance's device
+   * for its UUID and driver names (pcachectl list would show "-"). */
   pcache_device_info dinfo = {
       .struct_size = sizeof dinfo,
       .instance = vk.instance,
@@ -1092,9 +1116,11 @@ int main(int argc, char **argv) {
          st.hits_create_info);
   if (is_software_driver(&vk.props) && st.driver_cache_hits == 0)
     printf("  note:   a CPU driver: its pipeline cache holds only a %zu-byte header, it\n"
-           "          compiles every time and never reports a cache hit. The flow is\n"
-           "          real; the speed-up needs a GPU driver.\n",
-           cache_bytes);
+           "          compiles every pipeline every time and never reports a cache hit,\n"
+           "          so \"compiles\" (pipelines pcache had no blob for) is not what the\n"
+           "          driver compiled: it compiled all %" PRIu32 ". The flow is real; the\n"
+           "          speed-up needs a GPU driver.\n",
+           cache_bytes, opts.pipelines);
 
   if (tier_mismatch || tier_missing) {
     log_err("%" PRIu32 " tier lookups missing, %" PRIu32 " gave another pipeline", tier_missing,

@@ -31,8 +31,9 @@ static pcache_client *open_client(const VkInstanceCreateInfo *ci) {
   /* $PCACHE_APP_NAME overrides this in pcache_client_open, as for any app. */
   if (ci->pApplicationInfo)
     options.app_name = ci->pApplicationInfo->pApplicationName;
-  /* Out of memory: the app runs without the daemon. */
-  (void)pcache_client_open(&options, &client);
+  /* Out of memory: the app runs without the daemon. A layer the user
+   * turned on says when it cannot reach the daemon (client.h). */
+  (void)pcache__client_open_flags(&options, PCACHE__CLIENT_SAY_INACTIVE, &client);
   return client;
 }
 

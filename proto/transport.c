@@ -288,6 +288,14 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   request.body_case = PCACHEPB__REQUEST__BODY_HELLO;
   request.hello = &hello;
   r = pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_HELLO, deadline, &reply);
+  /* A daemon that refuses a connection (--max-connections) answers at
+   * once and closes: the Hello may find the socket closed, and the reason
+   * is still there to read. */
+  if ((r == -EPIPE || r == -ECONNRESET) && !reply.response) {
+    int refused = pcache__transport_recv(t, PCACHEPB__RESPONSE__BODY_HELLO, deadline, &reply);
+    if (reply.response && refused < 0)
+      r = refused;
+  }
   if (r < 0) {
     /* A refusal (our version, our uid) comes with the daemon's reason. */
     if (reply.response && ret_message && reply.response->message && *reply.response->message)

@@ -27,6 +27,7 @@ struct pcache__replay_vk {
   Pcachepb__DeviceInfo info;
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   char driver_name[VK_MAX_DRIVER_NAME_SIZE], driver_info[VK_MAX_DRIVER_INFO_SIZE];
+  uint8_t device_uuid[VK_UUID_SIZE];
 };
 
 /* Extensions enabled when the driver has them: what stored descriptions
@@ -49,13 +50,25 @@ static const char *const wanted_extensions[] = {
     VK_EXT_VERTEX_INPUT_DYNAMIC_STATE_EXTENSION_NAME,
 };
 
+/* What an app's libpcache reports of the device (client/device.c), so that
+ * the record of a key the replayer made first names the device as fully
+ * as one an app made: the deviceUUID (Vulkan 1.1) and the driver's
+ * identity (1.2). */
 static void driver_names(pcache__replay_vk *vk) {
   VkPhysicalDeviceDriverProperties driver = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
   VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                        .pNext = &driver};
-  if (vk->info.api_version >= VK_API_VERSION_1_2) {
+                                        .pNext = &id};
+  if (vk->info.api_version >= VK_API_VERSION_1_2)
+    id.pNext = &driver;
+  if (vk->info.api_version >= VK_API_VERSION_1_1) {
     vkGetPhysicalDeviceProperties2(vk->physical_device, &props2);
+    memcpy(vk->device_uuid, id.deviceUUID, sizeof vk->device_uuid);
+    vk->info.device_uuid.data = vk->device_uuid;
+    vk->info.device_uuid.len = sizeof vk->device_uuid;
+  }
+  if (vk->info.api_version >= VK_API_VERSION_1_2) {
     vk->info.driver_id = (uint32_t)driver.driverID;
     memcpy(vk->driver_name, driver.driverName, sizeof vk->driver_name);
     memcpy(vk->driver_info, driver.driverInfo, sizeof vk->driver_info);

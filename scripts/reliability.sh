@@ -142,11 +142,15 @@ if ! (cd "$build_rel" && \
       PCACHE_REL_CLIENT_ROUNDS=$client_rounds \
       ctest --output-on-failure -j "$ctest_jobs" -L reliability --timeout 600 \
         >"$out/ctest.log" 2>&1); then
-  grep -vE '^<[0-9]>' "$out/ctest.log" | tail -n 60 >&2
+  # Without the daemons' own log lines (common/log.h: "<N>" under the
+  # journal, "level: " elsewhere).
+  grep -vE '^(<[0-9]>|(emerg|alert|crit|error|warning|notice|info|debug): )' "$out/ctest.log" |
+    tail -n 60 >&2
   echo "reliability.sh: reliability tests failed (log: $out/ctest.log)" >&2
   failed=1
 fi
-grep -E 'tests passed|Passed|Failed|Not Run|Skipped' "$out/ctest.log" | grep -v '^<' || true
+grep -E 'tests passed|Passed|Failed|Not Run|Skipped' "$out/ctest.log" |
+  grep -vE '^(<[0-9]>|(emerg|alert|crit|error|warning|notice|info|debug): )' || true
 
 # ------------------------------------------------------------------ summary
 say "Figures ($figures)"

@@ -23,6 +23,9 @@ PCACHE_DEBIAN_PACKAGES=(
   glmark2-x11 glmark2-es2-x11 mpv ffmpeg
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad
   vulkan-validationlayers
+  # Other implicit layers, for how pcache's stacks with them (docs/layer.md,
+  # "Other layers"); off unless MANGOHUD=1 / ENABLE_VKBASALT=1.
+  mangohud vkbasalt
 )
 
 missing=()

@@ -111,7 +111,8 @@ int ctl_parse(ctl *c, const ctl_command *cmd, int argc, char **argv, ctl_option_
 static void print_unreachable(const ctl *c, int err) {
   log_error("cannot reach pcached at %s: %s", c->socket_path, pcache_strerror(err));
   fprintf(stderr, "Is the daemon running? Start it with 'systemctl --user start pcached.socket',\n"
-                  "or run 'pcached' (pcached --socket PATH for another socket).\n");
+                  "or run 'pcached' (pcached --socket PATH for another socket).\n"
+                  "'pcachectl doctor' says what is wrong and how to fix it.\n");
 }
 
 int ctl_connect(ctl *c) {
@@ -122,7 +123,9 @@ int ctl_connect(ctl *c) {
   r = pcache__socket_path(c->socket_arg, c->socket_path, sizeof c->socket_path);
   if (r < 0) {
     log_error("no daemon socket: %s",
-              r == -ENOENT ? "XDG_RUNTIME_DIR is not set (use --socket)" : pcache_strerror(r));
+              r == -ENOENT ? "neither PCACHE_SOCKET nor XDG_RUNTIME_DIR is set (use --socket; "
+                             "'pcachectl doctor' explains)"
+                           : pcache_strerror(r));
     return EXIT_UNREACHABLE;
   }
   r = pcache__transport_open(c->socket_path, "pcachectl", c->timeout_ms, &c->transport, &message);

@@ -4,7 +4,7 @@
  * pcachectl.c; a new verb is a new file and one line there.
  *
  * Exit codes are the program's: 0 ok, 1 failure, 2 usage, 3 daemon
- * unreachable. */
+ * unreachable (doctor has its own: verb_doctor.c). */
 #ifndef PCACHE_TOOLS_CTL_H
 #define PCACHE_TOOLS_CTL_H
 
@@ -41,6 +41,7 @@ typedef struct ctl_command {
   const char *name;
   int (*run)(ctl *c, int argc, char **argv); /* returns an exit code */
   const char *synopsis;
+  const char *summary; /* one line for the command list of --help */
   const char *help;
   /* The verb's own options (getopt_long's, {0}-terminated; may be NULL)
    * and their short letters; the global ones are added by ctl_parse. */
@@ -53,7 +54,8 @@ typedef struct ctl_command {
 
 /* The verbs (verb_*.c). */
 extern const ctl_command ctl_verb_status, ctl_verb_list, ctl_verb_purge, ctl_verb_verify,
-    ctl_verb_export, ctl_verb_import, ctl_verb_layer, ctl_verb_replay, ctl_verb_fleet;
+    ctl_verb_export, ctl_verb_import, ctl_verb_layer, ctl_verb_replay, ctl_verb_fleet,
+    ctl_verb_doctor;
 
 /* Option values past the letters, for long-only options. */
 enum { CTL_OPT_VERSION = 0x100, CTL_OPT_REPAIR, CTL_OPT_ALL, CTL_OPT_OLDER, CTL_OPT_ENTRY };

@@ -7,7 +7,7 @@
  * one JSON document (--json, docs/pcachectl.md) for a script. This file is
  * the verb table, the global options and help; each verb is its own file
  * (verb_*.c) over what tools/ctl.h shares. Exit codes: 0 ok, 1 failure,
- * 2 usage, 3 daemon unreachable. */
+ * 2 usage, 3 daemon unreachable; doctor's are its own (verb_doctor.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,13 +22,15 @@ static const ctl_command verb_help = {
     .name = "help",
     .run = cmd_help,
     .synopsis = "help [COMMAND]",
+    .summary = "this help, or one command's",
     .help = "Show help for pcachectl or one command.\n",
 };
 
 /* The verb table: one line per verb, each defined in its own verb_*.c. */
 static const ctl_command *const verbs[] = {
-    &ctl_verb_status, &ctl_verb_list,  &ctl_verb_purge,  &ctl_verb_verify, &ctl_verb_export,
-    &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &ctl_verb_fleet,  &verb_help,
+    &ctl_verb_status, &ctl_verb_doctor, &ctl_verb_list,  &ctl_verb_purge, &ctl_verb_verify,
+    &ctl_verb_export, &ctl_verb_import, &ctl_verb_layer, &ctl_verb_replay, &ctl_verb_fleet,
+    &verb_help,
 };
 
 static const ctl_command *find_command(const char *name) {
@@ -41,10 +43,20 @@ static const ctl_command *find_command(const char *name) {
 static void print_usage(FILE *out) {
   fprintf(out, "Usage: pcachectl [OPTIONS] COMMAND [ARGS]\n\n"
                "Manage the pipeline cache kept by pcached.\n\nCommands:\n");
-  for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
-    fprintf(out, "  %s\n", verbs[i]->synopsis);
+  /* Each command's synopsis, then what it does: beside it, or under it
+   * when the synopsis is long (as the README lists them). */
+  for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+    const ctl_command *v = verbs[i];
+    if (!v->summary)
+      fprintf(out, "  %s\n", v->synopsis);
+    else if (strlen(v->synopsis) <= 28)
+      fprintf(out, "  %-28s %s\n", v->synopsis, v->summary);
+    else
+      fprintf(out, "  %s\n  %-28s %s\n", v->synopsis, "", v->summary);
+  }
   fprintf(out,
-          "\n%s\nExit status: 0 ok, 1 failure, 2 usage error, 3 daemon unreachable.\n"
+          "\n%s\nExit status: 0 ok, 1 failure, 2 usage error, 3 daemon unreachable\n"
+          "(doctor: 0 nothing to fix, 1 warnings, 4 problems).\n"
           "'pcachectl help COMMAND' or 'pcachectl COMMAND --help' for more.\n",
           ctl_global_help);
 }

@@ -231,6 +231,7 @@ const ctl_command ctl_verb_export = {
     .name = "export",
     .run = cmd_export,
     .synopsis = "export FILE [--device UUID|KEY] [--app NAME]",
+    .summary = "write entries to a portable, checksummed archive",
     .help = "Write entries, their descriptions and SPIR-V to a portable, checksummed\n"
             "archive (docs/archive.md). FILE is replaced atomically; - writes to stdout\n"
             "(the summary then goes to stderr).\n",

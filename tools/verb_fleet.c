@@ -54,6 +54,7 @@ const ctl_command ctl_verb_fleet = {
     .name = "fleet",
     .run = cmd_fleet,
     .synopsis = "fleet keygen DIR",
+    .summary = "make a key pair for signing the fleet's values",
     .help = "Make a key pair for the fleet tier's signatures (docs/fleet.md): DIR/fleet.key,\n"
             "the signing key of a publishing pcached (--remote-signing-key; mode 0600),\n"
             "and DIR/fleet.pub, its public key on one line, for the --remote-trusted-keys\n"

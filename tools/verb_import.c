@@ -58,6 +58,7 @@ static int cmd_import(ctl *c, int argc, char **argv) {
   const Pcachepb__HelloReply *hello;
   uint8_t *data = NULL;
   size_t size = 0, limit;
+  uint64_t present;
   const char *file;
   int fd, r;
 
@@ -107,6 +108,8 @@ static int cmd_import(ctl *c, int argc, char **argv) {
   if (r != EXIT_OK)
     return r;
   im = reply.response->import;
+  /* An older daemon does not count them: all new, as it used to say. */
+  present = im->present <= im->accepted ? im->present : im->accepted;
   /* A damaged archive is refused as a whole, yet what came before the
    * damage was kept: say both. */
   if (reply.response->status != 0)
@@ -118,6 +121,8 @@ static int cmd_import(ctl *c, int argc, char **argv) {
     ctl_json_object_begin(&j);
     ctl_json_kv_string(&j, "file", file);
     ctl_json_kv_uint(&j, "accepted", im->accepted);
+    ctl_json_kv_uint(&j, "new", im->accepted - present);
+    ctl_json_kv_uint(&j, "present", present);
     ctl_json_kv_uint(&j, "refused", im->refused);
     ctl_print_problems(&j, im->problems, im->n_problems);
     if (reply.response->status != 0) {
@@ -132,9 +137,9 @@ static int cmd_import(ctl *c, int argc, char **argv) {
     ctl_json_finish(&j);
   } else {
     ctl_print_problems(NULL, im->problems, im->n_problems);
-    printf("imported %" PRIu64 " %s, refused %" PRIu64 "%s\n", im->accepted,
-           im->accepted == 1 ? "entry" : "entries", im->refused,
-           reply.response->status ? " (the archive is damaged)" : "");
+    printf("%" PRIu64 " new %s imported, %" PRIu64 " already stored, %" PRIu64 " refused%s\n",
+           im->accepted - present, im->accepted - present == 1 ? "entry" : "entries", present,
+           im->refused, reply.response->status ? " (the archive is damaged)" : "");
   }
   r = im->refused || im->n_problems || reply.response->status ? EXIT_FAIL : EXIT_OK;
   pcache__reply_release(&reply);
@@ -145,9 +150,12 @@ const ctl_command ctl_verb_import = {
     .name = "import",
     .run = cmd_import,
     .synopsis = "import FILE",
+    .summary = "load an archive; every entry is checked like an upload",
     .help = "Load an archive (- reads stdin). The daemon checks every entry exactly as\n"
-            "for a Put; refused entries are listed and the rest are kept. Exits 1 when\n"
-            "anything was refused.\n",
+            "for a Put; refused entries are listed and the rest are kept. Says how many\n"
+            "entries were new and how many the store already held (those are stored\n"
+            "again, the archive's copy replacing the held one). Exits 1 when anything\n"
+            "was refused.\n",
     .options = NULL,
     .short_options = NULL,
     .takes_arguments = 1,

@@ -124,6 +124,7 @@ const ctl_command ctl_verb_layer = {
     .name = "layer",
     .run = cmd_layer,
     .synopsis = "layer [--app NAME]",
+    .summary = "what the Vulkan layer did in each process",
     .help = "Show what the Vulkan layer did in each process, newest first: pipelines,\n"
             "how many were hashable, daemon hits, hits on what the process built itself,\n"
             "compiles, and the pipelines it could not describe with the reason and the\n"

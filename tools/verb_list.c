@@ -341,6 +341,7 @@ const ctl_command ctl_verb_list = {
     .name = "list",
     .run = cmd_list,
     .synopsis = "list [--device UUID|KEY] [--app NAME]",
+    .summary = "devices, then entries by device and app",
     .help = "List devices, then entries grouped by device and app (most recently used\n"
             "first). --device takes a UUID (every driver build with it) or a whole\n"
             "64-hex device key; --app an application name.\n",

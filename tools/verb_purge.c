@@ -169,6 +169,7 @@ const ctl_command ctl_verb_purge = {
     .run = cmd_purge,
     .synopsis =
         "purge --all | --device UUID|KEY | --app NAME | --older-than DURATION | --entry HASH",
+    .summary = "remove entries: all, by device, app, age or hash",
     .help = "Remove entries and say how many entries and bytes went. Asks nothing.\n"
             "  --all                every entry\n"
             "  --device UUID|KEY    a device key (64 hex), or every key with that UUID\n"

@@ -240,26 +240,33 @@ static int cmd_replay(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "pending", plans);
     ctl_json_object_end(&j);
     ctl_json_finish(&j);
+  } else if (plans == 0) {
+    printf("nothing to replay: no stored device key with entries is superseded by a newer\n"
+           "driver of the same device ('pcachectl status' shows replays already done)\n");
   } else {
     printf("%u replay%s pending\n", plans, plans == 1 ? "" : "s");
   }
   pcache__reply_release(&reply);
   if (r != EXIT_OK)
     return r;
-  return a.wait ? wait_all(c) : EXIT_OK;
+  /* Nothing pending: --wait has nothing to follow, and a replay finished
+   * earlier, shown as "100% done", would read as this one. */
+  return a.wait && plans ? wait_all(c) : EXIT_OK;
 }
 
 const ctl_command ctl_verb_replay = {
     .name = "replay",
     .run = cmd_replay,
     .synopsis = "replay [--device KEY|UUID] [--app NAME] [--detect] [--wait]",
+    .summary = "rebuild a superseded driver's pipelines for the new one",
     .help = "Rebuild the pipelines of device keys an installed driver superseded (same\n"
             "vendor and device, another driver version or cache UUID) for the new one,\n"
             "in the background (pcache-replay). --device: only those old keys; --app:\n"
             "that app's pipelines first; --wait: follow the replay to its end with a\n"
-            "progress bar. Finished replays named again run again. --detect: pcached\n"
-            "lists the Vulkan drivers installed (pcache-replay --list-keys) and starts\n"
-            "the replays a program on each would start, as it does when it starts;\n"
+            "progress bar. Finished replays named again run again. With nothing to\n"
+            "replay it says so, and --wait returns at once. --detect: pcached lists\n"
+            "the Vulkan drivers installed (pcache-replay --list-keys) and starts the\n"
+            "replays a program on each would start, as it does when it starts;\n"
             "systemd's pcache-detect.path runs it when a driver's manifest changes.\n",
     .options = replay_options,
     .short_options = CTL_FILTER_SHORT,

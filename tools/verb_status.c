@@ -211,6 +211,7 @@ const ctl_command ctl_verb_status = {
     .name = "status",
     .run = cmd_status,
     .synopsis = "status",
+    .summary = "the daemon's version, data directory, size, counters",
     .help = "Show the daemon's version, data directory, size, uptime and counters, and\n"
             "the fleet tier's state when pcached runs with --remote.\n",
     .options = NULL,

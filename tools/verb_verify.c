@@ -65,6 +65,7 @@ const ctl_command ctl_verb_verify = {
     .name = "verify",
     .run = cmd_verify,
     .synopsis = "verify [--repair]",
+    .summary = "re-check every blob's checksum and header",
     .help = "Check every blob's checksum and header and every description. Problems are\n"
             "listed; --repair removes the entries that have them. Exits 1 when problems\n"
             "were found and not repaired.\n",

@@ -265,6 +265,31 @@ static void fetch_until_finished(const test_env *env, uint64_t every_ms) {
     ASSERT_GE(util_now_ms() - start, (N_PIPELINES - done0 - 1) * every_ms * 9 / 10);
 }
 
+/* The device record of the new key, which the replayer's uploads made
+ * (no app uploaded anything for it), names its deviceUUID as an app's
+ * would: pcachectl list shows it, not "-". */
+static void expect_device_uuid(const test_env *env, const uint8_t *new_key) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__List list = PCACHEPB__LIST__INIT;
+  pcache__reply reply = {0};
+  int found = 0;
+  req.body_case = PCACHEPB__REQUEST__BODY_LIST;
+  req.list = &list;
+  rpc(env, &req, PCACHEPB__RESPONSE__BODY_LIST, &reply);
+  for (size_t i = 0; i < reply.response->list->n_devices; i++) {
+    const Pcachepb__DeviceInfo *info = reply.response->list->devices[i]->info;
+    static const uint8_t zero[16];
+    if (!info || info->key.len != PCACHE_DEVKEY_SIZE ||
+        memcmp(info->key.data, new_key, PCACHE_DEVKEY_SIZE) != 0)
+      continue;
+    found = 1;
+    ASSERT_EQ(info->device_uuid.len, 16);
+    ASSERT_TRUE(memcmp(info->device_uuid.data, zero, 16) != 0);
+  }
+  ASSERT_TRUE(found);
+  pcache__reply_release(&reply);
+}
+
 /* The state hash of one stored entry, in hex. */
 static void some_hash(char out[33]) {
   uint8_t hashes[N_PIPELINES][16];
@@ -740,6 +765,7 @@ int main(int argc, char **argv) {
     ASSERT_EQ(p->failed, 0);
     ASSERT_EQ(p->done, N_PIPELINES);
   }
+  expect_device_uuid(&env, p->new_key.data);
   pcache__response_free(resp);
   /* The old key's entries go once the new key is warm (a job after the
    * one that finished the replay). */
@@ -750,6 +776,15 @@ int main(int argc, char **argv) {
       ASSERT_LT(util_now_ms(), end);
       usleep(50000);
     }
+  }
+  if (!crash[0]) {
+    /* The old key is gone, so there is nothing left to replay: pcachectl
+     * says so, and --wait does not show the replay finished above as if
+     * it were a new one at "100% done". */
+    ASSERT_EQ(ctl_run(&env, "replay --wait"), 0);
+    ASSERT_TRUE(strstr(ctl_out, "nothing to replay") != NULL);
+    ASSERT_TRUE(strstr(ctl_out, "0 replays pending") == NULL);
+    ASSERT_TRUE(strstr(ctl_err, "done") == NULL);
   }
   util_run_self(argv[0], crash[0] ? "warm-crash" : "warm");
   {

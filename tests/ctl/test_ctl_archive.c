@@ -90,9 +90,19 @@ int main(void) {
   ASSERT_EQ(ctl_run(&env, "purge --all"), 0);
   ASSERT_EQ(list_count(), 0);
   ASSERT_EQ(ctl_run(&env, "import '%s'", file), 0);
-  ASSERT_TRUE(strstr(ctl_out, "imported 9 entries, refused 0"));
+  ASSERT_TRUE(strstr(ctl_out, "9 new entries imported, 0 already stored, 0 refused"));
   snapshot(after);
   ASSERT_EQ(ctl_sh("cmp -s '%s' '%s'", before, after), 0);
+  /* The same archive again: nothing in it is new, and it says so. */
+  ASSERT_EQ(ctl_run(&env, "import '%s'", file), 0);
+  ASSERT_TRUE(strstr(ctl_out, "0 new entries imported, 9 already stored, 0 refused"));
+  ASSERT_EQ(list_count(), 9);
+  {
+    char args[512];
+    snprintf(args, sizeof args, "import '%s'", file);
+    ctl_json_check(&env, 0, args,
+                   "d[\"accepted\"] == 9 and d[\"new\"] == 0 and d[\"present\"] == 9");
+  }
 
   /* Through a pipe: export - and import - (JSON summaries). */
   ASSERT_EQ(ctl_run(&env, "export - --app tool > '%s'", file2), 0);
@@ -170,7 +180,7 @@ int main(void) {
   }
   ASSERT_EQ(ctl_run(&env, "purge --all"), 0);
   ASSERT_EQ(ctl_run(&env, "import '%s'", foreign), 1);
-  ASSERT_TRUE(strstr(ctl_out, "imported 1 entry, refused 1"));
+  ASSERT_TRUE(strstr(ctl_out, "1 new entry imported, 0 already stored, 1 refused"));
   ASSERT_TRUE(strstr(ctl_out, "WRONG_"));
   ASSERT_EQ(list_count(), 1);
   ASSERT_EQ(ctl_run(&env, "list --app shipped"), 0);
@@ -195,7 +205,7 @@ int main(void) {
     ASSERT_TRUE(strstr(ctl_out, "exported 3 entries"));
     ASSERT_EQ(ctl_run(&env, "purge --all"), 0);
     ASSERT_EQ(ctl_run(&env, "import '%s'", merged), 0);
-    ASSERT_TRUE(strstr(ctl_out, "imported 3 entries, refused 0"));
+    ASSERT_TRUE(strstr(ctl_out, "3 new entries imported, 0 already stored, 0 refused"));
     ASSERT_EQ(list_count(), 3);
     ASSERT_EQ(ctl_run(&env, "purge --device %s", uuid_a), 0);
     ASSERT_TRUE(strstr(ctl_out, "purged 3 entries"));

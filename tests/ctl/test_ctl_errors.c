@@ -8,6 +8,33 @@
 #include "ctl_util.h"
 #include "test.h"
 
+/* Every command --help lists says what it does: text from column 31 of
+ * its line, or of the next line when the synopsis is long. */
+static void check_summaries(const char *help) {
+  const char *p = strstr(help, "Commands:\n"), *end;
+  int commands = 0;
+  ASSERT_TRUE(p != NULL);
+  p += strlen("Commands:\n");
+  end = strstr(p, "\n\n");
+  ASSERT_TRUE(end != NULL);
+  while (p < end) {
+    const char *eol = strchr(p, '\n'), *next;
+    ASSERT_TRUE(eol != NULL);
+    next = eol + 1;
+    if (p[0] == ' ' && p[1] == ' ' && p[2] != ' ') {
+      size_t len = (size_t)(eol - p);
+      commands++;
+      if (next < end && strspn(next, " ") == 31 && next[31] != '\n') {
+        next = strchr(next, '\n') + 1; /* a long synopsis: the summary is under it */
+      } else if (len <= 31 || p[30] != ' ' || p[31] == ' ') {
+        TEST_FAIL_("a command without its one-line description: %.*s", (int)len, p);
+      }
+    }
+    p = next;
+  }
+  ASSERT_GE(commands, 9);
+}
+
 int main(void) {
   test_env env;
   test_env_init(&env, "ctl-errors");
@@ -48,6 +75,7 @@ int main(void) {
   ASSERT_EQ(ctl_run(&env, "--help"), 0);
   ASSERT_TRUE(strstr(ctl_out, "Usage: pcachectl"));
   ASSERT_TRUE(strstr(ctl_out, "import FILE"));
+  check_summaries(ctl_out);
   ASSERT_EQ(ctl_run(&env, "help purge"), 0);
   ASSERT_TRUE(strstr(ctl_out, "--older-than"));
   ASSERT_EQ(ctl_run(&env, "purge --help"), 0);

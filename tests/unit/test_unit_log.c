@@ -1,19 +1,42 @@
-/* common/log.c escapes what callers format in: control bytes, C1 controls
+/* common/log.c writes "<N>" priority prefixes only when stderr is the
+ * journal ($JOURNAL_STREAM), the level as a word elsewhere; and escapes
+ * what callers format in: control bytes, C1 controls
  * (8-bit CSI, NEL), U+2028/U+2029 and bytes that are not UTF-8 become
  * \xNN, so a client's string can neither forge a journal line nor steer a
  * terminal; printable UTF-8 (an app named in another script) stays. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "test.h"
 
-static void logged(const char *arg, char *out, size_t size) {
+/* How JOURNAL_STREAM reads for the pipe that stands in for stderr. */
+enum { JOURNAL_NONE, JOURNAL_THIS, JOURNAL_OTHER };
+
+static void set_journal(int fd, int which) {
+  struct stat st;
+  char v[64];
+  ASSERT_OK(fstat(fd, &st));
+  if (which == JOURNAL_NONE) {
+    unsetenv("JOURNAL_STREAM");
+    return;
+  }
+  /* Another stream: what a service's child sees once its stderr is
+   * redirected to a pipe or a file. */
+  snprintf(v, sizeof v, "%llu:%llu", (unsigned long long)st.st_dev,
+           (unsigned long long)st.st_ino + (which == JOURNAL_OTHER));
+  setenv("JOURNAL_STREAM", v, 1);
+}
+
+static void logged_as(int journal, const char *arg, char *out, size_t size) {
   int p[2], saved = dup(STDERR_FILENO);
   ssize_t n;
   ASSERT_OK(pipe(p));
   ASSERT_TRUE(dup2(p[1], STDERR_FILENO) >= 0);
+  set_journal(p[1], journal);
   pcache_log(PCACHE_LOG_WARNING, "app '%s'", arg);
   ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
   close(saved);
@@ -24,9 +47,25 @@ static void logged(const char *arg, char *out, size_t size) {
   out[n] = '\0';
 }
 
+/* As the journal gets it: with the "<N>" prefix. */
+static void logged(const char *arg, char *out, size_t size) {
+  logged_as(JOURNAL_THIS, arg, out, size);
+}
+
 int main(void) {
   char line[4096];
   pcache_log_set_level(PCACHE_LOG_DEBUG);
+
+  /* The "<N>" prefix is for the journal alone: a pipe or a file that is not
+   * the stream $JOURNAL_STREAM names gets the level as a word. */
+  logged_as(JOURNAL_NONE, "x", line, sizeof line);
+  ASSERT_STREQ(line, "warning: app 'x'\n");
+  logged_as(JOURNAL_OTHER, "x", line, sizeof line);
+  ASSERT_STREQ(line, "warning: app 'x'\n");
+  logged_as(JOURNAL_THIS, "x", line, sizeof line);
+  ASSERT_STREQ(line, "<4>app 'x'\n");
+  setenv("JOURNAL_STREAM", "garbage", 1);
+  ASSERT_EQ(pcache_log_stderr_is_journal(), 0);
 
   logged("game\n<0>forged", line, sizeof line);
   ASSERT_STREQ(line, "<4>app 'game\\x0a<0>forged'\n");
@@ -54,6 +93,7 @@ int main(void) {
     ssize_t n;
     ASSERT_OK(pipe(p));
     ASSERT_TRUE(dup2(p[1], STDERR_FILENO) >= 0);
+    set_journal(p[1], JOURNAL_THIS);
     for (int i = 0; i < 1000; i++)
       pcache_log(PCACHE_LOG_WARNING, "w%d", i);
     for (int i = 0; i < 20; i++)
