@@ -75,7 +75,8 @@ file(GLOB PCACHE_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES README.md CONTRIBUTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 install(FILES ${PCACHE_DOC_FILES} docs/pcachectl.1 DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
         COMPONENT doc)
-install(FILES bench/RESULTS.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT doc)
+install(FILES bench/RESULTS.md bench/scenarios.svg DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench
+        COMPONENT doc)
 install(FILES examples/pcache_demo.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
 install(FILES include/pcache/pcache.h DESTINATION ${CMAKE_INSTALL_DOCDIR}/include/pcache
         COMPONENT doc)
