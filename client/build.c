@@ -428,13 +428,11 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
   uint64_t start = pcache__mono_ns();
   VkPipeline pipeline;
   VkResult vr;
-  if (b->app_cache != VK_NULL_HANDLE) {
-    pthread_rwlock_rdlock(b->app_cache_lock);
-    vr = create_pipeline(d, b, b->app_cache, 0, (VkBaseOutStructure *)&f2, &pipeline);
-    pthread_rwlock_unlock(b->app_cache_lock);
-  } else {
-    vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, (VkBaseOutStructure *)&f2, &pipeline);
-  }
+  /* No pipeline cache, not even the app's: capturing through one is
+   * invalid (VUID-vkCreateGraphicsPipelines-pNext-09617). The app's cache
+   * then goes without this pipeline's entry; the driver's own disk cache
+   * gets it as without pcache. */
+  vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, (VkBaseOutStructure *)&f2, &pipeline);
   kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     return vr;
@@ -619,12 +617,19 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
      * does not hold it: the driver is asked again (and compiles only if it
      * has since lost it). */
-    if ((v == BUILT_BY_DRIVER || d->binary) && pcache__build_driver_first(d, b, ret_pipeline) == 1)
-      vr = VK_SUCCESS;
-    else if (d->binary) /* the device cache holds none of binary mode's */
-      vr = create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
-    else
+    if (v != BUILT_BY_DRIVER && !d->binary) {
       vr = create_held(d, b, keys, ret_pipeline);
+    } else if (pcache__build_driver_first(d, b, ret_pipeline) == 1) {
+      vr = VK_SUCCESS;
+    } else {
+      /* The driver has lost it since (or was not asked: driver first off
+       * in binary mode), and the device cache never held it: the whole
+       * path again, the daemon's blob or a compile that is uploaded, and
+       * counted as what it was. */
+      pcache__build again = *b;
+      again.driver_asked = 1;
+      vr = build_first(d, &again, keys, desc, ret_pipeline, ret_source);
+    }
     break;
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);

@@ -161,7 +161,6 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     layer_features features;
     const VkDeviceCreateInfo *down = layer_features_enable(li, physical_device, ci, &features);
     vr = create(physical_device, down, allocator, ret_device);
-    layer_features_restore(&features);
     ld->cache_control = features.enabled;
     ld->pipeline_binary = features.binary;
   }

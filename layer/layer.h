@@ -68,7 +68,8 @@ typedef struct layer_instance {
 typedef struct layer_features {
   int enabled;          /* the device will have pipelineCreationCacheControl */
   int binary;           /* ... and VK_KHR_pipeline_binary with its feature */
-  VkBool32 *flipped[3]; /* the program's own members, set for the call */
+  uint8_t copies[2048] __attribute__((aligned(16))); /* the program's structs, copied */
+  size_t copied;
   VkPhysicalDevicePipelineCreationCacheControlFeatures feature; /* ours, prepended */
   VkPhysicalDevicePipelineBinaryFeaturesKHR binary_feature;     /* ours, prepended */
   VkPhysicalDeviceMaintenance5FeaturesKHR maintenance5_feature; /* ours, prepended */
@@ -77,15 +78,15 @@ typedef struct layer_features {
 } layer_features;
 
 /* The create info to pass down: ci itself, or a copy of it with the
- * features prepended (and, for pipeline binaries, the extensions added to
- * a copy of its list); the program's own features structs may be changed
- * until layer_features_restore, which must follow the call. li NULL: the
- * features stay as the program asked. */
+ * features turned on (in copies of the program's structs that carry them,
+ * or in ours, prepended) and, for pipeline binaries, the extensions added
+ * to a copy of its list. The program's own structs are never written.
+ * Valid as long as features. li NULL: the features stay as the program
+ * asked. */
 const VkDeviceCreateInfo *layer_features_enable(const layer_instance *li,
                                                 VkPhysicalDevice physical_device,
                                                 const VkDeviceCreateInfo *ci,
                                                 layer_features *features);
-void layer_features_restore(layer_features *features);
 
 typedef struct layer_device {
   void *key;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# driver_first_test.sh PCACHED PCACHECTL PCACHE_DEMO FAKE_LAYER_DIR LAYER_DATA_HOME
+# driver_first_test.sh PCACHED PCACHECTL PCACHE_DEMO FAKE_LAYER_DIR LAYER_DATA_HOME RO_FEATURES
 #
 # Driver first (client/build.c, docs/client.md): a pipeline pcache has not
 # built is first asked of the driver's own caches. Lavapipe has none that
@@ -14,10 +14,13 @@
 #      driver is never asked (they were prefetched);
 #   5. through the Vulkan layer, a plain program over a warm driver cache:
 #      driver hits in the layer's report;
-#   6. PCACHE_DRIVER_FIRST=0: the driver is not asked.
+#   6. PCACHE_DRIVER_FIRST=0: the driver is not asked;
+#   7. a program whose features struct is const, in read-only memory, with
+#      the feature off: the layer turns it on in a copy (writing the
+#      program's struct killed it) and asks the driver first there too.
 set -euo pipefail
 
-pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5
+pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5 ro_features=$6
 n=12
 TEST_NAME=driver_first_test
 # shellcheck source=../common/pcached.sh
@@ -89,4 +92,16 @@ PCACHE_DRIVER_FIRST=0 PCACHE_NO_PREFETCH=1 run off
 expect "$scratch/off" driver_hits -eq 0
 [ "$(answers hit)" -eq 0 ] && [ "$(answers miss)" -eq 0 ] ||
   fail "PCACHE_DRIVER_FIRST=0 still asked the driver ($(answers hit) hits, $(answers miss) misses)"
+# 7. The const features struct.
+: >"$scratch/answers"
+PCACHE_DISABLE=1 "$ro_features" >"$scratch/ro-fill" 2>&1 || { cat "$scratch/ro-fill"; fail "ro_features without pcache"; }
+: >"$scratch/answers"
+XDG_DATA_HOME=$layer_home PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 "$ro_features" \
+  >"$scratch/ro" 2>"$scratch/ro.err" || { cat "$scratch/ro" "$scratch/ro.err"; fail "ro_features through the layer"; }
+line=$(grep '^pcache-layer ' "$scratch/ro.err" | head -n1)
+case " $line " in
+*" driver_hits=1 "*) ;;
+*) fail "const features: $line (expected driver_hits=1)" ;;
+esac
+[ "$(answers invalid)" -eq 0 ] || fail "FAIL_ON_PIPELINE_COMPILE_REQUIRED on a device without the feature"
 echo "driver_first_test: passed"

@@ -63,6 +63,7 @@ static struct {
   PFN_vkDestroyShaderModule DestroyShaderModule;
   PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
   PFN_vkCreateComputePipelines CreateComputePipelines;
+  int cache_control; /* the device enabled pipelineCreationCacheControl */
   PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties;
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2;
   PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
@@ -297,6 +298,14 @@ static void capture_note(VkPipeline pipeline, const char *key) {
     int asked = (one.flags & FAIL_ON) != 0;                                                        \
     key_of((stages), (n_stages), one.flags & ~(uint32_t)FAIL_ON, (kind), (graphics), key);         \
     ret_pipelines[i] = VK_NULL_HANDLE;                                                             \
+    if (asked && !g.cache_control) {                                                               \
+      /* Invalid without the feature (VUID-...-pipelineCreationCacheControl-02878):                \
+       * a driver may do anything; this one refuses, and says so. */                               \
+      put_back(&st);                                                                               \
+      log_answer("invalid");                                                                       \
+      result = VK_ERROR_VALIDATION_FAILED_EXT;                                                     \
+      continue;                                                                                    \
+    }                                                                                              \
     if (asked && !from_binary && !cached(key)) {                                                   \
       put_back(&st);                                                                               \
       log_answer("miss");                                                                          \
@@ -664,6 +673,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice physica
   put_back(&st);
   if (vr != VK_SUCCESS)
     return vr;
+  /* Whether FAIL_ON_PIPELINE_COMPILE_REQUIRED is allowed on this device. */
+  g.cache_control = 0;
+  for (const VkBaseInStructure *c = ci->pNext; c; c = c->pNext)
+    if ((c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES &&
+         ((const VkPhysicalDeviceVulkan13Features *)c)->pipelineCreationCacheControl) ||
+        (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES &&
+         ((const VkPhysicalDevicePipelineCreationCacheControlFeatures *)c)
+             ->pipelineCreationCacheControl))
+      g.cache_control = 1;
 #define NEXT(name) g.name = (PFN_vk##name)g.next_gdpa(*ret_device, "vk" #name)
   NEXT(DestroyDevice);
   NEXT(CreateShaderModule);
