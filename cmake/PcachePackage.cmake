@@ -43,8 +43,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 
 # pcache: its library dependencies from dpkg-shlibdeps (libuv1, liblmdb0,
-# libprotobuf-c1, libxxhash0, libhiredis0.14, libsystemd0, libvulkan1 and
-# libc6 on Debian 12), plus init-system-helpers for the maintainer
+# libprotobuf-c1, libhiredis0.14, libsystemd0, libvulkan1 and libc6 on
+# Debian 12; xxHash is compiled in), plus init-system-helpers for the maintainer
 # scripts: `deb-systemd-helper --user` (1.52) and `deb-systemd-invoke
 # --user` (1.61), as debhelper's dh_installsystemduser depends on it.
 set(CPACK_DEBIAN_MAIN_PACKAGE_NAME pcache)

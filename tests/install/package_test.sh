@@ -106,7 +106,7 @@ if [ ! -f "$base/.pcache-test-base" ] ||
    [ $(($(date +%s) - $(cat "$base/.pcache-test-base"))) -gt $((7 * 86400)) ]; then
   make_base
 fi
-if dpkg-query --root="$base" -W -f='${Status}' pcache 2>/dev/null | grep -q installed; then
+if dpkg-query --root="$base" -W -f='${Status}' pcache 2>/dev/null | grep -q 'ok installed'; then
   fail "the chroot base $base has pcache installed: it is no longer fresh"
 fi
 
