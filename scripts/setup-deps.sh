@@ -1,7 +1,8 @@
 #!/bin/bash
-# setup-deps.sh - install the Debian packages pcache builds, tests and demos
-# with, only those missing. Both scripts/demo.sh and scripts/test.sh run it;
-# it is safe to run again. Debian 12 (bookworm) is the reference system.
+# setup-deps.sh - install the Debian packages pcache builds, packages, tests
+# and demos with, only those missing. scripts/demo.sh, scripts/test.sh and
+# scripts/package.sh run it; it is safe to run again. Debian 12 (bookworm)
+# is the reference system.
 #
 #   scripts/setup-deps.sh [--check]   --check: list what is missing, install nothing
 set -euo pipefail
@@ -26,6 +27,9 @@ PCACHE_DEBIAN_PACKAGES=(
   # Other implicit layers, for how pcache's stacks with them (docs/layer.md,
   # "Other layers"); off unless MANGOHUD=1 / ENABLE_VKBASALT=1.
   mangohud vkbasalt
+  # The Debian package (scripts/package.sh: CPack runs dpkg-shlibdeps and
+  # file) and its test in a fresh chroot (tests/install/package_test.sh).
+  dpkg-dev file debootstrap
 )
 
 missing=()
