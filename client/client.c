@@ -118,6 +118,8 @@ static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
   atomic_store(&client->connected, 0);
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 /* Says when the daemon comes or goes, as each lane sees it, not each
  * failed retry. Under that lane's lock (each lane has its own flag). */
 static void tell_state_locked(pcache_client *client, pcache__lane_id id, int up, int err) {
@@ -197,8 +199,26 @@ static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t de
   hello = pcache__transport_hello(lane->transport);
   atomic_store(&client->max_hashes,
                hello && hello->max_hashes ? hello->max_hashes : PCACHE_DEFAULT_MAX_HASHES);
-  atomic_store(&client->max_blob, hello ? hello->max_blob : 0);
-  atomic_store(&client->max_snapshot, hello ? hello->max_snapshot : 0);
+  /* What we take from any daemon stays ours (frame.h): a daemon whose
+   * limits are larger still serves what fits them, and hears of it once
+   * a connection, the first time its lane comes up. */
+  atomic_store(&client->max_blob, hello ? min_u64(hello->max_blob, PCACHE_CLIENT_MAX_BLOB) : 0);
+  atomic_store(&client->max_snapshot,
+               hello ? min_u64(hello->max_snapshot, PCACHE_CLIENT_MAX_SNAPSHOT) : 0);
+  if (hello && id == PCACHE__LANE_APP && !client->told_connected &&
+      (hello->max_blob > PCACHE_CLIENT_MAX_BLOB ||
+       hello->max_snapshot > PCACHE_CLIENT_MAX_SNAPSHOT))
+    pcache__log(&client->log, PCACHE_SEVERITY_WARNING,
+                "pcached at %s stores blobs up to %llu MiB and snapshots up to %llu MiB, more "
+                "than libpcache takes from any daemon (%llu and %llu MiB): pipelines with "
+                "larger ones are built locally each time; run pcached with --max-blob %lluM "
+                "--max-snapshot %lluM so that it stops storing what it cannot serve",
+                client->socket_path, (unsigned long long)(hello->max_blob >> 20),
+                (unsigned long long)(hello->max_snapshot >> 20),
+                (unsigned long long)(PCACHE_CLIENT_MAX_BLOB >> 20),
+                (unsigned long long)(PCACHE_CLIENT_MAX_SNAPSHOT >> 20),
+                (unsigned long long)(PCACHE_CLIENT_MAX_BLOB >> 20),
+                (unsigned long long)(PCACHE_CLIENT_MAX_SNAPSHOT >> 20));
   atomic_store(&client->max_frame, hello ? hello->max_frame : 0);
   atomic_store(&client->connected, 1);
   tell_state_locked(client, id, 1, 0);

@@ -17,12 +17,14 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "proto/frame.h"
 #include "validate.h"
@@ -286,11 +288,17 @@ static void send_mgets(pcd_remote *r, pcd_ask *ask, size_t from) {
   }
 }
 
-/* The app's index: the hex state hashes this store lacks, up to
- * --max-hashes, become the ask's hashes. */
+static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
+
+/* The app's index: the state hashes this store lacks, each once, up to
+ * --max-hashes, become the ask's hashes. A member must be a hash as
+ * writers spell it (lowercase hex, pcache__hex): a Redis set keeps "ab"
+ * and "AB" apart, and a hash that could be spelled 2^32 ways would make
+ * one planted value be fetched that many times a Prefetch. The few
+ * left are sorted, and repeats dropped, so each is asked for once. */
 static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
   pcd_txn *txn;
-  size_t n = 0, max = r->config->max_hashes;
+  size_t n = 0, kept = 0, odd = 0, max = r->config->max_hashes;
   if (reply->type != REDIS_REPLY_ARRAY || !reply->elements)
     return;
   if (!(ask->hashes =
@@ -301,17 +309,39 @@ static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
   for (size_t i = 0; i < reply->elements && n < max; i++) {
     const redisReply *m = reply->element[i];
     uint8_t key[PCD_ENTRY_KEY_SIZE];
+    char canonical[2 * PCACHE_HASH_SIZE + 1];
     pcd_entry e;
     if (m->type != REDIS_REPLY_STRING || m->len != 2 * PCACHE_HASH_SIZE ||
-        pcache__unhex(m->str, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE) < 0)
+        pcache__unhex(m->str, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE) < 0) {
+      odd++;
       continue;
+    }
+    pcache__hex(key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, canonical);
+    if (memcmp(canonical, m->str, 2 * PCACHE_HASH_SIZE) != 0) {
+      odd++;
+      continue;
+    }
     memcpy(key, ask->device_key, PCACHE_DEVKEY_SIZE);
     if (pcd_entry_get(txn, key, &e) == 0)
       continue;
     memcpy(ask->hashes + n++ * PCACHE_HASH_SIZE, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   }
   pcd_txn_abort(txn);
-  ask->n_hashes = n;
+  qsort(ask->hashes, n, PCACHE_HASH_SIZE, hash_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (kept == 0 || hash_cmp(ask->hashes + i * PCACHE_HASH_SIZE,
+                              ask->hashes + (kept - 1) * PCACHE_HASH_SIZE) != 0)
+      memmove(ask->hashes + kept++ * PCACHE_HASH_SIZE, ask->hashes + i * PCACHE_HASH_SIZE,
+              PCACHE_HASH_SIZE);
+  ask->n_hashes = kept;
+  if (odd) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "its index holds %zu members that are not a state hash in lowercase hex (as "
+             "writers file them); they were skipped",
+             odd);
+    refuse(r, ask, REFUSED_FORMAT, why);
+  }
 }
 
 static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {

@@ -103,6 +103,52 @@ static int move_aside(pcd_store *s, const char *why) {
   return 0;
 }
 
+/* LMDB could not open a store that is not known to be damaged: it is
+ * left as it is, and the log says what to change. LMDB's system errors
+ * are positive errno values. */
+static int open_failed(const pcd_store *s, int rc) {
+  char map[300];
+  const char *fix;
+  switch (rc) {
+  case ENOMEM:
+    snprintf(map, sizeof map,
+             "its map of %llu MiB did not fit this process's address space: raise the limit "
+             "pcached runs under (ulimit -v; LimitAS= in its systemd unit) or lower --max-size "
+             "(or --map-size when given), then start pcached again",
+             (unsigned long long)(s->map_size >> 20));
+    fix = map;
+    break;
+  case EMFILE:
+  case ENFILE:
+  case EAGAIN:
+    fix = "this process or the system is out of descriptors or processes: raise ulimit -n / "
+          "ulimit -u (LimitNOFILE= / LimitNPROC= in its systemd unit) or close what holds "
+          "them, then start pcached again";
+    break;
+  case ENOSPC:
+  case EDQUOT:
+    fix = "the file system holding the store is full: free space there (or give --data-dir "
+          "another file system), then start pcached again";
+    break;
+  case EACCES:
+  case EPERM:
+  case EROFS:
+    fix = "this user cannot write the store's files: make the data directory and its "
+          "data.mdb and lock.mdb writable by this user, then start pcached again";
+    break;
+  case MDB_READERS_FULL:
+    fix = "LMDB's reader table is full of readers that are still alive: stop the programs "
+          "holding the store open (pcachectl, a replay), then start pcached again";
+    break;
+  default:
+    fix = "fix the cause above, then start pcached again";
+  }
+  log_error("store: cannot open %s/data.mdb: %s. The store was left as it is (it is not known "
+            "to be damaged): %s",
+            s->dir, mdb_strerror(rc), fix);
+  return rc > 0 ? -rc : PCACHE_ESTORE;
+}
+
 /* Before LMDB maps the store: the files are regular files of ours (LMDB
  * opens them by path, following links), and the store is walked in a
  * child process, so a damaged one is moved aside here instead of faulting
@@ -116,10 +162,11 @@ static int check_before_open(pcd_store *s) {
     return r;
   }
   if (r == 0) {
+    why[0] = '\0';
     r = pcd_store_check_dir(s->dir, why, sizeof why);
     if (r < 0)
       log_warn("store: could not check %s/data.mdb (%s); opening it unchecked", s->dir,
-               strerror(-r));
+               why[0] ? why : strerror(-r));
   }
   if (r <= 0)
     return 0;
@@ -190,6 +237,12 @@ int pcd_store_open(const char *dir, uint64_t map_size, pcd_store **ret_store) {
     goto out_unlock;
   pcd_store_guard_faults();
   rc = try_open(s, &fresh);
+  if (rc && !pcd_store_rc_damaged(rc)) {
+    /* The machine's fault, not the store's: moving a sound store aside
+     * for it would lose every entry. */
+    r = open_failed(s, rc);
+    goto out_unlock;
+  }
   if (rc) {
     r = move_aside(s, mdb_strerror(rc));
     if (r < 0)

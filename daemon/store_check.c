@@ -275,6 +275,18 @@ static int free_record_check(const walk *w, const MDB_val *v) {
 }
 
 /* Every record of one database. Returns the child's exit code. */
+/* A failure to read the store: damage only when LMDB says its bytes are
+ * bad; a resource LMDB could not get (memory for its map, a reader slot,
+ * a descriptor) leaves the store unchecked, never called damaged. */
+static int child_failed(const char *what, int rc) {
+  if (pcd_store_rc_damaged(rc)) {
+    say("damaged %s: %s", what, mdb_strerror(rc));
+    return EXIT_DAMAGED;
+  }
+  say("unchecked %s: %s", what, mdb_strerror(rc));
+  return EXIT_NO_CHECK;
+}
+
 static int walk_db(walk *w, MDB_dbi dbi, const char *name) {
   MDB_cursor *cur;
   MDB_stat ms;
@@ -284,8 +296,8 @@ static int walk_db(walk *w, MDB_dbi dbi, const char *name) {
   int rc;
   say("walking %s", name);
   if ((rc = mdb_stat(w->txn, dbi, &ms)) || (rc = mdb_cursor_open(w->txn, dbi, &cur))) {
-    say("damaged cannot read database %s: %s", name, mdb_strerror(rc));
-    return EXIT_DAMAGED;
+    snprintf(why, sizeof why, "cannot read database %s", name);
+    return child_failed(why, rc);
   }
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
@@ -302,8 +314,8 @@ static int walk_db(walk *w, MDB_dbi dbi, const char *name) {
   }
   mdb_cursor_close(cur);
   if (rc != MDB_NOTFOUND) {
-    say("damaged walking database %s: %s", name, mdb_strerror(rc));
-    return EXIT_DAMAGED;
+    snprintf(why, sizeof why, "walking database %s", name);
+    return child_failed(why, rc);
   }
   if (n != ms.ms_entries) {
     say("damaged database %s holds %" PRIu64 " records, its header says %zu", name, n,
@@ -311,6 +323,11 @@ static int walk_db(walk *w, MDB_dbi dbi, const char *name) {
     return EXIT_DAMAGED;
   }
   return 0;
+}
+
+int pcd_store_rc_damaged(int rc) {
+  return rc == MDB_CORRUPTED || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH ||
+         rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE;
 }
 
 static int child_walk(const char *dir) {
@@ -334,10 +351,8 @@ static int child_walk(const char *dir) {
   say("opening");
   /* Read-only, with a reader slot: a daemon on another socket may share
    * the directory, and its writer must not reuse pages we are reading. */
-  if ((rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS, 0600))) {
-    say("damaged LMDB cannot open it: %s", mdb_strerror(rc));
-    return EXIT_DAMAGED;
-  }
+  if ((rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS, 0600)))
+    return child_failed("LMDB cannot open it", rc);
   if (mdb_env_info(env, &info) || mdb_env_stat(env, &ms) || mdb_env_get_fd(env, &fd) ||
       fstat(fd, &w.file) < 0)
     return EXIT_NO_CHECK;
@@ -354,10 +369,8 @@ static int child_walk(const char *dir) {
     say("short data.mdb is %jd bytes, but its last page in use (%" PRIu64 ") ends at byte %" PRIu64,
         (intmax_t)w.file.st_size, w.last_pgno, (w.last_pgno + 1) * w.psize);
   if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &w.txn)) ||
-      (rc = mdb_dbi_open(w.txn, NULL, 0, &main_dbi))) {
-    say("damaged cannot read it: %s", mdb_strerror(rc));
-    return EXIT_DAMAGED;
-  }
+      (rc = mdb_dbi_open(w.txn, NULL, 0, &main_dbi)))
+    return child_failed("cannot read it", rc);
   if ((rc = walk_db(&w, FREE_DBI, "free-page list")) || (rc = walk_db(&w, main_dbi, "main")))
     return rc;
   /* The named databases are the main database's records. */
@@ -377,8 +390,9 @@ static int child_walk(const char *dir) {
     if (rc == MDB_INCOMPATIBLE)
       continue; /* a plain record, not a database */
     if (rc) {
-      say("damaged cannot open database %s: %s", names[i], mdb_strerror(rc));
-      return EXIT_DAMAGED;
+      char what[600];
+      snprintf(what, sizeof what, "cannot open database %s", names[i]);
+      return child_failed(what, rc);
     }
     if ((rc = walk_db(&w, dbi, names[i])))
       return rc;
@@ -462,8 +476,13 @@ int pcd_store_check_dir(const char *dir, char *why, size_t why_size) {
              (long long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
     return 0;
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_NO_CHECK)
+  if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_NO_CHECK) {
+    const char *unchecked;
+    memcpy(copy, out, used + 1);
+    unchecked = last_line(copy, "unchecked ");
+    snprintf(why, why_size, "%s", unchecked ? unchecked : "");
     return -EIO;
+  }
   memcpy(copy, out, used + 1);
   damaged = last_line(copy, "damaged ");
   if (damaged) {

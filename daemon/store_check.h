@@ -22,13 +22,24 @@
 int pcd_store_files_check(const char *dir, char *why, size_t why_size);
 
 /*
+ * pcd_store_rc_damaged - 1 when an LMDB return code says the store's own
+ * bytes are bad (MDB_CORRUPTED, MDB_INVALID, MDB_VERSION_MISMATCH, which
+ * pcache also uses for its format record, MDB_PAGE_NOTFOUND,
+ * MDB_INCOMPATIBLE): only then may a store be moved aside. Anything else
+ * (ENOMEM, EAGAIN, EMFILE, ENOSPC, EACCES, a full reader table...) is
+ * the machine's, not the store's: 0.
+ */
+int pcd_store_rc_damaged(int rc);
+
+/*
  * pcd_store_check_dir - walks the store in dir in a child process: the file
  * size against the last page the meta page records, every record of every
  * database (the free list and the main database included), each record
  * count against its database's header, and each overflow page header.
  * The store must not be written meanwhile (the writer thread calls it, or
  * start-up before the writer runs). Returns 0 (sound, or no data.mdb),
- * 1 (damaged; why says how) or -errno (the check itself could not run).
+ * 1 (damaged; why says how) or -errno (the check itself could not run;
+ * why says why when the child could, else it is empty).
  */
 int pcd_store_check_dir(const char *dir, char *why, size_t why_size);
 

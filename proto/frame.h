@@ -27,6 +27,16 @@
 #define PCACHE_PROTO_MAX_SNAPSHOT (1ull << 32) /* --max-snapshot */
 #define PCACHE_PROTO_MAX_HASHES (1u << 20)     /* --max-hashes */
 #define PCACHE_REPLY_WINDOW_MAX (16ull << 20)  /* --reply-window */
+/* What a client takes from any daemon, whatever its Hello announces: a
+ * daemon's own Hello cannot raise them, so an impostor on our socket
+ * cannot make a Get map a gigabyte (docs/protocol.md, "Limits"). They
+ * are pcached's defaults: a daemon run with a larger --max-blob or
+ * --max-snapshot still serves everything under them, and the client
+ * refuses a reply that brings more and builds its pipelines itself
+ * (libpcache logs it once, docs/client.md). */
+#define PCACHE_CLIENT_MAX_BLOB PCACHE_DEFAULT_MAX_BLOB
+#define PCACHE_CLIENT_MAX_SNAPSHOT PCACHE_DEFAULT_MAX_SNAPSHOT
+#define PCACHE_CLIENT_MAX_HASHES PCACHE_DEFAULT_MAX_HASHES
 /* A Get or Prefetch reply carries at most this beyond its first blob (and
  * a Prefetch's first page its snapshot); the rest comes with more. */
 #define PCACHE_REPLY_PAGE_MAX (256ull << 20)

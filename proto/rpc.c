@@ -335,9 +335,10 @@ int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_fram
  * against writes and shrinking, or the daemon (or anyone holding the fd)
  * could change the bytes after we checked them. Its size must be within
  * what was asked for (max_bulk), and the Response last in it, as pcached
- * lays it (daemon/bulk.c): every byte mapped, and populated, is then one
- * the Response may name, and a sparse memfd of any size cannot make this
- * process fault in more than the request could have brought. */
+ * lays it (daemon/bulk.c). Mapped, not populated: only the Response is
+ * read here, and bulk_populate faults in the ranges it names once they
+ * pass their bounds, so a sparse memfd of any size costs this process
+ * only the pages a request could have brought. */
 static int open_bulk(const Pcachepb__Bulk *bulk, int fd, uint64_t max_bulk, pcache__reply *reply) {
   void *map;
   if (bulk->size > max_bulk || bulk->response_offset > bulk->size ||
@@ -345,14 +346,82 @@ static int open_bulk(const Pcachepb__Bulk *bulk, int fd, uint64_t max_bulk, pcac
     return PCACHE_EPROTO;
   if (pcache__memfd_check(fd, F_SEAL_WRITE | F_SEAL_SHRINK, bulk->size, 0, NULL) < 0)
     return PCACHE_EPROTO;
-  /* Prefaulted: every byte is read (checksum, then the driver), and a
-   * fault per 4 KiB on first touch cost much of a large prefetch. */
-  map = mmap(NULL, (size_t)bulk->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  map = mmap(NULL, (size_t)bulk->size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (map == MAP_FAILED)
     return -errno;
   reply->bulk = map;
   reply->bulk_size = (size_t)bulk->size;
   reply->memfd = fd;
+  return 0;
+}
+
+/* Faulted in a chunk at a time, the deadline looked at between them. */
+#define POPULATE_CHUNK (4u << 20)
+
+/* Faults in n bytes at p (page-aligned). */
+static int populate_chunk(const uint8_t *p, size_t n, size_t page) {
+#ifdef MADV_POPULATE_READ
+  if (madvise((void *)p, n, MADV_POPULATE_READ) == 0)
+    return 0;
+  if (errno != EINVAL)
+    return -errno;
+#endif
+  /* A kernel before 5.14: touch each page. */
+  for (size_t at = 0; at < n; at += page)
+    (void)*(const volatile uint8_t *)(p + at);
+  return 0;
+}
+
+/* Faults in [offset, offset + size) of a bulk mapping before deadline:
+ * every byte of it is read (checksum, then the driver), and a fault per
+ * 4 KiB on first touch cost much of a large prefetch. */
+static int populate(const uint8_t *map, uint64_t offset, uint64_t size, uint64_t deadline) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end = offset + size;
+  int r;
+  for (offset -= offset % page; offset < end; offset += POPULATE_CHUNK) {
+    uint64_t n = end - offset < POPULATE_CHUNK ? end - offset : POPULATE_CHUNK;
+    if (pcache__mono_ms() >= deadline)
+      return -ETIMEDOUT;
+    if ((r = populate_chunk(map + offset, (size_t)n, (size_t)page)) < 0)
+      return r;
+  }
+  return 0;
+}
+
+/* A bulk reply's Blobs against bounds, then the bytes they name faulted
+ * in: each inside the memfd and within its bound, all together no more
+ * than the memfd holds (pcached lays them back to back, so ranges named
+ * twice cannot make the client read one region over and over). Any
+ * other reply is read whole, and was bounded whole. */
+static int bulk_populate(const pcache__reply *reply, const pcache__reply_bounds *bounds,
+                         uint64_t deadline) {
+  const Pcachepb__Response *resp = reply->response;
+  const Pcachepb__GetReply *g = NULL;
+  const Pcachepb__Blob *b;
+  uint64_t total = 0;
+  size_t i;
+  int r;
+  if (resp->body_case == PCACHEPB__RESPONSE__BODY_GET)
+    g = resp->get;
+  else if (resp->body_case == PCACHEPB__RESPONSE__BODY_PREFETCH)
+    g = resp->prefetch;
+  if (!g)
+    return populate(reply->bulk, 0, reply->bulk_size, deadline);
+  for (i = 0; i <= g->n_blobs; i++) {
+    if (!(b = pcache__get_reply_blob(g, i)) || b->blob.len)
+      continue;
+    if (b->blob_offset > reply->bulk_size || b->blob_size > reply->bulk_size - b->blob_offset ||
+        b->blob_size > reply->bulk_size - total ||
+        (bounds && b->blob_size > (i == 0 ? bounds->snapshot : bounds->blob)))
+      return PCACHE_EPROTO;
+    total += b->blob_size;
+  }
+  for (i = 0; i <= g->n_blobs; i++) {
+    if (!(b = pcache__get_reply_blob(g, i)) || b->blob.len || !b->blob_size)
+      continue;
+    if ((r = populate(reply->bulk, b->blob_offset, b->blob_size, deadline)) < 0)
+      return r;
+  }
   return 0;
 }
 
@@ -383,8 +452,9 @@ static int fds_bounded(const Pcachepb__Response *r) {
 
 /* One Response frame, resolved through its memfd when it is a bulk one;
  * through rx when there is one, else read exactly. */
-static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t max_bulk,
-                         uint64_t deadline, pcache__reply *ret_reply) {
+static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame,
+                         const pcache__reply_bounds *bounds, uint64_t deadline,
+                         pcache__reply *ret_reply) {
   uint8_t header[PCACHE_FRAME_HEADER_SIZE];
   uint8_t *owned = NULL;
   const uint8_t *body;
@@ -442,7 +512,7 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
     outer = NULL;
     goto done;
   }
-  r = open_bulk(outer->bulk, fds.fd[0], max_bulk, &reply);
+  r = open_bulk(outer->bulk, fds.fd[0], bounds ? bounds->bulk : UINT64_MAX, &reply);
   if (r < 0)
     goto out_free_outer;
   fds.n = 0; /* the reply's now */
@@ -454,6 +524,8 @@ static int recv_response(int sock, pcache__rx *rx, uint32_t max_frame, uint64_t 
     r = PCACHE_EPROTO; /* no bulk inside a bulk */
     goto out_unmap;
   }
+  if ((r = bulk_populate(&reply, bounds, deadline)) < 0)
+    goto out_unmap;
 done:
   *ret_reply = reply;
   reply = (pcache__reply){0};
@@ -481,15 +553,15 @@ static int verdict(const Pcachepb__Response *response, Pcachepb__Response__BodyC
 
 int pcache__rpc_recv(int fd, Pcachepb__Response__BodyCase expect, uint32_t max_frame,
                      uint64_t deadline_ms, pcache__reply *ret_reply) {
-  return pcache__rpc_recv_rx(fd, NULL, expect, max_frame, UINT64_MAX, deadline_ms, ret_reply);
+  return pcache__rpc_recv_rx(fd, NULL, expect, max_frame, NULL, deadline_ms, ret_reply);
 }
 
 int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
-                        uint32_t max_frame, uint64_t max_bulk, uint64_t deadline_ms,
-                        pcache__reply *ret_reply) {
+                        uint32_t max_frame, const pcache__reply_bounds *bounds,
+                        uint64_t deadline_ms, pcache__reply *ret_reply) {
   int r;
   *ret_reply = (pcache__reply){0};
-  r = recv_response(fd, rx, max_frame, max_bulk, deadline_ms, ret_reply);
+  r = recv_response(fd, rx, max_frame, bounds, deadline_ms, ret_reply);
   return r < 0 ? r : verdict(ret_reply->response, expect);
 }
 

@@ -81,16 +81,29 @@ typedef struct pcache__rx pcache__rx;
 pcache__rx *pcache__rx_new(void);
 void pcache__rx_free(pcache__rx *rx);
 
+/* What a reply may bring (pcache__rpc_recv_rx), in bytes: a bulk memfd
+ * of at most bulk, and in a Get or Prefetch reply, Blobs of at most
+ * blob (the snapshot: snapshot) whose ranges lie inside the memfd and
+ * together hold no more than it. */
+typedef struct pcache__reply_bounds {
+  uint64_t bulk;
+  uint64_t blob;
+  uint64_t snapshot;
+} pcache__reply_bounds;
+
 /* pcache__rpc_recv through rx (NULL: read exactly, as pcache__rpc_recv),
- * with a bound on what the reply may bring: a bulk memfd over max_bulk
- * bytes (UINT64_MAX: any) is refused before it is mapped, PCACHE_EPROTO
- * like any malformed reply (pcache__rpc_recv accepts any; so does every
- * caller for descriptors within the protocol's bounds: a segment over
- * PCACHE_SEG_MAX_SIZE or a reply window over PCACHE_REPLY_WINDOW_MAX is
- * refused whatever max_bulk says). Same results otherwise. */
+ * with bounds on what the reply may bring (NULL: any; pcache__rpc_recv
+ * accepts any). A bulk memfd over bounds->bulk is refused before it is
+ * mapped, a Blob past the others after only its Response (at the
+ * memfd's end) was read: PCACHE_EPROTO like any malformed reply. Only
+ * the ranges a Get or Prefetch reply's Blobs name are faulted in (any
+ * other bulk reply: all of it), a few MiB at a time, and deadline_ms
+ * covers that too (-ETIMEDOUT). A segment over PCACHE_SEG_MAX_SIZE or a
+ * reply window over PCACHE_REPLY_WINDOW_MAX is refused whatever bounds
+ * says. Same results otherwise. */
 int pcache__rpc_recv_rx(int fd, pcache__rx *rx, Pcachepb__Response__BodyCase expect,
-                        uint32_t max_frame, uint64_t max_bulk, uint64_t deadline_ms,
-                        pcache__reply *ret_reply);
+                        uint32_t max_frame, const pcache__reply_bounds *bounds,
+                        uint64_t deadline_ms, pcache__reply *ret_reply);
 
 /*
  * pcache__rpc_set_cancel_fd - from now on, every wait of the calling

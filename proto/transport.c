@@ -29,9 +29,9 @@ struct pcache__transport {
   pcache__window *window;    /* the reply window, or NULL */
   pcache__rx *rx;            /* every Response is read through it (rpc.h) */
   uint64_t last_reply_ms;    /* pcache__mono_ms() when the last reply came */
-  /* The largest bulk memfd the replies to the requests sent and not yet
-   * answered may bring (reply_bulk_cap), and how many those are. */
-  uint64_t bulk_cap;
+  /* What the replies to the requests sent and not yet answered may bring
+   * (reply_bounds), and how many those are. */
+  pcache__reply_bounds bounds;
   unsigned unanswered;
 };
 
@@ -40,62 +40,71 @@ struct pcache__transport {
 #define REPLY_ITEM_OVERHEAD 1024u
 #define REPLY_OVERHEAD (64u << 10)
 
-/* A limit the daemon announced (0: none said, dflt), at most what the
- * protocol lets any daemon have. */
-static uint64_t announced(uint64_t v, uint64_t dflt, uint64_t proto_max) {
+/* A limit the daemon announced (0: none said, dflt), at most what this
+ * client takes from any daemon (own_max, frame.h): the Hello comes from
+ * whoever answers on the socket, so it may lower a bound, never raise
+ * it. */
+static uint64_t announced(uint64_t v, uint64_t dflt, uint64_t own_max) {
   v = v ? v : dflt;
-  return v < proto_max ? v : proto_max;
+  return v < own_max ? v : own_max;
 }
 
 /*
- * The most bytes a bulk memfd may hold in reply to request, by what it
- * asks for (docs/protocol.md, "Bulk replies"): a Get of n hashes n blobs
- * of at most the daemon's max_blob, and no more than a page
- * (PCACHE_REPLY_PAGE_MAX) past its first; a Prefetch page the same, and
- * its snapshot when it asks for one; a Put's results; the small replies
- * libpcache reads otherwise, their overhead. The replies pcachectl and
- * the replayer ask for (List, Export, Verify, ReplayClaim...) grow with
- * the store they name: no bound but the protocol's.
+ * What a reply to request may bring (docs/protocol.md, "Bulk replies"),
+ * by what it asks for: a Get of n hashes n blobs of at most max_blob,
+ * and no more than a page (PCACHE_REPLY_PAGE_MAX) past its first; a
+ * Prefetch page the same, and its snapshot when it asks for one; a Put's
+ * results; the small replies libpcache reads otherwise, their overhead.
+ * The replies pcachectl and the replayer ask for (List, Export, Verify,
+ * ReplayClaim...) grow with the store they name: no bound but the
+ * protocol's.
  */
-static uint64_t reply_bulk_cap(const pcache__transport *t, const Pcachepb__Request *request) {
+static pcache__reply_bounds reply_bounds(const pcache__transport *t,
+                                         const Pcachepb__Request *request) {
   const Pcachepb__HelloReply *h = t->hello ? t->hello->hello : NULL;
-  uint64_t blob = announced(h ? h->max_blob : 0, PCACHE_DEFAULT_MAX_BLOB, PCACHE_PROTO_MAX_BLOB);
+  uint64_t blob = announced(h ? h->max_blob : 0, PCACHE_DEFAULT_MAX_BLOB, PCACHE_CLIENT_MAX_BLOB);
   uint64_t hashes =
-      announced(h ? h->max_hashes : 0, PCACHE_DEFAULT_MAX_HASHES, PCACHE_PROTO_MAX_HASHES);
-  uint64_t n, blobs, snapshot = 0;
+      announced(h ? h->max_hashes : 0, PCACHE_DEFAULT_MAX_HASHES, PCACHE_CLIENT_MAX_HASHES);
+  uint64_t n, blobs;
+  pcache__reply_bounds b = {.bulk = REPLY_OVERHEAD, .blob = blob, .snapshot = 0};
   switch (request->body_case) {
   case PCACHEPB__REQUEST__BODY_GET:
     n = request->get->n_state_hashes;
     blobs = n * blob < blob + PCACHE_REPLY_PAGE_MAX ? n * blob : blob + PCACHE_REPLY_PAGE_MAX;
-    return blobs + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+    b.bulk = blobs + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+    return b;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
     n = request->prefetch->max_entries && request->prefetch->max_entries < hashes
             ? request->prefetch->max_entries
             : hashes;
     if (request->prefetch->snapshot)
-      snapshot = announced(h ? h->max_snapshot : 0, PCACHE_DEFAULT_MAX_SNAPSHOT,
-                           PCACHE_PROTO_MAX_SNAPSHOT);
-    return blob + PCACHE_REPLY_PAGE_MAX + snapshot + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+      b.snapshot = announced(h ? h->max_snapshot : 0, PCACHE_DEFAULT_MAX_SNAPSHOT,
+                             PCACHE_CLIENT_MAX_SNAPSHOT);
+    b.bulk = blob + PCACHE_REPLY_PAGE_MAX + b.snapshot + n * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+    return b;
   case PCACHEPB__REQUEST__BODY_PUT:
-    return request->put->n_items * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+    b.bulk = request->put->n_items * REPLY_ITEM_OVERHEAD + REPLY_OVERHEAD;
+    return b;
   case PCACHEPB__REQUEST__BODY_HELLO:
   case PCACHEPB__REQUEST__BODY_REPLY_WINDOW:
   case PCACHEPB__REQUEST__BODY_SEGMENT:
   case PCACHEPB__REQUEST__BODY_REPORT:
   case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
   case PCACHEPB__REQUEST__BODY_CLIENT_REPORT:
-    return REPLY_OVERHEAD;
+    return b;
   default:
-    return UINT64_MAX;
+    return (pcache__reply_bounds){UINT64_MAX, UINT64_MAX, UINT64_MAX};
   }
 }
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
                            uint64_t deadline_ms) {
   Pcachepb__Request with = *request;
   Pcachepb__Get get;
   Pcachepb__Prefetch prefetch;
-  uint64_t cap;
+  pcache__reply_bounds b;
   int r;
   if (!transport || transport->fd < 0)
     return -EINVAL;
@@ -114,9 +123,13 @@ int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request
   if (r == 0) {
     /* Pipelined requests share the largest of their bounds: replies are
      * told apart only by their order. */
-    cap = reply_bulk_cap(transport, request);
-    if (transport->unanswered++ == 0 || cap > transport->bulk_cap)
-      transport->bulk_cap = cap;
+    b = reply_bounds(transport, request);
+    if (transport->unanswered++ > 0) {
+      b.bulk = max_u64(b.bulk, transport->bounds.bulk);
+      b.blob = max_u64(b.blob, transport->bounds.blob);
+      b.snapshot = max_u64(b.snapshot, transport->bounds.snapshot);
+    }
+    transport->bounds = b;
   }
   return r;
 }
@@ -129,7 +142,7 @@ int pcache__transport_recv(pcache__transport *transport, Pcachepb__Response__Bod
     return -EINVAL;
   }
   r = pcache__rpc_recv_rx(transport->fd, transport->rx, expect, transport->recv_frame,
-                          transport->unanswered ? transport->bulk_cap : UINT64_MAX, deadline_ms,
+                          transport->unanswered ? &transport->bounds : NULL, deadline_ms,
                           ret_reply);
   if (transport->unanswered)
     transport->unanswered--;

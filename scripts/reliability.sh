@@ -81,7 +81,7 @@ if [ "$build" = 1 ]; then
   build_dir "$build_rel" "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
   if [ "$fuzz" = 1 ]; then
     say "libFuzzer build (clang, ASan+UBSan) in $build_fuzz"
-    build_dir "$build_fuzz" "fuzz_frame fuzz_dispatch fuzz_blob fuzz_archive fuzz_desc" \
+    build_dir "$build_fuzz" "fuzz_frame fuzz_dispatch fuzz_blob fuzz_binblob fuzz_archive fuzz_desc" \
       -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCACHE_FUZZ=ON
   fi
 fi
@@ -91,7 +91,7 @@ fi
 # output goes to ./fuzz-N.log): the machine is shared. Each runs over a
 # scratch copy of its seed corpus, so what it finds grows there and the
 # committed corpus stays small; crashes land in $out/fuzz/artifacts.
-fuzz_targets=${PCACHE_REL_FUZZ_TARGETS:-frame dispatch blob archive desc}
+fuzz_targets=${PCACHE_REL_FUZZ_TARGETS:-frame dispatch blob binblob archive desc}
 if [ "$fuzz" = 1 ]; then
   mkdir -p "$out/fuzz/artifacts"
   for t in $fuzz_targets; do

@@ -15,7 +15,11 @@
  *   app's key, is refused: none stored;
  * - a writer whose key openssl made (the libsodium-free way the docs
  *   give) is accepted by members that list its openssl public key;
- * - a member that trusts no one asks the fleet nothing and says so once. */
+ * - a member that trusts no one asks the fleet nothing and says so once;
+ * - an app index that names one entry in 33 spellings (its hash in
+ *   lowercase hex, and 32 with some letters upper case: a Redis set keeps
+ *   them apart) makes a Prefetch fetch that value once, the other
+ *   spellings refused as one count. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -126,6 +130,16 @@ static size_t get(const test_env *env, const pcache__devkey *key, const wire_ite
   return got;
 }
 
+/* One Prefetch page of app's entries on a fresh connection. */
+static void prefetch(const test_env *env, const char *app, const pcache__devkey *key,
+                     uint32_t max_entries, int snapshot) {
+  wire_reply r;
+  int fd = wire_open(env, app);
+  wire_prefetch(fd, key, max_entries, 0, snapshot, &r);
+  wire_reply_free(&r);
+  close(fd);
+}
+
 static void put(const test_env *env, const pcache__devkey *key, wire_item *items, size_t n) {
   wire_reply r;
   int fd = wire_open(env, "trust");
@@ -217,7 +231,7 @@ static int log_count(const test_env *env, const char *text) {
 
 int main(void) {
   test_redis rs = {0};
-  test_env root, a, reader, fresh, m3, m5, o, m4, lone;
+  test_env root, a, reader, fresh, m3, m5, o, m4, lone, spell;
   test_fleet_key ka, kx;
   pcache__devkey dev;
   wire_item items[N_ITEMS], mine[2], extra[3], from_o;
@@ -453,10 +467,7 @@ int main(void) {
     freeReplyObject(val);
 
     member(&m5, "trust-m5", rs.url, NULL, trusted);
-    fd = wire_open(&m5, "other");
-    wire_prefetch(fd, &dev, 0, 0, 1, &pr);
-    wire_reply_free(&pr);
-    close(fd);
+    prefetch(&m5, "other", &dev, 0, 1);
     ASSERT_EQ(view(&m5).refused_signature, 1);
     fd = wire_open(&m5, "trust");
     wire_prefetch(fd, &dev, 0, 0, 1, &pr);
@@ -495,6 +506,41 @@ int main(void) {
   ASSERT_EQ(v.asks, 0);
   ASSERT_EQ(v.trusted_keys, 0);
   ASSERT_EQ(v.stored, 0);
+
+  /* One entry named 33 ways in an app's index. */
+  {
+    char dev_hex[65], h[33], idx[256], m[33];
+    int at[6], letters = 0, spellings;
+    pcache__hex(dev.bytes, 32, dev_hex);
+    pcache__hex(items[0].hash.bytes, 16, h);
+    snprintf(idx, sizeof idx, "pcache:a:%s:spell", dev_hex);
+    /* Its own spelling, then up to 32 more: upper case on a subset of
+     * its first six letters. */
+    for (int j = 0; j < 32 && letters < 6; j++)
+      if (h[j] >= 'a' && h[j] <= 'f')
+        at[letters++] = j;
+    ASSERT_GE(letters, 3);
+    spellings = (1 << letters) - 1 < 32 ? (1 << letters) - 1 : 32;
+    for (int i = 0; i <= spellings; i++) {
+      const char *argv[3] = {"SADD", idx, m};
+      size_t len[3] = {4, strlen(idx), 32};
+      redisReply *added;
+      memcpy(m, h, sizeof m);
+      for (int b = 0; b < letters; b++)
+        if (i & (1 << b))
+          m[at[b]] = (char)(m[at[b]] - 'a' + 'A');
+      added = redis_cmd(c, 3, argv, len);
+      ASSERT_EQ(added->integer, 1);
+      freeReplyObject(added);
+    }
+    member(&spell, "trust-spell", rs.url, NULL, trusted);
+    prefetch(&spell, "spell", &dev, 100, 0);
+    v = view(&spell);
+    ASSERT_EQ(v.fetched, 1);
+    ASSERT_EQ(v.stored + v.refused_signature + v.refused_unsigned + v.refused_untrusted, 1);
+    ASSERT_EQ(log_count(&spell, "not a state hash in lowercase hex"), 1);
+    test_env_cleanup(&spell);
+  }
 
   for (int i = 0; i < N_ITEMS; i++)
     wire_item_free(&items[i]);

@@ -16,23 +16,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint8_t uuid[PCACHE_UUID_SIZE] = "val-fuzz-uuid-01";
   pcache__devkey key;
-  const uint8_t *blob;
   uint8_t *copy;
   int r;
-  if (size < 1)
+  if (!(copy = fuzz_blob_input(data, size, uuid, &key, &size)))
     return 0;
-  blob = data + 1;
-  size -= 1;
-  if ((data[0] & 1) && size >= PCACHE_BLOB_HEADER_SIZE)
-    pcache__devkey_make(blob + 16, pcache__le32(blob + 8), pcache__le32(blob + 12), 1, 8, &key);
-  else
-    pcache__devkey_make(uuid, 0x10005, 0, 1, 8, &key);
-
-  /* A private copy of exactly size bytes: ASan flags any read past it. */
-  copy = malloc(size ? size : 1);
-  if (!copy)
-    return 0;
-  memcpy(copy, blob, size);
   r = pcache__blob_check_header(copy, size, &key);
   CHECK(r == 0 || r == PCACHE_EBLOB_SHORT || r == PCACHE_EHEADER_SIZE ||
         r == PCACHE_EHEADER_VERSION || r == PCACHE_EWRONG_VENDOR || r == PCACHE_EWRONG_DEVICE ||

@@ -1,4 +1,4 @@
-/* Writes the seed corpora of the frame, dispatch, archive and blob fuzz
+/* Writes the seed corpora of the frame, dispatch, archive, blob and binblob fuzz
  * targets (tests/fuzz/corpus/<target>/). Run by hand after a wire change:
  *   build/tests/fuzz/fuzz_make_corpus tests/fuzz/corpus
  * The seeds name the entries fuzz_dispatch puts in its store at start
@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "proto/archive.h"
+#include "common/binblob.h"
 #include "common/blob.h"
 #include "proto/frame.h"
 #include "wire.h"
@@ -304,6 +305,31 @@ int main(int argc, char **argv) {
     blob[1] = 32;
     blob[5] = 2; /* headerVersion 2 */
     write_file("blob", "header_version.bin", blob, sizeof blob);
+  }
+  {
+    /* Containers for fuzz_binblob's fixed key (byte 0 even) or their own
+     * header's (odd): two binaries, then broken ones. */
+    static const uint8_t uuid[PCACHE_UUID_SIZE] = "bin-fuzz-uuid-01";
+    static const uint8_t k1[4] = "key1", k2[32] = "a binary key of thirty-two bytes", d1[24] = {7},
+                         d2[9] = {9};
+    pcache__devkey bkey;
+    pcache__binblob bb = {.count = 2, .items = {{4, k1, sizeof d1, d1}, {32, k2, sizeof d2, d2}}};
+    uint8_t c[1 + 256];
+    size_t n = pcache__binblob_size(&bb);
+    pcache__devkey_make(uuid, 0x10005, 0, 1, 8, &bkey);
+    c[0] = 0;
+    pcache__binblob_pack(&bkey, &bb, c + 1);
+    write_file("binblob", "two_fixed_key.bin", c, 1 + n);
+    c[0] = 1;
+    write_file("binblob", "two_own_key.bin", c, 1 + n);
+    write_file("binblob", "truncated.bin", c, n);
+    c[1 + n] = 0;
+    write_file("binblob", "trailing_byte.bin", c, 2 + n);
+    c[1 + 44] = 17; /* count past PCACHE_BINBLOB_MAX_BINARIES */
+    write_file("binblob", "count_too_large.bin", c, 1 + n);
+    c[1 + 44] = 2;
+    c[1 + 48] = 33; /* a key longer than VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR */
+    write_file("binblob", "key_too_long.bin", c, 1 + n);
   }
   for (int i = 0; i < 4; i++)
     wire_item_free(&items[i]);

@@ -1,6 +1,6 @@
 # Fuzz targets of the reliability work (docs/RELIABILITY.md): the frame
 # decoder, request dispatch against a real store, blob header validation,
-# archive import. With PCACHE_FUZZ each is a libFuzzer binary fuzz_<name>
+# the pipeline-binary container parser, archive import. With PCACHE_FUZZ each is a libFuzzer binary fuzz_<name>
 # (scripts/reliability.sh runs them for a given time); without it,
 # fuzz_<name>_replay replays the committed seed corpus through the same
 # entry point, and ctest runs that as fuzz-smoke-<name>.
@@ -31,6 +31,7 @@ endfunction()
 
 pcache_fuzz_target(frame pcache_proto pcache_common)
 pcache_fuzz_target(blob pcache_common)
+pcache_fuzz_target(binblob pcache_common)
 pcache_fuzz_target(segment pcache_proto pcache_common)
 pcache_fuzz_target(archive pcached_core pcache_fuzz_scratch)
 pcache_fuzz_target(dispatch pcached_core pcache_fuzz_scratch pcache_test_wire)

@@ -15,7 +15,13 @@
  *     memfd, a ReplyWindow with a 1 GiB window, a Segment with an 8 GiB
  *     one: each is refused before it is mapped (PCACHE_EPROTO, the
  *     connection closed), and this process's peak RSS stays far below
- *     what mapping one would cost. */
+ *     what mapping one would cost;
+ *   - an impostor announces the largest limits (max_blob 1 GiB,
+ *     max_snapshot 4 GiB) in its Hello: a Get of one hash is still
+ *     refused a 1 GiB memfd and a Prefetch a 1.5 GiB one, since what the
+ *     client takes is its own (PCACHE_CLIENT_MAX_*); a reply within those
+ *     bounds costs only the pages its Blobs name, and Blobs that name
+ *     more bytes together than the memfd holds are refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +51,7 @@ typedef enum script {
   OUT_OF_STEP, /* an unasked GetReply before the StatsReply, then "fresh" */
   IDLE_CLOSE,  /* answers one Stats, closes; the next connection "second" */
   HUGE_FDS,    /* a 1 GiB bulk Get reply, a 1 GiB window, an 8 GiB segment */
+  BIG_HELLO,   /* the largest limits announced, then replies past ours */
 } script;
 
 #define GIB (1ull << 30)
@@ -92,12 +99,15 @@ static void send_response(int c, Pcachepb__Response *resp) {
   pcache__free(buf);
 }
 
-static void hello_reply(int c, uint64_t max_frame) {
+static void hello_reply_limits(int c, uint64_t max_frame, uint64_t max_blob,
+                               uint64_t max_snapshot) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__HelloReply h = PCACHEPB__HELLO_REPLY__INIT;
   ASSERT_EQ(read_request(c), PCACHEPB__REQUEST__BODY_HELLO);
   h.protocol_version = PCACHE_PROTOCOL_VERSION;
   h.max_frame = max_frame;
+  h.max_blob = max_blob;
+  h.max_snapshot = max_snapshot;
   resp.body_case = PCACHEPB__RESPONSE__BODY_HELLO;
   resp.hello = &h;
   send_response(c, &resp);
@@ -150,31 +160,45 @@ static void send_response_fd(int c, Pcachepb__Response *resp, int fd) {
   close(fd);
 }
 
-/* The Get reply of a blob of (nearly) 1 GiB, in a bulk memfd laid out as
- * pcached lays one: the blob, then the Response last. */
-static void huge_bulk_reply(int c) {
+static void hello_reply(int c, uint64_t max_frame) { hello_reply_limits(c, max_frame, 0, 0); }
+
+/* A Get (or Prefetch) reply in a sparse bulk memfd of size bytes laid out
+ * as pcached lays one, the Response last: n_blobs Blobs, each of
+ * blob_size bytes at offset 0. */
+static void bulk_reply(int c, int prefetch, uint64_t size, size_t n_blobs, uint64_t blob_size) {
   Pcachepb__Response inner = PCACHEPB__RESPONSE__INIT, outer = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply g = PCACHEPB__GET_REPLY__INIT;
-  Pcachepb__Blob b = PCACHEPB__BLOB__INIT, *bp = &b;
+  Pcachepb__Blob b[2], *bp[2];
   Pcachepb__Bulk bulk = PCACHEPB__BULK__INIT;
   uint8_t hash[16] = {1}, packed[256];
   size_t n;
-  b.state_hash = (ProtobufCBinaryData){16, hash};
-  b.blob_offset = 0;
-  b.blob_size = GIB - 4096;
-  g.blobs = &bp;
-  g.n_blobs = 1;
-  inner.body_case = PCACHEPB__RESPONSE__BODY_GET;
-  inner.get = &g;
+  ASSERT_LE(n_blobs, 2);
+  for (size_t i = 0; i < n_blobs; i++) {
+    pcachepb__blob__init(&b[i]);
+    b[i].state_hash = (ProtobufCBinaryData){16, hash};
+    b[i].blob_offset = 0;
+    b[i].blob_size = blob_size;
+    bp[i] = &b[i];
+  }
+  g.blobs = bp;
+  g.n_blobs = n_blobs;
+  inner.body_case = prefetch ? PCACHEPB__RESPONSE__BODY_PREFETCH : PCACHEPB__RESPONSE__BODY_GET;
+  if (prefetch)
+    inner.prefetch = &g;
+  else
+    inner.get = &g;
   n = pcachepb__response__pack(&inner, packed);
   ASSERT_LE(n, sizeof packed);
-  bulk.size = GIB;
-  bulk.response_offset = GIB - n;
+  bulk.size = size;
+  bulk.response_offset = size - n;
   bulk.response_size = n;
   outer.body_case = PCACHEPB__RESPONSE__BODY_BULK;
   outer.bulk = &bulk;
-  send_response_fd(c, &outer, sparse_memfd(GIB, packed, n));
+  send_response_fd(c, &outer, sparse_memfd(size, packed, n));
 }
+
+/* The Get reply of a blob of (nearly) 1 GiB. */
+static void huge_bulk_reply(int c) { bulk_reply(c, 0, GIB, 1, GIB - 4096); }
 
 static void huge_window_reply(int c) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
@@ -210,11 +234,41 @@ static void huge_fds(void) {
   }
 }
 
+#define MIB (1ull << 20)
+
+/* BIG_HELLO: each connection announces max_blob 1 GiB and max_snapshot
+ * 4 GiB, then answers one request: a 1 GiB memfd to a Get of one hash, a
+ * 1.5 GiB one to a Prefetch, a 48 MiB one whose one Blob names 64 KiB
+ * (accepted: the client stays connected), and two Blobs that each name
+ * the same 40 MiB of a 48 MiB memfd. */
+static void big_hello(void) {
+  for (int i = 0; i < 4; i++) {
+    int c = accept(listen_fd, NULL, NULL);
+    ASSERT_GE(c, 0);
+    hello_reply_limits(c, 64u << 20, GIB, 4 * GIB);
+    ASSERT_GE(read_request(c), 0);
+    if (i == 0)
+      bulk_reply(c, 0, GIB, 1, GIB - 4096);
+    else if (i == 1)
+      bulk_reply(c, 1, GIB + GIB / 2, 1, GIB - 4096);
+    else if (i == 2)
+      bulk_reply(c, 0, 48 * MIB, 1, 64 << 10);
+    else
+      bulk_reply(c, 0, 48 * MIB, 2, 40 * MIB);
+    ASSERT_EQ(read_request(c), -1); /* the client hung up */
+    close(c);
+  }
+}
+
 static void *daemon_main(void *arg) {
   script s = (script)(intptr_t)arg;
   int c;
   if (s == HUGE_FDS) {
     huge_fds();
+    return NULL;
+  }
+  if (s == BIG_HELLO) {
+    big_hello();
     return NULL;
   }
   c = accept(listen_fd, NULL, NULL);
@@ -357,16 +411,33 @@ static void test_idle_close(void) {
 }
 
 /* This process's peak resident set, in KiB. */
-static long peak_rss_kib(void) {
+/* A line of /proc/self/status, in KiB: "VmHWM" (peak RSS) or "VmRSS". */
+static long status_kib(const char *field) {
   char line[256];
+  size_t len = strlen(field);
   long kib = -1;
   FILE *f = fopen("/proc/self/status", "re");
   ASSERT_TRUE(f);
   while (fgets(line, sizeof line, f))
-    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+    if (strncmp(line, field, len) == 0 && line[len] == ':' &&
+        sscanf(line + len + 1, "%ld", &kib) == 1)
       break;
   fclose(f);
   return kib;
+}
+
+static long peak_rss_kib(void) { return status_kib("VmHWM"); }
+
+/* req on a new connection is refused as malformed (PCACHE_EPROTO). */
+static void refused_on_new_connection(const Pcachepb__Request *req,
+                                      Pcachepb__Response__BodyCase expect) {
+  pcache__transport *tr;
+  pcache__reply reply;
+  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, &tr, NULL));
+  ASSERT_ERR(pcache__transport_rpc(tr, req, expect, pcache__mono_ms() + 5000, &reply),
+             PCACHE_EPROTO);
+  pcache__reply_release(&reply);
+  pcache__transport_close(tr);
 }
 
 static void test_huge_fds(void) {
@@ -399,16 +470,70 @@ static void test_huge_fds(void) {
   pcache__transport_close(tr);
 
   /* A segment over PCACHE_SEG_MAX_SIZE. */
-  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, &tr, NULL));
   sg.device_key = (ProtobufCBinaryData){32, key};
   req.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   req.segment = &sg;
-  ASSERT_ERR(pcache__transport_rpc(tr, &req, PCACHEPB__RESPONSE__BODY_SEGMENT,
-                                   pcache__mono_ms() + 5000, &reply),
-             PCACHE_EPROTO);
-  pcache__transport_close(tr);
+  refused_on_new_connection(&req, PCACHEPB__RESPONSE__BODY_SEGMENT);
   pthread_join(t, NULL);
   /* Mapping the bulk memfd (populated) alone would be 1 GiB. */
+  ASSERT_LT(peak_rss_kib(), 256 * 1024);
+}
+
+/* A Get of n hashes (n <= 2) on a new connection to the BIG_HELLO
+ * impostor, with a deadline of deadline_ms from now. */
+static int get_from_impostor(size_t n, uint32_t deadline_ms, pcache__transport **ret_tr,
+                             pcache__reply *ret_reply) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Get get = PCACHEPB__GET__INIT;
+  uint8_t key[32] = {0}, hash[2][16] = {{1}, {2}};
+  ProtobufCBinaryData h[2] = {{16, hash[0]}, {16, hash[1]}};
+  ASSERT_OK(pcache__transport_open(sock_path, "fake", 5000, ret_tr, NULL));
+  get.device_key = (ProtobufCBinaryData){32, key};
+  get.state_hashes = h;
+  get.n_state_hashes = n;
+  req.body_case = PCACHEPB__REQUEST__BODY_GET;
+  req.get = &get;
+  return pcache__transport_rpc(*ret_tr, &req, PCACHEPB__RESPONSE__BODY_GET,
+                               pcache__mono_ms() + deadline_ms, ret_reply);
+}
+
+static void test_big_hello(void) {
+  pthread_t t = start_daemon(BIG_HELLO);
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Prefetch pf = PCACHEPB__PREFETCH__INIT;
+  uint8_t key[32] = {0};
+  pcache__transport *tr;
+  pcache__reply reply;
+  uint64_t t0;
+  long rss;
+
+  /* 1 GiB to a Get of one hash, with libpcache's 50 ms: refused, well
+   * before the 1 s mapping it would have cost. */
+  t0 = pcache__mono_ms();
+  ASSERT_ERR(get_from_impostor(1, 50, &tr, &reply), PCACHE_EPROTO);
+  ASSERT_LT(pcache__mono_ms() - t0, 1000);
+  pcache__transport_close(tr);
+
+  /* 1.5 GiB to a Prefetch that asks for the snapshot. */
+  pf.device_key = (ProtobufCBinaryData){32, key};
+  pf.snapshot = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
+  req.prefetch = &pf;
+  refused_on_new_connection(&req, PCACHEPB__RESPONSE__BODY_PREFETCH);
+
+  /* 48 MiB within our bounds, of which the reply names 64 KiB: only what
+   * it names is faulted in. */
+  rss = status_kib("VmRSS");
+  ASSERT_OK(get_from_impostor(1, 5000, &tr, &reply));
+  ASSERT_EQ(reply.response->get->n_blobs, 1);
+  ASSERT_LT(status_kib("VmRSS") - rss, 8 * 1024);
+  pcache__reply_release(&reply);
+  pcache__transport_close(tr);
+
+  /* Two Blobs naming 80 MiB of a 48 MiB memfd. */
+  ASSERT_ERR(get_from_impostor(2, 5000, &tr, &reply), PCACHE_EPROTO);
+  pcache__transport_close(tr);
+  pthread_join(t, NULL);
   ASSERT_LT(peak_rss_kib(), 256 * 1024);
 }
 
@@ -429,6 +554,7 @@ int main(void) {
   test_out_of_step_reply();
   test_idle_close();
   test_huge_fds();
+  test_big_hello();
   close(listen_fd);
   unlink(sock_path);
   rmdir(dir);

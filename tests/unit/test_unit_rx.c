@@ -116,7 +116,7 @@ static int unread(int sock) {
 }
 
 static int recv_one(int sock, pcache__rx *rx, pcache__reply *reply) {
-  return pcache__rpc_recv_rx(sock, rx, PCACHEPB__RESPONSE__BODY__NOT_SET, MAX_FRAME, UINT64_MAX,
+  return pcache__rpc_recv_rx(sock, rx, PCACHEPB__RESPONSE__BODY__NOT_SET, MAX_FRAME, NULL,
                              pcache__mono_ms() + 5000, reply);
 }
 
@@ -372,8 +372,8 @@ static void test_deadline_while_streaming(void) {
     st = (stream){sv[1], 48u << 20};
     ASSERT_EQ(pthread_create(&t, NULL, stream_frame, &st), 0);
     t0 = pcache__mono_ms();
-    r = pcache__rpc_recv_rx(sv[0], rx, PCACHEPB__RESPONSE__BODY__NOT_SET, MAX_FRAME, UINT64_MAX,
-                            t0 + 2, &reply);
+    r = pcache__rpc_recv_rx(sv[0], rx, PCACHEPB__RESPONSE__BODY__NOT_SET, MAX_FRAME, NULL, t0 + 2,
+                            &reply);
     /* 48 MiB arrive in far more than 2 ms; the call must not wait for them
      * all (a slow machine gets a margin). */
     ASSERT_ERR(r, -ETIMEDOUT);
