@@ -349,6 +349,7 @@ typedef struct watch {
   redisReplyObjectFunctions fn; /* hiredis's, counting */
   const redisReplyObjectFunctions *orig;
   uint64_t held; /* bytes of objects made for the reply in progress */
+  uint64_t made; /* objects made, ever: a read that made one made progress */
 } watch;
 
 uint64_t pcd_remote_reply_bound(const pcd_remote *r) {
@@ -364,6 +365,7 @@ static void count(const redisReadTask *task, uint64_t bytes) {
     return;
   /* A reply's first object starts its count afresh. */
   w->held = task->parent ? w->held + bytes : bytes;
+  w->made++;
 }
 
 static void *count_string(const redisReadTask *task, char *str, size_t len) {
@@ -387,11 +389,17 @@ static void on_events(uv_poll_t *handle, int status, int events) {
   }
   if (w->ac && (events & UV_READABLE)) {
     redisAsyncContext *ac = w->ac;
+    const redisReader *rd = ac->c.reader;
+    uint64_t made = w->made, was = rd->len > rd->pos ? rd->len - rd->pos : 0;
     redisAsyncHandleRead(ac);
     if (w->ac == ac && r->ac == ac) {
-      const redisReader *rd = ac->c.reader;
       uint64_t buffered = rd->len > rd->pos ? rd->len - rd->pos : 0;
       char why[160];
+      /* Bytes came in (buffered, or parsed into objects): a long reply
+       * that keeps arriving is progress, not a stall, though no reply
+       * is whole yet (the sweep's stall limit, remote.c). */
+      if (buffered != was || w->made != made)
+        r->last_progress_us = pcache__mono_us();
       if (rd->ridx < 0)
         w->held = 0; /* no reply in progress */
       if (w->held + buffered > pcd_remote_reply_bound(r)) {

@@ -4,6 +4,17 @@
  * every reply is in or its deadline passes, whichever comes first: a slow
  * Redis costs a client at most --remote-timeout, never its own timeout.
  *
+ * The fetch is bounded in bytes, not only in keys: the STRLEN of every
+ * hash comes first (one pipeline), then MGETs of at most MGET_BYTES of
+ * values each (a larger value alone), with at most FLIGHT_BYTES asked and
+ * not yet in, and no more in all than the ask can keep. 64 keys of 1 MiB
+ * in one MGET made one 64 MiB reply that could not be read before the
+ * deadline; all of it was lost, at every Prefetch (issue 30, A2). A value
+ * that arrives after its ask was answered was asked for and paid for: it
+ * is checked and stored all the same, by a job nothing waits for, so the
+ * next Get or Prefetch finds it in the store; no new MGET is sent for an
+ * answered ask.
+ *
  * A value is accepted only from a writer this daemon trusts. Here it must
  * carry its magic and checksum (remote_pack.h), and the signature of a
  * trusted key over all its bytes and the key it was fetched under
@@ -32,25 +43,39 @@
 /* Keys per MGET: big enough to batch, small enough that one slow value
  * does not hold up the rest of a Prefetch. */
 #define MGET_KEYS 64
+/* Values per MGET, in bytes: a reply this size is read in a few ms, so
+ * each MGET's values are in (and counted as progress) long before a
+ * deadline. */
+#define MGET_BYTES (4u << 20)
+/* Bytes an ask has asked for and not yet received: what Redis holds in
+ * its output buffer for it, and what is still stored after the ask was
+ * answered. */
+#define FLIGHT_BYTES (16u << 20)
 
-typedef enum { CMD_MGET, CMD_MEMBERS, CMD_SNAPSHOT } cmd_kind;
+typedef enum { CMD_STRLEN, CMD_MGET, CMD_MEMBERS, CMD_SNAPSHOT } cmd_kind;
 
 typedef struct fetch_cmd {
   pcd_ask *ask;
   cmd_kind kind;
-  size_t start, count; /* MGET: ask->hashes[start, start + count) */
+  size_t start, count; /* MGET: ask->hashes[start, start + count); STRLEN: of start */
+  uint64_t bytes;      /* MGET: the values' sizes by their STRLEN */
 } fetch_cmd;
 
 void pcd_remote_ask_free(pcd_ask *ask) {
   if (!ask)
     return;
   pcache__free(ask->hashes);
+  pcache__free(ask->sizes);
   for (size_t i = 0; i < ask->n_values; i++)
     pcache__request_free(ask->values[i]);
   pcache__free(ask->values);
   pcache__request_free(ask->snapshot);
   pcache__free(ask);
 }
+
+/* What one ask can keep, in bytes: its Puts go to the writer together, as
+ * one request, which must stay within what a client may send. */
+static uint64_t ask_room(const pcd_remote *r) { return r->config->max_frame - 1024u; }
 
 /* Refusals that are not about trust, in remote->refusals. */
 #define REFUSED_FORMAT (PCD_FLEET_BAD_SIGNATURE + 1)
@@ -156,8 +181,7 @@ static void take_entry(pcd_remote *r, pcd_ask *ask, const uint8_t *value, size_t
   /* The Puts go to the writer together, as one request: it too must
    * stay within what a client may send. Checked first: a value that will
    * not be taken is not worth a signature check. */
-  if (ask->values_size + size > r->config->max_frame - 1024 ||
-      ask->n_values >= r->config->max_hashes) {
+  if (ask->values_size + size > ask_room(r) || ask->n_values >= r->config->max_hashes) {
     log_debug("remote: ask for app '%s' is full; the rest waits for another", ask->app);
     return;
   }
@@ -227,6 +251,37 @@ static Pcachepb__Request *gathered(pcd_ask *ask) {
   return first;
 }
 
+/* The snapshot found, to the writer in a job of its own that nothing
+ * waits for. */
+static void store_snapshot(pcd_remote *r, pcd_ask *ask) {
+  pcd_job *sj;
+  if (!ask->snapshot || !(sj = pcd_job_new(PCD_JOB_SNAPSHOT)))
+    return;
+  sj->req = ask->snapshot;
+  ask->snapshot = NULL;
+  sj->fleet = 1;
+  snprintf(sj->app, sizeof sj->app, "%s", ask->app);
+  pcd_writer_submit(r->writer, sj);
+}
+
+/* What came in after the ask was answered, once its last reply is in:
+ * stored as what came in time is, by jobs nothing waits for. */
+static void store_late(pcd_remote *r, pcd_ask *ask) {
+  pcd_job *job;
+  store_snapshot(r, ask);
+  if (!ask->n_values || !(job = pcd_job_new(PCD_JOB_PUT)))
+    return;
+  job->fleet = 1;
+  snprintf(job->app, sizeof job->app, "%s", ask->app);
+  if (!(job->req = gathered(ask))) {
+    pcd_job_free(job);
+    return;
+  }
+  log_debug("remote: storing %zu values for app '%s' that came after its ask was answered",
+            job->req->put->n_items, ask->app);
+  pcd_writer_submit(r->writer, job);
+}
+
 /* Hands the ask's job back: through the writer when anything was found
  * (the snapshot first, in a job of its own that nothing waits for), else
  * straight to done. The ask itself goes once no callback is due. */
@@ -241,16 +296,7 @@ static void answer(pcd_remote *r, pcd_ask *ask) {
       *pp = ask->next;
       break;
     }
-  if (ask->snapshot) {
-    pcd_job *sj = pcd_job_new(PCD_JOB_SNAPSHOT);
-    if (sj) {
-      sj->req = ask->snapshot;
-      ask->snapshot = NULL;
-      sj->fleet = 1;
-      snprintf(sj->app, sizeof sj->app, "%s", job->app);
-      pcd_writer_submit(r->writer, sj);
-    }
-  }
+  store_snapshot(r, ask);
   job->req = gathered(ask);
   if (job->req)
     pcd_writer_submit(r->writer, job);
@@ -262,17 +308,62 @@ static void answer(pcd_remote *r, pcd_ask *ask) {
 
 static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata);
 
-/* Sends MGETs for ask->hashes[from, n). */
-static void send_mgets(pcd_remote *r, pcd_ask *ask, size_t from) {
+/* Sends cmd (copied; its callback is on_fetch). 0, or -ENOMEM / -EIO. */
+static int send_cmd(pcd_remote *r, fetch_cmd cmd, int argc, const char **argv, const size_t *len) {
+  fetch_cmd *c = pcache__malloc(sizeof *c);
+  if (!c)
+    return -ENOMEM;
+  *c = cmd;
+  if (pcd_remote_command(r, on_fetch, c, argc, argv, len) < 0) {
+    pcache__free(c);
+    return -EIO;
+  }
+  cmd.ask->outstanding++;
+  return 0;
+}
+
+/* Asks the size of each hash's value (STRLEN: 0 when absent), all in one
+ * pipeline; the MGETs follow once the last is in. */
+static void send_strlens(pcd_remote *r, pcd_ask *ask) {
+  char key[PCD_FLEET_KEY_MAX];
+  const char *argv[2] = {"STRLEN", key};
+  size_t len[2] = {6, 0};
+  if (!ask->n_hashes || !(ask->sizes = pcache__calloc(ask->n_hashes, sizeof *ask->sizes)))
+    return;
+  for (size_t i = 0; i < ask->n_hashes; i++) {
+    len[1] = pcd_fleet_key_entry(key, r->config->remote_prefix, ask->device_key,
+                                 ask->hashes + i * PCACHE_HASH_SIZE);
+    if (send_cmd(r, (fetch_cmd){ask, CMD_STRLEN, i, 1, 0}, 2, argv, len) < 0)
+      return;
+    ask->sizing++;
+  }
+}
+
+/* Sends the next MGETs of an unanswered ask, in order of its hashes, as
+ * long as its bytes in flight allow: each of at most MGET_KEYS keys and
+ * MGET_BYTES of values (a larger value alone), by their STRLEN. It stops
+ * at the first value the ask has no room left for: the rest waits for
+ * the next ask, which no longer lists what this one stored. */
+static void send_mgets(pcd_remote *r, pcd_ask *ask) {
   static char keys[MGET_KEYS][PCD_FLEET_KEY_MAX];
   const char *argv[MGET_KEYS + 1];
   size_t len[MGET_KEYS + 1];
-  for (size_t at = from; at < ask->n_hashes; at += MGET_KEYS) {
-    size_t count = ask->n_hashes - at < MGET_KEYS ? ask->n_hashes - at : MGET_KEYS;
-    fetch_cmd *c = pcache__malloc(sizeof *c);
-    if (!c)
-      return;
-    *c = (fetch_cmd){ask, CMD_MGET, at, count};
+  while (ask->job && ask->next_hash < ask->n_hashes && ask->flight_bytes < FLIGHT_BYTES) {
+    size_t at = ask->next_hash, count = 0;
+    uint64_t bytes = 0;
+    for (; at + count < ask->n_hashes && count < MGET_KEYS; count++) {
+      uint64_t size = ask->sizes[at + count];
+      if (ask->asked_bytes + bytes + size > ask_room(r)) {
+        ask->n_hashes = at + count; /* no room for more */
+        break;
+      }
+      if (count && bytes + size > MGET_BYTES)
+        break;
+      bytes += size;
+    }
+    ask->next_hash = at + count;
+    if (!bytes)
+      continue; /* none of them is in the fleet */
     argv[0] = "MGET";
     len[0] = 4;
     for (size_t i = 0; i < count; i++) {
@@ -280,12 +371,23 @@ static void send_mgets(pcd_remote *r, pcd_ask *ask, size_t from) {
                                        ask->hashes + (at + i) * PCACHE_HASH_SIZE);
       argv[i + 1] = keys[i];
     }
-    if (pcd_remote_command(r, on_fetch, c, (int)count + 1, argv, len) < 0) {
-      pcache__free(c);
+    if (send_cmd(r, (fetch_cmd){ask, CMD_MGET, at, count, bytes}, (int)count + 1, argv, len) < 0)
       return;
-    }
-    ask->outstanding++;
+    ask->asked_bytes += bytes;
+    ask->flight_bytes += bytes;
   }
+}
+
+/* A STRLEN's answer: the size of hash index's value. A value the ask
+ * could never keep is refused here, unfetched. */
+static void take_size(pcd_remote *r, pcd_ask *ask, size_t index, const redisReply *reply) {
+  uint64_t size =
+      reply->type == REDIS_REPLY_INTEGER && reply->integer > 0 ? (uint64_t)reply->integer : 0;
+  if (size > ask_room(r)) {
+    refuse(r, ask, REFUSED_FORMAT, "larger than --max-frame (by its STRLEN; not fetched)");
+    size = 0;
+  }
+  ask->sizes[index] = size;
 }
 
 static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
@@ -348,16 +450,25 @@ static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
   fetch_cmd *c = privdata;
   pcd_ask *ask = c->ask;
   ask->outstanding--;
+  ask->flight_bytes -= c->bytes;
   /* A reply of the kind asked for: the connection works (its backoff
    * starts again from the first pause). */
   if (reply &&
       (c->kind == CMD_SNAPSHOT ? reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_NIL
+       : c->kind == CMD_STRLEN ? reply->type == REDIS_REPLY_INTEGER
                                : reply->type == REDIS_REPLY_ARRAY))
     pcd_remote_worked(r);
-  if (reply && ask->job) {
-    if (reply->type == REDIS_REPLY_ERROR)
+  /* Values are taken even after the ask was answered (store_late);
+   * nothing new is asked for then. */
+  if (reply && (ask->job || c->kind == CMD_MGET || c->kind == CMD_SNAPSHOT)) {
+    if (reply->type == REDIS_REPLY_ERROR && c->kind != CMD_STRLEN)
       log_warn("remote: %s: %s", pcd_remote_url(r), reply->str);
     switch (c->kind) {
+    case CMD_STRLEN:
+      take_size(r, ask, c->start, reply);
+      if (!--ask->sizing)
+        send_mgets(r, ask);
+      break;
     case CMD_MGET:
       for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements && i < c->count;
            i++) {
@@ -368,10 +479,11 @@ static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
         take_entry(r, ask, (const uint8_t *)v->str, v->len,
                    ask->hashes + (c->start + i) * PCACHE_HASH_SIZE);
       }
+      send_mgets(r, ask);
       break;
     case CMD_MEMBERS:
       take_members(r, ask, reply);
-      send_mgets(r, ask, 0);
+      send_strlens(r, ask);
       break;
     case CMD_SNAPSHOT:
       if (reply->type == REDIS_REPLY_STRING) {
@@ -384,10 +496,12 @@ static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
   pcache__free(c);
   if (ask->outstanding)
     return;
-  if (ask->job)
+  if (ask->job) {
     answer(r, ask);
-  else
+  } else {
+    store_late(r, ask);
     pcd_remote_ask_free(ask);
+  }
 }
 
 /* Sends one GET-like command of kind for key. */
@@ -395,15 +509,7 @@ static void send_one(pcd_remote *r, pcd_ask *ask, cmd_kind kind, const char *ver
                      size_t key_len) {
   const char *argv[2] = {verb, key};
   size_t len[2] = {strlen(verb), key_len};
-  fetch_cmd *c = pcache__malloc(sizeof *c);
-  if (!c)
-    return;
-  *c = (fetch_cmd){ask, kind, 0, 0};
-  if (pcd_remote_command(r, on_fetch, c, 2, argv, len) < 0) {
-    pcache__free(c);
-    return;
-  }
-  ask->outstanding++;
+  send_cmd(r, (fetch_cmd){ask, kind, 0, 0, 0}, 2, argv, len);
 }
 
 void pcd_remote_fetch_start(pcd_remote *r, pcd_ask *ask) {
@@ -418,7 +524,7 @@ void pcd_remote_fetch_start(pcd_remote *r, pcd_ask *ask) {
   }
   atomic_fetch_add(&r->stats->fleet_asks, 1);
   if (!ask->prefetch) {
-    send_mgets(r, ask, 0);
+    send_strlens(r, ask);
   } else {
     n = pcd_fleet_key_index(key, r->config->remote_prefix, ask->device_key, ask->app);
     send_one(r, ask, CMD_MEMBERS, "SMEMBERS", key, n);

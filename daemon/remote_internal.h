@@ -35,6 +35,12 @@ typedef struct pcd_ask {
   uint8_t *hashes; /* n_hashes × 16: asked (Get), or those of the
                     * app's index this store lacks (Prefetch) */
   size_t n_hashes;
+  /* The fetch, bounded in bytes (remote_fetch.c): each hash's value size
+   * (STRLEN, 0 when absent), the STRLEN replies still due, the next hash
+   * to ask, and the bytes asked for in all and not yet in. */
+  uint64_t *sizes;
+  size_t sizing, next_hash;
+  uint64_t asked_bytes, flight_bytes;
   uint64_t deadline_us; /* monotonic */
   int outstanding;      /* commands whose callbacks are still due */
   /* What came back and passed the format checks: one Put of one item
@@ -71,7 +77,7 @@ struct pcd_remote {
    * only once a connection did work (pcd_remote_worked), or stayed up
    * long: answering PING is not enough. */
   uint64_t backoff_ms;
-  uint64_t last_progress_us; /* last reply of any command (monotonic) */
+  uint64_t last_progress_us; /* last bytes read, or reply (monotonic) */
   int commands;              /* sent, reply not yet seen */
   int ever_up, warned_down;
   int worked;   /* this connection answered a fetch or a write */
