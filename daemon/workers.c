@@ -1,6 +1,7 @@
 #include "workers.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -99,14 +100,67 @@ static pcd_conn *oldest_idle(pcd_server *srv, uint32_t pid, int all, uint64_t no
   return best;
 }
 
+/* Who holds c, for fair shares: the process that made it, or 0 when that
+ * process is gone (its descriptor was passed on or inherited: all such
+ * connections count as one holder's). */
+static uint32_t holder_of(const pcd_conn *c) {
+  return c->pid && (kill((pid_t)c->pid, 0) == 0 || errno != ESRCH) ? c->pid : 0;
+}
+
+/* At the limit with nothing idle: the oldest connection of whoever holds
+ * the most, when that is more than the newcomer's process holds plus one.
+ * Connections kept busy on purpose (a request every half second, or
+ * descriptors gathered from processes that then exited) never go idle; a
+ * holder of many then loses its oldest rather than lock out a process
+ * with fewer. A same-user process can still deny service in other ways
+ * (docs/RELIABILITY.md). NULL when no one holds more. Under conns_lock. */
+static pcd_conn *fair_share_victim(pcd_server *srv, uint64_t mine) {
+  size_t n = 0, i = 0, best = 0;
+  uint64_t best_count = 0;
+  uint32_t *holders;
+  pcd_conn *victim = NULL;
+  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+    n++;
+  holders = pcache__calloc(n ? n : 1, sizeof *holders);
+  if (!holders)
+    return NULL;
+  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+    holders[i++] = c->reg_reaping ? UINT32_MAX : holder_of(c);
+  /* The registry runs oldest first: the first of the biggest holder's. */
+  for (i = 0; i < n; i++) {
+    uint64_t count = 0;
+    if (holders[i] == UINT32_MAX)
+      continue;
+    for (size_t k = 0; k < n; k++)
+      count += holders[k] == holders[i];
+    if (count > best_count) {
+      best_count = count;
+      best = i;
+    }
+  }
+  if (best_count > mine + 1) {
+    victim = srv->reg_head;
+    for (i = 0; i < best; i++)
+      victim = victim->reg_next;
+  }
+  pcache__free(holders);
+  return victim;
+}
+
 /* Has c's worker close it. Under conns_lock: c is alive until its worker
  * removes it, which takes the lock; the worker finds it again by id. */
 static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) {
   pcd_handoff *h = pcache__calloc(1, sizeof *h);
+  uint64_t since = atomic_load(&c->quiet_since_us);
   if (!h)
     return -ENOMEM;
-  log_info("closing an idle connection of pid %u (quiet for %llu s) to admit a new one (%s)",
-           c->pid, (unsigned long long)(now_us - atomic_load(&c->quiet_since_us)) / 1000000u, why);
+  if (since && now_us - since >= IDLE_GRACE_US)
+    log_info("closing an idle connection of pid %u (quiet for %llu s) to admit a new one (%s)",
+             c->pid, (unsigned long long)(now_us - since) / 1000000u, why);
+  else
+    log_info("closing the oldest connection of pid %u, which holds the most of them, to admit "
+             "a process that holds fewer (%s, none idle)",
+             c->pid, why);
   c->reg_reaping = 1;
   srv->n_reaping++;
   h->fd = -1;
@@ -140,6 +194,8 @@ int pcd_workers_admit(pcd_server *srv, uint32_t pid, uint64_t open, int *ret_per
   }
   if (open >= cfg->max_connections) {
     victim = oldest_idle(srv, 0, 1, now);
+    if (!victim)
+      victim = fair_share_victim(srv, mine);
     if (!victim || reap(srv, victim, now, "--max-connections") < 0)
       r = PCACHE_ETOO_MANY_CONNECTIONS;
   }

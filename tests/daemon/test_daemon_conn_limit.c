@@ -6,7 +6,9 @@
  *     frame), the new one is refused with a message naming the bound;
  *   - two other processes fill the whole limit with idle connections: a
  *     newcomer is still served, the oldest idle one closed for it, and
- *     the daemon holds no more than its limit.
+ *     the daemon holds no more than its limit;
+ *   - two processes fill it with connections kept busy: a process holding
+ *     none is still served, the oldest of the biggest holder's closed.
  * Before, every newcomer at the limit was refused "too many connections",
  * and idle connections were never closed. */
 #include <poll.h>
@@ -25,8 +27,9 @@
 
 static test_env env;
 
-/* Another process holding PER_PROCESS idle connections until killed. */
-static pid_t holder(void) {
+/* Another process holding PER_PROCESS connections until killed: idle, or
+ * busy (each in the middle of a frame, so never idle). */
+static pid_t holder_of_kind(int busy) {
   int p[2];
   char c;
   pid_t pid;
@@ -35,8 +38,11 @@ static pid_t holder(void) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     close(p[0]);
-    for (int i = 0; i < PER_PROCESS; i++)
-      (void)wire_open(&env, "holder");
+    for (int i = 0; i < PER_PROCESS; i++) {
+      int fd = wire_open(&env, "holder");
+      if (busy)
+        (void)wire_send_raw(fd, "\x10\x00", 2);
+    }
     (void)!write(p[1], "x", 1);
     for (;;)
       pause();
@@ -46,6 +52,8 @@ static pid_t holder(void) {
   close(p[0]);
   return pid;
 }
+
+static pid_t holder(void) { return holder_of_kind(0); }
 
 static uint64_t open_connections(int fd) {
   wire_reply rep;
@@ -102,6 +110,23 @@ int main(void) {
   ASSERT_EQ(n, MAX_CONN);
   close(fd);
 
+  kill(a, SIGKILL);
+  kill(b, SIGKILL);
+  ASSERT_EQ(waitpid(a, NULL, 0), a);
+  ASSERT_EQ(waitpid(b, NULL, 0), b);
+
+  /* Two processes fill the limit with connections kept busy, so none is
+   * ever idle: a process holding none is still served (the oldest of a
+   * biggest holder's closed for it), where it was refused before. */
+  usleep(200000);
+  a = holder_of_kind(1);
+  b = holder_of_kind(1);
+  usleep(QUIET_US);
+  fd = wire_open(&env, "busy-newcomer"); /* aborts when refused */
+  for (int i = 0; i < 50 && (n = open_connections(fd)) > MAX_CONN; i++)
+    usleep(20000);
+  ASSERT_EQ(n, MAX_CONN);
+  close(fd);
   kill(a, SIGKILL);
   kill(b, SIGKILL);
   ASSERT_EQ(waitpid(a, NULL, 0), a);
