@@ -320,6 +320,7 @@ static int near_memory_limit(void) {
   return kb * 1024 + margin >= limit;
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 /* A crash at the memory limit (a driver that aborts, or dereferences the
  * NULL, when its allocation fails) exits EXIT_OUT_OF_MEMORY, for pcached
  * to tell it from a crash of the driver's own; any other crash goes on as
@@ -337,6 +338,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx) {
   if (info->si_code <= 0)
     raise(sig);
 }
+#endif
 
 /* When the machine runs out of memory, the OOM killer takes the replayer
  * first, not a program of the user's: it holds nothing to lose (pcached
