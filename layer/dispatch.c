@@ -228,6 +228,7 @@ static void device_end(layer_device *ld) {
   pcache_device_destroy(ld->pc);
   ld->pc = NULL;
   layer_registry_drop_caches(ld->key);
+  layer_signals_unwatch();
 }
 
 static VKAPI_ATTR void VKAPI_CALL layer_DestroyDevice(VkDevice device,

@@ -201,10 +201,12 @@ void layer_stats_unhashable(layer_stats *stats, const char *reason, uint32_t sty
  * client's timeout) and writes it where PCACHE_LAYER_STATS / _FILE ask. */
 void layer_stats_report(layer_device *device);
 
-/* signals.c: from the first call on, a SIGTERM or SIGINT whose
- * disposition was the default runs report (every device's exit-time
- * report) before the process ends by that signal; the program's own
- * handlers and ignored signals are left alone. Any thread. */
+/* signals.c: while a device is watched (one call per device made), a
+ * SIGTERM or SIGINT whose disposition was the default runs report (every
+ * device's exit-time report) before the process ends by that signal; the
+ * program's own handlers and ignored signals are left alone. unwatch:
+ * one device fewer; with none, the reporting thread ends. Any thread. */
 void layer_signals_watch(void (*report)(void));
+void layer_signals_unwatch(void);
 
 #endif

@@ -29,12 +29,22 @@ static int go_pipe[2] = {-1, -1}, done_pipe[2] = {-1, -1};
 static pid_t owner;
 static int wait_ms;
 static atomic_int fired;
+/* The reporter thread runs while the process has a device (watchers):
+ * a thread left behind would outlive the program's use of Vulkan, and a
+ * program that forks after it and starts threads in the child is then
+ * the kind of program sanitizers refuse. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned watchers;
+static pthread_t thread;
+static atomic_int running;
 
 static void *reporter_main(void *arg) {
-  char c;
+  char c = 0;
   (void)arg;
   while (read(go_pipe[0], &c, 1) < 0 && errno == EINTR)
     ;
+  if (c != 'x')
+    return NULL; /* the last device went: told to end */
   atomic_load (&report_all)();
   (void)!write(done_pipe[1], "x", 1);
   return NULL;
@@ -51,7 +61,8 @@ static int64_t now_ms(void) {
 static void on_signal(int sig) {
   int saved = errno;
   struct sigaction dfl = {.sa_handler = SIG_DFL};
-  if (getpid() == owner && !atomic_exchange(&fired, 1) && write(go_pipe[1], "x", 1) == 1) {
+  if (getpid() == owner && atomic_load(&running) && !atomic_exchange(&fired, 1) &&
+      write(go_pipe[1], "x", 1) == 1) {
     int64_t end = now_ms() + wait_ms;
     for (;;) {
       struct pollfd p = {done_pipe[0], POLLIN, 0};
@@ -72,25 +83,10 @@ static int make_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 static void setup(void) {
   static const int sigs[] = {SIGTERM, SIGINT};
-  sigset_t all, old;
-  pthread_t thread;
-  pthread_attr_t attr;
-  int r;
   if (make_pipe(go_pipe) < 0 || make_pipe(done_pipe) < 0)
     return;
   owner = getpid();
   wait_ms = (int)pcache__env_ms("PCACHE_LAYER_FLUSH_MS", 2000, 0, 600000) + 1000;
-  /* The thread blocks every signal, so that it is never the one that runs
-   * the handler (which waits for it). */
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  r = pthread_create(&thread, &attr, reporter_main, NULL);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (r != 0)
-    return;
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
     struct sigaction cur, ours = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
     if (sigaction(sigs[i], NULL, &cur) < 0 || (cur.sa_flags & SA_SIGINFO) ||
@@ -103,7 +99,33 @@ static void setup(void) {
   }
 }
 
+/* The thread blocks every signal, so that it is never the one that runs
+ * the handler (which waits for it). Under lock. */
+static void start_reporter(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&thread, NULL, reporter_main, NULL) == 0)
+    atomic_store(&running, 1);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void layer_signals_watch(void (*report)(void)) {
   atomic_store(&report_all, report);
   pthread_once(&once, setup);
+  pthread_mutex_lock(&lock);
+  /* A forked child shares the parent's pipes: it reports nothing at a
+   * signal, as before the first device. */
+  if (watchers++ == 0 && go_pipe[0] >= 0 && getpid() == owner)
+    start_reporter();
+  pthread_mutex_unlock(&lock);
+}
+
+void layer_signals_unwatch(void) {
+  pthread_mutex_lock(&lock);
+  if (watchers > 0 && --watchers == 0 && atomic_exchange(&running, 0) && getpid() == owner) {
+    (void)!write(go_pipe[1], "q", 1);
+    pthread_join(thread, NULL);
+  }
+  pthread_mutex_unlock(&lock);
 }
