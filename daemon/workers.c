@@ -1,6 +1,7 @@
 #include "workers.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -83,14 +84,28 @@ static void reg_remove(pcd_server *srv, pcd_conn *conn) {
   pthread_mutex_unlock(&srv->conns_lock);
 }
 
+/* Whether c's peer has hung up and its I/O thread has not seen it yet: a
+ * program that closes and reconnects at once must not find its closed
+ * connections still counted against it. poll only looks; the fd stays
+ * its worker's. */
+static int hung_up(const pcd_conn *c) {
+  struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 /* The idle connection (of pid, or of anyone when all) that went quiet
- * first and is not already going, or NULL. Under conns_lock. */
+ * first and is not already going, or NULL; one whose peer hung up counts
+ * as idle at once. Under conns_lock. */
 static pcd_conn *oldest_idle(pcd_server *srv, uint32_t pid, int all, uint64_t now_us) {
   pcd_conn *best = NULL;
   uint64_t best_since = 0;
   for (pcd_conn *c = srv->reg_head; c; c = c->reg_next) {
     uint64_t since = atomic_load_explicit(&c->quiet_since_us, memory_order_relaxed);
-    if (c->reg_reaping || (!all && c->pid != pid) || !since || now_us - since < IDLE_GRACE_US)
+    if (c->reg_reaping || (!all && c->pid != pid))
+      continue;
+    if (hung_up(c))
+      return c;
+    if (!since || now_us - since < IDLE_GRACE_US)
       continue;
     if (!best || since < best_since) {
       best = c;
@@ -154,7 +169,11 @@ static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) 
   uint64_t since = atomic_load(&c->quiet_since_us);
   if (!h)
     return -ENOMEM;
-  if (since && now_us - since >= IDLE_GRACE_US)
+  if (hung_up(c))
+    log_info("dropping a connection of pid %u that its peer already closed, to admit a new one "
+             "(%s)",
+             c->pid, why);
+  else if (since && now_us - since >= IDLE_GRACE_US)
     log_info("closing an idle connection of pid %u (quiet for %llu s) to admit a new one (%s)",
              c->pid, (unsigned long long)(now_us - since) / 1000000u, why);
   else
