@@ -45,6 +45,14 @@ int pcache__desc_buf_grow(pcache__desc_writer *w, size_t extra) {
   uint8_t *p;
   if (w->err)
     return -1;
+  /* A legal create info can name the same bytes many times over (each of
+   * a million specialization entries may cover all of its data): past
+   * this its description is not worth its memory, and no daemon would
+   * take its upload (the frame limit is 64 MiB). */
+  if (extra > PCACHE_DESC_MAX_BYTES - b->size) {
+    w->err = desc_unhashable(w, "too_large", 0);
+    return -1;
+  }
   while (cap - b->size < extra)
     cap *= 2;
   if (b->heap) {

@@ -63,6 +63,10 @@ int pcache__desc_render_pass2(const VkRenderPassCreateInfo2 *info,
 
 /* A growable output buffer that starts on the caller's stack, so the hit
  * path allocates nothing. */
+/* The most a description may take: past it the pipeline is unhashable
+ * ("too_large"; docs/pipeline-desc.md). */
+#define PCACHE_DESC_MAX_BYTES ((size_t)128 << 20)
+
 typedef struct pcache__desc_buf {
   uint8_t *data;
   size_t size, capacity;

@@ -6,8 +6,11 @@
  * flight become: a crash (a signal other than SIGKILL, or an exit code
  * that is not ours) with one item out makes that item bad; with several
  * out, they are handed out again one at a time, so the next crash names
- * its item; SIGKILL from elsewhere (a person) blames nothing and hands
- * them out again; a hang past PCACHE_REPLAY_HANG_MS is
+ * its item; a SIGKILL, SIGTERM or SIGINT from elsewhere (a person, or a
+ * driver ending its process), or an exit with items out and none
+ * reported (a driver's exit()), hands them out again one at a time and
+ * blames an item that does it alone PCD_REPLAY_OOM_RETRIES times, so no
+ * item keeps the replay restarting for ever; a hang past PCACHE_REPLAY_HANG_MS is
  * killed here and makes its item bad. Its memory has a hard limit
  * (RLIMIT_DATA, set here as it starts); running out of it (its own exit 5,
  * or a SIGKILL while the OOM killer's count rose) hands the items out
@@ -207,8 +210,9 @@ static void limit_memory(pcd_replay *rp) {
 static void spawn(pcd_replay *rp) {
   char key_hex[65], threads[16];
   pcache__devkey nk;
-  const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path, "--device", key_hex,
-                        "--threads", threads, NULL};
+  const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path,
+                        "--device",        key_hex,    "--threads",
+                        threads,           NULL};
   uv_stdio_container_t stdio[3] = {
       {.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
   uv_process_options_t opt = {.exit_cb = on_exit_cb,
@@ -291,11 +295,15 @@ static void settle_flight(pcd_replay *rp, int blame, const char *why) {
   rp->st.retry_in_flight = 0;
 }
 
-/* The replayer ran out of memory. Only an item handed out alone (a retry:
- * nothing else was built beside it) is blamed for it; the others go out
- * again one at a time. One that does it alone is handed out again, alone,
- * until it has done so PCD_REPLAY_OOM_RETRIES times: then it is bad. */
-static void settle_oom(pcd_replay *rp, const char *why) {
+/* The replayer ended in a way that may or may not be its item's fault: it
+ * ran out of memory, something killed it, or it exited with items out and
+ * nothing reported. Only an item handed out alone (a retry: nothing else
+ * was built beside it) is blamed; the others go out again one at a time.
+ * One that does it alone is handed out again, alone, until it has done so
+ * PCD_REPLAY_OOM_RETRIES times: then it is bad, so that no item can keep
+ * the replay starting replayers for ever, this run or after a restart.
+ * advice: what the user can do, or NULL. */
+static void settle_strikes(pcd_replay *rp, const char *why, const char *advice) {
   const pcache__hash *h = &rp->st.flight[0].hash;
   if (rp->st.n_flight != 1 || !rp->st.retry_in_flight) {
     log_warn("replay: pcache-replay ran %s with %u items in flight; handing them "
@@ -311,8 +319,8 @@ static void settle_oom(pcd_replay *rp, const char *why) {
   if (++rp->oom_strikes >= PCD_REPLAY_OOM_RETRIES) {
     rp->oom_strikes = 0;
     settle_flight(rp, 1, why);
-    log_warn("replay: raise PCACHE_REPLAY_MEM_LIMIT_MB in pcached's environment if pipelines "
-             "that large are expected (pipelines already recorded as bad stay skipped)");
+    if (advice)
+      log_warn("replay: %s", advice);
     return;
   }
   log_warn("replay: a pipeline ran pcache-replay %s alone, %u of %u times; "
@@ -348,14 +356,24 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     rp->restarts++;
     restart = 1;
   } else if (!out_of_memory && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT)) {
+    /* Most likely a person, or pcached's own stop, and no item's fault;
+     * but a driver can end its process so too, and the same item, alone,
+     * every time is the one doing it. */
     log_warn("replay: pid %u was killed (signal %d); starting another", rp->pid, sig);
-    settle_flight(rp, 0, "killed");
+    snprintf(why, sizeof why, "killed (signal %d) while building it", sig);
+    if (rp->closing || !rp->st.n_flight)
+      settle_flight(rp, 0, "killed");
+    else
+      settle_strikes(rp, why, NULL);
     rp->restarts++;
     restart = 1;
     delay_ms = 1000;
   } else if (out_of_memory || sig ||
              (status != 0 && status != PCD_REPLAY_EXIT_NO_DEVICE &&
-              status != PCD_REPLAY_EXIT_RECYCLE)) {
+              status != PCD_REPLAY_EXIT_RECYCLE) ||
+             (status == PCD_REPLAY_EXIT_NO_DEVICE && rp->st.n_flight)) {
+    /* (No device with items out is not the replayer's own answer: it
+     * says so before it claims anything. A driver that exited so is.) */
     if (!out_of_memory && sig)
       snprintf(why, sizeof why, "crashed (signal %d: %s)", sig, strsignal(sig));
     else if (!out_of_memory)
@@ -363,7 +381,9 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     if (!rp->st.n_flight)
       rp->failures_in_row++;
     if (out_of_memory)
-      settle_oom(rp, why);
+      settle_strikes(rp, why,
+                     "raise PCACHE_REPLAY_MEM_LIMIT_MB in pcached's environment if pipelines "
+                     "that large are expected (pipelines already recorded as bad stay skipped)");
     else
       settle_flight(rp, 1, why);
     rp->restarts++;
@@ -381,7 +401,14 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
      * (a replayer that exits at once) is restarted as after a crash, with
      * the growing pause and the bound on failures in a row, never as fast
      * as it can exit. */
-    settle_flight(rp, 0, "");
+    /* Items out and none reported: it exited while building, as a driver
+     * that calls exit() does; struck as a kill is. */
+    if (!rp->landed && rp->st.n_flight) {
+      snprintf(why, sizeof why, "exited (status %lld) while building it", (long long)status);
+      settle_strikes(rp, why, NULL);
+    } else {
+      settle_flight(rp, 0, "");
+    }
     restart = rp->st.active && !rp->st.finished_now;
     if (restart && !rp->landed) {
       log_warn("replay: pid %u exited (status %lld) without reporting a pipeline", rp->pid,

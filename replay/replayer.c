@@ -70,17 +70,18 @@ typedef struct replayer {
   pcache__replay_keep *keep; /* built pipelines kept alive a while (keep.h) */
   unsigned threads;
   uint64_t max_rss;
-  double psi_low;             /* avg10 % from which builds are throttled */
-  atomic_uint throttle_ms;    /* the pause after each build; 0: none */
-  atomic_int pressured;       /* threads past the first wait */
-  atomic_int stop;            /* memory bound reached: report and exit */
-  atomic_int out_of_memory;   /* a build ran into the memory limit */
-  atomic_int failed;          /* a thread lost its connection */
-  atomic_int finished;        /* the daemon has nothing more to hand out */
-  const char *crash_hash;     /* test hook: PCACHE_REPLAY_TEST_CRASH */
-  const char *hang_hash;      /* test hook: PCACHE_REPLAY_TEST_HANG */
-  const char *hog_hash;       /* test hook: PCACHE_REPLAY_TEST_HOG */
-  uint32_t delay_ms;          /* test hook: PCACHE_REPLAY_TEST_DELAY_MS */
+  double psi_low;            /* avg10 % from which builds are throttled */
+  atomic_uint throttle_ms;   /* the pause after each build; 0: none */
+  atomic_int pressured;      /* threads past the first wait */
+  atomic_int stop;           /* memory bound reached: report and exit */
+  atomic_int out_of_memory;  /* a build ran into the memory limit */
+  atomic_int failed;         /* a thread lost its connection */
+  atomic_int finished;       /* the daemon has nothing more to hand out */
+  const char *crash_hash;    /* test hook: PCACHE_REPLAY_TEST_CRASH */
+  const char *killself_hash; /* test hook: PCACHE_REPLAY_TEST_KILLSELF */
+  const char *hang_hash;     /* test hook: PCACHE_REPLAY_TEST_HANG */
+  const char *hog_hash;      /* test hook: PCACHE_REPLAY_TEST_HOG */
+  uint32_t delay_ms;         /* test hook: PCACHE_REPLAY_TEST_DELAY_MS */
   atomic_ullong built;
   pcache__replay_uploader *uploader;
   /* Wakes the PSI thread at the end, not half a second later. */
@@ -245,6 +246,17 @@ static void maybe_crash(const replayer *rp, const Pcachepb__ReplayItem *item) {
   }
 }
 
+/* The test-only self-kill hook: a driver that ends its process with
+ * SIGKILL, on an item whose state hash, in hex, starts with
+ * PCACHE_REPLAY_TEST_KILLSELF. */
+static void maybe_kill_self(const replayer *rp, const Pcachepb__ReplayItem *item) {
+  char hex[33];
+  if (hook_matches(rp->killself_hash, item, hex)) {
+    log_warn("replay: PCACHE_REPLAY_TEST_KILLSELF matches %s: killing this process, as asked", hex);
+    raise(SIGKILL);
+  }
+}
+
 /* The test-only hang hook: a driver that never returns, on an item whose
  * state hash, in hex, starts with PCACHE_REPLAY_TEST_HANG. */
 static void maybe_hang(const replayer *rp, const Pcachepb__ReplayItem *item) {
@@ -375,6 +387,7 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   char msg[160];
   int r;
   maybe_crash(rp, item);
+  maybe_kill_self(rp, item);
   maybe_hang(rp, item);
   maybe_hog(rp, item);
   if (rp->delay_ms)
@@ -704,6 +717,8 @@ int main(int argc, char **argv) {
     setenv("__GL_SHADER_DISK_CACHE", "0", 1);
   v = getenv("PCACHE_REPLAY_TEST_CRASH");
   rp.crash_hash = v && *v ? v : NULL;
+  v = getenv("PCACHE_REPLAY_TEST_KILLSELF");
+  rp.killself_hash = v && *v ? v : NULL;
   v = getenv("PCACHE_REPLAY_TEST_HANG");
   rp.hang_hash = v && *v ? v : NULL;
   v = getenv("PCACHE_REPLAY_TEST_HOG");

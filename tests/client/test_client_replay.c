@@ -11,6 +11,9 @@
  *            nice 19, SCHED_IDLE, the idle I/O class and oom_score_adj 1000
  *   busy     a client that never stops fetching holds the replay to one
  *            item at a time, paced, but not for ever: it finishes
+ *   killself one pipeline's build ends the replayer with SIGKILL (a driver
+ *            doing so): it is blamed once it did so alone, and the rest
+ *            finishes; the replay does not restart replayers for ever
  *   hog      one pipeline's build takes memory past the replayer's limit
  *            (PCACHE_REPLAY_TEST_HOG under PCACHE_REPLAY_MEM_LIMIT_MB): it
  *            is tried again alone twice, then recorded as bad "out of
@@ -625,6 +628,16 @@ int main(int argc, char **argv) {
     ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
     test_daemon_start(&env, NULL);
   }
+  if (strcmp(mode, "killself") == 0) {
+    /* A driver that ends its process with SIGKILL on one pipeline: struck
+     * like a memory failure, blamed once it did it alone twice, and the
+     * replay finishes instead of restarting replayers for ever. */
+    lowest_hash(crash);
+    crash_reason = "killed (signal 9) while building it";
+    setenv("PCACHE_REPLAY_TEST_KILLSELF", crash, 1);
+    ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
+    test_daemon_start(&env, NULL);
+  }
   if (strcmp(mode, "hog") == 0) {
     lowest_hash(crash);
     crash_reason = "out of memory (limit 384 MiB)";
@@ -759,7 +772,9 @@ int main(int argc, char **argv) {
       ctl_json_check(&env, 0, "status", expr);
     } else {
       /* The replayer's stderr reaches pcached's log (replay_supervise.c). */
-      ASSERT_TRUE(log_has(&env, "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
+      ASSERT_TRUE(log_has(&env, strcmp(mode, "killself") == 0
+                                    ? "pcache-replay: replay: PCACHE_REPLAY_TEST_KILLSELF matches"
+                                    : "pcache-replay: replay: PCACHE_REPLAY_TEST_CRASH matches"));
     }
   } else {
     ASSERT_EQ(p->failed, 0);

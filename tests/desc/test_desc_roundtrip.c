@@ -98,6 +98,40 @@ static void big(fx_world *w) {
   }
 }
 
+/* A legal create info whose description would be huge: 200
+ * specialization entries, each naming all 1 MiB of the data (the same
+ * bytes, copied into the description once an entry). The describer stops
+ * at PCACHE_DESC_MAX_BYTES and calls it unhashable ("too_large"), so the
+ * pipeline goes to the driver as without pcache; before, it built a
+ * 200 MiB description (the hostile test's L1: 2 GiB at 2048 entries). */
+static void too_large(fx_world *w) {
+  enum { ENTRIES = 200, DATA = 1 << 20 };
+  fx_pipeline *p = fx_make(w, 0, 0);
+  VkSpecializationMapEntry *entries = calloc(ENTRIES, sizeof *entries);
+  uint8_t *data = calloc(1, DATA);
+  VkSpecializationInfo spec = {.mapEntryCount = ENTRIES, .pMapEntries = entries,
+                               .dataSize = DATA, .pData = data};
+  pcache__desc_buf b;
+  pcache__desc_keys k;
+  ASSERT_TRUE(entries && data);
+  for (uint32_t i = 0; i < ENTRIES; i++)
+    entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 0, .size = DATA};
+  if (p->compute)
+    p->cinfo.stage.pSpecializationInfo = &spec;
+  else
+    p->stages[0].pSpecializationInfo = &spec;
+  pcache__desc_buf_init(&b);
+  ASSERT_EQ(fx_describe(p, w, &b, &k), PCACHE_EUNHASHABLE);
+  ASSERT_STREQ(b.unhashable_reason, "too_large");
+  ASSERT_LE(b.capacity, 2 * PCACHE_DESC_MAX_BYTES);
+  printf("%u entries of %u bytes: unhashable (too_large), %zu bytes held at most\n", ENTRIES,
+         DATA, b.capacity);
+  pcache__desc_buf_release(&b);
+  free(entries);
+  free(data);
+  fx_free(p);
+}
+
 int main(void) {
   fx_world w;
   pcache__hash hashes[FX_COUNT];
@@ -157,6 +191,7 @@ int main(void) {
       if (!(i == 0 && j == 9))
         ASSERT_TRUE(!pcache__hash_equal(&hashes[i], &hashes[j]));
   big(&w);
+  too_large(&w);
   fx_world_free(&w);
   return 0;
 }
