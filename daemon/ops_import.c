@@ -13,6 +13,7 @@
 #include "ops.h"
 #include "pos_index.h"
 #include "proto/archive.h"
+#include "proto/desc_check.h"
 
 /* An import runs in slices, each in the writer's transaction of the
  * moment and committed with it: a slice stops after SLICE_RECORDS archive
@@ -177,6 +178,26 @@ static int importmodule(void *ctx, const pcache__hash *hash, const void *code, s
   return slice_step(x);
 }
 
+/* What storing e costs a slice beyond its own bytes: the modules it
+ * names. Each entry's reference to a module is counted in the module's
+ * record, which LMDB writes whole, so an archive naming one 32 MiB module
+ * in 2000 entries made one slice of 94 s that held every other write
+ * behind it (the hostile round's I1). A description that does not check
+ * costs nothing here: storing it refuses it. */
+static uint64_t module_cost(importctx *x, const pcache__archive_entry *e) {
+  pcache__hash hashes[PCACHE_DESC_MAX_MODULES];
+  size_t n = 0;
+  uint64_t bytes = 0;
+  if (!e->desc_size || pcache__desc_check(e->desc, e->desc_size, &e->state_hash, e->kind, hashes,
+                                          &n) != 0)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    const importmod *m = mod_find(x->st, &hashes[i]);
+    bytes += m ? m->size : 0;
+  }
+  return bytes;
+}
+
 /* An archive's time (unix seconds) in microseconds, clamped to now: 0 (not
  * recorded) and times in the future are now, so that an archive cannot
  * pin its entries ahead of every fresh one in the LRU (nor overflow the
@@ -252,7 +273,7 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
   x->st->at.accepted++;
   x->st->at.present += present;
   x->st->at.bytes += cost;
-  x->slice_bytes += cost;
+  x->slice_bytes += cost + module_cost(x, e);
   x->job->stored++;
   return slice_step(x);
 }
