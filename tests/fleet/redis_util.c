@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "test.h"
 
 void redis_require(void) {
@@ -161,4 +162,31 @@ void fleet_trust_file(const char *path, const test_fleet_key *keys, size_t n) {
   }
   fclose(out);
   chmod(path, 0644);
+}
+
+redisReply *redis_get(redisContext *c, const char *k) {
+  const char *argv[2] = {"GET", k};
+  size_t len[2] = {3, strlen(k)};
+  redisReply *v = redis_cmd(c, 2, argv, len);
+  ASSERT_EQ(v->type, REDIS_REPLY_STRING);
+  return v;
+}
+
+void redis_set(redisContext *c, const char *k, const void *v, size_t n) {
+  const char *argv[3] = {"SET", k, v};
+  size_t len[3] = {3, strlen(k), n};
+  freeReplyObject(redis_cmd(c, 3, argv, len));
+}
+
+const char *fleet_entry_key(const uint8_t device_key[32], const uint8_t state_hash[16]) {
+  static char k[256];
+  char dev[65], h[33];
+  pcache__hex(device_key, 32, dev);
+  pcache__hex(state_hash, 16, h);
+  snprintf(k, sizeof k, "pcache:e:%s:%s", dev, h);
+  return k;
+}
+
+void fleet_sleep_ms(unsigned ms) {
+  nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }

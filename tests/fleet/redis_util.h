@@ -6,6 +6,7 @@
 #define PCACHE_TESTS_REDIS_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -34,6 +35,15 @@ redisContext *redis_connect(const test_redis *r);
 redisReply *redis_cmd(redisContext *c, int argc, const char **argv, const size_t *len);
 /* Keys matching pattern (KEYS), how many. */
 size_t redis_count_keys(redisContext *c, const char *pattern);
+/* GET k, which must hold a string; aborts otherwise. Free the reply. */
+redisReply *redis_get(redisContext *c, const char *k);
+/* SET k to the n bytes at v. */
+void redis_set(redisContext *c, const char *k, const void *v, size_t n);
+/* The Redis key of the entry (device key hex, state hash hex) under the
+ * default prefix "pcache:". Static storage: valid until the next call. */
+const char *fleet_entry_key(const uint8_t device_key[32], const uint8_t state_hash[16]);
+/* Sleeps ms milliseconds. */
+void fleet_sleep_ms(unsigned ms);
 
 /* ------------------------------------------------ the fleet's trust
  * (docs/fleet.md "Who can do what"): every member that pushes signs, and

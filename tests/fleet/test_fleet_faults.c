@@ -58,17 +58,12 @@ static remote_view view(const test_env *env, const char *app) {
   return v;
 }
 
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* Waits (10 s at most) until env's remote is in state. */
 static void wait_state(test_env *env, const char *state) {
   for (int i = 0; i < 1000; i++) {
     if (strcmp(view(env, "fleet").state, state) == 0)
       return;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   }
   fprintf(stderr, "remote never became %s\n", state);
   test_dump_daemon_log(env);
@@ -80,7 +75,7 @@ static void wait_pushed(test_env *env, uint64_t n) {
   for (int i = 0; i < 1000; i++) {
     if (view(env, "fleet").pushed >= n)
       return;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   }
   fprintf(stderr, "fewer than %llu values pushed\n", (unsigned long long)n);
   test_dump_daemon_log(env);
@@ -147,30 +142,6 @@ static void sign_as(const test_fleet_key *key, const char *k, uint8_t *value, si
   pcd_trust_clear(&t);
 }
 
-/* The entry's value in Redis. */
-static char *entry_key(const pcache__devkey *key, const wire_item *it) {
-  static char k[256];
-  char dev[65], h[33];
-  pcache__hex(key->bytes, 32, dev);
-  pcache__hex(it->hash.bytes, 16, h);
-  snprintf(k, sizeof k, "pcache:e:%s:%s", dev, h);
-  return k;
-}
-
-static redisReply *get_value(redisContext *c, const char *k) {
-  const char *argv[2] = {"GET", k};
-  size_t len[2] = {3, strlen(k)};
-  redisReply *v = redis_cmd(c, 2, argv, len);
-  ASSERT_EQ(v->type, REDIS_REPLY_STRING);
-  return v;
-}
-
-static void set_value(redisContext *c, const char *k, const void *v, size_t n) {
-  const char *argv[3] = {"SET", k, v};
-  size_t len[3] = {3, strlen(k), n};
-  freeReplyObject(redis_cmd(c, 3, argv, len));
-}
-
 /* Damages three of the four values in three ways: a flipped bit (the
  * checksum catches it), another entry's value (the wrong Put), a
  * description changed under a recomputed checksum (the writer's own
@@ -179,25 +150,25 @@ static void set_value(redisContext *c, const char *k, const void *v, size_t n) {
  * checks behind the signature are under test here (test_fleet_trust.c
  * tests the signature). */
 static void damage(redisContext *c, const pcache__devkey *key, wire_item *items) {
-  redisReply *v = get_value(c, entry_key(key, &items[0]));
+  redisReply *v = redis_get(c, fleet_entry_key(key->bytes, items[0].hash.bytes));
   v->str[v->len / 2] ^= 0x10;
-  set_value(c, entry_key(key, &items[0]), v->str, v->len);
+  redis_set(c, fleet_entry_key(key->bytes, items[0].hash.bytes), v->str, v->len);
   freeReplyObject(v);
 
-  v = get_value(c, entry_key(key, &items[3]));
-  sign_as(&key_a, entry_key(key, &items[1]), (uint8_t *)v->str, v->len);
-  set_value(c, entry_key(key, &items[1]), v->str, v->len);
+  v = redis_get(c, fleet_entry_key(key->bytes, items[3].hash.bytes));
+  sign_as(&key_a, fleet_entry_key(key->bytes, items[1].hash.bytes), (uint8_t *)v->str, v->len);
+  redis_set(c, fleet_entry_key(key->bytes, items[1].hash.bytes), v->str, v->len);
   freeReplyObject(v);
 
-  v = get_value(c, entry_key(key, &items[2]));
+  v = redis_get(c, fleet_entry_key(key->bytes, items[2].hash.bytes));
   uint8_t *desc = memmem(v->str, v->len, items[2].item.desc.data, items[2].item.desc.len);
   ASSERT_TRUE(desc != NULL);
   desc[items[2].item.desc.len - 1] ^= 0x01;
   pcache__put_le64(
       (uint8_t *)v->str + PCD_FLEET_CHECKSUM_AT,
       pcache__checksum64((uint8_t *)v->str + PCD_FLEET_HEADER, v->len - PCD_FLEET_HEADER));
-  sign_as(&key_a, entry_key(key, &items[2]), (uint8_t *)v->str, v->len);
-  set_value(c, entry_key(key, &items[2]), v->str, v->len);
+  sign_as(&key_a, fleet_entry_key(key->bytes, items[2].hash.bytes), (uint8_t *)v->str, v->len);
+  redis_set(c, fleet_entry_key(key->bytes, items[2].hash.bytes), v->str, v->len);
   freeReplyObject(v);
 }
 
@@ -215,7 +186,7 @@ static void *garbage_server(void *arg) {
       return NULL;
     (void)!read(c, buf, sizeof buf);
     (void)!write(c, "%%%% not redis %%%%\r\n", 20);
-    sleep_ms(50);
+    fleet_sleep_ms(50);
     close(c);
   }
 }
@@ -238,7 +209,7 @@ static void garbage_case(void) {
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
   start_with(&env, "fleet-garbage", url, NULL);
   wire_guard(&env);
-  sleep_ms(300);
+  fleet_sleep_ms(300);
   remote_view v = view(&env, "fleet");
   ASSERT_TRUE(strcmp(v.state, "up") != 0);
   ASSERT_GE(v.reconnects, 1);
@@ -282,7 +253,7 @@ static void *pong_server(void *arg) {
         break;
       }
     }
-    sleep_ms(20);
+    fleet_sleep_ms(20);
     close(c);
   }
 }
@@ -295,7 +266,8 @@ static int log_count(const test_env *env, const char *text) {
   FILE *f = fopen(env->log_path, "r");
   ASSERT_TRUE(f != NULL);
   while (fgets(line, sizeof line, f))
-    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 && strstr(line, text) != NULL;
+    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 &&
+         strstr(line, text) != NULL;
   fclose(f);
   return n;
 }
@@ -321,7 +293,7 @@ static void pong_garbage_case(void) {
   wire_guard(&env);
   /* 100 + 200 + 400 + 800 + 1600 ms: five or six tries in 3.5 s, where a
    * pause reset at each PONG makes one every 100 ms (over 30). */
-  sleep_ms(3500);
+  fleet_sleep_ms(3500);
   v = view(&env, "fleet");
   fprintf(stderr, "pong-garbage: %d connections, %llu reconnects in 3.5 s\n",
           atomic_load(&pong_accepted), (unsigned long long)v.reconnects);
@@ -364,14 +336,14 @@ static void fifo_case(const char *root) {
   for (int i = 0; i < 500 && !ended; i++) {
     ended = waitpid(pid, &status, WNOHANG) == pid;
     if (!ended)
-      sleep_ms(10);
+      fleet_sleep_ms(10);
   }
   if (!ended) {
     kill(pid, SIGTERM);
     for (int i = 0; i < 200 && !ended; i++) {
       ended = waitpid(pid, &status, WNOHANG) == pid;
       if (!ended)
-        sleep_ms(10);
+        fleet_sleep_ms(10);
     }
     if (!ended) {
       kill(pid, SIGKILL);
@@ -479,7 +451,7 @@ static void huge_case(void) {
   /* The miss asks the fleet, which answers without end. */
   ASSERT_EQ(get_within(&env, &key, &it, 1, 5000), 0);
   for (int i = 0; i < 500 && view(&env, "fleet").reconnects == 0; i++)
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   v = view(&env, "fleet");
   ASSERT_GE(v.reconnects, 1);
   ASSERT_TRUE(strstr(v.last_error, "bound") != NULL);
@@ -531,7 +503,7 @@ static void auth_case(const char *root) {
   start_with(&env, "fleet-authbad", rs.url, file);
   wire_guard(&env);
   for (int i = 0; i < 500 && !view(&env, "fleet").reconnects; i++)
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   remote_view v = view(&env, "fleet");
   ASSERT_TRUE(strcmp(v.state, "up") != 0);
   ASSERT_TRUE(strstr(v.last_error, "AUTH") != NULL);

@@ -52,15 +52,11 @@ static remote_view view(const test_env *env) {
   return v;
 }
 
-static void sleep_ms(unsigned ms) {
-  nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
-}
-
 static void wait_up(test_env *env) {
   for (int i = 0; i < 1000; i++) {
     if (strcmp(view(env).state, "up") == 0)
       return;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   }
   test_dump_daemon_log(env);
   TEST_FAIL_("remote never up");
@@ -72,7 +68,7 @@ static uint64_t settled(const test_env *env) {
   uint64_t last = view(env).entries;
   for (int same = 0, i = 0; same < 50 && i < 3000; i++) {
     uint64_t now;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
     now = view(env).entries;
     same = now == last ? same + 1 : 0;
     last = now;
@@ -173,7 +169,7 @@ int main(void) {
     close(fd);
   }
   for (int i = 0; i < 3000 && view(&w).pushed < N_ITEMS; i++)
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   ASSERT_EQ(view(&w).pushed, N_ITEMS);
 
   /* A fresh member's Prefetches store them all, the link kept. */

@@ -71,15 +71,11 @@ static remote_view view(const test_env *env) {
   return v;
 }
 
-static void sleep_ms(unsigned ms) {
-  nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
-}
-
 static void wait_up(test_env *env) {
   for (int i = 0; i < 1000; i++) {
     if (strcmp(view(env).state, "up") == 0)
       return;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   }
   test_dump_daemon_log(env);
   TEST_FAIL_("remote never up");
@@ -89,7 +85,7 @@ static void wait_pushed(test_env *env, uint64_t n) {
   for (int i = 0; i < 1000; i++) {
     if (view(env).pushed >= n)
       return;
-    sleep_ms(10);
+    fleet_sleep_ms(10);
   }
   test_dump_daemon_log(env);
   TEST_FAIL_("fewer than %llu values pushed", (unsigned long long)n);
@@ -149,30 +145,6 @@ static void put(const test_env *env, const pcache__devkey *key, wire_item *items
   close(fd);
 }
 
-/* The Redis key of an entry, and the name its signature covers. */
-static const char *entry_key(const pcache__devkey *key, const wire_item *it) {
-  static char k[256];
-  char dev[65], h[33];
-  pcache__hex(key->bytes, 32, dev);
-  pcache__hex(it->hash.bytes, 16, h);
-  snprintf(k, sizeof k, "pcache:e:%s:%s", dev, h);
-  return k;
-}
-
-static redisReply *get_value(redisContext *c, const char *k) {
-  const char *argv[2] = {"GET", k};
-  size_t len[2] = {3, strlen(k)};
-  redisReply *v = redis_cmd(c, 2, argv, len);
-  ASSERT_EQ(v->type, REDIS_REPLY_STRING);
-  return v;
-}
-
-static void set_value(redisContext *c, const char *k, const void *v, size_t n) {
-  const char *argv[3] = {"SET", k, v};
-  size_t len[3] = {3, strlen(k), n};
-  freeReplyObject(redis_cmd(c, 3, argv, len));
-}
-
 static void sign_with(const char *key_file, const char *k, uint8_t *value, size_t size) {
   pcd_trust t;
   ASSERT_EQ(pcd_trust_load(&t, key_file, NULL), 0);
@@ -224,7 +196,8 @@ static int log_count(const test_env *env, const char *text) {
   FILE *f = fopen(env->log_path, "r");
   ASSERT_TRUE(f != NULL);
   while (fgets(line, sizeof line, f))
-    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 && strstr(line, text) != NULL;
+    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 &&
+         strstr(line, text) != NULL;
   fclose(f);
   return n;
 }
@@ -278,7 +251,7 @@ int main(void) {
   wait_pushed(&a, N_ITEMS);
   ASSERT_EQ(redis_count_keys(c, "pcache:e:*"), N_ITEMS);
   {
-    redisReply *val = get_value(c, entry_key(&dev, &items[0]));
+    redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, items[0].hash.bytes));
     char id[17];
     ASSERT_EQ(memcmp(val->str, "pcf2", 4), 0);
     pcache__hex(val->str + PCD_FLEET_KEY_ID_AT, PCD_FLEET_KEY_ID_SIZE, id);
@@ -300,7 +273,7 @@ int main(void) {
   for (int i = 0; i < 2; i++)
     wire_item_make(&mine[i], &dev, 300 + (unsigned)i, 4096);
   put(&reader, &dev, mine, 2);
-  sleep_ms(500);
+  fleet_sleep_ms(500);
   v = view(&reader);
   ASSERT_EQ(v.pushed, 0);
   ASSERT_EQ(v.push_dropped, 0);
@@ -313,10 +286,10 @@ int main(void) {
   /* A member with Redis access rewrites every stored blob's body. A fresh
    * member refuses all four: none stored, none served, each counted. */
   for (int i = 0; i < N_ITEMS; i++) {
-    redisReply *val = get_value(c, entry_key(&dev, &items[i]));
+    redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, items[i].hash.bytes));
     size_t n;
     uint8_t *bad = tamper((const uint8_t *)val->str, val->len, &n);
-    set_value(c, entry_key(&dev, &items[i]), bad, n);
+    redis_set(c, fleet_entry_key(dev.bytes, items[i].hash.bytes), bad, n);
     free(bad);
     freeReplyObject(val);
   }
@@ -341,9 +314,10 @@ int main(void) {
    * trusted writer that is itself compromised can do this: docs/fleet.md
    * says what signatures do not protect). */
   for (int i = 0; i < N_ITEMS; i++) {
-    redisReply *val = get_value(c, entry_key(&dev, &items[i]));
-    sign_with(ka.key, entry_key(&dev, &items[i]), (uint8_t *)val->str, val->len);
-    set_value(c, entry_key(&dev, &items[i]), val->str, val->len);
+    redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, items[i].hash.bytes));
+    sign_with(ka.key, fleet_entry_key(dev.bytes, items[i].hash.bytes), (uint8_t *)val->str,
+              val->len);
+    redis_set(c, fleet_entry_key(dev.bytes, items[i].hash.bytes), val->str, val->len);
     freeReplyObject(val);
   }
   {
@@ -360,27 +334,28 @@ int main(void) {
   put(&a, &dev, extra, 2);
   wait_pushed(&a, N_ITEMS + 2);
   {
-    redisReply *val = get_value(c, entry_key(&dev, &extra[0]));
+    redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, extra[0].hash.bytes));
     size_t n = val->len - PCD_FLEET_HEADER;
     uint8_t *old = malloc(12 + n);
     ASSERT_TRUE(old != NULL);
     memcpy(old, "pcf1", 4);
     memcpy(old + 12, val->str + PCD_FLEET_HEADER, n);
     pcache__put_le64(old + 4, pcache__checksum64(old + 12, n));
-    set_value(c, entry_key(&dev, &extra[0]), old, 12 + n);
+    redis_set(c, fleet_entry_key(dev.bytes, extra[0].hash.bytes), old, 12 + n);
     free(old);
     freeReplyObject(val);
-    val = get_value(c, entry_key(&dev, &extra[1]));
-    sign_with(kx.key, entry_key(&dev, &extra[1]), (uint8_t *)val->str, val->len);
-    set_value(c, entry_key(&dev, &extra[1]), val->str, val->len);
+    val = redis_get(c, fleet_entry_key(dev.bytes, extra[1].hash.bytes));
+    sign_with(kx.key, fleet_entry_key(dev.bytes, extra[1].hash.bytes), (uint8_t *)val->str,
+              val->len);
+    redis_set(c, fleet_entry_key(dev.bytes, extra[1].hash.bytes), val->str, val->len);
     freeReplyObject(val);
   }
   /* And a value A signed for one entry, filed under another's key: the
    * signature covers the key's name. */
   wire_item_make(&extra[2], &dev, 402, 4096);
   {
-    redisReply *val = get_value(c, entry_key(&dev, &items[0]));
-    set_value(c, entry_key(&dev, &extra[2]), val->str, val->len);
+    redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, items[0].hash.bytes));
+    redis_set(c, fleet_entry_key(dev.bytes, extra[2].hash.bytes), val->str, val->len);
     freeReplyObject(val);
   }
   member(&m3, "trust-m3", rs.url, NULL, trusted);
@@ -435,8 +410,8 @@ int main(void) {
     pcache__hex(dev.bytes, 32, hex);
     snprintf(sk, sizeof sk, "pcache:s:%s:trust", hex);
     snprintf(other, sizeof other, "pcache:s:%s:other", hex);
-    redisReply *val = get_value(c, sk);
-    set_value(c, other, val->str, val->len);
+    redisReply *val = redis_get(c, sk);
+    redis_set(c, other, val->str, val->len);
     {
       Pcachepb__Request *snap = NULL;
       uint8_t *grown, *kept, *out;
@@ -457,7 +432,7 @@ int main(void) {
       memcpy(out, val->str, PCD_FLEET_HEADER);
       pcachepb__request__pack(snap, out + PCD_FLEET_HEADER);
       pcache__put_le64(out + PCD_FLEET_CHECKSUM_AT, pcache__checksum64(out + PCD_FLEET_HEADER, n));
-      set_value(c, sk, out, PCD_FLEET_HEADER + n);
+      redis_set(c, sk, out, PCD_FLEET_HEADER + n);
       snap->put_snapshot->blob.data = kept;
       snap->put_snapshot->blob.len -= APPENDED;
       free(grown);
