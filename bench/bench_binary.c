@@ -145,43 +145,39 @@ static void probe_init(probe *p) {
     bench_die("VK_KHR_pipeline_binary enabled but its functions are missing");
 }
 
+/* The pNext chain and flags of a create info with the binaries bin in
+ * front (when given) and, for a capture, flags 2 in front of those, in
+ * b and f2 (the caller's storage). */
+static const void *chain_for(const void *next, VkPipelineCreateFlags *flags, uint64_t flags2,
+                             const VkPipelineBinaryInfoKHR *bin, VkPipelineBinaryInfoKHR *b,
+                             VkPipelineCreateFlags2CreateInfoKHR *f2) {
+  if (bin) {
+    *b = *bin;
+    b->pNext = next;
+    next = b;
+  }
+  f2->pNext = next;
+  f2->flags = *flags | flags2;
+  *flags |= (VkPipelineCreateFlags)(flags2 & 0x7fffffffu);
+  return (flags2 & VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR) ? (const void *)f2 : next;
+}
+
 /* Creates pipeline i of set with extra flags (flags2 when capture) and
  * optional binaries; returns the VkResult. */
 static VkResult create(probe *p, const bench_pipeset *set, uint32_t i, VkPipelineCache cache,
                        uint64_t flags2, const VkPipelineBinaryInfoKHR *bin, VkPipeline *ret) {
   VkPipelineCreateFlags2CreateInfoKHR f2 = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR};
-  const void *chain;
-  VkResult vr;
-  *ret = VK_NULL_HANDLE;
   VkPipelineBinaryInfoKHR b;
+  *ret = VK_NULL_HANDLE;
   if (bench_pipeset_is_compute(set, i)) {
     VkComputePipelineCreateInfo ci = *bench_pipeset_compute(set, i);
-    chain = ci.pNext;
-    if (bin) {
-      b = *bin;
-      b.pNext = chain;
-      chain = &b;
-    }
-    f2.pNext = chain;
-    f2.flags = ci.flags | flags2;
-    ci.flags |= (VkPipelineCreateFlags)(flags2 & 0x7fffffffu);
-    ci.pNext = (flags2 & VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR) ? &f2 : chain;
+    ci.pNext = chain_for(ci.pNext, &ci.flags, flags2, bin, &b, &f2);
     return vkCreateComputePipelines(p->vk.device, cache, 1, &ci, NULL, ret);
   }
   VkGraphicsPipelineCreateInfo ci = *bench_pipeset_graphics(set, i);
-  chain = ci.pNext;
-  if (bin) {
-    b = *bin;
-    b.pNext = chain;
-    chain = &b;
-  }
-  f2.pNext = chain;
-  f2.flags = ci.flags | flags2;
-  ci.flags |= (VkPipelineCreateFlags)(flags2 & 0x7fffffffu);
-  ci.pNext = (flags2 & VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR) ? &f2 : chain;
-  vr = vkCreateGraphicsPipelines(p->vk.device, cache, 1, &ci, NULL, ret);
-  return vr;
+  ci.pNext = chain_for(ci.pNext, &ci.flags, flags2, bin, &b, &f2);
+  return vkCreateGraphicsPipelines(p->vk.device, cache, 1, &ci, NULL, ret);
 }
 
 /* The binaries of a pipeline (captured) or of a create info (query), read
