@@ -185,8 +185,9 @@ if [ "${warm[driver_cache_hits]:-0}" -eq 0 ]; then
   What you saw is the real flow: blobs uploaded by the cold run, fetched,
   verified and merged by the warm run (daemon hits), pipelines found again
   through the tiers. On a GPU driver the same warm run skips the compiles:
-  on an NVIDIA H100 that is 18-20 ms -> 0.08-0.11 ms per pipeline (see
-  README.md).
+  on an NVIDIA H200 with its own disk cache emptied, 256 PBR pipelines took
+  9.1 ms each without pcache and 0.21-0.30 ms with it (bench/RESULTS.md,
+  "Headline"; README.md, "Why").
 NOTE
   else
     echo "  The driver reported no cache hits although pcached served blobs:" \
