@@ -39,6 +39,20 @@ void pcache__devkey_binary(const pcache__devkey *base, const uint8_t *global_key
   pcache__put_le32(ret_key->bytes + 28, pcache__devkey_abi(base) | PCACHE_DEVKEY_ABI_BINARY);
 }
 
+void pcache__devkey_staged(const pcache__devkey *base, pcache__devkey *ret_key) {
+  *ret_key = *base;
+  pcache__put_le32(ret_key->bytes + 28, pcache__devkey_abi(base) | PCACHE_DEVKEY_ABI_STAGED);
+}
+
+int pcache__devkey_is_staged(const pcache__devkey *key) {
+  return (pcache__devkey_abi(key) & PCACHE_DEVKEY_ABI_STAGED) != 0;
+}
+
+void pcache__devkey_unstaged(const pcache__devkey *staged, pcache__devkey *ret_key) {
+  *ret_key = *staged;
+  pcache__put_le32(ret_key->bytes + 28, pcache__devkey_abi(staged) & ~PCACHE_DEVKEY_ABI_STAGED);
+}
+
 const uint8_t *pcache__devkey_uuid(const pcache__devkey *key) { return key->bytes; }
 uint32_t pcache__devkey_vendor(const pcache__devkey *key) { return pcache__le32(key->bytes + 16); }
 uint32_t pcache__devkey_device(const pcache__devkey *key) { return pcache__le32(key->bytes + 20); }

@@ -43,6 +43,21 @@ void pcache__devkey_make(const uint8_t uuid[PCACHE_UUID_SIZE], uint32_t vendor_i
 void pcache__devkey_binary(const pcache__devkey *base, const uint8_t *global_key,
                            uint32_t global_key_size, pcache__devkey *ret_key);
 
+/*
+ * pcache__devkey_staged - the key staged builds for device key base are
+ * filed under in the store (Put.stage, docs/replay.md "Staged builds"):
+ * base with PCACHE_DEVKEY_ABI_STAGED added to its ABI. Its entries are
+ * descriptions (with a seed blob, or none) that the replayer builds for
+ * base; no client asks for that key, and with its own ABI it never
+ * supersedes base nor is superseded by it as a driver update would be.
+ * pcache__devkey_is_staged tells such a key; pcache__devkey_unstaged gives
+ * back base.
+ */
+#define PCACHE_DEVKEY_ABI_STAGED 0x20000u
+void pcache__devkey_staged(const pcache__devkey *base, pcache__devkey *ret_key);
+int pcache__devkey_is_staged(const pcache__devkey *key);
+void pcache__devkey_unstaged(const pcache__devkey *staged, pcache__devkey *ret_key);
+
 const uint8_t *pcache__devkey_uuid(const pcache__devkey *key);
 uint32_t pcache__devkey_vendor(const pcache__devkey *key);
 uint32_t pcache__devkey_device(const pcache__devkey *key);

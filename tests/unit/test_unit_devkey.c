@@ -46,5 +46,17 @@ int main(void) {
     pcache__devkey_make(uuid, 0x10de, 0x2330, 0x91234567, 4, &k32);
     ASSERT_TRUE(memcmp(k32.bytes, key.bytes, 32) != 0);
   }
+  /* A staged key differs from its base only in the ABI mark, and comes
+   * back to it. */
+  {
+    pcache__devkey staged, back_key;
+    ASSERT_EQ(pcache__devkey_is_staged(&key), 0);
+    pcache__devkey_staged(&key, &staged);
+    ASSERT_TRUE(pcache__devkey_is_staged(&staged));
+    ASSERT_EQ(pcache__devkey_abi(&staged), 8u | PCACHE_DEVKEY_ABI_STAGED);
+    ASSERT_MEMEQ(staged.bytes, key.bytes, 28);
+    pcache__devkey_unstaged(&staged, &back_key);
+    ASSERT_MEMEQ(back_key.bytes, key.bytes, 32);
+  }
   return 0;
 }
