@@ -6,8 +6,11 @@
  * with a fresh cache of the pipeline's own, whose data is uploaded. In
  * binary mode (binary.h): driver first, one Get of a binary container
  * the pipeline is created from, then a compile that captures the
- * pipeline's binaries for the upload. */
+ * pipeline's binaries for the upload. Staging (build.h) changes what goes
+ * up, not the order: a driver hit's description, and a miss compiled as the
+ * program would, go to the daemon for its replayer to build. */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -340,13 +343,14 @@ static pcache__upload *upload_new(uint32_t kind, const pcache__desc_keys *keys, 
   u->state_hash = keys->state_hash;
   u->kind = kind;
   u->compile_ns = compile_ns;
-  u->blob = pcache__malloc(blob_size);
+  u->blob = blob_size ? pcache__malloc(blob_size) : NULL;
   u->desc = pcache__malloc(desc_size);
-  if (!u->blob || !u->desc) {
+  if ((blob_size && !u->blob) || !u->desc) {
     pcache__upload_free(u);
     return NULL;
   }
-  memcpy(u->blob, blob, blob_size);
+  if (blob_size)
+    memcpy(u->blob, blob, blob_size);
   u->blob_size = blob_size;
   memcpy(u->desc, desc, desc_size);
   u->desc_size = desc_size;
@@ -377,6 +381,61 @@ size_t pcache__build_modules(pcache_device *d, const pcache__build *b,
       ret_modules[n_modules++] = m;
   }
   return n_modules;
+}
+
+/* Queues a staged build of the pipeline: its description and the code it
+ * names, no blob (build.h, "Staging"). Dropped when out of memory: the
+ * pipeline is then only not shared. */
+static void stage(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                  const pcache__desc_buf *desc, uint64_t compile_ns) {
+  pcache__upload *u = upload_new(b->kind, keys, desc->data, desc->size, NULL, 0, compile_ns);
+  if (!u)
+    return;
+  u->staged = 1;
+  u->n_modules = pcache__build_modules(d, b, u->modules);
+  atomic_fetch_add(&d->stats.staged, 1);
+  pcache__upload_enqueue(d, u);
+}
+
+/* Vendors whose drivers were measured paying for the fresh VkPipelineCache
+ * a blob is captured from, so that compiling as the program would and
+ * leaving the blob to the replayer is faster for the program: NVIDIA, +23%
+ * of the compile (H200, driver 580, bench_binary "cold"; bench/RESULTS.md).
+ * Another vendor joins this list when bench/probe-binary.sh measures the
+ * same on its driver. */
+static const uint32_t stage_compile_vendors[] = {0x10de};
+
+void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
+  const char *env = getenv("PCACHE_STAGE");
+  uint32_t vendor = pcache__devkey_vendor(&d->key);
+  d->stage_hits = d->stage_compiles = 0;
+  /* Binary mode's keys are binary keys, which the replayer does not build. */
+  if (!d->client || d->binary || d->passthrough || !atomic_load(&d->client->stages) ||
+      (env && strcmp(env, "off") == 0))
+    return;
+  if (env && strcmp(env, "all") == 0) {
+    d->stage_hits = d->stage_compiles = 1;
+    return;
+  }
+  d->stage_hits = store_had_nothing;
+  for (size_t i = 0; i < sizeof stage_compile_vendors / sizeof *stage_compile_vendors; i++)
+    if (vendor == stage_compile_vendors[i])
+      d->stage_compiles = 1;
+}
+
+int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
+                            const pcache__desc_buf *desc) {
+  uint64_t k0, k1;
+  if (!d->stage_hits || pcache__prefetch_known(d, &keys->state_hash))
+    return 0;
+  /* Once a process: the layer's driver hits bypass the built table, so it
+   * is told here; a full table (out of memory) only stages it again. */
+  pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
+  if (pcache__table_peek(&d->staged, k0, k1))
+    return 0;
+  (void)pcache__table_insert(&d->staged, k0, k1, 1);
+  stage(d, b, keys, desc, 0);
+  return 1;
 }
 
 void pcache__build_keep(pcache_device *d, VkPipelineCache fresh, const pcache__build_kept *k) {
@@ -450,12 +509,38 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
   return VK_SUCCESS;
 }
 
+/* A staged miss (build.h, "Staging"): compiled as the program would, with
+ * its own cache or none, which is the plain program's cost, and its
+ * description staged for the daemon's replayer to build the blob from. The
+ * device cache does not get it (*ret_held 0). */
+static VkResult compile_staged(pcache_device *d, const pcache__build *b,
+                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                               VkPipeline *ret_pipeline) {
+  uint64_t start = pcache__mono_ns();
+  VkResult vr;
+  if (b->app_cache != VK_NULL_HANDLE) {
+    pthread_rwlock_rdlock(b->app_cache_lock);
+    vr = create_pipeline(d, b, b->app_cache, 0, NULL, ret_pipeline);
+    pthread_rwlock_unlock(b->app_cache_lock);
+    if (vr == VK_SUCCESS && b->app_cache_got)
+      *b->app_cache_got = 1;
+  } else {
+    vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, NULL, ret_pipeline);
+  }
+  if (vr != VK_SUCCESS)
+    return vr;
+  atomic_fetch_add(&d->stats.compiles, 1);
+  stage(d, b, keys, desc, pcache__mono_ns() - start);
+  return VK_SUCCESS;
+}
+
 /* A miss nobody could serve: compile with a fresh cache of its own, so its
  * data is this pipeline's alone (the daemon keys blobs per pipeline), then
  * merge that into the device cache (and the app cache) and queue the
- * upload. */
+ * upload. Staged instead where that fresh cache costs the program
+ * (compile_staged). *ret_held: the device cache holds it now. */
 static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
-                        const pcache__desc_buf *desc, VkPipeline *ret_pipeline) {
+                        const pcache__desc_buf *desc, VkPipeline *ret_pipeline, int *ret_held) {
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VkPipelineCache fresh;
   VkPipeline pipeline;
@@ -476,6 +561,10 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
    * changing the app's struct: the VkPipelineCache path then, kept here. */
   if (d->binary && !in_flags2)
     return compile_binary(d, b, keys, desc, ret_pipeline);
+  if (d->stage_compiles) {
+    *ret_held = 0;
+    return compile_staged(d, b, keys, desc, ret_pipeline);
+  }
   if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
@@ -568,8 +657,9 @@ int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
 
 static VkResult build_first(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc, VkPipeline *ret_pipeline,
-                            pcache__build_source *ret_source) {
+                            pcache__build_source *ret_source, int *ret_held) {
   int in_app_cache;
+  *ret_held = 1;
   atomic_fetch_add(&d->stats.misses, 1);
   /* A prefetched pipeline is in the device cache already: that is as fast
    * as the driver's own caches, and asking them first would only add the
@@ -577,6 +667,8 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   if (!b->driver_asked && !(d->client && pcache__prefetch_known(d, &keys->state_hash)) &&
       pcache__build_driver_first(d, b, ret_pipeline) == 1) {
     *ret_source = PCACHE__BUILT_DRIVER;
+    *ret_held = 0;
+    (void)pcache__build_stage_hit(d, b, keys, desc);
     return VK_SUCCESS;
   }
   if (d->binary) {
@@ -586,7 +678,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
       return VK_SUCCESS;
     }
     *ret_source = PCACHE__BUILT_COMPILED;
-    return compile(d, b, keys, desc, ret_pipeline);
+    return compile(d, b, keys, desc, ret_pipeline, ret_held);
   }
   switch (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
   case PCACHE__DAEMON_PREFETCHED:
@@ -597,11 +689,13 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     return create_cached(d, b, in_app_cache, ret_pipeline);
   default:
     *ret_source = PCACHE__BUILT_COMPILED;
-    return compile(d, b, keys, desc, ret_pipeline);
+    return compile(d, b, keys, desc, ret_pipeline, ret_held);
   }
 }
 
-/* What the built table says of a state hash this process built. */
+/* What the built table says of a state hash this process built: the device
+ * cache holds it, or not (the driver's own caches served it, or it was
+ * compiled as the program would and staged). */
 enum { BUILT_IN_CACHE = 1, BUILT_BY_DRIVER = 2 };
 
 VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
@@ -609,6 +703,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
                               VkPipeline *ret_pipeline, pcache__build_source *ret_source) {
   pcache_pending *claim;
   uint64_t k0, k1, v;
+  int held;
   VkResult vr;
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
   switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
@@ -628,27 +723,27 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
        * counted as what it was. */
       pcache__build again = *b;
       again.driver_asked = 1;
-      vr = build_first(d, &again, keys, desc, ret_pipeline, ret_source);
+      vr = build_first(d, &again, keys, desc, ret_pipeline, ret_source, &held);
     }
     break;
   case PCACHE__TABLE_CLAIMED:
-    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     /* A failure is not remembered: the next caller tries again. */
     pcache__table_complete(&d->built, claim,
-                           vr != VK_SUCCESS                      ? 0
-                           : *ret_source == PCACHE__BUILT_DRIVER ? BUILT_BY_DRIVER
-                                                                 : BUILT_IN_CACHE,
+                           vr != VK_SUCCESS ? 0
+                           : held           ? BUILT_IN_CACHE
+                                            : BUILT_BY_DRIVER,
                            (int)vr);
     break;
   case PCACHE__TABLE_FAILED:
     /* The build we waited for failed (maybe only for its caller: a
      * compile-required answer, an allocator that ran out): our own try. */
-    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     break;
   default:
     /* The claim table is out of memory: build without a claim (a racing
      * thread may build the same pipeline too) rather than fail the call. */
-    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source);
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     break;
   }
   /* A library, wherever it came from, is recorded by its description, so

@@ -58,6 +58,33 @@ int pcache__build_driver_first(pcache_device *device, const pcache__build *build
                                VkPipeline *ret_pipeline);
 
 /*
+ * Staging: what goes to the daemon as a staged build (Put.stage,
+ * docs/client.md "Staging"), a description without a blob that the
+ * daemon's replayer builds in the background, when the daemon says it can
+ * (HelloReply.stages):
+ * - a driver hit, in a (device, app)'s first run under pcache (the store had
+ *   nothing of it at creation), so that a user who enables pcache over a
+ *   warm driver cache, or whose driver served a pipeline as equivalent to
+ *   another, still has it stored and shared;
+ * - a true miss, on drivers measured to pay for the fresh VkPipelineCache a
+ *   blob is captured from (NVIDIA: +23%): compiled as the program would,
+ *   the replayer captures the blob.
+ * $PCACHE_STAGE: "off" stages nothing, "all" stages every driver hit and
+ * miss, anything else is the default above.
+ *
+ * pcache__build_stage_policy - sets device->stage_hits and stage_compiles
+ * once the creation's prefetch is done; store_had_nothing: the daemon
+ * answered and had nothing of this (device, app).
+ *
+ * pcache__build_stage_hit - stages a driver hit built from desc (keys its
+ * keys) when stage_hits is set, the daemon did not send it (prefetch) and
+ * it was not staged here before. 1 when queued, 0 when not.
+ */
+void pcache__build_stage_policy(pcache_device *device, int store_had_nothing);
+int pcache__build_stage_hit(pcache_device *device, const pcache__build *build,
+                            const pcache__desc_keys *keys, const pcache__desc_buf *desc);
+
+/*
  * pcache__pipeline_flags - the create flags in effect for a create info
  * whose pNext chain is chain: VkPipelineCreateFlags2CreateInfoKHR's
  * (VK_KHR_maintenance5) replace flags when chained, and *ret_in_flags2

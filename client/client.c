@@ -220,6 +220,7 @@ static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t de
                 (unsigned long long)(PCACHE_CLIENT_MAX_BLOB >> 20),
                 (unsigned long long)(PCACHE_CLIENT_MAX_SNAPSHOT >> 20));
   atomic_store(&client->max_frame, hello ? hello->max_frame : 0);
+  atomic_store(&client->stages, hello ? hello->stages : 0);
   atomic_store(&client->connected, 1);
   tell_state_locked(client, id, 1, 0);
   return 0;

@@ -50,6 +50,9 @@ struct pcache_client {
   _Atomic uint64_t max_blob;
   _Atomic uint64_t max_snapshot; /* 0: a daemon without snapshots */
   _Atomic uint64_t max_frame;
+  /* The daemon takes Put.stage (HelloReply.stages): it has a replayer to
+   * build staged pipelines in the background (build.h, "Staging"). */
+  atomic_int stages;
   atomic_int connected; /* the last exchange, on either lane, succeeded */
   int told_connected;   /* what the log last said of the app's lane: 1 up, 0 down,
                          * -1 nothing yet (under that lane's lock) */

@@ -9,6 +9,7 @@
 #include "client/abi.h"
 #include "client/appcache.h"
 #include "client/binary.h"
+#include "client/build.h"
 #include "client/device.h"
 #include "client/fastlink.h"
 #include "client/owned.h"
@@ -182,7 +183,13 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     pcache__table_fini(&d->prefetched, NULL, NULL);
     goto out_app_tiers;
   }
+  if (pcache__table_init(&d->staged) < 0) {
+    pcache__table_fini(&d->built, NULL, NULL);
+    pcache__table_fini(&d->prefetched, NULL, NULL);
+    goto out_app_tiers;
+  }
   if (pthread_mutex_init(&d->held_lock, NULL) != 0) {
+    pcache__table_fini(&d->staged, NULL, NULL);
     pcache__table_fini(&d->built, NULL, NULL);
     pcache__table_fini(&d->prefetched, NULL, NULL);
     goto out_app_tiers;
@@ -211,15 +218,23 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     int slow = !d->binary && pcache__segment_fetch(d, d->client->timeout_ms) == -ETIMEDOUT;
     /* A daemon too slow for the segment is too slow for pages too: they
      * are all left to the upload thread, so creation waits one timeout. */
+    int more = 0;
     if (!d->binary && !pcache__prefetch_disabled(info) && !pcache__segment_prefetch(d, &offset) &&
         (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
       /* From here the upload thread may fetch the first page: the app may
        * hold the cache by then, so a late snapshot is merged, not swapped
        * in. */
+      more = 1;
       d->creating = 0;
       pcache__upload_prefetch_rest(d, offset);
     }
     d->creating = 0;
+    /* The daemon answered and had nothing of this (device, app): its first
+     * run under pcache, whose driver hits are worth staging. */
+    pcache__build_stage_policy(d, !slow && !more && !pcache__prefetch_disabled(info) &&
+                                      atomic_load(&d->client->connected) &&
+                                      atomic_load(&d->stats.prefetched) == 0 &&
+                                      atomic_load(&d->stats.snapshot_loaded) == 0);
   }
   /* After the prefetch, which may have replaced the cache by a snapshot. */
   if (!d->passthrough)
@@ -233,6 +248,7 @@ out_cache:
   d->DestroyPipelineCache(d->vk_device, d->cache, d->allocator);
 out_prefetched:
   pthread_mutex_destroy(&d->held_lock);
+  pcache__table_fini(&d->staged, NULL, NULL);
   pcache__table_fini(&d->built, NULL, NULL);
   pcache__table_fini(&d->prefetched, NULL, NULL);
 out_app_tiers:
@@ -281,6 +297,7 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   device->DestroyPipelineCache(device->vk_device, device->cache, device->allocator);
   pcache__table_fini(&device->prefetched, NULL, NULL);
   pcache__table_fini(&device->built, NULL, NULL);
+  pcache__table_fini(&device->staged, NULL, NULL);
   pcache_vec_free(&device->held);
   pthread_mutex_destroy(&device->held_lock);
   pcache__objmap_free(device->objects);
@@ -388,6 +405,7 @@ PCACHE_API int pcache_device_get_counters_sized(const pcache_device *device,
   c.prepared = atomic_load(&d->stats.prepared);
   c.upload_dropped = atomic_load(&d->stats.upload_dropped);
   c.driver_hits = atomic_load(&d->stats.driver_hits);
+  c.staged = atomic_load(&d->stats.staged);
   memcpy(caller_counters, &c, size < sizeof c ? size : sizeof c);
   return 0;
 }

@@ -37,6 +37,9 @@ typedef struct pcache__upload {
   size_t n_modules;
   pcache__module *modules[PCACHE_DESC_MAX_MODULES];
   int force_code; /* the daemon said it lacks a module: send all code */
+  /* A staged build (Put.stage): blob is empty, the daemon's replayer builds
+   * it (build.h, "Staging"). A batch is all staged or all not. */
+  int staged;
 } pcache__upload;
 
 /* The device's upload queue, a batch taken off it, and the batch's retries. */
@@ -77,6 +80,12 @@ struct pcache_device {
    * the app enabled pipelineCreationCacheControl (pcache_device_info.
    * cache_control) and $PCACHE_DRIVER_FIRST is not 0. */
   int driver_first;
+  /* Staging (build.h, "Staging"), set once the daemon answered at
+   * creation: stage_hits, a driver hit's description goes up as a staged
+   * build; stage_compiles, a true miss is compiled as the program would and
+   * staged. staged: state hashes staged here (value 1), each once. */
+  int stage_hits, stage_compiles;
+  pcache__table staged;
   /* Binary mode (binary.c, docs/client.md "Pipeline binaries"): pipelines
    * are stored as the driver's VK_KHR_pipeline_binary data, under bin_key,
    * which every request to the daemon then names (pcache__device_wire_key);
@@ -226,7 +235,7 @@ struct pcache_device {
         uploaded, prefetched, rejected_blobs, pipelines_this_frame, pipelines, snapshot_loaded,
         snapshots_uploaded, released, reused_handles, cache_file_loaded, cache_file_saved,
         segment_refused, fast_links, optimized, swaps, swap_ns_total, swap_ns_max,
-        swap_frames_total, parts_made, links_only, prepared, upload_dropped;
+        swap_frames_total, parts_made, links_only, prepared, upload_dropped, staged;
   } stats;
 };
 

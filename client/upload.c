@@ -145,6 +145,7 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   pcache__device_info_message(d, &info);
   put.device = &info;
   put.app = d->client->app_name;
+  put.stage = batch->staged; /* take_batch keeps a batch all one or the other */
 
   i = 0;
   for (pcache__upload *u = batch; u && i < n; u = u->next, i++) {
@@ -419,12 +420,13 @@ static void *upload_main(void *arg) {
     pthread_mutex_lock(&d->upload_lock);
     if (pcache_queue_empty(&d->queue))
       continue;
-    /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES. */
+    /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES,
+     * all staged builds or none (Put.stage is the request's). */
     pcache_queue_init(&batch);
     pcache_queue_init(&retry);
     while ((u = d->queue.head) != NULL && n < max_items) {
       uint64_t item = item_put_bytes(u);
-      if (n > 0 && bytes + item > BATCH_MAX_BYTES)
+      if (n > 0 && (bytes + item > BATCH_MAX_BYTES || u->staged != batch.head->staged))
         break;
       bytes += item;
       d->queue_bytes -= item_bytes(u);

@@ -100,6 +100,7 @@ static void collect(layer_device *ld, layer_report *r) {
   r->passed_through = atomic_load(&s->passed_through);
   r->app_cache_entries = atomic_load(&s->app_cache_entries);
   r->upload_dropped = counters.upload_dropped;
+  r->staged = counters.staged;
   pthread_mutex_lock(&s->reasons_lock);
   r->n_reasons = s->n_reasons;
   memcpy(r->reasons, s->reasons, s->n_reasons * sizeof *s->reasons);

@@ -17,6 +17,7 @@
   X(passed_through)                                                                                \
   X(app_cache_entries)                                                                             \
   X(upload_dropped)                                                                                \
-  X(driver_hits)
+  X(driver_hits)                                                                                   \
+  X(staged)
 
 #endif

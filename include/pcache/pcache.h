@@ -478,6 +478,9 @@ typedef struct pcache_counters {
                                  upload queue's bound (docs/client.md, "Uploads") */
   uint64_t driver_hits;       /* misses the driver's own caches answered when
                                  asked first (pcache_device_info.cache_control) */
+  uint64_t staged;            /* pipelines uploaded as staged builds: a description
+                                 the daemon's replayer builds the blob from
+                                 (docs/client.md, "Staging") */
 } pcache_counters;
 
 /*
