@@ -223,6 +223,7 @@ int main(int argc, char **argv) {
       (void)pcache_device_get_counters(pdev, &counters);
       bench_kv_u64(NULL, "compiles", st.compiles);
       bench_kv_u64(NULL, "driver_first_hits", counters.driver_hits);
+      bench_kv_u64(NULL, "staged", counters.staged);
       bench_kv_u64(NULL, "misses", st.misses);
       bench_kv_u64(NULL, "unhashable", st.unhashable);
       bench_kv_u64(NULL, "rejected_blobs", st.rejected_blobs);

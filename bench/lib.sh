@@ -42,6 +42,30 @@ stop_daemon() {
   DAEMON_SOCKET=""
 }
 
+# wait_builds [TIMEOUT_S]: waits until the daemon at DAEMON_SOCKET has no
+# replay left unfinished (staged builds included: docs/replay.md "Staged
+# builds"), as a user's machine would be by the next launch; prints the
+# wait in ms. Dies after TIMEOUT_S (300) seconds.
+wait_builds() {
+  local t0 deadline st
+  t0=$(date +%s%N)
+  deadline=$(($(date +%s) + ${1:-300}))
+  # Uploads the program queued at exit reach the daemon first.
+  sleep 0.2
+  while :; do
+    st=$("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" --json status | tr -d ' \n') ||
+      die "pcachectl status failed while waiting for the daemon's builds"
+    case $st in
+      *'"finished":false'*) ;;
+      *) break ;;
+    esac
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      die "the daemon's builds did not finish in ${1:-300} s: $("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" status)"
+    sleep 0.1
+  done
+  echo $((($(date +%s%N) - t0) / 1000000))
+}
+
 # kv FILE KEY: the value of KEY= in FILE (last one wins), empty if none.
 kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 

@@ -13,6 +13,14 @@
 #             plain program's warm run
 #   warm      the driver's cache and the store warm
 #   emptied   the driver's cache emptied (same driver), the store warm
+#   relearned (after "enabled") the driver's cache emptied: what the store
+#             learned from a run the driver's cache served (staged builds,
+#             docs/client.md "Staging"); scen_<set>_<client>_speedup_relearned
+# Between a run and the next, the daemon's staged builds are waited for,
+# as a user's machine has done them by the next launch; the wait is
+# printed (scen_<set>_<client>_builds_ms: background work, not the
+# program's). pcached runs with the HOME of the program, as a user's does,
+# so that its replayer fills the same driver disk cache.
 #   fleet     (--fleet, with redis-server on the PATH) a fleet's second
 #             machine: pcached A (a publisher) and B (a reader that trusts
 #             A's key) on stores of their own share one Redis; the program
@@ -106,6 +114,20 @@ count() {
   echo "${v:-0}"
 }
 fresh_home() { rm -rf "$1"; mkdir -p "$1/.cache"; }
+# start_daemon_home HOME NAME [args...]: pcached (and the replayer it
+# spawns) with the program's HOME and the driver's cache at its defaults.
+start_daemon_home() {
+  local home=$1 saved=$HOME v saved_env=()
+  shift
+  for v in XDG_CACHE_HOME __GL_SHADER_DISK_CACHE __GL_SHADER_DISK_CACHE_PATH \
+    __GL_SHADER_DISK_CACHE_SIZE MESA_SHADER_CACHE_DIR MESA_SHADER_CACHE_DISABLE; do
+    if [ -n "${!v+x}" ]; then saved_env+=("$v=${!v}"); unset "$v"; fi
+  done
+  export HOME=$home
+  start_daemon "$@"
+  export HOME=$saved
+  for v in "${saved_env[@]}"; do export "${v?}"; done
+}
 # The driver's own cache emptied; pcache's store is not under HOME.
 empty_driver_cache() { rm -rf "${1:?}/.cache"; mkdir -p "$1/.cache"; }
 
@@ -130,13 +152,14 @@ one_set() {
   echo "${p}_plain_emptied_ms=$pe"
   echo "${p}_plain_runs_first=${first[*]} warm=${warm[*]} emptied=${emptied[*]}"
   for client in $CLIENTS; do
-    local cf=() ce=() cw=() cx=() q="${p}_${client}" hc=$WORK_DIR/home-$client-$set
+    local cf=() ce=() cw=() cx=() cr=() bf=() be=() q="${p}_${client}" hc=$WORK_DIR/home-$client-$set
     for k in $(seq 1 "$REPEATS"); do
       # first run ever, then warm, then the driver's cache emptied
       fresh_home "$hc"
-      start_daemon "scen-$set-$client"
+      start_daemon_home "$hc" "scen-$set-$client"
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-first.txt"
       cf+=("$(ms "$WORK_DIR/$client-first.txt")")
+      bf+=("$(wait_builds)")
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-warm.txt"
       cw+=("$(ms "$WORK_DIR/$client-warm.txt")")
       empty_driver_cache "$hc"
@@ -146,25 +169,38 @@ one_set() {
       # enabling pcache over a warm driver cache: the program ran before
       fresh_home "$hc"
       run "$set" "$n" plain "$hc" "$WORK_DIR/$client-before.txt"
-      start_daemon "scen-$set-$client-enabled"
+      start_daemon_home "$hc" "scen-$set-$client-enabled"
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-enabled.txt"
       ce+=("$(ms "$WORK_DIR/$client-enabled.txt")")
+      be+=("$(wait_builds)")
+      # what the store learned from that run: the driver's cache emptied
+      empty_driver_cache "$hc"
+      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-relearned.txt"
+      cr+=("$(ms "$WORK_DIR/$client-relearned.txt")")
       stop_daemon
       echo "# $q repeat $k: first ${cf[-1]} enabled ${ce[-1]} warm ${cw[-1]} emptied ${cx[-1]}" \
-        "(enabled run: driver hits $(count "$WORK_DIR/$client-enabled.txt" driver_first_hits)" \
+        "relearned ${cr[-1]} (enabled run: driver hits" \
         "$(count "$WORK_DIR/$client-enabled.txt" driver_hits)," \
-        "compiles=$(count "$WORK_DIR/$client-enabled.txt" compiles))"
+        "staged=$(count "$WORK_DIR/$client-enabled.txt" staged)," \
+        "compiles=$(count "$WORK_DIR/$client-enabled.txt" compiles); first run staged" \
+        "$(count "$WORK_DIR/$client-first.txt" staged); relearned run compiles" \
+        "$(count "$WORK_DIR/$client-relearned.txt" compiles); builds waited ${bf[-1]} and ${be[-1]} ms)"
     done
-    local mf me mw mx
+    local mf me mw mx mr
     mf=$(median "${cf[@]}"); me=$(median "${ce[@]}"); mw=$(median "${cw[@]}"); mx=$(median "${cx[@]}")
+    mr=$(median "${cr[@]}")
     echo "${q}_first_ms=$mf"
     echo "${q}_enabled_ms=$me"
     echo "${q}_warm_ms=$mw"
     echo "${q}_emptied_ms=$mx"
+    echo "${q}_relearned_ms=$mr"
+    echo "${q}_builds_first_ms=$(median "${bf[@]}")"
+    echo "${q}_builds_enabled_ms=$(median "${be[@]}")"
     echo "${q}_ratio_first=$(ratio "$mf" "$pf")"
     echo "${q}_ratio_enabled=$(ratio "$me" "$pw")"
     echo "${q}_ratio_warm=$(ratio "$mw" "$pw")"
     echo "${q}_speedup_emptied=$(ratio "$pe" "$mx")"
+    echo "${q}_speedup_relearned=$(ratio "$pe" "$mr")"
   done
 }
 

@@ -1089,6 +1089,7 @@ int main(int argc, char **argv) {
   printf("compiles=%" PRIu64 "\n", st.compiles);
   printf("driver_first=%d\n", vk.cache_control);
   printf("driver_hits=%" PRIu64 "\n", counters.driver_hits);
+  printf("staged=%" PRIu64 "\n", counters.staged);
   printf("misses=%" PRIu64 "\n", st.misses);
   printf("hits_app_key=%" PRIu64 "\n", st.hits_app_key);
   printf("hits_create_info=%" PRIu64 "\n", st.hits_create_info);
