@@ -50,11 +50,21 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
   size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
   char hex[33];
   pcd_entry e;
+  pcache__devkey file_key = *key;
   uint64_t now;
   int st = 0, r;
   const char *why = NULL;
 
   *ret_message = NULL;
+  if (pcache__devkey_is_staged(key)) {
+    /* Only this daemon files under a staged key (the replayer's work):
+     * an archive or the fleet naming one is refused like a client. */
+    st = PCACHE_EBAD_KEY;
+    why = "device key has the staged mark: no device has it";
+    goto out_refuse;
+  }
+  if (item->staged)
+    pcache__devkey_staged(key, &file_key);
   if (item->state_hash_len != PCACHE_HASH_SIZE) {
     st = PCACHE_EBAD_KEY;
     why = "state hash is not 16 bytes";
@@ -65,7 +75,10 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
     st = PCACHE_EBLOB_TOO_LARGE;
     goto out_refuse;
   }
-  if ((st = pcache__blob_check_header(item->blob, item->blob_size, key)) < 0)
+  /* A staged item's seed is the device's blob like any other; a staged
+   * description needs none. */
+  if (!(item->staged && item->blob_size == 0) &&
+      (st = pcache__blob_check_header(item->blob, item->blob_size, key)) < 0)
     goto out_refuse;
   if (item->desc_size == 0) {
     st = PCACHE_EBAD_DESC;
@@ -92,11 +105,24 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
       return r;
   }
 
+  if (item->staged) {
+    /* Nothing to build when the device has the pipeline already (a
+     * client's upload, or an earlier build): valid, and not filed. */
+    uint8_t k[PCD_ENTRY_KEY_SIZE];
+    memcpy(k, key->bytes, PCACHE_DEVKEY_SIZE);
+    memcpy(k + PCACHE_DEVKEY_SIZE, sh.bytes, PCACHE_HASH_SIZE);
+    if ((r = pcd_entry_get(txn, k, &e)) == 0) {
+      *ret_status = 0;
+      return 1;
+    }
+    if (r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE) /* damaged: the build replaces it */
+      return r;
+  }
   for (size_t i = 0; i < n_mods; i++)
     if ((r = pcd_module_ref(txn, &mods[i], codes[i], sizes[i])) < 0)
       return r;
   memset(&e, 0, sizeof e);
-  memcpy(e.key, key->bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(e.key, file_key.bytes, PCACHE_DEVKEY_SIZE);
   memcpy(e.key + PCACHE_DEVKEY_SIZE, sh.bytes, PCACHE_HASH_SIZE);
   e.kind = item->kind;
   e.blob_size = item->blob_size;

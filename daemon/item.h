@@ -30,13 +30,21 @@ typedef struct pcd_item {
   void *find_ctx;
   const char *app;
   uint64_t compile_ns, created_us, last_used_us, hits;
+  /* A staged item (Put.stage; docs/replay.md "Staged builds"): filed under
+   * the staged key of the device key (pcache__devkey_staged), for the
+   * replayer to build. Its blob may be empty (a description only); one
+   * that is not, a seed, is checked against the device key itself. */
+  int staged;
 } pcd_item;
 
 /*
- * pcd_item_store - validates item for the device and stores it. Writes the
+ * pcd_item_store - validates item for the device and stores it (under the
+ * staged key of key when item->staged). key itself may not carry the
+ * staged mark: such an item is refused with PCACHE_EBAD_KEY. Writes the
  * item's verdict (0 or a PCACHE_E* code, with a message from arena) to
- * ret_status/ret_message; nothing is stored when it is not 0. Returns 0 or
- * a transaction-spoiling code.
+ * ret_status/ret_message; nothing is stored when it is not 0. Returns 0,
+ * 1 (a staged item, valid, not filed: key has its state hash already,
+ * so there is nothing to build) or a transaction-spoiling code.
  */
 int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
                    pcd_arena *arena, int *ret_status, char **ret_message);

@@ -79,6 +79,15 @@ static int export_module(exportctx *x, const pcache__hash *h) {
   return 0;
 }
 
+/* Staged items (docs/replay.md "Staged builds") are this daemon's work
+ * in progress, never a device's pipelines: an archive carries what they
+ * become once built, under the device's key. */
+static int is_staged(const uint8_t *key) {
+  pcache__devkey k;
+  memcpy(k.bytes, key, PCACHE_DEVKEY_SIZE);
+  return pcache__devkey_is_staged(&k);
+}
+
 static int exportvisit(void *ctx, const pcd_entry *e) {
   exportctx *x = ctx;
   exportstate *st = x->st;
@@ -92,7 +101,7 @@ static int exportvisit(void *ctx, const pcd_entry *e) {
     r = PCD_SLICE_PAUSE; /* after this one */
   else
     r = 0;
-  if (x->app && *x->app && strcmp(e->app, x->app) != 0)
+  if ((x->app && *x->app && strcmp(e->app, x->app) != 0) || is_staged(e->key))
     return r;
   memset(&ae, 0, sizeof ae);
   if (pcd_blob_get(x->txn, e->key, &ae.blob, &ae.blob_size) < 0 ||
@@ -133,7 +142,7 @@ static int exportdevice(void *ctx, const pcd_device *d) {
   const uint8_t *filter = pair[1];
   Pcachepb__DeviceInfo *info;
   int r;
-  if (filter && memcmp(filter, d->key, PCACHE_DEVKEY_SIZE) != 0)
+  if ((filter && memcmp(filter, d->key, PCACHE_DEVKEY_SIZE) != 0) || is_staged(d->key))
     return 0;
   info = pcachepb__device_info__unpack(&pcache__pb_allocator, d->info_size, d->info);
   if (!info)

@@ -1,5 +1,8 @@
 /* Put: a batch of pipelines for one device, each validated and stored
- * (item.c) or refused on its own, then eviction down to --max-size. */
+ * (item.c) or refused on its own, then eviction down to --max-size. A
+ * staged Put (Put.stage) files its items under the device's staged key
+ * and plans their build by the replayer (docs/replay.md "Staged
+ * builds"). */
 #include "ops.h"
 
 #include <errno.h>
@@ -28,19 +31,32 @@ static void push_item(pcd_txn *txn, pcd_job *job, const Pcachepb__Put *put,
   job->pushes = p;
 }
 
+/* A staged Put's second device record, under the staged key: what
+ * pcachectl list shows the staged items under, counted like any device's
+ * (docs/replay.md "Staged builds"). */
+static int touch_staged_device(pcd_txn *txn, const Pcachepb__DeviceInfo *device,
+                               const pcache__devkey *staged, uint64_t now_s) {
+  Pcachepb__DeviceInfo info = *device;
+  info.key.data = (uint8_t *)staged->bytes;
+  return pcd_device_touch(txn, &info, now_s);
+}
+
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
-  pcache__devkey key;
-  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0;
+  pcache__devkey key, staged_key;
+  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0, staged = 0;
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
+  /* Staged items are built by this daemon's replayer, or by no one. */
+  int stage = put->stage, can_stage = stage && pcd_replay_stages(job->ctx);
 
   if (!reply)
     return -ENOMEM;
   /* A batch run again (the map was full) packs again. */
   pcd_push_free_all(job->pushes);
   job->pushes = NULL;
+  job->staged = 0;
   pcachepb__put_reply__init(reply);
   job->resp.body_case = PCACHEPB__RESPONSE__BODY_PUT;
   job->resp.put = reply;
@@ -62,12 +78,18 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return -ENOMEM;
   if (key_ok) {
     pcd_device d;
-    room = cfg->max_size > PCD_DEVICE_COST_MAX ? cfg->max_size - PCD_DEVICE_COST_MAX : 0;
+    /* A staged Put may make two device records (the device's, the staged
+     * key's). */
+    uint64_t records = PCD_DEVICE_COST_MAX * (can_stage ? 2 : 1);
+    room = cfg->max_size > records ? cfg->max_size - records : 0;
     memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
+    pcache__devkey_staged(&key, &staged_key);
     if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
       return r;
     new_device = r == PCACHE_ENOT_FOUND;
     if ((r = pcd_device_touch(txn, put->device, now / 1000000)) < 0)
+      return r;
+    if (can_stage && (r = touch_staged_device(txn, put->device, &staged_key, now / 1000000)) < 0)
       return r;
   } else {
     job->resp.status = PCACHE_EBAD_KEY;
@@ -90,8 +112,9 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
         .compile_ns = it->compile_ns,
         .created_us = now,
         .last_used_us = now,
+        .staged = stage,
     };
-    int st = PCACHE_EBAD_KEY;
+    int st = PCACHE_EBAD_KEY, kept = 1;
     char *msg = NULL;
     uint64_t cost = pcd_item_cost(&item);
     if (!res)
@@ -101,24 +124,35 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     res->state_hash.len = it->state_hash.len;
     /* What this Put stores must fit under the cap together: the eviction
      * that follows would otherwise drop items just acknowledged. */
-    if (key_ok && cost > room - put_bytes) {
+    if (key_ok && stage && !can_stage) {
+      st = -EOPNOTSUPP;
+      msg = pcd_arena_strdup(&job->arena, "this pcached builds no staged items (replay is off or "
+                                          "pcache-replay is missing: HelloReply.stages)");
+    } else if (key_ok && cost > room - put_bytes) {
       st = PCACHE_EFULL;
       msg = pcd_arena_printf(&job->arena,
                              "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
                              "taken by this request)",
                              (unsigned long long)cost, (unsigned long long)cfg->max_size,
                              (unsigned long long)put_bytes);
-    } else if (key_ok &&
-               (r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0) {
-      return r;
+    } else if (key_ok) {
+      if ((r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
+        return r;
+      kept = r == 0; /* 1: staged, but the device has it already */
     }
-    if (st == 0)
+    if (st == 0 && kept)
       put_bytes += cost;
     res->status = st;
     if (st < 0) {
       res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
       job->rejected++;
       log_debug("put: item %zu refused: %s", i, res->message);
+    } else if (stage) {
+      /* Acknowledged, whether filed or already built; never pushed: the
+       * replayer's build is, once it is Put (docs/replay.md). */
+      reply->stored++;
+      job->stored += kept;
+      staged += kept;
     } else {
       reply->stored++;
       job->stored++;
@@ -130,6 +164,15 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
    * when every item was refused, a new device leaves no trace either. */
   if (new_device && !job->stored && (r = pcd_device_forget(txn, key.bytes)) < 0)
     return r;
+  /* Staged items are filed under the staged key alone: the device's own
+   * record holds none of them, and goes when it holds nothing else. */
+  if (can_stage && (r = pcd_device_forget(txn, key.bytes)) < 0)
+    return r;
+  if (can_stage && !staged && (r = pcd_device_forget(txn, staged_key.bytes)) < 0)
+    return r;
+  if (staged && (r = pcd_replay_stage(job, txn, &key)) < 0)
+    return r;
+  job->staged = staged > 0;
   if (job->stored) {
     uint64_t n = 0;
     if ((r = pcd_evict(txn, cfg->max_size, &n, NULL)) < 0)

@@ -153,7 +153,15 @@ static int collect_device(void *ctx, const pcd_device *d) {
   return 0;
 }
 
+/* Whether b is another driver build of a's device (a driver update). A
+ * staged key is no device's: its replay is planned by the Put that
+ * staged items (pcd_replay_stage), never found here. */
 static int same_device(const uint8_t *a, const uint8_t *b) {
+  pcache__devkey ka, kb;
+  memcpy(ka.bytes, a, PCACHE_DEVKEY_SIZE);
+  memcpy(kb.bytes, b, PCACHE_DEVKEY_SIZE);
+  if (pcache__devkey_is_staged(&ka) || pcache__devkey_is_staged(&kb))
+    return 0;
   return memcmp(a + 16, b + 16, 8) == 0 && memcmp(a + 28, b + 28, 4) == 0;
 }
 
@@ -281,6 +289,21 @@ static void start_committed(pcd_job *job) {
   pthread_mutex_unlock(&rp->lock);
 }
 
+int pcd_replay_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) {
+  pcd_replay *rp = job_replay(job);
+  pcache__devkey staged;
+  int r;
+  if (!rp)
+    return 0;
+  pcache__devkey_staged(key, &staged);
+  pcd_replay_txn_enter(rp);
+  /* Again when finished: these items came after it. */
+  if ((r = plan(txn, staged.bytes, key->bytes, 1)) < 0)
+    return r;
+  r = load_next(rp, txn);
+  return r < 0 ? r : 0;
+}
+
 /* ------------------------------------------------------------ claim */
 
 struct pick {
@@ -370,6 +393,29 @@ static int next_item(struct pick *p) {
                                rp->st.lru_has_before ? rp->st.lru_before : NULL, pick_lru, p);
 }
 
+/* A staged entry's blob, when it came with one, seeds its build
+ * (ReplayItem.seed). A driver update's old blobs are another driver's,
+ * and go nowhere; a seed whose checksum fails is left out, and the item
+ * built from its description alone. */
+static int fill_seed(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const uint8_t *k,
+                     const pcd_entry *e, Pcachepb__ReplayItem *item) {
+  pcache__devkey old;
+  const uint8_t *blob;
+  size_t size;
+  int r;
+  memcpy(old.bytes, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
+  if (!pcache__devkey_is_staged(&old) || !e->blob_size)
+    return 0;
+  if ((r = pcd_blob_get(txn, k, &blob, &size)) < 0)
+    return r == PCACHE_ENOT_FOUND ? 0 : r;
+  if (size != e->blob_size || pcache__checksum64(blob, size) != e->checksum)
+    return 0;
+  if (!(item->seed.data = pcd_arena_memdup(&job->arena, blob, size)))
+    return -ENOMEM;
+  item->seed.len = size;
+  return 0;
+}
+
 /* Fills item with what the replayer needs of old entry h (copied into
  * the job's arena: the reply is encoded after the transaction). Returns
  * 0, 1 (unreadable: recorded as bad) or an error. */
@@ -394,6 +440,8 @@ static int fill_item(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const pcache__h
   item->kind = (Pcachepb__EntryKind)e.kind;
   item->desc.data = pcd_arena_memdup(&job->arena, desc, desc_size);
   item->desc.len = desc_size;
+  if ((r = fill_seed(rp, txn, job, k, &e, item)) < 0)
+    return r;
   item->modules = pcd_arena_alloc(&job->arena, (n_mods + 1) * sizeof *item->modules);
   if (!item->modules)
     return -ENOMEM;
@@ -589,6 +637,12 @@ void pcd_replay_put_settled(pcd_job *job, int committed) {
   if (!rp)
     return;
   pcd_replay_txn_leave(rp, committed);
+  if (!committed || !job->staged)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  if (rp->st.active)
+    wake(rp, 1, 0);
+  pthread_mutex_unlock(&rp->lock);
 }
 
 static void claim_committed(pcd_job *job) {
@@ -612,38 +666,80 @@ static int latest_use(void *ctx, const uint8_t lru_key[PCD_LRU_KEY_SIZE]) {
   return 1;
 }
 
+struct evict_ctx {
+  pcd_txn *txn;
+  const pcd_replay_record *rec;
+  int staged;
+  pcd_key_list keys;
+  uint64_t left; /* staged entries neither built nor bad */
+};
+
+/* A staged entry is done with once the new key has it or it is recorded
+ * bad; one staged while the replay ran, which its walk may have passed,
+ * stays for the next round. */
 static int collect_entry(void *ctx, const pcd_entry *e) {
-  return pcd_key_list_add(ctx, e->key);
+  struct evict_ctx *x = ctx;
+  if (x->staged) {
+    uint8_t k[PCD_ENTRY_KEY_SIZE];
+    pcache__hash h;
+    pcd_entry other;
+    int r;
+    memcpy(h.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+    entry_key(k, x->rec->new_key, &h);
+    r = pcd_entry_get(x->txn, k, &other);
+    if (r == PCACHE_ENOT_FOUND)
+      r = pcd_replay_bad_get(x->txn, x->rec->old_key, x->rec->new_key, &h);
+    if (r == PCACHE_ENOT_FOUND) {
+      x->left++;
+      return 0;
+    }
+    if (r < 0)
+      return r;
+  }
+  return pcd_key_list_add(&x->keys, e->key);
 }
 
 /* The old key's entries go once its replay is done, unless a client
  * used one since the replay began: then another driver build still runs
- * them (two installed side by side), and they stay for LRU to judge. */
+ * them (two installed side by side), and they stay for LRU to judge. A
+ * staged key's entries are no client's to use: those built or bad go,
+ * and a replay is planned again for any left. */
 static int evict_old(pcd_txn *txn, const pcd_replay_record *rec) {
-  pcd_key_list keys = {0};
+  pcache__devkey old;
+  struct evict_ctx x = {.txn = txn, .rec = rec};
+  pcd_key_list *keys = &x.keys;
   pcd_snap_list snaps = {0};
   uint64_t last = 0, n = 0;
-  int r = pcd_lru_newest_before(txn, rec->old_key, NULL, latest_use, &last);
-  if (r < 0)
-    return r;
-  if (last > rec->created_us) {
-    log_info("replay: the old key was used during its replay; leaving its entries to LRU");
-    return 0;
+  int r;
+  memcpy(old.bytes, rec->old_key, PCACHE_DEVKEY_SIZE);
+  x.staged = pcache__devkey_is_staged(&old);
+  if (!x.staged) {
+    if ((r = pcd_lru_newest_before(txn, rec->old_key, NULL, latest_use, &last)) < 0)
+      return r;
+    if (last > rec->created_us) {
+      log_info("replay: the old key was used during its replay; leaving its entries to LRU");
+      return 0;
+    }
   }
-  r = pcd_entries_foreach(txn, rec->old_key, collect_entry, &keys);
-  for (size_t i = 0; r >= 0 && !keys.oom && i < keys.keys.n; i++, n++)
-    r = pcd_entry_delete(txn, keys.keys.items[i].bytes, NULL);
-  if (r >= 0 && !keys.oom)
+  r = pcd_entries_foreach(txn, rec->old_key, collect_entry, &x);
+  for (size_t i = 0; r >= 0 && !keys->oom && i < keys->keys.n; i++, n++)
+    r = pcd_entry_delete(txn, keys->keys.items[i].bytes, NULL);
+  if (r >= 0 && !keys->oom)
     r = pcd_snapshots_foreach(txn, rec->old_key, pcd_snap_list_visit, &snaps);
   for (size_t i = 0; r >= 0 && i < snaps.v.n; i++)
     r = pcd_snapshot_delete(txn, rec->old_key, snaps.v.items[i].app, NULL);
-  if (r >= 0 && !keys.oom)
+  if (r >= 0 && !keys->oom)
     r = pcd_device_forget(txn, rec->old_key);
-  if (r >= 0 && !keys.oom)
+  if (r >= 0 && !keys->oom)
     log_info("replay: evicted the old key's %llu entries", (unsigned long long)n);
-  pcache_vec_free(&keys.keys);
+  if (r >= 0 && !keys->oom && x.left) {
+    log_info("replay: %llu staged items came during the build; building them next",
+             (unsigned long long)x.left);
+    r = plan(txn, rec->old_key, rec->new_key, 1);
+  }
+  pcache_vec_free(&keys->keys);
   pcache_vec_free(&snaps.v);
-  return keys.oom ? -ENOMEM : (r == PCACHE_ENOT_FOUND ? 0 : r);
+  return keys->oom ? -ENOMEM : (r == PCACHE_ENOT_FOUND ? 0 : r < 0 ? r : 0);
 }
 
 static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {

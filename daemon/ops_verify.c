@@ -14,8 +14,9 @@
 
 static int collect_key(void *ctx, const pcd_entry *e) { return pcd_key_list_add(ctx, e->key); }
 
-/* The checks Get/Prefetch make before sending, plus the header and the
- * description: 0 or the first failure. */
+/* The checks Get/Prefetch make before sending, plus the header (of a
+ * blob there is: a staged entry's may be empty) and the description: 0
+ * or the first failure. */
 static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
   pcache__devkey dk;
   pcache__hash sh, mods[PCACHE_DESC_MAX_MODULES];
@@ -30,7 +31,10 @@ static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
   if (blob_size != e->blob_size || pcache__checksum64(blob, blob_size) != e->checksum)
     return PCACHE_ECHECKSUM;
   memcpy(dk.bytes, e->key, PCACHE_DEVKEY_SIZE);
-  if ((r = pcache__blob_check_header(blob, blob_size, &dk)) < 0)
+  /* A staged entry may be a description alone; a seed's header names
+   * the device as its staged key does (the mark is in the ABI only). */
+  if (!(pcache__devkey_is_staged(&dk) && blob_size == 0) &&
+      (r = pcache__blob_check_header(blob, blob_size, &dk)) < 0)
     return r;
   memcpy(sh.bytes, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   r = pcd_desc_get(txn, e->key, &desc, &desc_size);

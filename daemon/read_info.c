@@ -40,6 +40,7 @@ void pcd_read_hello(pcd_conn *c, const Pcachepb__Hello *h) {
   reply.max_hashes = c->srv->config->max_hashes;
   reply.max_blob = c->srv->config->max_blob;
   reply.max_snapshot = c->srv->config->max_snapshot;
+  reply.stages = pcd_replay_stages(c->srv->replay);
   resp.body_case = PCACHEPB__RESPONSE__BODY_HELLO;
   resp.hello = &reply;
   pcd_respond(c, &resp);

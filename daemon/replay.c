@@ -86,6 +86,11 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   else
     default_replayer(rp->replayer_path, sizeof rp->replayer_path);
   rp->disabled = off && strcmp(off, "off") == 0;
+  /* A replayer named by its path must be there to take staged items that
+   * only it builds; a bare name is found through PATH when started, and
+   * taken on trust. */
+  rp->stages =
+      !rp->disabled && (!strchr(rp->replayer_path, '/') || access(rp->replayer_path, X_OK) == 0);
   /* Half the cores, at most 4: a background job that leaves the machine
    * to its user (docs/replay.md). */
   rp->threads = cpus > 1 ? (unsigned)cpus / 2 : 1;
@@ -109,6 +114,8 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   *ret = rp;
   return 0;
 }
+
+int pcd_replay_stages(const pcd_replay *rp) { return rp && rp->stages; }
 
 void pcd_replay_free(pcd_replay *rp) {
   if (!rp)

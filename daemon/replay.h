@@ -164,11 +164,28 @@ typedef struct pcd_replay {
   uint64_t mem_limit_mb; /* the replayer's RLIMIT_DATA; 0: none */
   double busy_rate;
   int disabled;
+  /* Whether Put.stage is taken (pcd_replay_stages): replay is on and the
+   * replayer is there to be started. */
+  int stages;
 } pcd_replay;
 
 /* Makes the state; reads the settings. Returns 0 or -errno. */
 int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
 void pcd_replay_free(pcd_replay *replay);
+
+/* Any thread: whether this pcached builds staged items (Put.stage,
+ * HelloReply.stages; docs/replay.md "Staged builds"): replay is not off
+ * (PCACHE_REPLAY=off) and its replayer can be started. replay may be
+ * NULL (a job with no replay: no). */
+int pcd_replay_stages(const pcd_replay *replay);
+
+/* Writer thread, in a Put's run, once it stored items under the staged
+ * key of key (pcache__devkey_staged): plans the replay staged(key) ->
+ * key, taken up again when it finished before, and loads it unless
+ * another replay is under way; its replayer is started once the Put
+ * commits (pcd_replay_put_settled, as job->staged says). Returns 0 or a
+ * transaction-spoiling code. */
+int pcd_replay_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key);
 
 /* Any I/O thread: a client (pid from its Hello) named device_key in a
  * Get, Prefetch or Put as app, for `pipelines` pipelines (the hashes a
@@ -201,7 +218,8 @@ void pcd_replay_txn_leave(pcd_replay *replay, int committed);
  * build alone. Any other client's Put passes without the lock. */
 void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);
 /* The Put's committed (1) or aborted (0) hook: pcd_replay_txn_leave when
- * pcd_replay_put_landed entered. */
+ * pcd_replay_put_landed or pcd_replay_stage entered; a committed Put that
+ * staged items wakes the replayer. */
 void pcd_replay_put_settled(pcd_job *job, int committed);
 
 /* On the accepting loop (replay_supervise.c): makes its handles and

@@ -11,9 +11,27 @@
 #include "common/log.h"
 #include "store.h"
 
+/* A key with the staged mark (common/devkey.h) is the daemon's own filing
+ * of staged items, never a device's: named by a client it would read,
+ * fill or purge what only the replayer builds from (docs/replay.md
+ * "Staged builds"). A key of another length is left to the caller. */
+static int check_unstaged(const ProtobufCBinaryData *key, char *msg, size_t size) {
+  pcache__devkey k;
+  if (key->len != PCACHE_DEVKEY_SIZE)
+    return 0;
+  memcpy(k.bytes, key->data, PCACHE_DEVKEY_SIZE);
+  if (!pcache__devkey_is_staged(&k))
+    return 0;
+  snprintf(msg, size,
+           "device key has the staged mark (ABI 0x%x): no device has it; stage items "
+           "with Put.stage on the device's own key",
+           PCACHE_DEVKEY_ABI_STAGED);
+  return PCACHE_EBAD_KEY;
+}
+
 static int check_key(const ProtobufCBinaryData *key, int optional, char *msg, size_t size) {
   if (key->len == PCACHE_DEVKEY_SIZE || (optional && key->len == 0))
-    return 0;
+    return check_unstaged(key, msg, size);
   snprintf(msg, size, "device key is not %d bytes", PCACHE_DEVKEY_SIZE);
   return PCACHE_EBAD_KEY;
 }
@@ -149,9 +167,14 @@ int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config,
     return r < 0 ? r : check_app(req->replay_start->app, msg, size);
   case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
     return check_key(&req->replay_claim->new_key, 0, msg, size);
+  case PCACHEPB__REQUEST__BODY_PUT:
+    /* The key's length and the items are judged per item, with the
+     * reply's body (ops_put.c); a staged key refuses the whole request. */
+    return req->put->device ? check_unstaged(&req->put->device->key, msg, size) : 0;
+  case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
+    return req->put_snapshot->device ? check_unstaged(&req->put_snapshot->device->key, msg, size)
+                                     : 0;
   default:
-    /* Put and PutSnapshot: per item, with their reply bodies (ops_put.c,
-     * ops_snapshot.c). */
     return 0;
   }
 }

@@ -16,8 +16,9 @@
  * one would be cut to the key of another app). A ClientReport's text must
  * also be printable UTF-8 within its limits, and it may carry at most
  * PCD_MAX_CLIENT_REASONS reasons, each a word of [a-z0-9_]
- * (client_reports.h). Put and PutSnapshot items are judged one by one by
- * the writer (ops_put.c, ops_snapshot.c).
+ * (client_reports.h). No device key may carry the staged mark
+ * (pcache__devkey_is_staged): PCACHE_EBAD_KEY. Put and PutSnapshot items
+ * are judged one by one by the writer (ops_put.c, ops_snapshot.c).
  * Returns 0, or a PCACHE_E* code with the reason written to msg.
  */
 int pcd_request_validate(const Pcachepb__Request *req, const pcd_config *config, char *msg,

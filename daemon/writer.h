@@ -61,6 +61,9 @@ typedef struct pcd_job {
   struct pcd_remote *remote;
   void (*push)(struct pcd_remote *remote, struct pcd_push *list);
   struct pcd_push *pushes;
+  /* PUT: it filed staged items and planned their build (ops_put.c): the
+   * replayer is woken once it commits. */
+  int staged;
   /* REPLAY_START with detect: what the probe found (replay_detect.c),
    * owned (freed with __free_unpacked), for the reply the run makes. */
   Pcachepb__ReplayStartReply *detected;

@@ -17,6 +17,7 @@
 #include "common/alloc.h"
 #include "common/blob.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "replay/desc_decode.h"
 
 struct pcache__replay_vk {
@@ -290,12 +291,33 @@ static int find_code(void *ctx, const pcache__hash *hash, const uint32_t **ret_c
 
 VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk) { return vk->device; }
 
+/* The build's cache, seeded when a seed came with the item and has the
+ * device's header: a driver that still refuses its data gets an empty
+ * cache instead, and the build goes on from the description. */
+static VkResult make_cache(pcache__replay_vk *vk, const uint8_t *seed, size_t seed_size,
+                           VkPipelineCache *ret_cache, pcache__replay_times *times) {
+  VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkResult vr;
+  if (seed_size && pcache__blob_check_header(seed, seed_size, &vk->key) == 0) {
+    pci.initialDataSize = seed_size;
+    pci.pInitialData = seed;
+    if ((vr = vkCreatePipelineCache(vk->device, &pci, NULL, ret_cache)) == VK_SUCCESS) {
+      times->seeded++;
+      return vr;
+    }
+    log_info("replay: the driver refused a seed (VkResult %d); building without it", (int)vr);
+    pci.initialDataSize = 0;
+    pci.pInitialData = NULL;
+  }
+  return vkCreatePipelineCache(vk->device, &pci, NULL, ret_cache);
+}
+
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
-                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
-                            size_t *ret_size, uint64_t *ret_ns, pcache__replay_times *times) {
+                            Pcachepb__Module *const *modules, size_t n_modules, const uint8_t *seed,
+                            size_t seed_size, uint8_t **ret_blob, size_t *ret_size,
+                            uint64_t *ret_ns, pcache__replay_times *times) {
   struct modules m = {modules, n_modules};
-  VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   pcache__desc_decoded *d = NULL;
   VkPipelineCache cache = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -313,7 +335,7 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
     goto out_free;
   if ((r = pcache__desc_decoded_create_objects(d, vk->device, NULL)) < 0)
     goto out_free;
-  if (vkCreatePipelineCache(vk->device, &pci, NULL, &cache) != VK_SUCCESS) {
+  if (make_cache(vk, seed, seed_size, &cache, times) != VK_SUCCESS) {
     r = -EIO;
     goto out_objects;
   }

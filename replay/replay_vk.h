@@ -45,6 +45,7 @@ typedef struct pcache__replay_times {
   uint64_t compile_ns; /* vkCreate*Pipelines into the fresh cache */
   uint64_t data_ns;    /* vkGetPipelineCacheData, the header check, teardown
                         * (and whatever a failed build had left) */
+  uint64_t seeded;     /* builds whose cache the driver made from a seed */
 } pcache__replay_times;
 
 /* The device, for a pcache__module_pool of the caller's thread. */
@@ -54,7 +55,10 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * pcache__replay_vk_build - decodes desc, makes its objects and the
  * pipeline on the device with a fresh VkPipelineCache, and returns that
  * cache's data, checked against the device key (pcache__malloc'ed, the
- * caller frees it). modules give the SPIR-V the description names.
+ * caller frees it). modules give the SPIR-V the description names. A
+ * seed (a staged item's blob, ReplayItem.seed; seed_size 0: none) is the
+ * cache's initial data when its header names the device; one the driver
+ * refuses is left out, not a failure.
  * The modules come from pool (the calling thread's own; NULL: made and
  * destroyed here). The pipeline goes to keep (NULL: destroyed here).
  * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
@@ -65,7 +69,8 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  */
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
-                            Pcachepb__Module *const *modules, size_t n_modules, uint8_t **ret_blob,
-                            size_t *ret_size, uint64_t *ret_ns, pcache__replay_times *times);
+                            Pcachepb__Module *const *modules, size_t n_modules, const uint8_t *seed,
+                            size_t seed_size, uint8_t **ret_blob, size_t *ret_size,
+                            uint64_t *ret_ns, pcache__replay_times *times);
 
 #endif

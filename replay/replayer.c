@@ -394,7 +394,8 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
     sleep_ms(rp->delay_ms);
   w->items++;
   r = pcache__replay_vk_build(rp->vk, w->modules, rp->keep, item->desc.data, item->desc.len,
-                              item->modules, item->n_modules, &blob, &size, &ns, &w->times);
+                              item->modules, item->n_modules, item->seed.data, item->seed.len,
+                              &blob, &size, &ns, &w->times);
   if (r == 0) {
     /* The previous item's Put had this build's time to land. */
     wait_uploads(w, 0);
@@ -602,6 +603,7 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
     t.objects_ns += workers[i].times.objects_ns;
     t.compile_ns += workers[i].times.compile_ns;
     t.data_ns += workers[i].times.data_ns;
+    t.seeded += workers[i].times.seeded;
     claim += workers[i].claim_ns;
     wait += workers[i].wait_ns;
     slept += workers[i].slept_ns;
@@ -628,6 +630,9 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
            (unsigned long long)(lent - made), kept_peak, (unsigned long long)(rss_bytes() >> 20),
            ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw);
 #undef PER
+  /* Staged items that came with a blob (docs/replay.md "Staged builds"). */
+  if (t.seeded)
+    log_info("replay: %llu builds started from a seed", (unsigned long long)t.seeded);
 }
 
 static int usage(FILE *f, int code) {

@@ -82,6 +82,14 @@ static void json_device(ctl_json *j, const Pcachepb__DeviceRecord *d, uint64_t n
   ctl_json_kv_string(j, "driver_name", info ? info->driver_name : "");
   ctl_json_kv_string(j, "driver_info", info ? info->driver_info : "");
   ctl_json_kv_uint(j, "api_version", info ? info->api_version : 0);
+  /* Staged items (docs/replay.md "Staged builds"): descriptions waiting
+   * for the replayer, filed under a key of their own, named for the
+   * device key they are built for. */
+  if (info && ctl_key_from_bytes(&info->key, &key) == 0 && pcache__devkey_is_staged(&key)) {
+    pcache__devkey base;
+    pcache__devkey_unstaged(&key, &base);
+    ctl_json_kv_hex(j, "staged_for", base.bytes, sizeof base.bytes);
+  }
   ctl_json_kv_uint(j, "entries", n_entries);
   ctl_json_kv_uint(j, "bytes", bytes);
   ctl_json_kv_uint(j, "first_seen", d->first_seen);
@@ -145,12 +153,22 @@ static void print_device_row(const Pcachepb__DeviceRecord *d, uint64_t n_entries
                               version, sizeof version);
     abi = pcache__devkey_abi(&key);
   }
-  char name[256];
+  char name[256], staged[128] = "";
   device_uuid_text(info, device_uuid);
   ctl_fmt_size(bytes, size, sizeof size);
-  printf("%-36s  %-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s\n",
-         uuid, device_uuid, vendor, device_id, version, (abi & ~PCACHE_DEVKEY_ABI_BINARY) * 8,
-         n_entries, size, ctl_printable(info ? info->name : NULL, name, sizeof name));
+  if (abi & PCACHE_DEVKEY_ABI_STAGED) {
+    /* Not a device of its own: the staged items of the device key it is
+     * named for, which the replayer builds (docs/replay.md). */
+    pcache__devkey base;
+    char hex[65];
+    pcache__devkey_unstaged(&key, &base);
+    pcache__devkey_format(&base, hex);
+    snprintf(staged, sizeof staged, "  (staged builds for %s)", hex);
+  }
+  printf("%-36s  %-36s  %-8s  0x%04" PRIx32 "  %-12s  %2" PRIu32 "-bit  %7" PRIu64 "  %10s  %s%s\n",
+         uuid, device_uuid, vendor, device_id, version,
+         (abi & ~(PCACHE_DEVKEY_ABI_BINARY | PCACHE_DEVKEY_ABI_STAGED)) * 8, n_entries, size,
+         ctl_printable(info ? info->name : NULL, name, sizeof name), staged);
 }
 
 static int cmd_list(ctl *c, int argc, char **argv) {

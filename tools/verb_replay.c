@@ -93,11 +93,19 @@ static void print_line(const Pcachepb__ReplayProgress *p, int bar, FILE *out) {
     cells[30] = '\0';
     fprintf(out, "[%s] ", cells);
   }
-  fprintf(out, "%3.0f%% %" PRIu64 "/%" PRIu64 " done, %" PRIu64 " failed%s%s%s%s (driver %u -> %u)",
-          frac * 100, p->done, p->total, p->failed, p->finished ? ", finished" : "",
-          eta[0] ? ", ETA " : "", eta, p->paused && *p->paused ? ", paused" : "",
-          p->old_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->old_key.data + 24) : 0,
-          p->new_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->new_key.data + 24) : 0);
+  fprintf(out, "%3.0f%% %" PRIu64 "/%" PRIu64 " done, %" PRIu64 " failed%s%s%s%s", frac * 100,
+          p->done, p->total, p->failed, p->finished ? ", finished" : "", eta[0] ? ", ETA " : "",
+          eta, p->paused && *p->paused ? ", paused" : "");
+  /* A staged key's replay builds staged items for the same driver
+   * (docs/replay.md "Staged builds"), not an update's. */
+  if (p->old_key.len == PCACHE_DEVKEY_SIZE &&
+      pcache__le32(p->old_key.data + 28) & PCACHE_DEVKEY_ABI_STAGED)
+    fprintf(out, " (staged builds, driver %u)",
+            p->new_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->new_key.data + 24) : 0);
+  else
+    fprintf(out, " (driver %u -> %u)",
+            p->old_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->old_key.data + 24) : 0,
+            p->new_key.len == PCACHE_DEVKEY_SIZE ? pcache__le32(p->new_key.data + 24) : 0);
 }
 
 void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j) {
@@ -109,6 +117,9 @@ void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j) {
       ctl_json_object_begin(j);
       ctl_json_kv_hex(j, "old_key", p->old_key.data, p->old_key.len);
       ctl_json_kv_hex(j, "new_key", p->new_key.data, p->new_key.len);
+      ctl_json_kv_bool(j, "staged",
+                       p->old_key.len == PCACHE_DEVKEY_SIZE &&
+                           (pcache__le32(p->old_key.data + 28) & PCACHE_DEVKEY_ABI_STAGED) != 0);
       ctl_json_kv_uint(j, "total", p->total);
       ctl_json_kv_uint(j, "done", p->done);
       ctl_json_kv_uint(j, "failed", p->failed);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "harness.h"
 #include "proto/transport.h"
 #include "test.h"
 
@@ -138,4 +139,40 @@ void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_gra
     if (ret)
       ret[n_graphics + i] = p;
   }
+}
+
+void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uint32_t hits) {
+  test_vk vk;
+  pcache_client *client = util_client(5000);
+  pcache_device *device;
+  pcache_device_info info;
+  test_objects o;
+  pcache_stats st;
+  test_vk_init(&vk);
+  info = test_vk_device_info(&vk);
+  ASSERT_OK(pcache_device_create(client, &info, &device));
+  test_objects_create(&o, device);
+  if (strcmp(mode, "touch") != 0)
+    util_build_set(device, &o, n_graphics, n_compute, NULL);
+  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (strcmp(mode, "warm") == 0) {
+    ASSERT_EQ(st.daemon_hits, (uint64_t)hits);
+    ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute - hits));
+    ASSERT_EQ(st.rejected_blobs, 0);
+  } else if (strcmp(mode, "cold") == 0) {
+    ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute));
+  }
+  test_objects_destroy(&o);
+  pcache_device_destroy(device);
+  pcache_client_close(client);
+  test_vk_fini(&vk);
+}
+
+void util_rpc(const test_env *env, const Pcachepb__Request *req, Pcachepb__Response__BodyCase b,
+              pcache__reply *ret) {
+  int fd = test_open(env, "client-test", 5000);
+  ASSERT_GE(fd, 0);
+  ASSERT_OK(pcache__rpc(fd, req, b, 64u << 20, pcache__mono_ms() + 20000, ret));
+  close(fd);
 }

@@ -9,6 +9,7 @@
 #include <pcache/pcache.h>
 
 #include "proto/frame.h"
+#include "proto/rpc.h"
 #include "vk.h"
 
 pcache_client *util_client(uint32_t timeout_ms);
@@ -36,5 +37,16 @@ uint64_t util_now_ms(void);
  * it is NULL. */
 void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_graphics,
                     uint32_t n_compute, VkPipeline *ret);
+/* One process's run of that set (as util_build_set) through a client of
+ * its own: "cold" expects every pipeline compiled; "touch" makes the
+ * device, which names its key to the daemon, and builds nothing; "warm"
+ * expects `hits` daemon hits, the rest compiled, and no blob the driver
+ * refused. */
+void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uint32_t hits);
+/* One request on a connection of its own to env's daemon, as app
+ * "client-test" (20 s at most); aborts unless it is answered with body b. */
+struct test_env;
+void util_rpc(const struct test_env *env, const Pcachepb__Request *req,
+              Pcachepb__Response__BodyCase b, pcache__reply *ret);
 
 #endif

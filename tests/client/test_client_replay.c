@@ -57,43 +57,13 @@
 #define N_COMPUTE 2
 #define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
 
-/* One process's run of the set: cold (compiles all), touch (makes the
- * device, which names its key to the daemon, and builds nothing), warm
- * (expects `hits` daemon hits and the rest compiled). */
 static void run(const char *mode, int hits) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
-  pcache_stats st;
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  if (strcmp(mode, "touch") != 0)
-    util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
-  if (strcmp(mode, "warm") == 0) {
-    ASSERT_EQ(st.daemon_hits, (uint64_t)hits);
-    ASSERT_EQ(st.compiles, (uint64_t)(N_PIPELINES - hits));
-    ASSERT_EQ(st.rejected_blobs, 0);
-  } else if (strcmp(mode, "cold") == 0) {
-    ASSERT_EQ(st.compiles, N_PIPELINES);
-  }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_run_set(mode, N_GRAPHICS, N_COMPUTE, (uint32_t)hits);
 }
 
 static void rpc(const test_env *env, const Pcachepb__Request *req, Pcachepb__Response__BodyCase b,
                 pcache__reply *ret) {
-  int fd = test_open(env, "replay-test", 5000);
-  ASSERT_GE(fd, 0);
-  ASSERT_OK(pcache__rpc(fd, req, b, 64u << 20, pcache__mono_ms() + 20000, ret));
-  close(fd);
+  util_rpc(env, req, b, ret);
 }
 
 /* ------------------------------------------------------------- rekey */

@@ -73,6 +73,11 @@ int test_raw_connect(const test_env *env) {
 }
 
 int test_open(const test_env *env, const char *app, uint32_t timeout_ms) {
+  return test_open_hello(env, app, timeout_ms, NULL);
+}
+
+int test_open_hello(const test_env *env, const char *app, uint32_t timeout_ms,
+                    Pcachepb__HelloReply *ret_hello) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
   pcache__reply reply;
@@ -89,6 +94,10 @@ int test_open(const test_env *env, const char *app, uint32_t timeout_ms) {
                   pcache__mono_ms() + timeout_ms, &reply);
   if (r == 0 && reply.response->hello->protocol_version != PCACHE_PROTOCOL_VERSION)
     r = PCACHE_EVERSION;
+  if (r == 0 && ret_hello) {
+    *ret_hello = *reply.response->hello;
+    ret_hello->daemon_version = NULL; /* it points into the reply */
+  }
   pcache__reply_release(&reply);
   if (r < 0) {
     close(fd);

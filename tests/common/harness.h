@@ -70,5 +70,10 @@ int test_raw_connect(const test_env *env);
  * the fd, or the negative code of the failure or of the daemon's refusal
  * (PCACHE_EVERSION also when it answers another protocol version). */
 int test_open(const test_env *env, const char *app, uint32_t timeout_ms);
+/* test_open, with the daemon's HelloReply in *ret_hello (its strings
+ * cleared: they are not kept). */
+struct Pcachepb__HelloReply;
+int test_open_hello(const test_env *env, const char *app, uint32_t timeout_ms,
+                    struct Pcachepb__HelloReply *ret_hello);
 
 #endif

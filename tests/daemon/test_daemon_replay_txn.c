@@ -86,6 +86,9 @@ static void make_store(const char *dir) {
   for (int i = 0; i < PCACHE_DEVKEY_SIZE; i++)
     old_key[i] = (uint8_t)(i * 7 + 1);
   pcache__put_le32(old_key + 24, 100);
+  /* A device's ABI (64-bit): the pattern above would carry the staged
+   * mark, which no device key has (common/devkey.h). */
+  pcache__put_le32(old_key + 28, 8);
   memcpy(new_key, old_key, PCACHE_DEVKEY_SIZE);
   pcache__put_le32(new_key + 24, 101);
   ASSERT_OK(pcd_store_open(dir, 16ull << 20, &store));

@@ -1,0 +1,327 @@
+/* Staged builds on lavapipe (docs/replay.md "Staged builds"): a client
+ * Puts descriptions with stage set and no blob of its own, and pcached's
+ * replayer builds them for the device, with no client running, into
+ * entries the app's next run gets from the daemon and the driver takes.
+ * The descriptions are a cold run's, exported and then purged.
+ *   (none)  half the set staged, the other half while the first half's
+ *           build runs (nothing staged meanwhile is lost), each item a
+ *           description alone; pcachectl list names the staged key while
+ *           there is one, and none once all is built
+ *   seed    every item staged with a seed: the cold run's own blob for
+ *           half of them, bytes after a valid header for the others; all
+ *           are built, and the replayer says its builds started from them */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client_util.h"
+#include "common/alloc.h"
+#include "common/bytes.h"
+#include "common/clock.h"
+#include "ctl_util.h"
+#include "harness.h"
+#include "proto/archive.h"
+#include "proto/rpc.h"
+#include "test.h"
+#include "vk.h"
+
+#define N_GRAPHICS 6
+#define N_COMPUTE 2
+#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
+#define MAX_MODULES 8
+/* A liveness bound, as test_client_replay's: TSan on a loaded machine. */
+#define STAGE_DEADLINE_MS 120000
+
+/* The cold run's pipelines, copied out of its export (set_free). */
+typedef struct set {
+  Pcachepb__DeviceInfo *device; /* owned, as every pointer below */
+  Pcachepb__Module modules[MAX_MODULES], *module_ptrs[MAX_MODULES];
+  size_t n_modules;
+  pcache__archive_entry entries[N_PIPELINES];
+  size_t n_entries;
+} set;
+
+/* The reader's record lasts the call: a copy, through its encoding. */
+static int on_device(void *ctx, const Pcachepb__DeviceInfo *info) {
+  size_t n = pcachepb__device_info__get_packed_size(info);
+  uint8_t *buf = malloc(n + 1);
+  ASSERT_TRUE(buf != NULL);
+  pcachepb__device_info__pack(info, buf);
+  ((set *)ctx)->device = pcachepb__device_info__unpack(NULL, n, buf);
+  ASSERT_TRUE(((set *)ctx)->device != NULL);
+  free(buf);
+  return 0;
+}
+
+static uint8_t *copy(const void *p, size_t n) {
+  uint8_t *c = malloc(n + 1);
+  ASSERT_TRUE(c != NULL);
+  memcpy(c, p, n);
+  return c;
+}
+
+static int on_module(void *ctx, const pcache__hash *h, const void *code, size_t size) {
+  set *s = ctx;
+  Pcachepb__Module *m = &s->modules[s->n_modules];
+  ASSERT_LT(s->n_modules, MAX_MODULES);
+  pcachepb__module__init(m);
+  m->hash.data = copy(h->bytes, PCACHE_HASH_SIZE);
+  m->hash.len = PCACHE_HASH_SIZE;
+  m->code.data = copy(code, size);
+  m->code.len = size;
+  s->module_ptrs[s->n_modules++] = m;
+  return 0;
+}
+
+static int on_entry(void *ctx, const pcache__archive_entry *e) {
+  set *s = ctx;
+  pcache__archive_entry *kept = &s->entries[s->n_entries];
+  ASSERT_LT(s->n_entries, N_PIPELINES);
+  *kept = *e;
+  kept->app = NULL;
+  kept->blob = copy(e->blob, e->blob_size);
+  kept->desc = copy(e->desc, e->desc_size);
+  s->n_entries++;
+  return 0;
+}
+
+static void set_free(set *s) {
+  for (size_t i = 0; i < s->n_modules; i++) {
+    free(s->modules[i].hash.data);
+    free(s->modules[i].code.data);
+  }
+  for (size_t i = 0; i < s->n_entries; i++) {
+    free((void *)s->entries[i].blob);
+    free((void *)s->entries[i].desc);
+  }
+  pcachepb__device_info__free_unpacked(s->device, NULL);
+}
+
+/* A cold run, its export, and then an empty store. */
+static void make_set(const test_env *env, const char *argv0, set *s) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
+  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
+  pcache__archive_visitor v = {on_device, on_module, on_entry, NULL};
+  pcache__reply reply = {0};
+  const uint8_t *archive;
+  size_t size;
+  memset(s, 0, sizeof *s);
+  util_run_self(argv0, "cold");
+  ASSERT_EQ(util_count_entries(), N_PIPELINES);
+  req.body_case = PCACHEPB__REQUEST__BODY_EXPORT;
+  req.export = &ex;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_EXPORT, &reply);
+  archive = pcache__reply_bytes(&reply, reply.response->export->archive,
+                                reply.response->export->archive_offset,
+                                reply.response->export->archive_size, &size);
+  ASSERT_TRUE(archive != NULL);
+  ASSERT_OK(pcache__archive_read(archive, size, &v, s));
+  pcache__reply_release(&reply);
+  ASSERT_EQ(s->n_entries, N_PIPELINES);
+  ASSERT_TRUE(s->device != NULL);
+  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+  req.purge = &purge;
+  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+  purge.all = 1;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
+  pcache__reply_release(&reply);
+  ASSERT_EQ(util_count_entries(), 0);
+}
+
+/* seeds: NULL, descriptions alone; else each item's seed (seed_sizes[i]
+ * bytes). */
+static void stage(const test_env *env, const set *s, size_t first, size_t n, uint8_t *const *seeds,
+                  const size_t *seed_sizes) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Put put = PCACHEPB__PUT__INIT;
+  Pcachepb__PutItem items[N_PIPELINES], *ptrs[N_PIPELINES];
+  pcache__reply reply = {0};
+  for (size_t i = 0; i < n; i++) {
+    const pcache__archive_entry *e = &s->entries[first + i];
+    pcachepb__put_item__init(&items[i]);
+    items[i].state_hash.data = (uint8_t *)e->state_hash.bytes;
+    items[i].state_hash.len = PCACHE_HASH_SIZE;
+    items[i].kind = (Pcachepb__EntryKind)e->kind;
+    items[i].desc.data = (uint8_t *)e->desc;
+    items[i].desc.len = e->desc_size;
+    /* Every module of the set: the daemon takes those the description
+     * names. */
+    items[i].modules = (Pcachepb__Module **)s->module_ptrs;
+    items[i].n_modules = s->n_modules;
+    if (seeds) {
+      items[i].blob.data = seeds[first + i];
+      items[i].blob.len = seed_sizes[first + i];
+    }
+    ptrs[i] = &items[i];
+  }
+  put.device = s->device;
+  put.items = ptrs;
+  put.n_items = n;
+  put.stage = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
+  req.put = &put;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PUT, &reply);
+  ASSERT_EQ(reply.response->put->n_results, n);
+  for (size_t i = 0; i < n; i++)
+    ASSERT_EQ(reply.response->put->results[i]->status, 0);
+  ASSERT_EQ(reply.response->put->stored, n);
+  pcache__reply_release(&reply);
+}
+
+/* The staged replay's progress, when there is one (freed with the
+ * returned response). */
+static Pcachepb__Response *staged_progress(const Pcachepb__ReplayProgress **ret) {
+  Pcachepb__Response *resp = util_stats();
+  *ret = NULL;
+  for (size_t i = 0; i < resp->stats->n_replay; i++) {
+    const Pcachepb__ReplayProgress *p = resp->stats->replay[i];
+    if (p->old_key.len == PCACHE_DEVKEY_SIZE &&
+        pcache__le32(p->old_key.data + 28) & PCACHE_DEVKEY_ABI_STAGED)
+      *ret = p;
+  }
+  return resp;
+}
+
+/* Entries the daemon lists: under the device key, and under its staged
+ * key. */
+static void count_keys(const test_env *env, const set *s, size_t *ret_built, size_t *ret_staged) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__List list = PCACHEPB__LIST__INIT;
+  pcache__devkey key, staged;
+  pcache__reply reply = {0};
+  memcpy(key.bytes, s->device->key.data, PCACHE_DEVKEY_SIZE);
+  pcache__devkey_staged(&key, &staged);
+  list.entries = 1;
+  req.body_case = PCACHEPB__REQUEST__BODY_LIST;
+  req.list = &list;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_LIST, &reply);
+  *ret_built = *ret_staged = 0;
+  for (size_t i = 0; i < reply.response->list->n_entries; i++) {
+    const ProtobufCBinaryData *k = &reply.response->list->entries[i]->device_key;
+    ASSERT_EQ(k->len, PCACHE_DEVKEY_SIZE);
+    *ret_built += memcmp(k->data, key.bytes, PCACHE_DEVKEY_SIZE) == 0;
+    *ret_staged += memcmp(k->data, staged.bytes, PCACHE_DEVKEY_SIZE) == 0;
+  }
+  pcache__reply_release(&reply);
+}
+
+/* Until every pipeline is built for the device and no staged entry is
+ * left (each went once built). */
+static void wait_built(const test_env *env, const set *s) {
+  uint64_t end = util_now_ms() + STAGE_DEADLINE_MS;
+  size_t built, staged;
+  for (;;) {
+    count_keys(env, s, &built, &staged);
+    if (built == N_PIPELINES && staged == 0)
+      break;
+    if (util_now_ms() >= end)
+      test_dump_daemon_log(env);
+    ASSERT_LT(util_now_ms(), end);
+    usleep(50000);
+  }
+}
+
+static int log_has(const test_env *env, const char *needle) {
+  char line[2048];
+  int found = 0;
+  FILE *f = fopen(env->log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* Half staged, the rest while the first half is built. */
+static void staged_meanwhile(const test_env *env, const set *s) {
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp;
+  uint64_t end = util_now_ms() + STAGE_DEADLINE_MS;
+  size_t half = N_PIPELINES / 2;
+  stage(env, s, 0, half, NULL, NULL);
+  ASSERT_EQ(ctl_run(env, "list"), 0);
+  ASSERT_TRUE(strstr(ctl_out, "(staged builds for ") != NULL);
+  /* One built, and the rest of the half still to come (each build takes
+   * PCACHE_REPLAY_TEST_DELAY_MS more). */
+  for (;;) {
+    resp = staged_progress(&p);
+    if (p && p->done >= 1)
+      break;
+    pcache__response_free(resp);
+    ASSERT_LT(util_now_ms(), end);
+    usleep(20000);
+  }
+  ASSERT_TRUE(!p->finished);
+  ASSERT_LT(p->done, half);
+  pcache__response_free(resp);
+  stage(env, s, half, N_PIPELINES - half, NULL, NULL);
+  wait_built(env, s);
+  ASSERT_EQ(ctl_run(env, "list"), 0);
+  ASSERT_TRUE(strstr(ctl_out, "staged builds") == NULL);
+}
+
+/* Bytes of nothing after a valid header, in an odd item's seed. */
+#define GARBAGE 512
+
+/* Every item with a seed: the cold run's blob for the even ones (on
+ * lavapipe its header alone: its caches keep no pipeline data), that
+ * header and then GARBAGE bytes of nothing for the odd ones. */
+static void seeded(const test_env *env, const set *s) {
+  uint8_t *seeds[N_PIPELINES];
+  size_t sizes[N_PIPELINES];
+  for (size_t i = 0; i < N_PIPELINES; i++) {
+    const pcache__archive_entry *e = &s->entries[i];
+    ASSERT_GE(e->blob_size, 32);
+    sizes[i] = i % 2 ? e->blob_size + GARBAGE : e->blob_size;
+    seeds[i] = malloc(sizes[i]);
+    ASSERT_TRUE(seeds[i] != NULL);
+    memcpy(seeds[i], e->blob, e->blob_size);
+    for (size_t k = e->blob_size; k < sizes[i]; k++)
+      seeds[i][k] = (uint8_t)(k * 131 + i);
+  }
+  stage(env, s, 0, N_PIPELINES, seeds, sizes);
+  wait_built(env, s);
+  for (int i = 0; !log_has(env, "builds started from a seed"); i++) {
+    ASSERT_LT(i, 500); /* the replayer's closing lines, relayed */
+    usleep(20000);
+  }
+  for (size_t i = 0; i < N_PIPELINES; i++)
+    free(seeds[i]);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  test_env env;
+  set s;
+  /* The runs of the set: cold compiles all; warm gets every pipeline
+   * from the daemon, and the driver takes every blob. */
+  if (strcmp(mode, "cold") == 0 || strcmp(mode, "warm") == 0) {
+    util_run_set(mode, N_GRAPHICS, N_COMPUTE, N_PIPELINES);
+    return 0;
+  }
+  test_env_init(&env, "client-stage");
+  /* As test_client_replay: other tests beside this one must not hold
+   * the builds back. One thread, each build slowed, so that the second
+   * half of the set comes while the first is built. */
+  setenv("PCACHE_REPLAY_QUIET_MS", "100", 1);
+  setenv("PCACHE_REPLAY_PSI", "100", 1);
+  setenv("PCACHE_REPLAY_TEST_PRIORITY", "normal", 1);
+  setenv("PCACHE_REPLAY_THREADS", "1", 1);
+  if (strcmp(mode, "seed") != 0)
+    setenv("PCACHE_REPLAY_TEST_DELAY_MS", "400", 1);
+  test_daemon_start(&env, NULL);
+  make_set(&env, argv[0], &s);
+  if (strcmp(mode, "seed") == 0)
+    seeded(&env, &s);
+  else
+    staged_meanwhile(&env, &s);
+  /* No client ran meanwhile: the builds are the replayer's, and the
+   * driver takes every one of them. */
+  util_run_self(argv[0], "warm");
+  set_free(&s);
+  test_env_cleanup(&env);
+  return 0;
+}
