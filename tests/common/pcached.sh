@@ -41,6 +41,21 @@ start_pcached() {
   fail "pcached did not answer"
 }
 
+# wait_builds PCACHECTL: returns once pcached has no replay left unfinished
+# (staged builds included, docs/replay.md "Staged builds"); fails after 60 s.
+wait_builds() {
+  local st
+  sleep 0.2 # what a program queued at exit reaches the daemon first
+  for _ in $(seq 600); do
+    st=$("$1" --json status | tr -d ' \n') || fail "pcachectl status failed"
+    case $st in
+      *'"finished":false'*) sleep 0.1 ;;
+      *) return 0 ;;
+    esac
+  done
+  fail "pcached's builds did not finish in 60 s: $("$1" status)"
+}
+
 # get FILE KEY: the value of a key=value line.
 get() { sed -n "s/^$2=//p" "$1" | head -n1; }
 expect() { # expect FILE KEY OP VALUE
