@@ -162,6 +162,13 @@ void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uin
     ASSERT_EQ(st.rejected_blobs, 0);
   } else if (strcmp(mode, "cold") == 0) {
     ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute));
+  } else if (strcmp(mode, "staged") == 0) {
+    /* Compiled as the program would, each staged (PCACHE_STAGE=all). */
+    pcache_counters c = {0};
+    ASSERT_OK(pcache_device_get_counters(device, &c));
+    ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute));
+    ASSERT_EQ(c.staged, (uint64_t)(n_graphics + n_compute));
+    ASSERT_EQ(c.upload_dropped, 0);
   }
   test_objects_destroy(&o);
   pcache_device_destroy(device);

@@ -9,7 +9,11 @@
  *           there is one, and none once all is built
  *   seed    every item staged with a seed: the cold run's own blob for
  *           half of them, bytes after a valid header for the others; all
- *           are built, and the replayer says its builds started from them */
+ *           are built, and the replayer says its builds started from them
+ *   client  libpcache stages them itself (PCACHE_STAGE=all, as on NVIDIA
+ *           by default: docs/client.md "Staging"): a cold run compiles
+ *           each as the program would and stages it; the replayer builds
+ *           them all */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,7 +302,7 @@ int main(int argc, char **argv) {
   set s;
   /* The runs of the set: cold compiles all; warm gets every pipeline
    * from the daemon, and the driver takes every blob. */
-  if (strcmp(mode, "cold") == 0 || strcmp(mode, "warm") == 0) {
+  if (strcmp(mode, "cold") == 0 || strcmp(mode, "warm") == 0 || strcmp(mode, "staged") == 0) {
     util_run_set(mode, N_GRAPHICS, N_COMPUTE, N_PIPELINES);
     return 0;
   }
@@ -314,10 +318,16 @@ int main(int argc, char **argv) {
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "400", 1);
   test_daemon_start(&env, NULL);
   make_set(&env, argv[0], &s);
-  if (strcmp(mode, "seed") == 0)
+  if (strcmp(mode, "seed") == 0) {
     seeded(&env, &s);
-  else
+  } else if (strcmp(mode, "client") == 0) {
+    setenv("PCACHE_STAGE", "all", 1);
+    util_run_self(argv[0], "staged");
+    unsetenv("PCACHE_STAGE");
+    wait_built(&env, &s);
+  } else {
     staged_meanwhile(&env, &s);
+  }
   /* No client ran meanwhile: the builds are the replayer's, and the
    * driver takes every one of them. */
   util_run_self(argv[0], "warm");

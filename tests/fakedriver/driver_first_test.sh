@@ -8,12 +8,17 @@
 # a user meets them:
 #   1. a program without pcache fills the driver's cache;
 #   2. the first run with pcache (libpcache) over that warm cache: every
-#      pipeline is a driver hit, nothing is compiled or uploaded;
-#   3. the driver's cache emptied: compiled and uploaded, as before;
-#   4. emptied again: the daemon's blobs serve every pipeline, and the
+#      pipeline is a driver hit, nothing is compiled; each is staged (its
+#      description sent for pcached's replayer to build: the store had
+#      nothing of the app), and the replayer builds them;
+#   3. the driver's cache emptied: the daemon's blobs, which the store
+#      learned from the run it did not serve, serve every pipeline, and the
 #      driver is never asked (they were prefetched);
+#   4. the driver's cache warm again, the store knows the app: nothing is
+#      staged again;
 #   5. through the Vulkan layer, a plain program over a warm driver cache:
-#      driver hits in the layer's report;
+#      driver hits in the layer's report, staged for a new app name and
+#      built, then served by the daemon with the driver's cache emptied;
 #   6. PCACHE_DRIVER_FIRST=0: the driver is not asked;
 #   7. a program whose features struct is const, in read-only memory, with
 #      the feature off: the layer turns it on in a copy (writing the
@@ -52,25 +57,27 @@ expect "$scratch/enabled" driver_first -eq 1
 expect "$scratch/enabled" driver_hits -eq "$n"
 expect "$scratch/enabled" compiles -eq 0
 expect "$scratch/enabled" daemon_hits -eq 0
+expect "$scratch/enabled" staged -eq "$n"
 [ "$(answers hit)" -eq "$n" ] || fail "the driver answered $(answers hit) hits, expected $n"
 [ "$(answers miss)" -eq 0 ] || fail "the driver answered $(answers miss) misses, expected 0"
+wait_builds "$pcachectl"
 
-# 3. The driver's cache emptied: every pipeline misses there, then compiles.
-rm -f "$scratch/driver"/*
-run emptied
-expect "$scratch/emptied" driver_hits -eq 0
-expect "$scratch/emptied" compiles -eq "$n"
-expect "$scratch/emptied" uploaded -eq "$n"
-[ "$(answers miss)" -eq "$n" ] || fail "the driver answered $(answers miss) misses, expected $n"
-
-# 4. Emptied again: the daemon's prefetched blobs serve; the driver is not
-#    asked first for a pipeline the device cache already holds.
+# 3. The driver's cache emptied: the daemon's prefetched blobs, built from
+#    the staged descriptions, serve; the driver is not asked first for a
+#    pipeline the device cache already holds.
 rm -f "$scratch/driver"/*
 run served
 expect "$scratch/served" daemon_hits -eq "$n"
 expect "$scratch/served" compiles -eq 0
 expect "$scratch/served" driver_hits -eq 0
 [ "$(answers miss)" -eq 0 ] || fail "prefetched pipelines were asked of the driver ($(answers miss) misses)"
+
+# 4. The store knows the app now: a run over a warm driver cache stages
+#    nothing (its pipelines were prefetched; none is new).
+PCACHE_DISABLE=1 run refill-app --plain
+run known
+expect "$scratch/known" staged -eq 0
+expect "$scratch/known" compiles -eq 0
 
 # 5. A plain program through the layer, the driver's cache warm again.
 PCACHE_DISABLE=1 run refill --plain
@@ -86,6 +93,34 @@ case " $line " in
 *" compiles=0 "*) ;;
 *) fail "through the layer: $line (expected compiles=0)" ;;
 esac
+# A new app through the layer, the prefetch on: the store has nothing of it,
+# so its driver hits are described after the driver returned them and
+# staged; once built, the daemon serves them with the driver's cache emptied.
+XDG_DATA_HOME=$layer_home PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_APP_NAME=layer-learn \
+  run layer-learn --plain
+line=$(grep '^pcache-layer ' "$scratch/layer-learn.err" | head -n1)
+case " $line " in
+*" driver_hits=$n "*) ;;
+*) fail "a new app through the layer: $line (expected driver_hits=$n)" ;;
+esac
+case " $line " in
+*" staged=$n "*) ;;
+*) fail "a new app through the layer: $line (expected staged=$n)" ;;
+esac
+wait_builds "$pcachectl"
+rm -f "$scratch/driver"/*
+XDG_DATA_HOME=$layer_home PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_APP_NAME=layer-learn \
+  run layer-served --plain
+line=$(grep '^pcache-layer ' "$scratch/layer-served.err" | head -n1)
+case " $line " in
+*" daemon_hits=$n "*) ;;
+*) fail "the layer's staged pipelines, driver cache emptied: $line (expected daemon_hits=$n)" ;;
+esac
+case " $line " in
+*" compiles=0 "*) ;;
+*) fail "the layer's staged pipelines, driver cache emptied: $line (expected compiles=0)" ;;
+esac
+PCACHE_DISABLE=1 run refill-layer --plain
 
 # 6. Turned off: the driver is not asked first.
 PCACHE_DRIVER_FIRST=0 PCACHE_NO_PREFETCH=1 run off
