@@ -24,9 +24,14 @@
 #   fleet     (--fleet, with redis-server on the PATH) a fleet's second
 #             machine: pcached A (a publisher) and B (a reader that trusts
 #             A's key) on stores of their own share one Redis; the program
-#             runs once on A, then for the first time on B (an empty store,
-#             an empty driver cache): its launch (wall time of the process)
-#             against B's warm launches, scen_<set>_<client>_ratio_fleet_launch
+#             runs once on A; B's pcached starts after A pushed, syncs
+#             from the fleet and has its replayer build what it staged
+#             (docs/fleet.md "Sync"; the wait, from B's start to the end of
+#             both, is scen_<set>_<client>_fleet_sync_ms), as on a machine
+#             that booted before the launch; then the program runs for the
+#             first time on B (its own driver cache filled only by B's
+#             replayer): its launch (wall time of the process) against B's
+#             warm launches, scen_<set>_<client>_ratio_fleet_launch
 #             (target: at most 1.3)
 # Programs: heavy = pcache-demo's N distinct PBR variants (--plain without
 # pcache and through the layer; libpcache's own demo for "lib"), light =
@@ -212,6 +217,54 @@ run_timed() {
   echo $((($(date +%s%N) - t0) / 1000000))
 }
 
+# start_daemon_home HOME NAME ARGS...: start_daemon with HOME for pcached
+# and the replayer it starts, and the driver cache variables a run unsets
+# (run) unset for it too, so that both use the driver's cache under HOME.
+start_daemon_home() {
+  local home=$1 v saved=()
+  shift
+  for v in HOME XDG_CACHE_HOME MESA_SHADER_CACHE_DIR __GL_SHADER_DISK_CACHE_PATH; do
+    if [ -n "${!v+x}" ]; then saved+=("$v=${!v}"); fi
+    unset "$v"
+  done
+  export HOME=$home
+  start_daemon "$@"
+  unset HOME
+  for v in "${saved[@]}"; do export "${v?}"; done
+}
+
+# wait_fleet_sync NAME: until the daemon's fleet sync is done and no
+# staged build waits for its replayer (list --json: no entries under a
+# device key with the staged ABI mark, common/devkey.h), or
+# FLEET_SYNC_TIMEOUT seconds (600).
+wait_fleet_sync() {
+  local name=$1 end state pending
+  end=$(($(date +%s) + ${FLEET_SYNC_TIMEOUT:-600}))
+  while :; do
+    state=$("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" status --json |
+      python3 -c 'import json,sys; r=json.load(sys.stdin).get("remote",{}).get("sync",{}); print(r.get("state","") or "none", r.get("error",""))')
+    case $state in
+      done*)
+        pending=$("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" list --json |
+          python3 -c '
+import json, sys
+def walk(o):
+    if isinstance(o, dict):
+        n = o.get("entries", 0) if (o.get("driver_abi", 0) & 0x20000) and isinstance(o.get("entries"), int) else 0
+        return n + sum(walk(v) for v in o.values())
+    if isinstance(o, list):
+        return sum(walk(v) for v in o)
+    return 0
+print(walk(json.load(sys.stdin)))')
+        [ "${pending:-1}" = 0 ] && return 0 ;;
+      failed*) die "fleet: $name's sync failed: ${state#failed }; see $WORK_DIR/pcached-$name.log" ;;
+    esac
+    [ "$(date +%s)" -lt "$end" ] ||
+      die "fleet: $name's sync and staged builds not done after ${FLEET_SYNC_TIMEOUT:-600} s (sync: $state); see $WORK_DIR/pcached-$name.log, or set FLEET_SYNC_TIMEOUT"
+    sleep 0.1
+  done
+}
+
 # fleet SET N: machine A runs the program, machine B's first and warm runs.
 fleet() {
   local set=$1 n=$2 p="scen_$1" port url keys=$WORK_DIR/fleet-keys redis_pid
@@ -222,7 +275,7 @@ fleet() {
   mkdir -p "$WORK_DIR/redis"
   "$BUILD_DIR/tools/pcachectl" fleet keygen "$keys" >/dev/null || die "pcachectl fleet keygen failed"
   for client in $CLIENTS; do
-    local q="${p}_${client}" first=() warm=() fms=() wms=() ha=$WORK_DIR/home-fleet-a hb=$WORK_DIR/home-fleet-b
+    local q="${p}_${client}" first=() warm=() fms=() wms=() syncs=() ha=$WORK_DIR/home-fleet-a hb=$WORK_DIR/home-fleet-b
     for k in $(seq 1 "$REPEATS"); do
       redis-server --port "$port" --bind 127.0.0.1 --dir "$WORK_DIR/redis" --save "" \
         --appendonly no --logfile "$WORK_DIR/redis.log" &
@@ -242,7 +295,16 @@ fleet() {
       done
       stop_daemon
       fresh_home "$hb"
-      start_daemon "fleet-b-$set-$client" --remote "$url" --remote-trusted-keys "$keys/fleet.pub"
+      # B as a machine that booted and logged in before the launch: its
+      # pcached starts after A pushed, with the user's HOME (where the
+      # replayer it starts fills the driver's own disk cache), syncs from
+      # the fleet and has its replayer build what it staged.
+      local t_sync
+      t_sync=$(date +%s%N)
+      start_daemon_home "$hb" "fleet-b-$set-$client" --remote "$url" \
+        --remote-trusted-keys "$keys/fleet.pub"
+      wait_fleet_sync "fleet-b-$set-$client"
+      syncs+=($((($(date +%s%N) - t_sync) / 1000000)))
       first+=("$(run_timed "$set" "$n" "$client" "$hb" "$WORK_DIR/fleet-b-first.txt")")
       fms+=("$(ms "$WORK_DIR/fleet-b-first.txt")")
       local w=()
@@ -253,12 +315,14 @@ fleet() {
       warm+=("$(median "${w[@]}")")
       stop_daemon
       kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true
-      echo "# $q fleet repeat $k: A pushed $pushed; B first launch ${first[-1]} ms" \
+      echo "# $q fleet repeat $k: A pushed $pushed; B synced and built in ${syncs[-1]} ms;" \
+        "B first launch ${first[-1]} ms" \
         "(${fms[-1]} ms a pipeline, compiles=$(count "$WORK_DIR/fleet-b-first.txt" compiles)," \
         "daemon_hits=$(count "$WORK_DIR/fleet-b-first.txt" daemon_hits)), warm launch ${warm[-1]} ms"
     done
     local mf mw
     mf=$(median "${first[@]}"); mw=$(median "${warm[@]}")
+    echo "${q}_fleet_sync_ms=$(median "${syncs[@]}")"
     echo "${q}_fleet_first_launch_ms=$mf"
     echo "${q}_fleet_warm_launch_ms=$mw"
     echo "${q}_fleet_first_ms=$(median "${fms[@]}")"

@@ -103,6 +103,10 @@ void pcd_dispatch_job_done(pcd_job *job) {
     pcd_worker_post(c->worker, job);
     return;
   }
+  if (job->finish) {
+    job->finish(job); /* a fleet sync's slice (remote_sync.c) */
+    return;
+  }
   bytes = job_bytes(job);
   pcd_job_free(job);
   pcd_server_trim(bytes);
@@ -121,6 +125,26 @@ static void finish_job(pcd_job *job) {
   }
   pcd_job_free(job);
   pcd_server_trim(bytes);
+}
+
+/* FleetSync: answered by the remote once the sync it starts, or the one
+ * under way, has ended. */
+static void fleet_sync(pcd_conn *c, Pcachepb__Request *req) {
+  pcd_job *job;
+  if (!c->srv->remote) {
+    pcache__request_free(req);
+    pcd_respond_error(c, PCACHE_EUNAVAILABLE,
+                      "pcached runs without --remote: there is no fleet to sync with "
+                      "(docs/fleet.md)");
+    return;
+  }
+  if (!(job = job_for(c, req, PCD_JOB_PUT)))
+    return;
+  /* Nothing of the request is needed, and a Put job's request is read as
+   * a Put. */
+  pcache__request_free(job->req);
+  job->req = NULL;
+  pcd_remote_sync_ask(c->srv->remote, job);
 }
 
 void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
@@ -196,6 +220,9 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     return;
   case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:
     to_writer(c, req, PCD_JOB_SNAPSHOT);
+    return;
+  case PCACHEPB__REQUEST__BODY_FLEET_SYNC:
+    fleet_sync(c, req);
     return;
   case PCACHEPB__REQUEST__BODY_REPLAY_START:
     if (req->replay_start->detect) {

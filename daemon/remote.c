@@ -47,8 +47,12 @@ static void sweep_soon(pcd_remote *r) {
   uv_timer_start(&r->sweep_timer, on_sweep, every, every);
 }
 
-/* remote_conn.c, once PING is answered. */
-static void on_up(pcd_remote *r) { pcd_remote_push_flush(r); }
+/* remote_conn.c, once PING is answered: what waited for it (the pushes,
+ * a sync the probe wanted). */
+static void on_up(pcd_remote *r) {
+  pcd_remote_push_flush(r);
+  pcd_remote_sync_run(r);
+}
 
 static void on_wake(uv_async_t *h) {
   pcd_remote *r = h->data;
@@ -59,6 +63,7 @@ static void on_wake(uv_async_t *h) {
   pthread_mutex_unlock(&r->lock);
   while ((ask = pcache_queue_pop(&asks)) != NULL)
     pcd_remote_fetch_start(r, ask);
+  pcd_remote_sync_run(r);
   pcd_remote_push_flush(r);
   if (r->pending || r->commands || atomic_load(&r->state) == PCD_REMOTE_CONNECTING)
     sweep_soon(r);
@@ -153,6 +158,22 @@ void pcd_remote_push(pcd_remote *r, pcd_push *list) {
     uv_async_send(&r->wake);
 }
 
+/* The last fleet sync (remote_sync.c), or that one runs. */
+static void sync_stats(pcd_remote *r, Pcachepb__RemoteStats *s, pcd_arena *arena) {
+  const pcd_sync *y = &r->sync;
+  Pcachepb__FleetSyncReply *c = pcd_arena_alloc(arena, sizeof *c);
+  pthread_mutex_lock(&r->lock);
+  s->sync_state = (char *)(y->running ? "running" : !y->ever ? "" : y->failed ? "failed" : "done");
+  if (y->ever && !y->running)
+    s->sync_age_ms = (pcache__mono_us() - y->ended_us) / 1000u;
+  s->sync_error = pcd_arena_strdup(arena, y->error);
+  if (c && y->ever) {
+    pcd_sync_counts_fill(c, &y->last, y->last_ms);
+    s->sync = c;
+  }
+  pthread_mutex_unlock(&r->lock);
+}
+
 Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
   static const char *const names[] = {"down", "connecting", "up", "stopped"};
   Pcachepb__RemoteStats *s = pcd_arena_alloc(arena, sizeof *s);
@@ -186,6 +207,7 @@ Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
   s->push_dropped = atomic_load(&st->fleet_push_dropped);
   s->push_errors = atomic_load(&st->fleet_push_errors);
   s->skipped = atomic_load(&st->fleet_skipped);
+  sync_stats(r, s, arena);
   return s;
 }
 
@@ -242,6 +264,10 @@ int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, 
   atomic_init(&r->state, PCD_REMOTE_DOWN);
   pcache_queue_init(&r->asks);
   pcache_queue_init(&r->pushes);
+  pcache_queue_init(&r->sync.waiters);
+  pcache_queue_init(&r->sync.landed);
+  pcache_queue_init(&r->sync.riding);
+  pcache_queue_init(&r->sync.joining);
   if ((e = pcd_remote_parse(r)) < 0 || (e = pcd_trust_load(&r->trust, config->remote_signing_key,
                                                            config->remote_trusted_keys)) < 0) {
     pcache__free(r);
@@ -287,6 +313,7 @@ void pcd_remote_stop(pcd_remote *r) {
    * callbacks (each ask whose last command this was is answered), then
    * whatever is still pending, then those never sent. */
   atomic_store(&r->state, PCD_REMOTE_STOPPED);
+  pcd_remote_sync_stop(r);
   pcd_remote_drop(r, "stopping");
   pcd_remote_fetch_expire(r, UINT64_MAX);
   while ((ask = pcache_queue_pop(&asks)) != NULL) {

@@ -74,6 +74,22 @@ void pcd_remote_ask_prefetch(pcd_remote *remote, pcd_job *job, const uint8_t *de
  * taking the list; past --remote-queue they are dropped and counted. */
 void pcd_remote_push(pcd_remote *remote, pcd_push *list);
 
+/*
+ * pcd_remote_sync_devices - any thread (the probe's, replay_detect.c): the
+ * device keys of the drivers installed (n of them, 32 bytes each), which
+ * a fleet sync walks (docs/fleet.md "Sync"); one starts for them now, or
+ * once the connection is up. NULL remote is fine.
+ */
+void pcd_remote_sync_devices(pcd_remote *remote, const uint8_t *keys, unsigned n);
+
+/*
+ * pcd_remote_sync_ask - any I/O thread: job (a FleetSync's, its connection
+ * held, job->req NULL) is answered through done, its reply in job->out,
+ * once the sync it starts ends, or the sync under way does; at once with
+ * an error that says what to do when none can start.
+ */
+void pcd_remote_sync_ask(pcd_remote *remote, pcd_job *job);
+
 /* Any thread: the remote's state for StatsReply.remote, from arena. */
 Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *remote, pcd_arena *arena);
 

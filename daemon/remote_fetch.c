@@ -77,6 +77,12 @@ void pcd_remote_ask_free(pcd_ask *ask) {
  * one request, which must stay within what a client may send. */
 static uint64_t ask_room(const pcd_remote *r) { return r->config->max_frame - 1024u; }
 
+/* What this ask may fetch in all: its room, or less for a sync's slice,
+ * which goes to the writer in one short transaction (remote_sync.c). */
+static uint64_t ask_budget(const pcd_remote *r, const pcd_ask *ask) {
+  return ask->budget && ask->budget < ask_room(r) ? ask->budget : ask_room(r);
+}
+
 /* Refusals that are not about trust, in remote->refusals. */
 #define REFUSED_FORMAT (PCD_FLEET_BAD_SIGNATURE + 1)
 
@@ -87,6 +93,8 @@ static uint64_t ask_room(const pcd_remote *r) { return r->config->max_frame - 10
 static void refuse(pcd_remote *r, const pcd_ask *ask, int kind, const char *why) {
   uint64_t n = ++r->refusals[kind];
   atomic_fetch_add(&r->stats->fleet_refused, 1);
+  if (ask->sync)
+    ask->sync->now.refused++;
   if (kind == PCD_FLEET_UNSIGNED)
     atomic_fetch_add(&r->stats->fleet_refused_unsigned, 1);
   else if (kind == PCD_FLEET_UNTRUSTED)
@@ -236,6 +244,9 @@ static Pcachepb__Request *gathered(pcd_ask *ask) {
     return NULL;
   first = ask->values[0];
   put = first->put;
+  /* A sync's values are built by the replayer, which fills the driver's
+   * own disk cache as it builds them (docs/fleet.md "Sync"). */
+  put->stage = ask->sync != NULL;
   items = pcache__realloc(put->items, ask->n_values * sizeof *items);
   if (!items)
     return NULL;
@@ -296,6 +307,13 @@ static void answer(pcd_remote *r, pcd_ask *ask) {
       *pp = ask->next;
       break;
     }
+  if (ask->sync) {
+    ask->sync->slice_listed = ask->n_hashes;
+    ask->sync->slice_asked = ask->next_hash;
+    if (ask->next_hash)
+      memcpy(ask->sync->slice_last, ask->hashes + (ask->next_hash - 1) * PCACHE_HASH_SIZE,
+             PCACHE_HASH_SIZE);
+  }
   store_snapshot(r, ask);
   job->req = gathered(ask);
   if (job->req)
@@ -353,7 +371,10 @@ static void send_mgets(pcd_remote *r, pcd_ask *ask) {
     uint64_t bytes = 0;
     for (; at + count < ask->n_hashes && count < MGET_KEYS; count++) {
       uint64_t size = ask->sizes[at + count];
-      if (ask->asked_bytes + bytes + size > ask_room(r)) {
+      /* Past the budget, unless it is the ask's first value: one larger
+       * than a slice's budget (not than the room) goes alone. */
+      if (ask->asked_bytes + bytes + size > ask_budget(r, ask) &&
+          (ask->asked_bytes + bytes > 0 || size > ask_room(r))) {
         ask->n_hashes = at + count; /* no room for more */
         break;
       }
@@ -392,15 +413,36 @@ static void take_size(pcd_remote *r, pcd_ask *ask, size_t index, const redisRepl
 
 static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
 
-/* The app's index: the state hashes this store lacks, each once, up to
- * --max-hashes, become the ask's hashes. A member must be a hash as
- * writers spell it (lowercase hex, pcache__hex): a Redis set keeps "ab"
- * and "AB" apart, and a hash that could be spelled 2^32 ways would make
- * one planted value be fetched that many times a Prefetch. The few
- * left are sorted, and repeats dropped, so each is asked for once. */
+/* Whether the store holds hash for the ask's device: as an entry, or, for
+ * a sync, also as a staged build still waiting for the replayer. */
+static int have_entry(pcd_txn *txn, const pcd_ask *ask, const uint8_t *hash) {
+  uint8_t key[PCD_ENTRY_KEY_SIZE];
+  pcd_entry e;
+  pcache__devkey base, staged;
+  memcpy(key, ask->device_key, PCACHE_DEVKEY_SIZE);
+  memcpy(key + PCACHE_DEVKEY_SIZE, hash, PCACHE_HASH_SIZE);
+  if (pcd_entry_get(txn, key, &e) == 0)
+    return 1;
+  if (!ask->sync)
+    return 0;
+  memcpy(base.bytes, ask->device_key, PCACHE_DEVKEY_SIZE);
+  pcache__devkey_staged(&base, &staged);
+  memcpy(key, staged.bytes, PCACHE_DEVKEY_SIZE);
+  return pcd_entry_get(txn, key, &e) == 0;
+}
+
+/* The app's index: the state hashes this store lacks, each once, become
+ * the ask's hashes: for a Prefetch the first --max-hashes found; for a
+ * sync's slice the `slice` smallest after the last slice's, so that a
+ * sync walks the index once, in order, whatever a slice refused. A member
+ * must be a hash as writers spell it (lowercase hex, pcache__hex): a
+ * Redis set keeps "ab" and "AB" apart, and a hash that could be spelled
+ * 2^32 ways would make one planted value be fetched that many times a
+ * Prefetch. The few left are sorted, and repeats dropped, so each is
+ * asked for once. */
 static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
   pcd_txn *txn;
-  size_t n = 0, kept = 0, odd = 0, max = r->config->max_hashes;
+  size_t n = 0, kept = 0, odd = 0, max = ask->sync ? reply->elements : r->config->max_hashes;
   if (reply->type != REDIS_REPLY_ARRAY || !reply->elements)
     return;
   if (!(ask->hashes =
@@ -410,23 +452,21 @@ static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
     return;
   for (size_t i = 0; i < reply->elements && n < max; i++) {
     const redisReply *m = reply->element[i];
-    uint8_t key[PCD_ENTRY_KEY_SIZE];
+    uint8_t *hash = ask->hashes + n * PCACHE_HASH_SIZE;
     char canonical[2 * PCACHE_HASH_SIZE + 1];
-    pcd_entry e;
     if (m->type != REDIS_REPLY_STRING || m->len != 2 * PCACHE_HASH_SIZE ||
-        pcache__unhex(m->str, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE) < 0) {
+        pcache__unhex(m->str, hash, PCACHE_HASH_SIZE) < 0) {
       odd++;
       continue;
     }
-    pcache__hex(key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE, canonical);
+    pcache__hex(hash, PCACHE_HASH_SIZE, canonical);
     if (memcmp(canonical, m->str, 2 * PCACHE_HASH_SIZE) != 0) {
       odd++;
       continue;
     }
-    memcpy(key, ask->device_key, PCACHE_DEVKEY_SIZE);
-    if (pcd_entry_get(txn, key, &e) == 0)
+    if ((ask->has_after && hash_cmp(hash, ask->after) <= 0) || have_entry(txn, ask, hash))
       continue;
-    memcpy(ask->hashes + n++ * PCACHE_HASH_SIZE, key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+    n++;
   }
   pcd_txn_abort(txn);
   qsort(ask->hashes, n, PCACHE_HASH_SIZE, hash_cmp);
@@ -435,8 +475,10 @@ static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
                               ask->hashes + (kept - 1) * PCACHE_HASH_SIZE) != 0)
       memmove(ask->hashes + kept++ * PCACHE_HASH_SIZE, ask->hashes + i * PCACHE_HASH_SIZE,
               PCACHE_HASH_SIZE);
-  ask->n_hashes = kept;
-  if (odd) {
+  ask->n_hashes = ask->slice && kept > ask->slice ? ask->slice : kept;
+  /* A sync's later slices read the same index: its odd members were
+   * refused at the first. */
+  if (odd && !(ask->sync && ask->has_after)) {
     char why[200];
     snprintf(why, sizeof why,
              "its index holds %zu members that are not a state hash in lowercase hex (as "
@@ -476,6 +518,8 @@ static void on_fetch(pcd_remote *r, redisReply *reply, void *privdata) {
         if (v->type != REDIS_REPLY_STRING)
           continue;
         atomic_fetch_add(&r->stats->fleet_fetched, 1);
+        if (ask->sync)
+          ask->sync->now.fetched++;
         take_entry(r, ask, (const uint8_t *)v->str, v->len,
                    ask->hashes + (c->start + i) * PCACHE_HASH_SIZE);
       }

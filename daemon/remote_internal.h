@@ -24,12 +24,26 @@ typedef enum pcd_remote_state {
   PCD_REMOTE_STOPPED,
 } pcd_remote_state;
 
-/* One Get's or Prefetch's question to the fleet. */
+typedef struct pcd_sync pcd_sync;
+
+/* One Get's or Prefetch's question to the fleet, or one slice of a sync
+ * (remote_sync.c): an app's index read as a Prefetch's, its values
+ * staged (Put.stage) rather than stored for a client. */
 typedef struct pcd_ask {
   struct pcd_ask *next;
   pcd_remote *remote;
   pcd_job *job; /* NULL once answered */
   int prefetch, want_snapshot;
+  /* A sync's slice: what it did is counted into sync->now too, and where
+   * it got to noted in sync at its answer; of the index, only hashes
+   * after `after` (when has_after), smallest first, at most slice of
+   * them, are asked; values up to budget bytes in all (one larger
+   * alone). */
+  pcd_sync *sync;
+  uint8_t after[PCACHE_HASH_SIZE];
+  int has_after;
+  size_t slice;
+  uint64_t budget;
   uint8_t device_key[PCACHE_DEVKEY_SIZE];
   char app[PCD_MAX_APP + 1];
   uint8_t *hashes; /* n_hashes × 16: asked (Get), or those of the
@@ -49,6 +63,60 @@ typedef struct pcd_ask {
   size_t n_values, values_size;
   Pcachepb__Request *snapshot;
 } pcd_ask;
+
+/* What a sync did (FleetSyncReply), loop thread only. */
+typedef struct pcd_sync_counts {
+  uint32_t devices, apps;
+  uint64_t listed, fetched, staged, refused;
+} pcd_sync_counts;
+
+/* Most device keys a sync walks: what the probe of the installed drivers
+ * reports at most (replay_detect.c). */
+#define PCD_SYNC_MAX_DEVICES 16
+
+/* The sync's state (remote_sync.c), on the loop's thread unless it says
+ * otherwise. */
+struct pcd_sync {
+  /* Under remote->lock, from any thread: the installed devices' keys (the
+   * last probe's), whether a sync is wanted, the FleetSync jobs that wait
+   * for the next sync's end, and the conn-less Put jobs of the sync's
+   * slices that the writer finished. */
+  uint8_t keys[PCD_SYNC_MAX_DEVICES][PCACHE_DEVKEY_SIZE];
+  unsigned n_keys;
+  int wanted;
+  PCACHE_QUEUE(pcd_job) waiters;
+  PCACHE_QUEUE(pcd_job) landed;
+  /* The sync under way (running is written under remote->lock, for
+   * Stats), and the keys it walks. */
+  int running;
+  uint8_t run_keys[PCD_SYNC_MAX_DEVICES][PCACHE_DEVKEY_SIZE];
+  unsigned key_at; /* the device being synced, in run_keys */
+  uint8_t key[PCACHE_DEVKEY_SIZE];
+  char scan_cursor[32];
+  int scanning, scan_done;
+  /* The apps found for the device, and the one being synced. */
+  char (*apps)[PCD_MAX_APP + 1];
+  size_t n_apps, app_at;
+  uint8_t after[PCACHE_HASH_SIZE];
+  int has_after;
+  uint64_t app_listed;
+  int at_writer; /* a slice is out: the next waits for it */
+  /* The last slice's answer (remote_fetch.c): hashes listed, and how many
+   * of them were asked (up to the last, which the next slice starts
+   * after). */
+  size_t slice_listed, slice_asked;
+  uint8_t slice_last[PCACHE_HASH_SIZE];
+  /* FleetSync jobs this sync answers: those that started it, and those
+   * that came while it ran (joined). */
+  PCACHE_QUEUE(pcd_job) riding, joining;
+  pcd_sync_counts now;
+  uint64_t started_us;
+  /* The last sync's end, for Stats: under remote->lock. */
+  pcd_sync_counts last;
+  uint64_t last_ms, ended_us; /* monotonic */
+  int ever, failed;
+  char error[256];
+};
 
 struct pcd_remote {
   const pcd_config *config;
@@ -97,6 +165,7 @@ struct pcd_remote {
   uint64_t queued, queued_bytes;
   char last_error[256];
   int stopped;
+  pcd_sync sync;
 };
 
 /* remote_conn.c */
@@ -136,6 +205,17 @@ void pcd_remote_fetch_start(pcd_remote *remote, pcd_ask *ask);
 void pcd_remote_fetch_expire(pcd_remote *remote, uint64_t now_us);
 /* Frees an ask never started (or already answered with no command due). */
 void pcd_remote_ask_free(pcd_ask *ask);
+
+/* remote_sync.c */
+/* On the loop: takes what waits (finished slices, new FleetSync jobs, a
+ * wanted sync) and takes the sync's next step while the connection is
+ * up. */
+void pcd_remote_sync_run(pcd_remote *remote);
+/* On the loop, while stopping: ends the sync, answering whoever waits. */
+void pcd_remote_sync_stop(pcd_remote *remote);
+/* Any thread: counts, taking ms, into reply (initialized here). */
+void pcd_sync_counts_fill(Pcachepb__FleetSyncReply *reply, const pcd_sync_counts *counts,
+                          uint64_t ms);
 
 /* remote_push.c */
 /* Writes queued values while the connection is up and the bytes in flight

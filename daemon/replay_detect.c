@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/queue.h"
+#include "remote.h"
 #include "replay.h"
 #include "server.h"
 #include "writer.h"
@@ -295,6 +296,7 @@ static void answer_all(pcd_detect *d, job_queue *q, const char *error) {
 /* The probe's findings: logged, each key noted as a client's (the same
  * job a client's first Get of it queues), then the jobs that waited. */
 static void report(pcd_detect *d, job_queue *jobs) {
+  uint8_t keys[MAX_DEVICES][PCACHE_DEVKEY_SIZE];
   if (d->error[0]) {
     log_warn("replay: cannot list the Vulkan devices: %s. Replays start when a program names "
              "its driver's key; run pcache-replay --list-keys to see why",
@@ -308,7 +310,12 @@ static void report(pcd_detect *d, job_queue *jobs) {
     log_info("replay: installed: %s (%s %s), key %s", d->dev[i].name, d->dev[i].driver_name,
              d->dev[i].driver_info, hex);
     pcd_replay_note(d->srv->replay, d->dev[i].key.bytes, PCACHE_DEVKEY_SIZE, "", 0, 0);
+    memcpy(keys[i], d->dev[i].key.bytes, PCACHE_DEVKEY_SIZE);
   }
+  /* What the fleet has for these devices is pulled and staged for the
+   * replayer now, before a program asks (docs/fleet.md "Sync"). */
+  if (!d->error[0] && d->n_dev)
+    pcd_remote_sync_devices(d->srv->remote, keys[0], d->n_dev);
   answer_all(d, jobs, d->error[0] ? d->error : NULL);
 }
 

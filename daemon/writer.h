@@ -43,10 +43,14 @@ typedef struct pcd_job {
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
   void *ctx;                   /* REPLAY_*: the pcd_replay (replay.h) */
+  void *owner;                 /* a job without conn but with finish: whose
+                                * it is (remote_sync.c: the pcd_remote) */
   /* On the connection's I/O thread, once the writer is done with a job
    * that has a conn: sends its reply and frees it. Set by whoever
    * submitted it (dispatch.c), so the worker that runs it need not know
-   * the request kinds. */
+   * the request kinds. A job without conn whose finish is set gets
+   * it called instead, on the thread that finished it (the writer's, or
+   * the loop's), and finish owns it then. */
   void (*finish)(struct pcd_job *job);
   pcd_touch *touches;          /* owned (TOUCH, DROP) */
   size_t n_touches;

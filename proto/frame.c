@@ -159,6 +159,8 @@ const char *pcache__request_kind_name(const Pcachepb__Request *request) {
     return "replay_start";
   case PCACHEPB__REQUEST__BODY_REPLAY_CLAIM:
     return "replay_claim";
+  case PCACHEPB__REQUEST__BODY_FLEET_SYNC:
+    return "fleet_sync";
   case PCACHEPB__REQUEST__BODY_SEGMENT:
     return "segment";
   case PCACHEPB__REQUEST__BODY_REPLY_WINDOW:

@@ -119,6 +119,10 @@ void ctl_fmt_size(uint64_t bytes, char *out, size_t out_size);
 const char *ctl_printable(const char *text, char *buf, size_t size);
 int ctl_key_from_bytes(const ProtobufCBinaryData *b, pcache__devkey *ret_key);
 void ctl_uuid_text(const ProtobufCBinaryData *key, char out[37]);
+/* What a fleet sync did (verb_fleet.c), for `fleet sync` and status: the
+ * fields of a JSON object into j, or one line after label. */
+void ctl_fleet_sync_json(ctl_json *j, const Pcachepb__FleetSyncReply *s);
+void ctl_fleet_sync_print(const char *label, const Pcachepb__FleetSyncReply *s);
 /* The replays of a Stats reply (verb_replay.c): fields of j, or lines. */
 void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j);
 

@@ -36,6 +36,14 @@ static void json_remote(ctl_json *j, const Pcachepb__RemoteStats *m) {
   ctl_json_kv_uint(j, "push_errors", m->push_errors);
   ctl_json_kv_uint(j, "queued", m->queued);
   ctl_json_kv_uint(j, "queued_bytes", m->queued_bytes);
+  ctl_json_key(j, "sync");
+  ctl_json_object_begin(j);
+  ctl_json_kv_string(j, "state", m->sync_state);
+  ctl_json_kv_uint(j, "age_ms", m->sync_age_ms);
+  ctl_json_kv_string(j, "error", m->sync_error);
+  if (m->sync)
+    ctl_fleet_sync_json(j, m->sync);
+  ctl_json_object_end(j);
   ctl_json_object_end(j);
 }
 
@@ -59,6 +67,20 @@ static void print_remote(const Pcachepb__RemoteStats *m) {
          " by untrusted keys, %" PRIu64 " with bad signatures\n",
          m->trusted_keys, m->trusted_keys == 1 ? "" : "s", m->refused_unsigned,
          m->refused_untrusted, m->refused_signature);
+  if (m->sync_state && strcmp(m->sync_state, "running") == 0)
+    printf("%-12s running\n", "fleet sync:");
+  else if (!m->sync)
+    printf("%-12s none yet (pcached syncs after its probe of the drivers; `pcachectl fleet "
+           "sync` runs one)\n",
+           "fleet sync:");
+  else if (m->sync_error && *m->sync_error)
+    printf("%-12s failed %" PRIu64 " s ago: %s\n", "fleet sync:", m->sync_age_ms / 1000,
+           m->sync_error);
+  if (m->sync && !(m->sync_state && strcmp(m->sync_state, "running") == 0)) {
+    char label[48];
+    snprintf(label, sizeof label, "fleet sync: %" PRIu64 " s ago,", m->sync_age_ms / 1000);
+    ctl_fleet_sync_print(label, m->sync);
+  }
 }
 
 /* What the size counts, part by part (docs/storage.md "Sizes"): the

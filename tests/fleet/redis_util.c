@@ -190,3 +190,15 @@ const char *fleet_entry_key(const uint8_t device_key[32], const uint8_t state_ha
 void fleet_sleep_ms(unsigned ms) {
   nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }
+
+void fleet_begin(test_env *root, const char *name, test_redis *rs, test_fleet_key *keys, size_t n) {
+  char dir[400];
+  redis_require();
+  test_env_init(root, name);
+  snprintf(dir, sizeof dir, "%s/redis", root->root);
+  redis_start(rs, dir);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(dir, sizeof dir, "%s/keys-%c", root->root, (char)('a' + i));
+    fleet_keygen(&keys[i], dir);
+  }
+}

@@ -11,6 +11,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "harness.h"
+
 typedef struct test_redis {
   char dir[320];
   char url[64]; /* redis://127.0.0.1:PORT */
@@ -59,6 +61,9 @@ void fleet_keygen(test_fleet_key *k, const char *dir);
  * public key lines of the n keys, with a comment line and a blank line
  * among them, as a person would write one. */
 void fleet_trust_file(const char *path, const test_fleet_key *keys, size_t n);
+/* A fleet test's start: root, a scratch directory named after name; a
+ * redis-server in it (rs); n writers' key pairs in root/keys-a, -b, ... */
+void fleet_begin(test_env *root, const char *name, test_redis *rs, test_fleet_key *keys, size_t n);
 /* Runs a shell command line (printf format); returns its exit status. */
 int fleet_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

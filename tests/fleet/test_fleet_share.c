@@ -13,51 +13,13 @@
 #include <time.h>
 
 #include "client_util.h"
+#include "fleet_app.h"
 #include "harness.h"
 #include "redis_util.h"
 #include "test.h"
 #include "vk.h"
 
-#define N_GRAPHICS 6
-#define N_COMPUTE 2
-#define N_PIPELINES (N_GRAPHICS + N_COMPUTE)
-
-/* One process's run: cold (compiles and uploads) or from the fleet. */
-static void run(int cold) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
-  pcache_stats st;
-
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_TRUE(pcache_client_connected(client));
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
-  ASSERT_EQ(st.misses, N_PIPELINES);
-  ASSERT_EQ(st.rejected_blobs, 0);
-  if (cold) {
-    ASSERT_EQ(st.compiles, N_PIPELINES);
-    ASSERT_EQ(st.uploaded, N_PIPELINES);
-  } else {
-    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
-    ASSERT_EQ(st.compiles, 0);
-    ASSERT_EQ(st.uploaded, 0);
-    if (getenv("PCACHE_NO_PREFETCH"))
-      ASSERT_EQ(st.prefetched, 0);
-    else
-      ASSERT_EQ(st.prefetched, N_PIPELINES);
-  }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
-}
+#define N_PIPELINES FLEET_APP_PIPELINES
 
 /* The fleet counters of the daemon at $PCACHE_SOCKET. */
 static Pcachepb__RemoteStats remote_of(void) {
@@ -104,19 +66,11 @@ static void start(test_env *env, const char *name, const test_redis *rs, int sig
 int main(int argc, char **argv) {
   test_env root, a, b, c;
   test_redis rs = {0};
-  char dir[400];
   if (argc > 1) {
-    run(strcmp(argv[1], "cold") == 0);
+    fleet_app_run(strcmp(argv[1], "cold") == 0);
     return 0;
   }
-  redis_require();
-  test_env_init(&root, "fleet-share");
-  snprintf(dir, sizeof dir, "%s/redis", root.root);
-  redis_start(&rs, dir);
-  for (int i = 0; i < 3; i++) {
-    snprintf(dir, sizeof dir, "%s/keys-%c", root.root, 'a' + i);
-    fleet_keygen(&keys[i], dir);
-  }
+  fleet_begin(&root, "fleet-share", &rs, keys, 3);
   snprintf(trusted, sizeof trusted, "%s/trusted", root.root);
   fleet_trust_file(trusted, keys, 3);
 
