@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
     goto out_store;
   }
   if (config.remote_arg && (r = pcd_remote_new(&config, &loop, srv.store, srv.writer, &srv.stats,
-                                               pcd_dispatch_job_done, &srv.remote)) < 0) {
+                                               pcd_dispatch_job_done, srv.replay, &srv.remote)) < 0) {
     pcd_writer_stop(srv.writer);
     goto out_store;
   }

@@ -18,11 +18,25 @@
  * uploaded, never what came from the fleet. A value that cannot be made
  * is only not pushed. */
 static void push_item(pcd_txn *txn, pcd_job *job, const Pcachepb__Put *put,
-                      const Pcachepb__PutItem *it, const char *app) {
+                      const Pcachepb__PutItem *it, const pcache__devkey *key, const char *app) {
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcache__devkey staged;
+  pcd_entry e;
   pcd_push *p;
   int r;
   if (!job->remote || !job->push || job->fleet)
     return;
+  /* The replayer's build of a staged item that came with a seed: a fleet
+   * value a sync staged (clients stage descriptions alone), which the fleet
+   * has already; pushing it back would only sign it again, on every member
+   * that syncs it. */
+  pcache__devkey_staged(key, &staged);
+  memcpy(k, staged.bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(k + PCACHE_DEVKEY_SIZE, it->state_hash.data, PCACHE_HASH_SIZE);
+  if (it->state_hash.len == PCACHE_HASH_SIZE && pcd_entry_get(txn, k, &e) == 0 && e.blob_size) {
+    log_debug("put: a build from a fleet seed is not pushed back to the fleet");
+    return;
+  }
   if ((r = pcd_remote_pack_item(txn, put, it, app, &p)) < 0) {
     log_debug("put: item not pushed to the fleet: %s", pcache_strerror(r));
     return;
@@ -156,7 +170,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     } else {
       reply->stored++;
       job->stored++;
-      push_item(txn, job, put, it, app);
+      push_item(txn, job, put, it, &key, app);
     }
     reply->results[reply->n_results++] = res;
   }

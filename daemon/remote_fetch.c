@@ -280,9 +280,8 @@ static void store_snapshot(pcd_remote *r, pcd_ask *ask) {
 static void store_late(pcd_remote *r, pcd_ask *ask) {
   pcd_job *job;
   store_snapshot(r, ask);
-  if (!ask->n_values || !(job = pcd_job_new(PCD_JOB_PUT)))
+  if (!ask->n_values || !(job = pcd_remote_put_job(r)))
     return;
-  job->fleet = 1;
   snprintf(job->app, sizeof job->app, "%s", ask->app);
   if (!(job->req = gathered(ask))) {
     pcd_job_free(job);

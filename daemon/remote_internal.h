@@ -125,6 +125,7 @@ struct pcd_remote {
   pcd_writer *writer;
   pcd_stats *stats;
   pcd_job_done_cb done;
+  void *put_ctx; /* every fleet Put job's ctx (pcd_remote_new) */
   /* Where: a TCP host and port, or a Unix socket path; the database. */
   char host[256];
   int port;

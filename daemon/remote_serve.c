@@ -67,12 +67,11 @@ static int have_snapshot(pcd_store *store, const uint8_t *device_key, const char
 
 /* A job that carries req through the remote and back to c. */
 static pcd_job *hold(pcd_conn *c, Pcachepb__Request *req, const char *app) {
-  pcd_job *job = pcd_job_new(PCD_JOB_PUT);
+  pcd_job *job = pcd_remote_put_job(c->srv->remote);
   if (!job)
     return NULL;
   job->conn = c;
   job->finish = fleet_done;
-  job->fleet = 1;
   job->held = req;
   snprintf(job->app, sizeof job->app, "%s", app);
   pcd_conn_ref(c);

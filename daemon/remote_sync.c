@@ -265,14 +265,13 @@ static void next_slice(pcd_remote *r) {
     return;
   }
   ask = pcache__calloc(1, sizeof *ask);
-  job = pcd_job_new(PCD_JOB_PUT);
+  job = pcd_remote_put_job(r);
   if (!ask || !job) {
     pcache__free(ask);
     pcd_job_free(job);
     finish(r, "out of memory; run `pcachectl fleet sync` again later");
     return;
   }
-  job->fleet = 1;
   job->owner = r;
   job->finish = slice_landed;
   snprintf(job->app, sizeof job->app, "%s", s->apps[s->app_at]);
