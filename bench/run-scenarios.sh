@@ -282,16 +282,21 @@ fleet() {
       redis_pid=$!
       sleep 0.3
       fresh_home "$ha"
-      start_daemon "fleet-a-$set-$client" --remote "$url" --remote-signing-key "$keys/fleet.key" \
-        --remote-trusted-keys "$keys/fleet.pub"
+      start_daemon_home "$ha" "fleet-a-$set-$client" --remote "$url" \
+        --remote-signing-key "$keys/fleet.key" --remote-trusted-keys "$keys/fleet.pub"
       run "$set" "$n" "$client" "$ha" "$WORK_DIR/fleet-a.txt"
-      # A's pushes reach Redis behind its uploads.
-      local pushed=0
+      # A's replayer builds what the run staged (its driver hits, and its
+      # misses on NVIDIA); each build is pushed behind its Put. Then the
+      # push count settles.
+      wait_builds >/dev/null
+      local pushed=0 last=-1
       for _ in $(seq 1 300); do
         pushed=$("$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" status --json |
-          sed -n 's/.*"pushed": *\([0-9]*\).*/\1/p' | head -n1)
-        [ "${pushed:-0}" -ge "$(count "$WORK_DIR/fleet-a.txt" compiles)" ] && break
-        sleep 0.1
+          tr -d ' \n' | sed -n 's/.*"pushed":\([0-9]*\).*/\1/p' | head -n1)
+        [ "${pushed:-0}" -ge "$(count "$WORK_DIR/fleet-a.txt" compiles)" ] &&
+          [ "${pushed:-0}" = "$last" ] && break
+        last=${pushed:-0}
+        sleep 0.5
       done
       stop_daemon
       fresh_home "$hb"

@@ -247,15 +247,6 @@ static void say_trust(const pcd_remote *r) {
              t->n_keys == 1 ? "" : "s", list);
 }
 
-pcd_job *pcd_remote_put_job(pcd_remote *r) {
-  pcd_job *job = pcd_job_new(PCD_JOB_PUT);
-  if (job) {
-    job->fleet = 1;
-    job->ctx = r ? r->put_ctx : NULL;
-  }
-  return job;
-}
-
 int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, pcd_writer *writer,
                    pcd_stats *stats, pcd_job_done_cb done, void *put_ctx,
                    pcd_remote **ret_remote) {
