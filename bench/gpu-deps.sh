@@ -6,7 +6,7 @@
 # them to build)
 # and Vulkan, protoc-c, glslang, pkg-config, and the Vulkan loader and GL
 # dispatch packages. No redis-server: the fleet benchmark runs here only
-# (docs/fleet.md, bench/RESULTS.md).
+# (docs/fleet.md, bench/HISTORY.md).
 #
 #   bench/gpu-deps.sh [OUT_DIR]      (default: out/gpudeps, git-ignored)
 #

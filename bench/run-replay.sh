@@ -79,7 +79,7 @@
 # ratio is their median). --concurrent: each round's direct compile runs
 # beside its replay, started as the replay is, instead of just before it:
 # the lent machines' speed drifts by up to half from one run to the next
-# (bench/RESULTS.md, 2026-11-27, session 8), and two runs at the same
+# (bench/HISTORY.md, 2026-11-27, session 8), and two runs at the same
 # time see the same machine. With T threads each, they share 2T cores.
 # --throughput-only stops after launch, direct and replay (no fg, no
 # psi).

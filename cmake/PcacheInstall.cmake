@@ -78,14 +78,15 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/pcache.pc
 # resolve there as they do in the source tree (the install test follows
 # every one): the top-level README.md and CONTRIBUTING.md, docs/ (whose
 # index is docs/README.md; the units' Documentation= names
-# docs/operations.md), bench/RESULTS.md, and the example program and the
-# header the README sends readers to.
+# docs/operations.md), bench/RESULTS.md with the pages it links to
+# (bench/README.md, bench/HISTORY.md; not the logs in bench/results/), and
+# the example program and the header the README sends readers to.
 file(GLOB PCACHE_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES README.md CONTRIBUTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 install(FILES ${PCACHE_DOC_FILES} docs/pcachectl.1 docs/pcached.8 docs/pcache-replay.8
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
-install(FILES bench/RESULTS.md bench/scenarios.svg DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench
-        COMPONENT doc)
+install(FILES bench/RESULTS.md bench/README.md bench/HISTORY.md bench/scenarios.svg
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT doc)
 install(FILES examples/pcache_demo.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
 install(FILES include/pcache/pcache.h DESTINATION ${CMAKE_INSTALL_DOCDIR}/include/pcache
         COMPONENT doc)

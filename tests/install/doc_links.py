@@ -45,6 +45,36 @@ def anchors(path):
     return out
 
 
+def broken_links(path, root, cache):
+    """The broken relative links of one Markdown file, each as
+    'PATH:LINE: TARGET: why' (PATH relative to ROOT), and how many were
+    checked. CACHE maps a file to its anchors; tests/docs/check_docs.py
+    shares it."""
+    broken, checked = [], 0
+    dirpath = os.path.dirname(path)
+    for number, line in prose_lines(path):
+        line = re.sub(r"`+[^`]*`+", "", line)  # code, not links
+        targets = [m.group(1) for m in INLINE.finditer(line)]
+        m = REFDEF.match(line)
+        if m:
+            targets.append(m.group(1))
+        for target in targets:
+            if not target or SCHEME.match(target):
+                continue
+            checked += 1
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(dirpath, file_part)) if file_part else path
+            where = f"{os.path.relpath(path, root)}:{number}: {target}"
+            if not os.path.exists(dest):
+                broken.append(f"{where}: no {os.path.relpath(dest, root)}")
+            elif anchor and dest.endswith(".md"):
+                if dest not in cache:
+                    cache[dest] = anchors(dest)
+                if anchor.lower() not in cache[dest]:
+                    broken.append(f"{where}: no heading #{anchor}")
+    return broken, checked
+
+
 def main():
     root = sys.argv[1]
     broken, checked, cache = [], 0, {}
@@ -52,27 +82,9 @@ def main():
         for name in sorted(files):
             if not name.endswith(".md"):
                 continue
-            path = os.path.join(dirpath, name)
-            for number, line in prose_lines(path):
-                line = re.sub(r"`+[^`]*`+", "", line)  # code, not links
-                targets = [m.group(1) for m in INLINE.finditer(line)]
-                m = REFDEF.match(line)
-                if m:
-                    targets.append(m.group(1))
-                for target in targets:
-                    if not target or SCHEME.match(target):
-                        continue
-                    checked += 1
-                    file_part, _, anchor = target.partition("#")
-                    dest = os.path.normpath(os.path.join(dirpath, file_part)) if file_part else path
-                    where = f"{os.path.relpath(path, root)}:{number}: {target}"
-                    if not os.path.exists(dest):
-                        broken.append(f"{where}: no {os.path.relpath(dest, root)}")
-                    elif anchor and dest.endswith(".md"):
-                        if dest not in cache:
-                            cache[dest] = anchors(dest)
-                        if anchor.lower() not in cache[dest]:
-                            broken.append(f"{where}: no heading #{anchor}")
+            b, n = broken_links(os.path.join(dirpath, name), root, cache)
+            broken += b
+            checked += n
     for b in broken:
         print(f"doc_links: broken link: {b}")
     print(f"doc_links: {checked} relative links checked, {len(broken)} broken")
