@@ -233,15 +233,6 @@ static void take_snapshot(pcd_remote *r, pcd_ask *ask, const uint8_t *value, siz
   ask->snapshot = req;
 }
 
-pcd_job *pcd_remote_put_job(pcd_remote *r) {
-  pcd_job *job = pcd_job_new(PCD_JOB_PUT);
-  if (job) {
-    job->fleet = 1;
-    job->ctx = r ? r->put_ctx : NULL;
-  }
-  return job;
-}
-
 /* The ask's Puts as one: the first, with the items of the others moved
  * into it (each unpacked piece is its own allocation, freed on its own).
  * NULL when none, or out of memory. */
