@@ -62,15 +62,15 @@ int pcache__build_driver_first(pcache_device *device, const pcache__build *build
  * docs/client.md "Staging"), a description without a blob that the
  * daemon's replayer builds in the background, when the daemon says it can
  * (HelloReply.stages):
- * - a driver hit, in a (device, app)'s first run under pcache (the store had
- *   nothing of it at creation), so that a user who enables pcache over a
- *   warm driver cache, or whose driver served a pipeline as equivalent to
- *   another, still has it stored and shared;
- * - a true miss, on drivers measured to pay for the fresh VkPipelineCache a
- *   blob is captured from (NVIDIA: +23%): compiled as the program would,
- *   the replayer captures the blob.
- * $PCACHE_STAGE: "off" stages nothing, "all" stages every driver hit and
- * miss, anything else is the default above.
+ * - by default, a true miss on drivers measured to pay for the fresh
+ *   VkPipelineCache a blob is captured from (NVIDIA: +23%): compiled as the
+ *   program would, the replayer captures the blob;
+ * - with $PCACHE_STAGE=learn, also a driver hit in a (device, app)'s first
+ *   run under pcache (the store had nothing of it at creation), so that the
+ *   store learns what a warm driver cache served; it costs that run the
+ *   describing and queueing (1.4-1.9x on the light set);
+ * - with $PCACHE_STAGE=all, every driver hit not prefetched and every miss,
+ *   on any driver; "off" stages nothing.
  *
  * pcache__build_stage_policy - sets device->stage_hits and stage_compiles
  * once the creation's prefetch is done; store_had_nothing: the daemon

@@ -8,9 +8,10 @@
 # a user meets them:
 #   1. a program without pcache fills the driver's cache;
 #   2. the first run with pcache (libpcache) over that warm cache: every
-#      pipeline is a driver hit, nothing is compiled; each is staged (its
-#      description sent for pcached's replayer to build: the store had
-#      nothing of the app), and the replayer builds them;
+#      pipeline is a driver hit, nothing is compiled or staged by default;
+#      with PCACHE_STAGE=learn each is staged (its description sent for
+#      pcached's replayer to build: the store had nothing of the app), and
+#      the replayer builds them;
 #   3. the driver's cache emptied: the daemon's blobs, which the store
 #      learned from the run it did not serve, serve every pipeline, and the
 #      driver is never asked (they were prefetched);
@@ -51,8 +52,14 @@ run() { # run NAME ARGS...: pcache-demo into $scratch/NAME
 PCACHE_DISABLE=1 run plain --plain
 [ "$(answers fill)" -eq "$n" ] || fail "the plain run filled $(answers fill) driver cache entries, expected $n"
 
-# 2. The first run with pcache over the warm driver cache.
-run enabled
+# 2. The first run with pcache over the warm driver cache: by default
+#    nothing is staged (a separate app name, so the store still has
+#    nothing of the app below).
+run default-enabled --app-name driver-first-default
+expect "$scratch/default-enabled" driver_hits -eq "$n"
+expect "$scratch/default-enabled" staged -eq 0
+expect "$scratch/default-enabled" compiles -eq 0
+PCACHE_STAGE=learn run enabled
 expect "$scratch/enabled" driver_first -eq 1
 expect "$scratch/enabled" driver_hits -eq "$n"
 expect "$scratch/enabled" compiles -eq 0
@@ -75,7 +82,7 @@ expect "$scratch/served" driver_hits -eq 0
 # 4. The store knows the app now: a run over a warm driver cache stages
 #    nothing (its pipelines were prefetched; none is new).
 PCACHE_DISABLE=1 run refill-app --plain
-run known
+PCACHE_STAGE=learn run known
 expect "$scratch/known" staged -eq 0
 expect "$scratch/known" compiles -eq 0
 
@@ -97,7 +104,7 @@ esac
 # so its driver hits are described after the driver returned them and
 # staged; once built, the daemon serves them with the driver's cache emptied.
 XDG_DATA_HOME=$layer_home PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_APP_NAME=layer-learn \
-  run layer-learn --plain
+  PCACHE_STAGE=learn run layer-learn --plain
 line=$(grep '^pcache-layer ' "$scratch/layer-learn.err" | head -n1)
 case " $line " in
 *" driver_hits=$n "*) ;;
