@@ -38,7 +38,8 @@
 
 #include "gpl_shaders.h"
 
-#include "bench_gpl.h"
+#include "bench_gpl_draw.h"
+#include "bench_gpl_common.h"
 
 static void vk_init(vk_t *v) {
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
