@@ -1,8 +1,8 @@
 /*
  * bench_gpl - misses without a stall (pcache_device_info.fast_link) on
  * pcache-demo's heavy set: its PBR variants (examples/shaders, the same
- * state as the demo's variant_fill: blend, topology, cull, alpha test, and
- * a light count per 16 variants).
+ * state as the demo's demo_variant_fill: blend, topology, cull, alpha
+ * test, and a light count per 16 variants).
  *
  * Three measures, no daemon (the device cache only) and, as the scripts
  * run it, the driver's disk cache off:
@@ -38,7 +38,8 @@
 
 #include "gpl_shaders.h"
 
-#include "bench_gpl.h"
+#include "bench_gpl_draw.h"
+#include "bench_gpl_common.h"
 
 static void vk_init(vk_t *v) {
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -142,7 +143,7 @@ static void objects_make(pcache_device *p, objects *o) {
   CHECK(pcache_create_render_pass(p, &rp, NULL, &o->pass));
 }
 
-/* pcache-demo's variant i (examples/pcache_demo.c, variant_fill). */
+/* pcache-demo's variant i (examples/demo_pipelines.c, demo_variant_fill). */
 typedef struct variant {
   VkPipelineShaderStageCreateInfo stages[2];
   VkSpecializationMapEntry spec_entries[2];

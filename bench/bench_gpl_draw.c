@@ -4,7 +4,7 @@
  * the demo's render pass, descriptor set and push constants. */
 #include <string.h>
 
-#include "bench_gpl.h"
+#include "bench_gpl_draw.h"
 
 #define REPS 5
 #define VERTICES (GRID * GRID * 6)

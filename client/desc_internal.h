@@ -3,7 +3,8 @@
  * stay inlined in every file, and the parts every pipeline has.
  *
  * The files, each calling only those listed after it:
- *   desc_graphics.c  graphics pipelines: their state and its pNext structs
+ *   desc_graphics.c  graphics pipelines: which parts and state they carry
+ *   desc_state.c     their fixed-function state and its pNext structs
  *   desc_library.c   graphics pipeline libraries: parts, linked libraries
  *   desc_objects.c   objects: shader modules, samplers, set layouts,
  *                    pipeline layouts, render passes, pipeline libraries
@@ -237,6 +238,70 @@ int pcache__desc_put_stages(pcache__desc_writer *w, const VkPipelineShaderStageC
  * global part [global_start, global_end) seeded with the sample count. */
 void pcache__desc_finish_keys(pcache__desc_writer *w, size_t global_start, size_t global_end,
                               uint32_t samples, pcache__desc_keys *ret_keys);
+
+/* ------------------------------------------------------------ state */
+
+/* Dynamic states the describer acts on, as bits. */
+enum {
+  DYN_VIEWPORT = 1u << 0,
+  DYN_SCISSOR = 1u << 1,
+  DYN_LINE_WIDTH = 1u << 2,
+  DYN_DEPTH_BIAS = 1u << 3,
+  DYN_BLEND_CONSTANTS = 1u << 4,
+  DYN_DEPTH_BOUNDS = 1u << 5,
+  DYN_STENCIL_COMPARE_MASK = 1u << 6,
+  DYN_STENCIL_WRITE_MASK = 1u << 7,
+  DYN_STENCIL_REFERENCE = 1u << 8,
+  DYN_CULL_MODE = 1u << 9,
+  DYN_FRONT_FACE = 1u << 10,
+  DYN_PRIMITIVE_TOPOLOGY = 1u << 11,
+  DYN_VIEWPORT_WITH_COUNT = 1u << 12,
+  DYN_SCISSOR_WITH_COUNT = 1u << 13,
+  DYN_VERTEX_INPUT_BINDING_STRIDE = 1u << 14,
+  DYN_DEPTH_TEST_ENABLE = 1u << 15,
+  DYN_DEPTH_WRITE_ENABLE = 1u << 16,
+  DYN_DEPTH_COMPARE_OP = 1u << 17,
+  DYN_DEPTH_BOUNDS_TEST_ENABLE = 1u << 18,
+  DYN_STENCIL_TEST_ENABLE = 1u << 19,
+  DYN_STENCIL_OP = 1u << 20,
+  DYN_PATCH_CONTROL_POINTS = 1u << 21,
+  DYN_RASTERIZER_DISCARD_ENABLE = 1u << 22,
+  DYN_DEPTH_BIAS_ENABLE = 1u << 23,
+  DYN_LOGIC_OP = 1u << 24,
+  DYN_PRIMITIVE_RESTART_ENABLE = 1u << 25,
+  DYN_LINE_STIPPLE = 1u << 26,
+  DYN_COLOR_WRITE_ENABLE = 1u << 27,
+  DYN_VERTEX_INPUT = 1u << 28,
+};
+
+/* The most dynamic states a create info may name. */
+#define PCACHE__DESC_MAX_DYNAMIC 64
+
+/* desc_state.c: a graphics pipeline's fixed-function state, each struct
+ * without what dyn (DYN_* bits) leaves dynamic. Each returns 0 or
+ * PCACHE_EUNHASHABLE (a pNext struct or value the describer does not
+ * take). */
+
+/* The dynamic states, sorted and without duplicates, into list (and those
+ * the describer acts on as bits). */
+int pcache__desc_read_dynamic(pcache__desc_writer *w, const VkPipelineDynamicStateCreateInfo *d,
+                              uint32_t list[PCACHE__DESC_MAX_DYNAMIC], uint32_t *ret_n,
+                              uint32_t *ret_dyn);
+/* The vertex input part: vertex input and input assembly state. */
+int pcache__desc_put_vertex_part(pcache__desc_writer *w, const VkGraphicsPipelineCreateInfo *info,
+                                 uint32_t dyn);
+int pcache__desc_put_tessellation(pcache__desc_writer *w,
+                                  const VkPipelineTessellationStateCreateInfo *ts, uint32_t dyn);
+int pcache__desc_put_viewport(pcache__desc_writer *w, const VkPipelineViewportStateCreateInfo *vp,
+                              uint32_t dyn);
+int pcache__desc_put_rasterization(pcache__desc_writer *w,
+                                   const VkPipelineRasterizationStateCreateInfo *rs, uint32_t dyn);
+int pcache__desc_put_multisample(pcache__desc_writer *w,
+                                 const VkPipelineMultisampleStateCreateInfo *ms);
+int pcache__desc_put_depth_stencil(pcache__desc_writer *w,
+                                   const VkPipelineDepthStencilStateCreateInfo *ds, uint32_t dyn);
+int pcache__desc_put_color_blend(pcache__desc_writer *w,
+                                 const VkPipelineColorBlendStateCreateInfo *cb, uint32_t dyn);
 
 /* ------------------------------------------------------------ libraries */
 

@@ -11,29 +11,20 @@
 #include <string.h>
 
 #include "client/fastlink.h"
+#include "client/fastlink_parts.h"
 #include "client/owned.h"
-#include "client/record.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 
-#define PARTS 4
 #define MAX_THREADS 8
-#define MAX_STAGES 8
 #define DEFAULT_PER_FRAME 4
-
-/* The parts in the order of VkGraphicsPipelineLibraryFlagBitsEXT. */
-static const VkGraphicsPipelineLibraryFlagsEXT part_bits[PARTS] = {
-    VK_GRAPHICS_PIPELINE_LIBRARY_VERTEX_INPUT_INTERFACE_BIT_EXT,
-    VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT,
-    VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT,
-    VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_OUTPUT_INTERFACE_BIT_EXT};
 
 struct pcache__fastlink_job {
   pcache__fastlink_job *next;
-  VkPipeline libraries[PARTS]; /* the context's (parts table) */
-  VkPipelineLayout layout;     /* the app's: see pcache__fastlink_forget_layout */
-  pcache__desc_keys keys;      /* the complete pipeline's */
-  pcache__build_kept kept;     /* points at keys and the copied description */
+  VkPipeline libraries[PCACHE__FASTLINK_PARTS]; /* the context's (parts table) */
+  VkPipelineLayout layout;                      /* the app's: see pcache__fastlink_forget_layout */
+  pcache__desc_keys keys;                       /* the complete pipeline's */
+  pcache__build_kept kept;                      /* points at keys and the copied description */
   VkPipeline linked, optimized;
   uint64_t linked_ns, linked_frame;
 };
@@ -52,163 +43,6 @@ typedef struct pcache__fastlink {
   pcache__table parts; /* part state hash -> library */
 } pcache__fastlink;
 
-/* ------------------------------------------------------------- the parts */
-
-/* One part's create info: the app's, with the part's flag and only its
- * stages; the driver ignores the state of other parts. Do not copy. */
-typedef struct part_info {
-  VkGraphicsPipelineCreateInfo ci;
-  VkGraphicsPipelineLibraryCreateInfoEXT lib;
-  VkPipelineShaderStageCreateInfo stages[MAX_STAGES];
-  pcache__build build;
-  pcache__desc_buf desc;
-  pcache__desc_keys keys;
-} part_info;
-
-static void part_info_make(pcache_device *d, const VkGraphicsPipelineCreateInfo *app, uint32_t i,
-                           part_info *p) {
-  p->lib = (VkGraphicsPipelineLibraryCreateInfoEXT){
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT,
-      .pNext = (void *)(uintptr_t)app->pNext, /* read only, as the app's own */
-      .flags = part_bits[i]};
-  p->ci = *app;
-  p->ci.pNext = &p->lib;
-  p->ci.flags = VK_PIPELINE_CREATE_LIBRARY_BIT_KHR |
-                VK_PIPELINE_CREATE_RETAIN_LINK_TIME_OPTIMIZATION_INFO_BIT_EXT;
-  p->ci.basePipelineHandle = VK_NULL_HANDLE;
-  p->ci.basePipelineIndex = -1;
-  p->ci.stageCount = 0;
-  p->ci.pStages = p->stages;
-  for (uint32_t s = 0; s < app->stageCount; s++) {
-    int fragment = app->pStages[s].stage == VK_SHADER_STAGE_FRAGMENT_BIT;
-    if ((part_bits[i] == VK_GRAPHICS_PIPELINE_LIBRARY_PRE_RASTERIZATION_SHADERS_BIT_EXT &&
-         !fragment) ||
-        (part_bits[i] == VK_GRAPHICS_PIPELINE_LIBRARY_FRAGMENT_SHADER_BIT_EXT && fragment))
-      p->stages[p->ci.stageCount++] = app->pStages[s];
-  }
-  p->build = (pcache__build){.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS,
-                             .graphics = &p->ci,
-                             .allocator = d->allocator};
-  pcache__desc_buf_init(&p->desc);
-}
-
-/* Part i's library: the context's own by its part hash, or built (from the
- * daemon, the device cache, or compiled and uploaded) and kept. Two
- * threads wanting one part build it once; *ret_found says whether it was
- * there already (or built by the other). */
-static VkResult get_part(pcache_device *d, part_info *p, VkPipeline *ret_library, int *ret_found) {
-  pcache__fastlink *fl = d->fastlink;
-  pcache__build_source source;
-  pcache_pending *claim;
-  uint64_t k0, k1, v;
-  VkResult vr;
-  *ret_found = 0;
-  pcache__hash_keys(p->keys.state_hash.bytes, &k0, &k1);
-  switch (pcache__table_acquire(&fl->parts, k0, k1, &v, &claim)) {
-  case PCACHE__TABLE_FOUND:
-    *ret_library = pcache__pipeline_from_u64(v);
-    *ret_found = 1;
-    return VK_SUCCESS;
-  case PCACHE__TABLE_CLAIMED:
-    vr = pcache__build_hashed(d, &p->build, &p->keys, &p->desc, ret_library, &source);
-    pcache__table_complete(&fl->parts, claim,
-                           vr == VK_SUCCESS ? pcache__pipeline_to_u64(*ret_library) : 0, (int)vr);
-    if (vr == VK_SUCCESS)
-      atomic_fetch_add(&d->stats.parts_made, 1);
-    return vr;
-  case PCACHE__TABLE_FAILED:
-    return (VkResult)(int64_t)v; /* the driver refused this part just now */
-  default:
-    return VK_ERROR_OUT_OF_HOST_MEMORY;
-  }
-}
-
-/* The four parts of b's pipeline: described into parts (the caller
- * releases parts[i].desc for i < *ret_described), then each found or
- * built. Returns VK_SUCCESS with *ret_found the parts that were there
- * already, VK_ERROR_FEATURE_NOT_PRESENT when a part cannot be described
- * (nothing built), or a part's VkResult. */
-static VkResult get_parts(pcache_device *d, const pcache__build *b, part_info parts[PARTS],
-                          VkPipeline libraries[PARTS], uint32_t *ret_described,
-                          uint32_t *ret_found) {
-  VkResult vr = VK_SUCCESS;
-  *ret_found = 0;
-  for (*ret_described = 0; *ret_described < PARTS; (*ret_described)++) {
-    part_info *p = &parts[*ret_described];
-    part_info_make(d, b->graphics, *ret_described, p);
-    if (pcache__build_describe(d, &p->build, &p->desc, &p->keys) != 0) {
-      pcache__desc_buf_release(&p->desc);
-      return VK_ERROR_FEATURE_NOT_PRESENT;
-    }
-  }
-  for (uint32_t i = 0; i < PARTS && vr == VK_SUCCESS; i++) {
-    int found;
-    vr = get_part(d, &parts[i], &libraries[i], &found);
-    *ret_found += (uint32_t)found;
-  }
-  return vr;
-}
-
-static void free_library(uint64_t value, void *ctx) {
-  pcache_device *d = ctx;
-  pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, value);
-  d->DestroyPipeline(d->vk_device, pcache__pipeline_from_u64(value), d->allocator);
-}
-
-/* The libraries linked (flags: 0 or link-time optimization) through cache;
- * the device cache under its read side. */
-static VkResult link(pcache_device *d, const VkPipeline libraries[PARTS], VkPipelineLayout layout,
-                     VkPipelineCreateFlags flags, VkPipelineCache cache, VkPipeline *ret_pipeline) {
-  VkPipelineLibraryCreateInfoKHR li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR,
-                                       .libraryCount = PARTS,
-                                       .pLibraries = libraries};
-  VkGraphicsPipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-                                     .pNext = &li,
-                                     .flags = flags,
-                                     .layout = layout,
-                                     .basePipelineIndex = -1};
-  VkResult vr;
-  if (cache == d->cache)
-    pthread_rwlock_rdlock(&d->cache_lock);
-  vr = d->CreateGraphicsPipelines(d->vk_device, cache, 1, &ci, d->allocator, ret_pipeline);
-  if (cache == d->cache)
-    pthread_rwlock_unlock(&d->cache_lock);
-  if (vr == VK_SUCCESS && *ret_pipeline == VK_NULL_HANDLE)
-    vr = VK_ERROR_UNKNOWN;
-  return vr;
-}
-
-/* The optimized pipeline, compiled through a fresh cache whose data is
- * kept (device cache, upload) under kept's state hash. kept's module
- * references are released. */
-static VkResult optimize(pcache_device *d, const VkPipeline libraries[PARTS],
-                         VkPipelineLayout layout, pcache__build_kept *kept,
-                         VkPipeline *ret_pipeline) {
-  VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  VkPipelineCache fresh;
-  uint64_t start;
-  VkResult vr;
-  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
-    fresh = VK_NULL_HANDLE; /* still built, just without a blob to share */
-  start = pcache__mono_ns();
-  vr = link(d, libraries, layout, VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, fresh,
-            ret_pipeline);
-  kept->compile_ns = pcache__mono_ns() - start;
-  if (vr == VK_SUCCESS) {
-    atomic_fetch_add(&d->stats.compiles, 1);
-    if (fresh != VK_NULL_HANDLE) {
-      pcache__build_keep(d, fresh, kept);
-      kept->n_modules = 0;
-    }
-  }
-  for (size_t i = 0; i < kept->n_modules; i++)
-    pcache__module_unref(kept->modules[i]);
-  kept->n_modules = 0;
-  if (fresh != VK_NULL_HANDLE)
-    d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
-  return vr;
-}
-
 /* --------------------------------------------------------------- the jobs */
 
 static void job_free(pcache__fastlink_job *j) {
@@ -219,7 +53,7 @@ static void job_free(pcache__fastlink_job *j) {
 }
 
 static pcache__fastlink_job *job_new(pcache_device *d, const pcache__build *b,
-                                     const VkPipeline libraries[PARTS],
+                                     const VkPipeline libraries[PCACHE__FASTLINK_PARTS],
                                      const pcache__desc_keys *keys, const pcache__desc_buf *desc) {
   pcache__fastlink_job *j = pcache__calloc(1, sizeof *j);
   uint8_t *copy = pcache__malloc(desc->size);
@@ -272,7 +106,7 @@ static void *worker(void *arg) {
     fl->running = j;
     pthread_mutex_unlock(&fl->lock);
 
-    vr = optimize(d, j->libraries, j->layout, &j->kept, &j->optimized);
+    vr = pcache__fastlink_optimize(d, j->libraries, j->layout, &j->kept, &j->optimized);
     if (vr == VK_SUCCESS) {
       uint64_t k0, k1;
       atomic_fetch_add(&d->stats.optimized, 1);
@@ -382,7 +216,7 @@ out_nomem:
 
 int pcache__fastlink_applies(const pcache_device *d, const pcache__build *b) {
   const VkGraphicsPipelineCreateInfo *ci = b->graphics;
-  if (!d->fastlink || !ci || ci->flags != 0 || ci->stageCount > MAX_STAGES ||
+  if (!d->fastlink || !ci || ci->flags != 0 || ci->stageCount > PCACHE__FASTLINK_MAX_STAGES ||
       pcache__desc_graphics_parts(ci) != PCACHE_DESC_ALL_PARTS)
     return 0;
   for (const VkBaseInStructure *s = ci->pNext; s; s = s->pNext)
@@ -404,8 +238,8 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
                                 const pcache__desc_keys *keys, const pcache__desc_buf *desc,
                                 VkPipeline *ret_pipeline, pcache__fastlink_job **ret_job) {
   pcache__fastlink *fl = d->fastlink;
-  part_info parts[PARTS];
-  VkPipeline libraries[PARTS];
+  pcache__fastlink_part parts[PCACHE__FASTLINK_PARTS];
+  VkPipeline libraries[PCACHE__FASTLINK_PARTS];
   pcache__build_source source;
   pcache_pending *claim = NULL;
   uint64_t k0, k1, v;
@@ -414,7 +248,7 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
   VkResult vr;
 
   *ret_job = NULL;
-  vr = get_parts(d, b, parts, libraries, &described, &found);
+  vr = pcache__fastlink_get_parts(d, &d->fastlink->parts, b, parts, libraries, &described, &found);
   if (vr == VK_ERROR_FEATURE_NOT_PRESENT) {
     /* A part the describer cannot take (or no memory): the whole
      * pipeline, as without fast linking. */
@@ -428,30 +262,32 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
   r = pcache__table_acquire(&d->built, k0, k1, &v, &claim);
   if (r == PCACHE__TABLE_FOUND) {
     /* The device cache holds the optimized pipeline: built here before. */
-    vr = link(d, libraries, b->graphics->layout, VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT,
-              d->cache, ret_pipeline);
+    vr = pcache__fastlink_link(d, libraries, b->graphics->layout,
+                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->cache,
+                               ret_pipeline);
     goto out;
   }
   if (r != PCACHE__TABLE_CLAIMED)
     claim = NULL; /* a failed build we waited for, or no memory: no claim */
   atomic_fetch_add(&d->stats.misses, 1);
   if (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
-    vr = link(d, libraries, b->graphics->layout, VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT,
-              d->cache, ret_pipeline);
+    vr = pcache__fastlink_link(d, libraries, b->graphics->layout,
+                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->cache,
+                               ret_pipeline);
     kept_here = 1;
   } else if (fl->mode == PCACHE_FAST_LINK_WAIT) {
     pcache__build_kept kept = {
         .kind = b->kind, .keys = keys, .desc = desc->data, .desc_size = desc->size};
     if (d->client)
       kept.n_modules = pcache__build_modules(d, b, kept.modules);
-    vr = optimize(d, libraries, b->graphics->layout, &kept, ret_pipeline);
+    vr = pcache__fastlink_optimize(d, libraries, b->graphics->layout, &kept, ret_pipeline);
     kept_here = 1;
   } else {
     /* No link-time optimization, no cache: the link is the fast part. */
-    vr = link(d, libraries, b->graphics->layout, 0, VK_NULL_HANDLE, ret_pipeline);
+    vr = pcache__fastlink_link(d, libraries, b->graphics->layout, 0, VK_NULL_HANDLE, ret_pipeline);
     if (vr == VK_SUCCESS) {
       atomic_fetch_add(&d->stats.fast_links, 1);
-      if (found == PARTS)
+      if (found == PCACHE__FASTLINK_PARTS)
         atomic_fetch_add(&d->stats.links_only, 1);
       *ret_job = job_new(d, b, libraries, keys, desc);
       if (*ret_job)
@@ -468,10 +304,11 @@ out:
 }
 
 VkResult pcache__fastlink_prepare(pcache_device *d, const pcache__build *b) {
-  part_info parts[PARTS];
-  VkPipeline libraries[PARTS];
+  pcache__fastlink_part parts[PCACHE__FASTLINK_PARTS];
+  VkPipeline libraries[PCACHE__FASTLINK_PARTS];
   uint32_t described = 0, found = 0;
-  VkResult vr = get_parts(d, b, parts, libraries, &described, &found);
+  VkResult vr =
+      pcache__fastlink_get_parts(d, &d->fastlink->parts, b, parts, libraries, &described, &found);
   for (uint32_t i = 0; i < described; i++)
     pcache__desc_buf_release(&parts[i].desc);
   if (vr == VK_SUCCESS)
@@ -604,7 +441,7 @@ void pcache__fastlink_stop(pcache_device *d) {
     pthread_join(fl->threads[i], NULL);
   free_jobs(d, fl->queue);
   free_jobs(d, fl->done);
-  pcache__table_fini(&fl->parts, free_library, d);
+  pcache__table_fini(&fl->parts, pcache__fastlink_free_library, d);
   pthread_cond_destroy(&fl->idle);
   pthread_cond_destroy(&fl->work);
   pthread_mutex_destroy(&fl->lock);

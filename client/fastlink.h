@@ -1,13 +1,14 @@
-/* Misses without a stall (fastlink.c): a complete graphics pipeline that
- * nobody has, built from its four VK_EXT_graphics_pipeline_library parts
- * (vertex input, pre-rasterization shaders, fragment shader, fragment
- * output), each found in the context by its part hash or built as a
- * library (through build.c, so it is fetched, compiled and uploaded under
- * that hash like any pipeline); then fast-linked and returned, while the
- * optimized pipeline (the same libraries linked with link-time
- * optimization) is compiled on a small pool of threads, at most so many a
- * frame, and swapped into the tiers at pcache_device_end_frame (owned.c
- * moves the table entries). libpcache only: the layer never asks for it.
+/* Misses without a stall (fastlink.c, the parts in fastlink_parts.c): a
+ * complete graphics pipeline that nobody has, built from its four
+ * VK_EXT_graphics_pipeline_library parts (vertex input, pre-rasterization
+ * shaders, fragment shader, fragment output), each found in the context
+ * by its part hash or built as a library (through build.c, so it is
+ * fetched, compiled and uploaded under that hash like any pipeline); then
+ * fast-linked and returned, while the optimized pipeline (the same
+ * libraries linked with link-time optimization) is compiled on a small
+ * pool of threads, at most so many a frame, and swapped into the tiers at
+ * pcache_device_end_frame (owned.c moves the table entries). libpcache
+ * only: the layer never asks for it.
  *
  * Lock order: the pool's lock is never held while calling the driver,
  * build.c or owned.c. */

@@ -87,7 +87,8 @@ install(FILES ${PCACHE_DOC_FILES} docs/pcachectl.1 docs/pcached.8 docs/pcache-re
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
 install(FILES bench/RESULTS.md bench/README.md bench/HISTORY.md bench/scenarios.svg
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT doc)
-install(FILES examples/pcache_demo.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
+file(GLOB PCACHE_EXAMPLE_FILES ${PROJECT_SOURCE_DIR}/examples/*.c ${PROJECT_SOURCE_DIR}/examples/*.h)
+install(FILES ${PCACHE_EXAMPLE_FILES} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
 install(FILES include/pcache/pcache.h DESTINATION ${CMAKE_INSTALL_DOCDIR}/include/pcache
         COMPONENT doc)
 

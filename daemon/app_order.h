@@ -1,7 +1,8 @@
 /* An app's entries in the order a Prefetch sends them and a segment lays
  * them out (app_order.c): most recently used first, cut to those the app
  * is likely to use (--prefetch-window, --prefetch-max). Shared by
- * read_blobs.c and segment.c so that both agree on what an app needs. */
+ * read_blobs.c and segment_build.c so that both agree on what an app
+ * needs. */
 #ifndef PCD_APP_ORDER_H
 #define PCD_APP_ORDER_H
 

@@ -38,8 +38,8 @@ struct pcd_conn {
   pcd_scratch *scratch; /* the worker's, where its inline replies are encoded */
   const pcd_conn_owner *owner;
   pcd_conn *prev, *next;
-  /* Every open connection, across workers (workers.c, "admission"): under
-   * the server's conns_lock, as are reg_reaping and the id. */
+  /* Every open connection, across workers (conn_registry.h): under the
+   * registry's lock, as are reg_reaping and the id. */
   pcd_conn *reg_prev, *reg_next;
   uint64_t id;     /* never 0, never reused */
   int reg_reaping; /* picked to be closed for a newcomer */

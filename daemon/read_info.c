@@ -251,7 +251,7 @@ void pcd_read_stats(pcd_conn *c) {
   s.max_size = srv->config->max_size;
   s.map_size = t.map_size;
   s.uptime_s = (pcache__mono_us() - srv->start_us) / 1000000;
-  s.connections = atomic_load(&srv->n_conns);
+  s.connections = atomic_load(&srv->conns.n_open);
   s.requests = atomic_load(&srv->stats.requests);
   s.gets = atomic_load(&srv->stats.gets);
   s.hits = atomic_load(&srv->stats.hits);

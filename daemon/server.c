@@ -138,7 +138,7 @@ static void refuse(int fd, int status, const char *msg) {
 
 static void on_idle(uv_timer_t *t) {
   pcd_server *srv = t->data;
-  if (atomic_load(&srv->n_conns))
+  if (atomic_load(&srv->conns.n_open))
     return; /* a client came between the last close and now */
   log_info("no clients for %llu s; exiting (--idle-exit)",
            (unsigned long long)srv->config->idle_exit_s);
@@ -146,7 +146,7 @@ static void on_idle(uv_timer_t *t) {
 }
 
 static void arm_idle(pcd_server *srv) {
-  if (srv->config->idle_exit_s && !atomic_load(&srv->n_conns) && !srv->stopping)
+  if (srv->config->idle_exit_s && !atomic_load(&srv->conns.n_open) && !srv->stopping)
     uv_timer_start(&srv->idle_timer, on_idle, srv->config->idle_exit_s * 1000, 0);
 }
 
@@ -214,7 +214,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     /* Only this thread adds, so the count can only be lower than read. At
      * a limit, an idle connection in the way is closed for this one; only
      * when none is idle is this one refused. */
-    open = atomic_load(&srv->n_conns);
+    open = atomic_load(&srv->conns.n_open);
     if (pcd_workers_admit(srv, (uint32_t)cred.pid, open, &per_process) < 0) {
       if (per_process) {
         log_warn("refused a client: pid %d holds %u connections, none idle "
@@ -232,7 +232,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
       }
       continue;
     }
-    atomic_fetch_add(&srv->n_conns, 1);
+    pcd_conn_registry_count_in(&srv->conns);
     uv_timer_stop(&srv->idle_timer);
     log_debug("client pid %d connected (%llu open)", (int)cred.pid,
               (unsigned long long)open + 1);
@@ -288,7 +288,7 @@ int pcd_server_start(pcd_server *srv) {
   int r;
   set_malloc_policy();
   srv->start_us = pcache__mono_us();
-  pthread_mutex_init(&srv->conns_lock, NULL);
+  pcd_conn_registry_init(&srv->conns);
   srv->workers = pcache__calloc(n, sizeof *srv->workers);
   if (!srv->workers)
     return -ENOMEM;
@@ -314,7 +314,7 @@ int pcd_server_start(pcd_server *srv) {
   uv_timer_start(&srv->segment_timer, on_segment_timer, 1000, 1000);
   uv_async_init(srv->loop, &srv->idle_async, on_idle_async);
   srv->idle_async.data = srv;
-  srv->idle_async_ready = 1;
+  srv->conns.on_empty = &srv->idle_async;
   uv_signal_init(srv->loop, &srv->sigterm);
   uv_signal_init(srv->loop, &srv->sigint);
   srv->sigterm.data = srv->sigint.data = srv;
@@ -349,7 +349,7 @@ void pcd_server_stop(pcd_server *srv) {
   stop_workers(srv, srv->n_workers);
   pcd_writer_stop(srv->writer);
   srv->writer = NULL;
-  srv->idle_async_ready = 0;
+  srv->conns.on_empty = NULL;
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
   uv_close((uv_handle_t *)&srv->accept_timer, NULL);
   uv_close((uv_handle_t *)&srv->segment_timer, NULL);

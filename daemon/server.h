@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <uv.h>
 
+#include "conn_registry.h"
 #include "daemon.h"
 #include "workers.h"
 #include "writer.h"
@@ -38,18 +39,13 @@ typedef struct pcd_server {
   uv_timer_t segment_timer;   /* drops idle segments (--segment-idle) */
   uint64_t accept_warned_us;  /* last "out of fds" warning (monotonic) */
   uv_async_t idle_async;      /* a worker closed the last connection */
-  int idle_async_ready;
   uv_signal_t sigterm, sigint;
   pcd_worker *workers;        /* config->threads I/O loops */
   unsigned n_workers, next_worker;
-  atomic_uint_fast64_t n_conns; /* across workers: --max-connections */
-  /* Every open connection, oldest first, for admission at the limits
-   * (workers.c, pcd_workers_admit): the workers add and remove theirs,
-   * the accepting thread picks one to close. */
-  pthread_mutex_t conns_lock;
-  pcd_conn *reg_head, *reg_tail;
-  uint64_t n_reaping; /* of them, picked to be closed and not yet gone */
-  uint64_t last_conn_id;
+  /* Every open connection and their count, across workers: the workers
+   * add and remove theirs, the accepting thread counts them in and picks
+   * one to close at the limits (pcd_workers_admit). */
+  pcd_conn_registry conns;
   uint64_t start_us;
   int stopping;
 } pcd_server;
@@ -78,14 +74,5 @@ void pcd_server_stop(pcd_server *srv);
  * a daemon that served one big Prefetch would hold it for good.
  */
 void pcd_server_trim(uint64_t bytes);
-
-/* Any thread: a connection counted at accept is gone. Inline: the
- * workers count their closed connections here without calling back into
- * server.c, which calls them. */
-static inline void pcd_server_conn_closed(pcd_server *srv) {
-  uint64_t left = atomic_fetch_sub(&srv->n_conns, 1) - 1;
-  if (left == 0 && srv->idle_async_ready)
-    uv_async_send(&srv->idle_async);
-}
 
 #endif

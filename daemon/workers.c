@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "conn_registry.h"
 #include "connection.h"
 #include "server.h"
 
@@ -55,35 +56,6 @@ void pcd_worker_flush_touches(pcd_worker *w) {
  * not. By the monotonic clock, as every timeout. */
 #define IDLE_GRACE_US 1000000u
 
-/* The registry (server.h): every connection, oldest first. */
-static void reg_add(pcd_server *srv, pcd_conn *conn) {
-  pthread_mutex_lock(&srv->conns_lock);
-  conn->id = ++srv->last_conn_id;
-  conn->reg_next = NULL;
-  conn->reg_prev = srv->reg_tail;
-  if (srv->reg_tail)
-    srv->reg_tail->reg_next = conn;
-  else
-    srv->reg_head = conn;
-  srv->reg_tail = conn;
-  pthread_mutex_unlock(&srv->conns_lock);
-}
-
-static void reg_remove(pcd_server *srv, pcd_conn *conn) {
-  pthread_mutex_lock(&srv->conns_lock);
-  if (conn->reg_prev)
-    conn->reg_prev->reg_next = conn->reg_next;
-  else
-    srv->reg_head = conn->reg_next;
-  if (conn->reg_next)
-    conn->reg_next->reg_prev = conn->reg_prev;
-  else
-    srv->reg_tail = conn->reg_prev;
-  if (conn->reg_reaping)
-    srv->n_reaping--;
-  pthread_mutex_unlock(&srv->conns_lock);
-}
-
 /* Whether c's peer has hung up and its I/O thread has not seen it yet: a
  * program that closes and reconnects at once must not find its closed
  * connections still counted against it. poll only looks; the fd stays
@@ -95,11 +67,11 @@ static int hung_up(const pcd_conn *c) {
 
 /* The idle connection (of pid, or of anyone when all) that went quiet
  * first and is not already going, or NULL; one whose peer hung up counts
- * as idle at once. Under conns_lock. */
-static pcd_conn *oldest_idle(pcd_server *srv, uint32_t pid, int all, uint64_t now_us) {
+ * as idle at once. Under the registry's lock. */
+static pcd_conn *oldest_idle(pcd_conn_registry *r, uint32_t pid, int all, uint64_t now_us) {
   pcd_conn *best = NULL;
   uint64_t best_since = 0;
-  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next) {
+  for (pcd_conn *c = r->head; c; c = c->reg_next) {
     uint64_t since = atomic_load_explicit(&c->quiet_since_us, memory_order_relaxed);
     if (c->reg_reaping || (!all && c->pid != pid))
       continue;
@@ -128,18 +100,19 @@ static uint32_t holder_of(const pcd_conn *c) {
  * descriptors gathered from processes that then exited) never go idle; a
  * holder of many then loses its oldest rather than lock out a process
  * with fewer. A same-user process can still deny service in other ways
- * (docs/RELIABILITY.md). NULL when no one holds more. Under conns_lock. */
-static pcd_conn *fair_share_victim(pcd_server *srv, uint64_t mine) {
+ * (docs/RELIABILITY.md). NULL when no one holds more. Under the registry's
+ * lock. */
+static pcd_conn *fair_share_victim(pcd_conn_registry *r, uint64_t mine) {
   size_t n = 0, i = 0, best = 0;
   uint64_t best_count = 0;
   uint32_t *holders;
   pcd_conn *victim = NULL;
-  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+  for (pcd_conn *c = r->head; c; c = c->reg_next)
     n++;
   holders = pcache__calloc(n ? n : 1, sizeof *holders);
   if (!holders)
     return NULL;
-  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+  for (pcd_conn *c = r->head; c; c = c->reg_next)
     holders[i++] = c->reg_reaping ? UINT32_MAX : holder_of(c);
   /* The registry runs oldest first: the first of the biggest holder's. */
   for (i = 0; i < n; i++) {
@@ -154,7 +127,7 @@ static pcd_conn *fair_share_victim(pcd_server *srv, uint64_t mine) {
     }
   }
   if (best_count > mine + 1) {
-    victim = srv->reg_head;
+    victim = r->head;
     for (i = 0; i < best; i++)
       victim = victim->reg_next;
   }
@@ -162,9 +135,9 @@ static pcd_conn *fair_share_victim(pcd_server *srv, uint64_t mine) {
   return victim;
 }
 
-/* Has c's worker close it. Under conns_lock: c is alive until its worker
+/* Has c's worker close it. Under the registry's lock: c is alive until its worker
  * removes it, which takes the lock; the worker finds it again by id. */
-static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) {
+static int reap(pcd_conn_registry *r, pcd_conn *c, uint64_t now_us, const char *why) {
   pcd_handoff *h = pcache__calloc(1, sizeof *h);
   uint64_t since = atomic_load(&c->quiet_since_us);
   if (!h)
@@ -181,7 +154,7 @@ static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) 
              "a process that holds fewer (%s, none idle)",
              c->pid, why);
   c->reg_reaping = 1;
-  srv->n_reaping++;
+  r->n_reaping++;
   h->fd = -1;
   h->reap_id = c->id;
   pthread_mutex_lock(&c->worker->lock);
@@ -193,18 +166,19 @@ static int reap(pcd_server *srv, pcd_conn *c, uint64_t now_us, const char *why) 
 
 int pcd_workers_admit(pcd_server *srv, uint32_t pid, uint64_t open, int *ret_per_process) {
   const pcd_config *cfg = srv->config;
+  pcd_conn_registry *reg = &srv->conns;
   uint64_t now = pcache__mono_us(), mine = 0;
   pcd_conn *victim;
   int r = 0;
   *ret_per_process = 0;
-  pthread_mutex_lock(&srv->conns_lock);
-  for (pcd_conn *c = srv->reg_head; c; c = c->reg_next)
+  pthread_mutex_lock(&reg->lock);
+  for (pcd_conn *c = reg->head; c; c = c->reg_next)
     mine += c->pid == pid && !c->reg_reaping;
   /* Connections picked before count as gone: they are. */
-  open = open > srv->n_reaping ? open - srv->n_reaping : 0;
+  open = open > reg->n_reaping ? open - reg->n_reaping : 0;
   if (mine >= cfg->max_conn_per_process) {
-    victim = oldest_idle(srv, pid, 0, now);
-    if (!victim || reap(srv, victim, now, "--max-connections-per-process") < 0) {
+    victim = oldest_idle(reg, pid, 0, now);
+    if (!victim || reap(reg, victim, now, "--max-connections-per-process") < 0) {
       *ret_per_process = 1;
       r = PCACHE_ETOO_MANY_CONNECTIONS;
       goto out;
@@ -212,14 +186,14 @@ int pcd_workers_admit(pcd_server *srv, uint32_t pid, uint64_t open, int *ret_per
     open--;
   }
   if (open >= cfg->max_connections) {
-    victim = oldest_idle(srv, 0, 1, now);
+    victim = oldest_idle(reg, 0, 1, now);
     if (!victim)
-      victim = fair_share_victim(srv, mine);
-    if (!victim || reap(srv, victim, now, "--max-connections") < 0)
+      victim = fair_share_victim(reg, mine);
+    if (!victim || reap(reg, victim, now, "--max-connections") < 0)
       r = PCACHE_ETOO_MANY_CONNECTIONS;
   }
 out:
-  pthread_mutex_unlock(&srv->conns_lock);
+  pthread_mutex_unlock(&reg->lock);
   return r;
 }
 
@@ -240,11 +214,11 @@ static void add_conn(pcd_worker *w, pcd_conn *conn) {
     w->conns->prev = conn;
   w->conns = conn;
   w->n_conns++;
-  reg_add(w->srv, conn);
+  pcd_conn_registry_add(&w->srv->conns, conn);
 }
 
 static void conn_closed(pcd_worker *w, pcd_conn *conn) {
-  reg_remove(w->srv, conn);
+  pcd_conn_registry_remove(&w->srv->conns, conn);
   if (conn->prev)
     conn->prev->next = conn->next;
   else
@@ -253,9 +227,9 @@ static void conn_closed(pcd_worker *w, pcd_conn *conn) {
     conn->next->prev = conn->prev;
   conn->prev = conn->next = NULL;
   w->n_conns--;
-  pcd_server_conn_closed(w->srv);
+  pcd_conn_registry_count_out(&w->srv->conns);
   log_debug("client pid %u gone (%llu open)", conn->pid,
-            (unsigned long long)atomic_load(&w->srv->n_conns));
+            (unsigned long long)atomic_load(&w->srv->conns.n_open));
 }
 
 static void conn_park(pcd_worker *w);
@@ -283,7 +257,7 @@ static void take_fd(pcd_worker *w, int fd, uint32_t pid) {
   pcd_conn *c;
   if (w->stopping || pcd_worker_open_conn(w, fd, pid, &c) < 0) {
     close(fd);
-    pcd_server_conn_closed(w->srv);
+    pcd_conn_registry_count_out(&w->srv->conns);
   }
 }
 
@@ -471,7 +445,7 @@ void pcd_worker_hand(pcd_worker *w, int fd, uint32_t pid) {
   pcd_handoff *h = pcache__calloc(1, sizeof *h);
   if (!h) {
     close(fd);
-    pcd_server_conn_closed(w->srv);
+    pcd_conn_registry_count_out(&w->srv->conns);
     return;
   }
   h->fd = fd;
@@ -508,7 +482,7 @@ void pcd_worker_join(pcd_worker *w) {
   while ((h = pcache_queue_pop(&w->incoming)) != NULL) {
     if (h->fd >= 0) {
       close(h->fd);
-      pcd_server_conn_closed(w->srv);
+      pcd_conn_registry_count_out(&w->srv->conns);
     }
     pcache__free(h);
   }

@@ -1,6 +1,6 @@
 /* The arena a decoded description lives in: chunks of at least 16 KiB,
  * zeroed allocations, all freed at once with the unpacked message. */
-#include "desc_decode_internal.h"
+#include "desc_arena.h"
 
 #include <stdint.h>
 #include <string.h>

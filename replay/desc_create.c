@@ -2,7 +2,7 @@
  * (their objects, then their pipelines), its objects, in the order they
  * depend on each other, then the pipeline; and destroying the objects
  * again. */
-#include "desc_decode_internal.h"
+#include "desc_decode.h"
 
 #include <errno.h>
 

@@ -10,15 +10,18 @@
  *
  * This file takes a description's parts in order, and the libraries it
  * embeds (each a description of its own); the decoders of the parts are in
- * the files desc_decode_internal.h lists, and the making of the objects and
+ * the files desc_decode.h lists, and the making of the objects and
  * the pipeline on a device in desc_create.c. */
-#include "desc_decode_internal.h"
+#include "desc_decode.h"
 
 #include <errno.h>
 
 #include <pcache/pcache.h>
 
 #include "common/alloc.h"
+#include "desc_arena.h"
+#include "desc_decode_graphics.h"
+#include "desc_decode_objects.h"
 #include "proto/desc_check.h"
 #include "proto/pcache.pb-c.h"
 

@@ -1,6 +1,8 @@
 /* The decoder's graphics pipelines: the fixed-function state structs and
  * the pNext structs that carry the rest of it. */
-#include "desc_decode_internal.h"
+#include "desc_decode_graphics.h"
+
+#include <string.h>
 
 #include <pcache/pcache.h>
 

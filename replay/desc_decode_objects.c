@@ -2,7 +2,7 @@
  * description embeds, its render pass (as a render pass 2, which takes
  * everything a render pass 1 does), and its shader stages with their
  * modules' code. */
-#include "desc_decode_internal.h"
+#include "desc_decode_objects.h"
 
 #include <string.h>
 

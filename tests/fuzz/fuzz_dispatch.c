@@ -48,7 +48,7 @@ static void open_conn(void) {
   /* Ours too: the daemon frees a connection it closes, and the harness
    * still looks at it after that. */
   pcd_conn_ref(conn);
-  atomic_fetch_add(&srv.n_conns, 1);
+  pcd_conn_registry_count_in(&srv.conns);
   /* Inputs need not start with Hello to reach the handlers. */
   conn->hello_done = 1;
   snprintf(conn->app, sizeof conn->app, "fuzz");

@@ -1,7 +1,10 @@
-/* What bench_gpl.c and bench_gpl_draw.c share: the Vulkan instance, the
- * demo's objects, timing. */
-#ifndef PCACHE_BENCH_GPL_H
-#define PCACHE_BENCH_GPL_H
+/* What bench_gpl's two measures share: the Vulkan instance, the demo's
+ * objects, the target's size, timing. A header of its own, under both
+ * bench_gpl.c (the misses, which runs the draw measure) and
+ * bench_gpl_draw.c (the draw cost), so neither reaches up into the other
+ * for them. */
+#ifndef PCACHE_BENCH_GPL_COMMON_H
+#define PCACHE_BENCH_GPL_COMMON_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -51,10 +54,5 @@ typedef struct objects {
   VkPipelineLayout layout;
   VkRenderPass pass;
 } objects;
-
-/* The draw cost (bench_gpl_draw.c): draws of a grid with linked, then
- * optimized, between timestamps; prints gpl_draw_* lines. */
-void draw_bench(const vk_t *v, VkDevice device, const objects *o, VkPipeline linked,
-                VkPipeline optimized, uint32_t draws);
 
 #endif
