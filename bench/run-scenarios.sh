@@ -44,13 +44,13 @@
 # and fleet scenarios are run-replay.sh's and bench_fleet.sh's.
 #
 #   run-scenarios.sh --build-dir DIR [--heavy N] [--light N] [--work-dir DIR]
-#                    [--clients "layer lib"] [--fleet]
+#                    [--clients "layer lib"] [--fleet | --fleet-only]
 #
 # Env: PCACHED, BENCH_BIN (lib.sh), REPEATS.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib" FLEET=0
+BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib" FLEET=0 ONLY_FLEET=0
 REPEATS=${REPEATS:-3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -60,6 +60,7 @@ while [ $# -gt 0 ]; do
     --work-dir) WORK_DIR=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --fleet) FLEET=1; shift ;;
+    --fleet-only) FLEET=1 ONLY_FLEET=1; shift ;;
     -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "run-scenarios.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
@@ -336,7 +337,7 @@ fleet() {
   done
 }
 
-if [ "$HEAVY" -gt 0 ]; then one_set heavy "$HEAVY"; fi
-if [ "$LIGHT" -gt 0 ]; then one_set light "$LIGHT"; fi
+if [ "$ONLY_FLEET" = 0 ] && [ "$HEAVY" -gt 0 ]; then one_set heavy "$HEAVY"; fi
+if [ "$ONLY_FLEET" = 0 ] && [ "$LIGHT" -gt 0 ]; then one_set light "$LIGHT"; fi
 if [ "$FLEET" = 1 ] && [ "$HEAVY" -gt 0 ]; then fleet heavy "$HEAVY"; fi
 if [ "$FLEET" = 1 ] && [ "$LIGHT" -gt 0 ]; then fleet light "$LIGHT"; fi
