@@ -149,7 +149,7 @@ static int capped_bytes(pcd_writer *w, uint64_t *ret) {
  * store holds; a full disk evicts an eighth, which the store's file then
  * reuses (it cannot grow, and the rest of the cache is worth keeping). */
 static int evict_for_room(pcd_writer *w, int why) {
-  uint64_t bytes;
+  uint64_t bytes = 0;
   int r = capped_bytes(w, &bytes);
   if (r < 0)
     return r;
