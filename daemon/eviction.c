@@ -63,3 +63,14 @@ int pcd_evict_some(pcd_txn *txn, uint64_t max_bytes, uint64_t max_items, uint64_
                    uint64_t *ret_bytes) {
   return evict(txn, max_bytes, max_items, NULL, NULL, ret_entries, ret_bytes);
 }
+
+pcd_admission pcd_admission_start(uint64_t max_size, uint64_t reserved) {
+  pcd_admission a = {max_size > reserved ? max_size - reserved : 0, 0};
+  return a;
+}
+
+int pcd_admission_fits(const pcd_admission *a, uint64_t cost) {
+  return a->taken <= a->room && cost <= a->room - a->taken;
+}
+
+void pcd_admission_take(pcd_admission *a, uint64_t cost) { a->taken += cost; }

@@ -7,6 +7,22 @@
 
 #include "store.h"
 
+/* Admission under --max-size, the one rule for how much a request may
+ * store: what one Put, import or snapshot stores must fit under the cap
+ * together, or the eviction that follows would drop what it has just
+ * acknowledged. room: the cap less what the request reserves (the device
+ * records it may make, PCD_DEVICE_COST_MAX each); taken: what it has
+ * stored so far. */
+typedef struct pcd_admission {
+  uint64_t room, taken;
+} pcd_admission;
+
+pcd_admission pcd_admission_start(uint64_t max_size, uint64_t reserved);
+/* Whether cost more fits. */
+int pcd_admission_fits(const pcd_admission *a, uint64_t cost);
+/* Counts cost as stored (only after fits said yes). */
+void pcd_admission_take(pcd_admission *a, uint64_t cost);
+
 /* Evicts until the store's entries and snapshots hold at most max_bytes:
  * snapshots first, oldest first (they duplicate entry data and the next
  * run rebuilds them), then least-recently-used entries. */

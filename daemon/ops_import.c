@@ -40,7 +40,8 @@ typedef struct importproblem {
  * undone (map full, retried) starts again from the last commit. */
 typedef struct importprogress {
   pcache_archive_cursor cursor;
-  uint64_t accepted, present, refused, bytes, evicted;
+  uint64_t accepted, present, refused, evicted;
+  pcd_admission admission; /* what the import has stored, under --max-size */
   size_t n_problems, n_devices;
 } importprogress;
 
@@ -62,7 +63,7 @@ typedef struct importctx {
   const pcd_config *config;
   pcd_job *job;
   importstate *st;
-  uint64_t now_us, room;
+  uint64_t now_us;
   uint64_t slice_records, slice_bytes;
   int fatal;
 } importctx;
@@ -133,10 +134,10 @@ static int importdevice(void *ctx, const Pcachepb__DeviceInfo *info) {
     return add_problem(x, NULL, NULL, PCACHE_EBAD_KEY, "device record with a bad key");
   /* Device records count against the cap like entries: an archive of
    * nothing but devices cannot fill the store while it is read. */
-  if (PCD_DEVICE_COST_MAX > x->room - x->st->at.bytes)
+  if (!pcd_admission_fits(&x->st->at.admission, PCD_DEVICE_COST_MAX))
     return add_problem(x, info->key.data, NULL, PCACHE_EFULL,
                        "the import holds more than --max-size");
-  x->st->at.bytes += PCD_DEVICE_COST_MAX;
+  pcd_admission_take(&x->st->at.admission, PCD_DEVICE_COST_MAX);
   r = pcd_device_touch(x->txn, info, x->now_us / 1000000);
   if (r < 0)
     return x->fatal = r;
@@ -235,7 +236,7 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_ECHECKSUM, NULL);
   /* What one import stores must fit under the cap together, or its own
    * eviction would drop entries it has just reported accepted. */
-  if (cost > x->room - x->st->at.bytes)
+  if (!pcd_admission_fits(&x->st->at.admission, cost))
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, PCACHE_EFULL,
                        "the import holds more than --max-size");
   /* An entry whose device record was not in the archive still gets one,
@@ -272,7 +273,7 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
   }
   x->st->at.accepted++;
   x->st->at.present += present;
-  x->st->at.bytes += cost;
+  pcd_admission_take(&x->st->at.admission, cost);
   x->slice_bytes += cost + module_cost(x, e);
   x->job->stored++;
   return slice_step(x);
@@ -377,7 +378,8 @@ static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   truncate_problems(st, st->committed.n_problems);
   st->at = st->committed;
   x.st = st;
-  x.room = config->max_size > PCD_DEVICE_COST_MAX ? config->max_size - PCD_DEVICE_COST_MAX : 0;
+  /* The cap now (taken carries over from the slices before). */
+  st->at.admission.room = pcd_admission_start(config->max_size, PCD_DEVICE_COST_MAX).room;
   job->more = 0;
   r = pcache__archive_read_from(req->archive.data, req->archive.len, &st->at.cursor, &v, &x);
   if (x.fatal)

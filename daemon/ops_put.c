@@ -59,7 +59,8 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
   pcache__devkey key, staged_key;
-  uint64_t now = pcd_now_us(), room = 0, put_bytes = 0, staged = 0;
+  uint64_t now = pcd_now_us(), staged = 0;
+  pcd_admission admission = pcd_admission_start(0, 0);
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
   /* Staged items are built by this daemon's replayer, or by no one. */
@@ -95,7 +96,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     /* A staged Put may make two device records (the device's, the staged
      * key's). */
     uint64_t records = PCD_DEVICE_COST_MAX * (can_stage ? 2 : 1);
-    room = cfg->max_size > records ? cfg->max_size - records : 0;
+    admission = pcd_admission_start(cfg->max_size, records);
     memcpy(key.bytes, put->device->key.data, PCACHE_DEVKEY_SIZE);
     pcache__devkey_staged(&key, &staged_key);
     if ((r = pcd_device_get(txn, key.bytes, &d)) < 0 && r != PCACHE_ENOT_FOUND)
@@ -142,20 +143,20 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       st = -EOPNOTSUPP;
       msg = pcd_arena_strdup(&job->arena, "this pcached builds no staged items (replay is off or "
                                           "pcache-replay is missing: HelloReply.stages)");
-    } else if (key_ok && cost > room - put_bytes) {
+    } else if (key_ok && !pcd_admission_fits(&admission, cost)) {
       st = PCACHE_EFULL;
       msg = pcd_arena_printf(&job->arena,
                              "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
                              "taken by this request)",
                              (unsigned long long)cost, (unsigned long long)cfg->max_size,
-                             (unsigned long long)put_bytes);
+                             (unsigned long long)admission.taken);
     } else if (key_ok) {
       if ((r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
         return r;
       kept = r == 0; /* 1: staged, but the device has it already */
     }
     if (st == 0 && kept)
-      put_bytes += cost;
+      pcd_admission_take(&admission, cost);
     res->status = st;
     if (st < 0) {
       res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));

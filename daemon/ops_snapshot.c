@@ -54,7 +54,8 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     if (ps->state_hashes[i].len != PCACHE_HASH_SIZE)
       return snapshot_refuse(job, PCACHE_EBAD_KEY, "state hash is not 16 bytes");
   /* It would evict everything else and then itself. */
-  if (ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE > cfg->max_size) {
+  pcd_admission admission = pcd_admission_start(cfg->max_size, 0);
+  if (!pcd_admission_fits(&admission, ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE)) {
     job->resp.message = pcd_arena_printf(
         &job->arena, "snapshot of %zu bytes is larger than --max-size (%llu bytes)",
         ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE, (unsigned long long)cfg->max_size);
