@@ -75,7 +75,7 @@ static int check_file(const pcache_device *d, const uint8_t *bytes, size_t size)
   if (pcache__le32(bytes + 8) != PCACHE__CACHE_FILE_VERSION ||
       pcache__le32(bytes + 12) != PCACHE__CACHE_FILE_HEADER)
     return PCACHE_ECACHE_FILE;
-  if (memcmp(bytes + 16, d->key.bytes, PCACHE_DEVKEY_SIZE) != 0)
+  if (memcmp(bytes + 16, d->core.key.bytes, PCACHE_DEVKEY_SIZE) != 0)
     return PCACHE_EWRONG_DEVICE;
   data_size = pcache__le64(bytes + 48);
   if (data_size != size - PCACHE__CACHE_FILE_HEADER)
@@ -83,7 +83,8 @@ static int check_file(const pcache_device *d, const uint8_t *bytes, size_t size)
   if (pcache__checksum64(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size) !=
       pcache__le64(bytes + 56))
     return PCACHE_ECHECKSUM;
-  return pcache__blob_check_header(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size, &d->key);
+  return pcache__blob_check_header(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size,
+                                   &d->core.key);
 }
 
 static void load_file(pcache_device *d) {
@@ -100,7 +101,7 @@ static void load_file(pcache_device *d) {
     size_t data_size = size - PCACHE__CACHE_FILE_HEADER;
     uint64_t sum = pcache__le64(bytes + 56);
     if (pcache__blob_merge(d, data, data_size, sum, &reason) == 0) {
-      atomic_store(&d->stats.cache_file_loaded, data_size);
+      atomic_store(&d->core.stats.cache_file_loaded, data_size);
       d->cache_file_sum = sum;
       d->cache_file_sum_known = 1;
     } else {
@@ -115,9 +116,9 @@ void pcache__appcache_load(pcache_device *d, VkPipelineCache app_cache) {
   if (app_cache != VK_NULL_HANDLE) {
     /* A merge's sources need no synchronization: the app may go on using
      * its cache meanwhile. A refusal leaves the device cache as it was. */
-    pthread_rwlock_wrlock(&d->cache_lock);
-    (void)d->MergePipelineCaches(d->vk_device, d->cache, 1, &app_cache);
-    pthread_rwlock_unlock(&d->cache_lock);
+    pthread_rwlock_wrlock(&d->core.cache_lock);
+    (void)d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &app_cache);
+    pthread_rwlock_unlock(&d->core.cache_lock);
   }
   if (d->cache_path)
     load_file(d);
@@ -128,19 +129,20 @@ void pcache__appcache_load(pcache_device *d, VkPipelineCache app_cache) {
  * again). 0 or -ENOMEM / -EIO. */
 static int cache_data(pcache_device *d, uint8_t **ret_data, size_t *ret_size) {
   int r = -EIO;
-  pthread_rwlock_rdlock(&d->cache_lock);
+  pthread_rwlock_rdlock(&d->core.cache_lock);
   for (int tries = 0; tries < 4; tries++) {
     size_t size = 0;
     uint8_t *data;
     VkResult vr;
-    if (d->GetPipelineCacheData(d->vk_device, d->cache, &size, NULL) != VK_SUCCESS)
+    if (d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size, NULL) != VK_SUCCESS)
       break;
     data = pcache__malloc(PCACHE__CACHE_FILE_HEADER + size + 1);
     if (!data) {
       r = -ENOMEM;
       break;
     }
-    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, data + PCACHE__CACHE_FILE_HEADER);
+    vr = d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size,
+                                      data + PCACHE__CACHE_FILE_HEADER);
     if (vr == VK_SUCCESS) {
       *ret_data = data;
       *ret_size = size;
@@ -151,7 +153,7 @@ static int cache_data(pcache_device *d, uint8_t **ret_data, size_t *ret_size) {
     if (vr != VK_INCOMPLETE)
       break;
   }
-  pthread_rwlock_unlock(&d->cache_lock);
+  pthread_rwlock_unlock(&d->core.cache_lock);
   return r;
 }
 
@@ -210,9 +212,9 @@ int pcache__appcache_save(pcache_device *d) {
   if (app_cache != VK_NULL_HANDLE) {
     /* What the app built itself joins the device cache (a source needs no
      * synchronization: the app may be creating with it right now). */
-    pthread_rwlock_wrlock(&d->cache_lock);
-    (void)d->MergePipelineCaches(d->vk_device, d->cache, 1, &app_cache);
-    pthread_rwlock_unlock(&d->cache_lock);
+    pthread_rwlock_wrlock(&d->core.cache_lock);
+    (void)d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &app_cache);
+    pthread_rwlock_unlock(&d->core.cache_lock);
   }
   r = cache_data(d, &file, &size);
   if (r < 0)
@@ -223,14 +225,14 @@ int pcache__appcache_save(pcache_device *d) {
   memcpy(file, PCACHE__CACHE_FILE_MAGIC, 8);
   pcache__put_le32(file + 8, PCACHE__CACHE_FILE_VERSION);
   pcache__put_le32(file + 12, PCACHE__CACHE_FILE_HEADER);
-  memcpy(file + 16, d->key.bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(file + 16, d->core.key.bytes, PCACHE_DEVKEY_SIZE);
   pcache__put_le64(file + 48, size);
   pcache__put_le64(file + 56, sum);
   r = write_atomically(d->cache_path, file, PCACHE__CACHE_FILE_HEADER + size);
   if (r == 0) {
     d->cache_file_sum = sum;
     d->cache_file_sum_known = 1;
-    atomic_fetch_add(&d->stats.cache_file_saved, 1);
+    atomic_fetch_add(&d->core.stats.cache_file_saved, 1);
   }
 out_free:
   pcache__free(file);
@@ -255,7 +257,7 @@ VkPipelineCache pcache__appcache_get(pcache_device *d) {
     ci.initialDataSize = size;
     ci.pInitialData = data + PCACHE__CACHE_FILE_HEADER;
   }
-  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &cache) != VK_SUCCESS)
+  if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &cache) != VK_SUCCESS)
     cache = VK_NULL_HANDLE;
   atomic_store(&d->app_cache, cache);
   pcache__free(data);
@@ -267,6 +269,6 @@ out_unlock:
 void pcache__appcache_fini(pcache_device *d) {
   VkPipelineCache cache = atomic_load(&d->app_cache);
   if (cache != VK_NULL_HANDLE)
-    d->DestroyPipelineCache(d->vk_device, cache, d->allocator);
+    d->core.DestroyPipelineCache(d->core.vk_device, cache, d->core.allocator);
   pcache__free(d->cache_path);
 }

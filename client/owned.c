@@ -75,7 +75,7 @@ VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
     /* The table entries name a pipeline of other state that no longer
      * exists: keeping them would hand this one out for that state. */
     forget_refs(*pp);
-    atomic_fetch_add(&d->stats.reused_handles, 1);
+    atomic_fetch_add(&d->core.stats.reused_handles, 1);
     goto out_count;
   }
   e = pcache__calloc(1, sizeof *e);
@@ -88,9 +88,9 @@ VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
   *pp = e;
   if (++o->count > o->n_buckets)
     grow(o);
-  atomic_fetch_add(&d->stats.pipelines, 1);
+  atomic_fetch_add(&d->core.stats.pipelines, 1);
 out_count:
-  atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+  atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
 out_unlock:
   pthread_mutex_unlock(&d->owned_lock);
   return vr;
@@ -131,7 +131,7 @@ int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new
   if (*pp) {
     /* A handle the app destroyed itself and the driver gave out again. */
     forget_refs(*pp);
-    atomic_fetch_add(&d->stats.reused_handles, 1);
+    atomic_fetch_add(&d->core.stats.reused_handles, 1);
     e = *pp;
     pcache__free(e->refs);
   } else {
@@ -145,7 +145,7 @@ int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new
     *pp = e;
     if (++d->owned.count > d->owned.n_buckets)
       grow(&d->owned);
-    atomic_fetch_add(&d->stats.pipelines, 1);
+    atomic_fetch_add(&d->core.stats.pipelines, 1);
   }
   /* The keys move with their entries: a key whose entry is gone (its
    * pipeline released) matches nothing at a later release either. */
@@ -178,9 +178,9 @@ int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
     return PCACHE_ENOT_FOUND;
   /* A library is known by its handle to describe pipelines linking it. */
   pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
-  d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
-  atomic_fetch_sub(&d->stats.pipelines, 1);
-  atomic_fetch_add(&d->stats.released, 1);
+  d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
+  atomic_fetch_sub(&d->core.stats.pipelines, 1);
+  atomic_fetch_add(&d->core.stats.released, 1);
   pcache__free(e->refs);
   pcache__free(e);
   return 0;
@@ -192,7 +192,7 @@ void pcache__owned_fini(pcache_device *d) {
     while (o->buckets[b]) {
       pcache__owned_entry *e = o->buckets[b];
       o->buckets[b] = e->next;
-      d->DestroyPipeline(d->vk_device, e->pipeline, d->allocator);
+      d->core.DestroyPipeline(d->core.vk_device, e->pipeline, d->core.allocator);
       pcache__free(e->refs);
       pcache__free(e);
     }

@@ -54,13 +54,13 @@ static void free_tier(uint64_t value, void *ctx) {
  * none, without memory to track it), else the app's as it is. */
 static VkResult own(pcache_device *d, VkPipeline pipeline) {
   VkResult vr;
-  if (d->ownership == PCACHE_PIPELINES_APP) {
-    atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+  if (d->core.ownership == PCACHE_PIPELINES_APP) {
+    atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
     return VK_SUCCESS;
   }
   vr = pcache__owned_add(d, pipeline);
   if (vr != VK_SUCCESS)
-    d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
+    d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
   return vr;
 }
 
@@ -69,11 +69,12 @@ static VkResult own(pcache_device *d, VkPipeline pipeline) {
 static VkResult create_direct(pcache_device *d, const pipeline_request *req,
                               VkPipeline *ret_pipeline) {
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkResult vr = req->graphics ? d->CreateGraphicsPipelines(d->vk_device, d->given_cache, 1,
-                                                           req->graphics, d->allocator, &pipeline)
-                              : d->CreateComputePipelines(d->vk_device, d->given_cache, 1,
-                                                          req->compute, d->allocator, &pipeline);
-  atomic_fetch_add(&d->stats.misses, 1);
+  VkResult vr = req->graphics
+                    ? d->core.CreateGraphicsPipelines(d->core.vk_device, d->core.given_cache, 1,
+                                                      req->graphics, d->core.allocator, &pipeline)
+                    : d->core.CreateComputePipelines(d->core.vk_device, d->core.given_cache, 1,
+                                                     req->compute, d->core.allocator, &pipeline);
+  atomic_fetch_add(&d->core.stats.misses, 1);
   if (vr != VK_SUCCESS)
     return vr;
   vr = own(d, pipeline);
@@ -90,7 +91,7 @@ static VkResult build_owned(pcache_device *d, const pipeline_request *req,
   pcache__build b = {.kind = req->kind,
                      .graphics = req->graphics,
                      .compute = req->compute,
-                     .allocator = d->allocator};
+                     .allocator = d->core.allocator};
   pcache__build_source source;
   pcache__fastlink_job *job = NULL;
   VkPipeline pipeline;
@@ -125,7 +126,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   int r;
   pcache__build b = {.kind = req->kind, .graphics = req->graphics, .compute = req->compute};
 
-  if (d->passthrough)
+  if (d->core.passthrough)
     return create_direct(d, req, ret_pipeline);
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(d, &b, &buf, &keys);
@@ -137,7 +138,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
     goto out;
   }
-  if (d->ownership == PCACHE_PIPELINES_APP) {
+  if (d->core.ownership == PCACHE_PIPELINES_APP) {
     /* A pipeline per call: the tiers, which hand one out many times, are
      * skipped; the device cache still makes a repeat cheap. */
     vr = build_owned(d, req, &keys, &buf, ret_pipeline);
@@ -154,7 +155,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   r = pcache__table_acquire(&tier->table, k0, k1, &v, &claim);
   switch (r) {
   case PCACHE__TABLE_FOUND:
-    atomic_fetch_add_explicit(&d->shards[pcache__shard_index()].hits_create_info, 1,
+    atomic_fetch_add_explicit(&d->core.shards[pcache__shard_index()].hits_create_info, 1,
                               memory_order_relaxed);
     *ret_pipeline = pcache__pipeline_from_u64(v);
     vr = VK_SUCCESS;
@@ -194,8 +195,8 @@ PCACHE_API VkResult pcache_prepare_graphics_pipeline(pcache_device *device,
   pcache__build b = {.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, .graphics = info};
   if (!device || !info)
     return VK_ERROR_INITIALIZATION_FAILED;
-  b.allocator = device->allocator;
-  if (device->passthrough || !pcache__fastlink_applies(device, &b))
+  b.allocator = device->core.allocator;
+  if (device->core.passthrough || !pcache__fastlink_applies(device, &b))
     return VK_ERROR_FEATURE_NOT_PRESENT;
   return pcache__fastlink_prepare(device, &b);
 }
@@ -214,7 +215,7 @@ PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
 PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_key,
                                          pcache_tier **ret_tier) {
   pcache_tier *tier;
-  if (!device || !ret_tier || device->ownership == PCACHE_PIPELINES_APP)
+  if (!device || !ret_tier || device->core.ownership == PCACHE_PIPELINES_APP)
     return -EINVAL;
   tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->app_tiers, global_key, 0,
                                                              make_tier, device);
@@ -231,7 +232,7 @@ PCACHE_API VkPipeline pcache_tier_lookup(pcache_tier *tier, uint64_t draw_key) {
   v = pcache__table_peek(&tier->table, draw_key, 0);
   if (!v)
     return VK_NULL_HANDLE;
-  atomic_fetch_add_explicit(&tier->device->shards[pcache__shard_index()].hits_app_key, 1,
+  atomic_fetch_add_explicit(&tier->device->core.shards[pcache__shard_index()].hits_app_key, 1,
                             memory_order_relaxed);
   return pcache__pipeline_from_u64(v);
 }
@@ -246,7 +247,7 @@ static VkResult tier_get(pcache_tier *tier, uint64_t draw_key, const pipeline_re
   int r = pcache__table_acquire(&tier->table, draw_key, 0, &v, &claim);
   switch (r) {
   case PCACHE__TABLE_FOUND:
-    atomic_fetch_add_explicit(&d->shards[pcache__shard_index()].hits_app_key, 1,
+    atomic_fetch_add_explicit(&d->core.shards[pcache__shard_index()].hits_app_key, 1,
                               memory_order_relaxed);
     *ret_pipeline = pcache__pipeline_from_u64(v);
     return VK_SUCCESS;
@@ -291,7 +292,7 @@ void pcache__pipeline_end_frame(pcache_device *device) {
   for (size_t i = 0; i < device->tiers.n; i++)
     pcache__table_publish(&device->tiers.items[i]->table);
   pthread_mutex_unlock(&device->tiers_lock);
-  atomic_store(&device->stats.pipelines_this_frame, 0);
+  atomic_store(&device->core.stats.pipelines_this_frame, 0);
 }
 
 void pcache__pipeline_release_all(pcache_device *device) {
@@ -384,11 +385,11 @@ PCACHE_API int pcache_release_pipeline(pcache_device *device, VkPipeline pipelin
     return -EINVAL;
   if (pipeline == VK_NULL_HANDLE)
     return 0;
-  if (device->ownership == PCACHE_PIPELINES_SHARED)
+  if (device->core.ownership == PCACHE_PIPELINES_SHARED)
     return pcache__owned_release(device, pipeline);
   /* The app's own: exactly vkDestroyPipeline. */
   pcache__record_forget(device, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
-  device->DestroyPipeline(device->vk_device, pipeline, device->allocator);
-  atomic_fetch_add(&device->stats.released, 1);
+  device->core.DestroyPipeline(device->core.vk_device, pipeline, device->core.allocator);
+  atomic_fetch_add(&device->core.stats.released, 1);
   return 0;
 }

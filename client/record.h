@@ -32,7 +32,7 @@ void pcache__record_pipeline_library(pcache_device *device, const pcache__desc_b
 /* Forgets (type, handle) before the driver destroys it: the driver may
  * hand the same value to a new object. */
 static inline void pcache__record_forget(pcache_device *device, uint32_t type, uint64_t handle) {
-  pcache__objmap_remove(device->objects, type, handle);
+  pcache__objmap_remove(device->core.objects, type, handle);
 }
 
 #endif

@@ -8,13 +8,13 @@
 void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   pcache__reply reply = {0};
-  report->device_key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
+  report->device_key.data = (uint8_t *)pcache__device_wire_key(&d->core)->bytes;
   report->device_key.len = PCACHE_DEVKEY_SIZE;
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = report;
-  (void)pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+  (void)pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
                            PCACHEPB__RESPONSE__BODY_REPORT,
-                           pcache__client_background_timeout_ms(d->client), &reply);
+                           pcache__client_background_timeout_ms(d->core.client), &reply);
   pcache__reply_release(&reply);
 }
 
@@ -79,7 +79,7 @@ void pcache__refused_send_locked(pcache_device *d) {
     if (snapshot) {
       report.snapshot = (Pcachepb__ReportReason)snapshot;
       report.snapshot_checksum = snapshot_checksum;
-      report.app = d->client->app_name;
+      report.app = d->core.client->app_name;
     }
     pcache__report_send(d, &report);
   }

@@ -25,17 +25,17 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   pcache__seg_map *m;
   const char *why = "";
   int r;
-  if (!d->client || segments_disabled())
+  if (!d->core.client || segments_disabled())
     return 0;
-  sg.device_key.data = d->key.bytes;
+  sg.device_key.data = d->core.key.bytes;
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
-  sg.app = d->client->app_name;
+  sg.app = d->core.client->app_name;
   sg.lease = 1; /* held while mapped: the daemon counts the segment until then */
   request.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   request.segment = &sg;
   /* An older daemon answers PCACHE_EUNKNOWN_REQUEST: no segment. */
-  r = pcache__client_rpc(d->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_SEGMENT,
-                         timeout_ms, &reply);
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_APP, &request,
+                         PCACHEPB__RESPONSE__BODY_SEGMENT, timeout_ms, &reply);
   if (r == -ETIMEDOUT)
     goto out;
   r = 0;
@@ -50,11 +50,12 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
    * take 6-14 ms on the H100 instead of 0.7 (bench/RESULTS.md,
    * 2026-11-27, session 8); pages read come in as they are touched, a
    * fault per 16 of them. */
-  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->key, 0, m, &why);
+  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->core.key, 0, m,
+                           &why);
   if (r < 0) {
     static const char site[] = "refused_segment";
-    atomic_fetch_add(&d->stats.segment_refused, 1);
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, 0, 0,
+    atomic_fetch_add(&d->core.stats.segment_refused, 1);
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, 0, 0,
                         "the shared-memory segment from pcached was refused (%s); its "
                         "blobs come over the socket instead",
                         r == PCACHE_EPROTO ? why : pcache_strerror(r));
@@ -88,7 +89,7 @@ static size_t index_of(const pcache__seg *seg, const uint8_t *hash) {
  * 1 when loaded, 0 when there is none or it was refused (reported). */
 static int load_snapshot(pcache_device *d, const pcache__seg *seg) {
   size_t covered = 0;
-  if (d->no_snapshot || !seg->snapshot ||
+  if (d->core.no_snapshot || !seg->snapshot ||
       pcache__snapshot_load_blob(d, seg->snapshot, seg->snapshot_size, seg->snapshot_checksum) <
           0) {
     atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_NONE);
@@ -96,9 +97,9 @@ static int load_snapshot(pcache_device *d, const pcache__seg *seg) {
   }
   for (uint32_t i = 0; i < seg->n_snap_hashes; i++)
     covered += (size_t)pcache__snapshot_covers(d, seg->snap_hashes + (size_t)i * 16);
-  pcache__table_publish(&d->prefetched);
-  atomic_fetch_add(&d->stats.prefetched, covered);
-  atomic_store(&d->stats.snapshot_loaded, covered);
+  pcache__table_publish(&d->core.prefetched);
+  atomic_fetch_add(&d->core.stats.prefetched, covered);
+  atomic_store(&d->core.stats.snapshot_loaded, covered);
   atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_LOADED);
   return 1;
 }
@@ -128,7 +129,7 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   for (uint32_t i = 0; i < n; i++) {
     uint64_t k0, k1;
     pcache__hash_keys(blobs[i].hash, &k0, &k1);
-    if (!pcache__table_find(&d->prefetched, k0, k1))
+    if (!pcache__table_find(&d->core.prefetched, k0, k1))
       atomic_store(&d->segment_refused[index_of(seg, blobs[i].hash)], 1);
   }
   pcache__free(blobs);
@@ -136,7 +137,7 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
    * are not in its order): pages are sets, so an order changed since only
    * repeats what the set already has. */
   *ret_offset = snapshot_loaded ? seg->n_uncovered : 0;
-  return snapshot_loaded == !d->no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
+  return snapshot_loaded == !d->core.no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
          (snapshot_loaded || !seg->snapshot);
 }
 
@@ -175,7 +176,7 @@ int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineC
   {
     Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
     const Pcachepb__ReportItem *items[1] = {&item};
-    atomic_fetch_add(&d->stats.rejected_blobs, 1);
+    atomic_fetch_add(&d->core.stats.rejected_blobs, 1);
     item.state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, (uint8_t *)hash->bytes};
     item.reason = reason;
     pcache__blob_report(d, items, 1);

@@ -60,7 +60,7 @@ static uint64_t item_put_bytes(const pcache__upload *u) {
 /* The largest request the daemon takes (HelloReply.max_frame; ours until
  * it has said). */
 static uint64_t frame_limit(const pcache_device *d) {
-  uint64_t f = atomic_load(&d->client->max_frame);
+  uint64_t f = atomic_load(&d->core.client->max_frame);
   return f >= PCACHE_FRAME_HEADER_SIZE && f <= UINT32_MAX ? f : PCACHE_DEFAULT_MAX_FRAME;
 }
 
@@ -76,25 +76,25 @@ typedef enum drop_reason {
 static void dropped(pcache_device *d, size_t n, drop_reason why, uint64_t bytes, int status,
                     const char *message) {
   static const char site[] = "upload_dropped";
-  atomic_fetch_add(&d->stats.upload_dropped, n);
+  atomic_fetch_add(&d->core.stats.upload_dropped, n);
   /* Under 200 bytes (log.h): what to do comes before the daemon's words. */
   switch (why) {
   case DROP_TOO_LARGE:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, 0,
                         "a pipeline upload of %llu bytes is over pcached's request limit (%llu): "
                         "not uploaded, compiled again by each process; to cache it, raise "
                         "pcached's --max-frame",
                         (unsigned long long)bytes, (unsigned long long)frame_limit(d));
     break;
   case DROP_QUEUE_FULL:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, 0,
                         "upload queue full (%u pipelines or %llu MiB pcached has not taken): "
                         "one dropped, compiled again next run; check that pcached answers "
                         "(pcachectl status)",
                         QUEUE_MAX, (unsigned long long)(QUEUE_MAX_BYTES >> 20));
     break;
   case DROP_REFUSED:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, (uint64_t)(int64_t)status,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, (uint64_t)(int64_t)status,
                         "pcached refused %zu pipeline upload%s, not retried (its log says why: "
                         "journalctl --user -u pcached): %s",
                         n, n == 1 ? "" : "s",
@@ -142,9 +142,9 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   if (!items || !item_ptrs || !modules || !module_ptrs)
     goto out;
 
-  pcache__device_info_message(d, &info);
+  pcache__device_info_message(&d->core, &info);
   put.device = &info;
-  put.app = d->client->app_name;
+  put.app = d->core.client->app_name;
   put.stage = batch->staged; /* take_batch keeps a batch all one or the other */
 
   i = 0;
@@ -192,8 +192,9 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   /* The background lane and its timeout: the reply waits for a commit,
    * which a busy disk can hold far longer than the app's timeout, and
    * pcache_device_destroy cancels a call in flight rather than wait. */
-  r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request, PCACHEPB__RESPONSE__BODY_PUT,
-                         pcache__client_background_timeout_ms(d->client), &reply);
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
+                         PCACHEPB__RESPONSE__BODY_PUT,
+                         pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r < 0) {
     if (reply.response) {
       /* Refused as a whole (limits, malformed): retrying would not help. */
@@ -261,7 +262,8 @@ static void prefetch_rest(pcache_device *d) {
      * cancels it (a Get that races it waits no longer than its own
      * timeout). */
     r = pcache__prefetch_page(d, PCACHE__LANE_APP, offset,
-                              pcache__client_background_timeout_ms(d->client), &next, &more, NULL);
+                              pcache__client_background_timeout_ms(d->core.client), &next, &more,
+                              NULL);
     pthread_mutex_lock(&d->upload_lock);
     if (r == 0) {
       tries = 0;
@@ -325,7 +327,7 @@ static void send_used(pcache_device *d) {
   size_t n, max;
   d->used_in_flight = 1;
   pthread_mutex_unlock(&d->upload_lock);
-  max = pcache__client_max_hashes(d->client);
+  max = pcache__client_max_hashes(d->core.client);
   pthread_mutex_lock(&d->upload_lock);
   n = d->used.n < max ? d->used.n : max;
   taken = pcache__malloc(n * (sizeof *taken + sizeof *hashes));
@@ -414,7 +416,7 @@ static void *upload_main(void *arg) {
       continue;
     }
     pthread_mutex_unlock(&d->upload_lock);
-    max_items = pcache__client_max_hashes(d->client);
+    max_items = pcache__client_max_hashes(d->core.client);
     if (max_items > split)
       max_items = split;
     pthread_mutex_lock(&d->upload_lock);
@@ -469,7 +471,7 @@ static void *upload_main(void *arg) {
       continue;
     }
     backoff = retry_at = 0;
-    atomic_fetch_add(&d->stats.uploaded, acked);
+    atomic_fetch_add(&d->core.stats.uploaded, acked);
     /* In front too, in their batch order: they were next in line. */
     requeue(d, &retry);
     pthread_mutex_unlock(&d->upload_lock);

@@ -11,12 +11,12 @@
     VkResult vr_;                                                                                  \
     if (!(device) || !(info) || !(ret_handle))                                                     \
       return VK_ERROR_INITIALIZATION_FAILED;                                                       \
-    if (!(device)->Name)                                                                           \
+    if (!(device)->core.Name)                                                                      \
       return VK_ERROR_EXTENSION_NOT_PRESENT;                                                       \
-    vr_ = (device)->Name((device)->vk_device, (info), (allocator), (ret_handle));                  \
+    vr_ = (device)->core.Name((device)->core.vk_device, (info), (allocator), (ret_handle));        \
     if (vr_ != VK_SUCCESS)                                                                         \
       return vr_;                                                                                  \
-    if (!(device)->passthrough)                                                                    \
+    if (!(device)->core.passthrough)                                                               \
       record((device), (info), *(ret_handle));                                                     \
     return VK_SUCCESS;                                                                             \
   } while (0)
@@ -27,7 +27,7 @@
     if (!(device) || (handle) == VK_NULL_HANDLE)                                                   \
       return;                                                                                      \
     pcache__record_forget((device), (type), PCACHE_HANDLE_U64(handle));                            \
-    (device)->Name((device)->vk_device, (handle), (allocator));                                    \
+    (device)->core.Name((device)->core.vk_device, (handle), (allocator));                          \
   } while (0)
 
 PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,
