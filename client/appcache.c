@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/device.h"
 #include "client/appcache.h"
 #include "client/blobs.h"
 #include "common/alloc.h"
@@ -91,7 +92,7 @@ static void load_file(pcache_device *d) {
   uint8_t *bytes = NULL;
   size_t size = 0;
   Pcachepb__ReportReason reason;
-  int r = read_file(d->cache_path, &bytes, &size);
+  int r = read_file(d->appcache.path, &bytes, &size);
   if (r == -ENOENT) /* the first run */
     return;
   if (r == 0)
@@ -102,13 +103,13 @@ static void load_file(pcache_device *d) {
     uint64_t sum = pcache__le64(bytes + 56);
     if (pcache__blob_merge(d, data, data_size, sum, &reason) == 0) {
       atomic_store(&d->core.stats.cache_file_loaded, data_size);
-      d->cache_file_sum = sum;
-      d->cache_file_sum_known = 1;
+      d->appcache.file_sum = sum;
+      d->appcache.file_sum_known = 1;
     } else {
       r = PCACHE_EVULKAN;
     }
   }
-  d->cache_file_status = r;
+  d->appcache.file_status = r;
   pcache__free(bytes);
 }
 
@@ -120,7 +121,7 @@ void pcache__appcache_load(pcache_device *d, VkPipelineCache app_cache) {
     (void)d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &app_cache);
     pthread_rwlock_unlock(&d->core.cache_lock);
   }
-  if (d->cache_path)
+  if (d->appcache.path)
     load_file(d);
 }
 
@@ -201,14 +202,14 @@ out_unlink:
 }
 
 int pcache__appcache_save(pcache_device *d) {
-  VkPipelineCache app_cache = atomic_load(&d->app_cache);
+  VkPipelineCache app_cache = atomic_load(&d->appcache.cache);
   uint8_t *file = NULL;
   size_t size = 0;
   uint64_t sum;
   int r;
-  if (!d->cache_path)
+  if (!d->appcache.path)
     return 0;
-  pthread_mutex_lock(&d->cache_file_lock);
+  pthread_mutex_lock(&d->appcache.file_lock);
   if (app_cache != VK_NULL_HANDLE) {
     /* What the app built itself joins the device cache (a source needs no
      * synchronization: the app may be creating with it right now). */
@@ -220,7 +221,7 @@ int pcache__appcache_save(pcache_device *d) {
   if (r < 0)
     goto out_unlock;
   sum = pcache__checksum64(file + PCACHE__CACHE_FILE_HEADER, size);
-  if (d->cache_file_sum_known && sum == d->cache_file_sum)
+  if (d->appcache.file_sum_known && sum == d->appcache.file_sum)
     goto out_free;
   memcpy(file, PCACHE__CACHE_FILE_MAGIC, 8);
   pcache__put_le32(file + 8, PCACHE__CACHE_FILE_VERSION);
@@ -228,28 +229,28 @@ int pcache__appcache_save(pcache_device *d) {
   memcpy(file + 16, d->core.key.bytes, PCACHE_DEVKEY_SIZE);
   pcache__put_le64(file + 48, size);
   pcache__put_le64(file + 56, sum);
-  r = write_atomically(d->cache_path, file, PCACHE__CACHE_FILE_HEADER + size);
+  r = write_atomically(d->appcache.path, file, PCACHE__CACHE_FILE_HEADER + size);
   if (r == 0) {
-    d->cache_file_sum = sum;
-    d->cache_file_sum_known = 1;
+    d->appcache.file_sum = sum;
+    d->appcache.file_sum_known = 1;
     atomic_fetch_add(&d->core.stats.cache_file_saved, 1);
   }
 out_free:
   pcache__free(file);
 out_unlock:
-  pthread_mutex_unlock(&d->cache_file_lock);
+  pthread_mutex_unlock(&d->appcache.file_lock);
   return r;
 }
 
 VkPipelineCache pcache__appcache_get(pcache_device *d) {
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  VkPipelineCache cache = atomic_load(&d->app_cache);
+  VkPipelineCache cache = atomic_load(&d->appcache.cache);
   uint8_t *data = NULL;
   size_t size = 0;
   if (cache != VK_NULL_HANDLE)
     return cache;
-  pthread_mutex_lock(&d->app_cache_lock);
-  cache = atomic_load(&d->app_cache);
+  pthread_mutex_lock(&d->appcache.lock);
+  cache = atomic_load(&d->appcache.cache);
   if (cache != VK_NULL_HANDLE)
     goto out_unlock;
   /* Seeded with what the device cache holds now; without the data, empty. */
@@ -259,16 +260,16 @@ VkPipelineCache pcache__appcache_get(pcache_device *d) {
   }
   if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &cache) != VK_SUCCESS)
     cache = VK_NULL_HANDLE;
-  atomic_store(&d->app_cache, cache);
+  atomic_store(&d->appcache.cache, cache);
   pcache__free(data);
 out_unlock:
-  pthread_mutex_unlock(&d->app_cache_lock);
+  pthread_mutex_unlock(&d->appcache.lock);
   return cache;
 }
 
 void pcache__appcache_fini(pcache_device *d) {
-  VkPipelineCache cache = atomic_load(&d->app_cache);
+  VkPipelineCache cache = atomic_load(&d->appcache.cache);
   if (cache != VK_NULL_HANDLE)
     d->core.DestroyPipelineCache(d->core.vk_device, cache, d->core.allocator);
-  pcache__free(d->cache_path);
+  pcache__free(d->appcache.path);
 }

@@ -4,6 +4,7 @@
  * device cache; refused ones are reported back to the daemon. */
 #include <errno.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/client.h"
 #include "client/reports.h"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/binary.h"
 #include "client/blobs.h"
 #include "client/build.h"
@@ -410,13 +411,13 @@ static const uint32_t stage_compile_vendors[] = {0x10de};
 void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
   const char *env = getenv("PCACHE_STAGE");
   uint32_t vendor = pcache__devkey_vendor(&d->core.key);
-  d->stage_hits = d->stage_compiles = 0;
+  d->build.stage_hits = d->build.stage_compiles = 0;
   /* Binary mode's keys are binary keys, which the replayer does not build. */
   if (!d->core.client || d->core.binary || d->core.passthrough ||
       !atomic_load(&d->core.client->stages) || (env && strcmp(env, "off") == 0))
     return;
   if (env && strcmp(env, "all") == 0) {
-    d->stage_hits = d->stage_compiles = 1;
+    d->build.stage_hits = d->build.stage_compiles = 1;
     return;
   }
   /* A driver hit is described and staged only when asked: on the H200 the
@@ -424,23 +425,23 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
    * 1.85x (the layer) the plain run with it, against 0.99-1.09 without
    * (bench/RESULTS.md): at 14 us a pipeline, describing and queueing is
    * not free. */
-  d->stage_hits = env && strcmp(env, "learn") == 0 && store_had_nothing;
+  d->build.stage_hits = env && strcmp(env, "learn") == 0 && store_had_nothing;
   for (size_t i = 0; i < sizeof stage_compile_vendors / sizeof *stage_compile_vendors; i++)
     if (vendor == stage_compile_vendors[i])
-      d->stage_compiles = 1;
+      d->build.stage_compiles = 1;
 }
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
   uint64_t k0, k1;
-  if (!d->stage_hits || pcache__prefetch_known(d, &keys->state_hash))
+  if (!d->build.stage_hits || pcache__prefetch_known(d, &keys->state_hash))
     return 0;
   /* Once a process: the layer's driver hits bypass the built table, so it
    * is told here; a full table (out of memory) only stages it again. */
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  if (pcache__table_peek(&d->staged, k0, k1))
+  if (pcache__table_peek(&d->build.staged, k0, k1))
     return 0;
-  (void)pcache__table_insert(&d->staged, k0, k1, 1);
+  (void)pcache__table_insert(&d->build.staged, k0, k1, 1);
   stage(d, b, keys, desc, 0);
   return 1;
 }
@@ -569,7 +570,7 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
    * changing the app's struct: the VkPipelineCache path then, kept here. */
   if (d->core.binary && !in_flags2)
     return compile_binary(d, b, keys, desc, ret_pipeline);
-  if (d->stage_compiles) {
+  if (d->build.stage_compiles) {
     *ret_held = 0;
     return compile_staged(d, b, keys, desc, ret_pipeline);
   }
@@ -714,7 +715,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   int held;
   VkResult vr;
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
+  switch (pcache__table_acquire(&d->build.built, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_source = PCACHE__BUILT_LOCAL;
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
@@ -737,7 +738,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     /* A failure is not remembered: the next caller tries again. */
-    pcache__table_complete(&d->built, claim,
+    pcache__table_complete(&d->build.built, claim,
                            vr != VK_SUCCESS ? 0
                            : held           ? BUILT_IN_CACHE
                                             : BUILT_BY_DRIVER,

@@ -124,10 +124,10 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     d->core.given_cache = info->pipeline_cache;
   if (info->cache_path && !d->core.passthrough) {
     size_t n = strlen(info->cache_path) + 1;
-    d->cache_path = pcache__malloc(n);
-    if (!d->cache_path)
+    d->appcache.path = pcache__malloc(n);
+    if (!d->appcache.path)
       goto out_free;
-    memcpy(d->cache_path, info->cache_path, n);
+    memcpy(d->appcache.path, info->cache_path, n);
   }
   d->core.instance = info->instance;
   d->core.physical_device = info->physical_device;
@@ -164,34 +164,34 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     goto out_objects;
   }
   r = -ENOMEM;
-  if (pthread_mutex_init(&d->tiers_lock, NULL) != 0)
+  if (pthread_mutex_init(&d->tiers.lock, NULL) != 0)
     goto out_cache_lock;
-  if (pthread_mutex_init(&d->owned_lock, NULL) != 0)
+  if (pthread_mutex_init(&d->owned.lock, NULL) != 0)
     goto out_tiers_lock;
   if (pcache__owned_init(&d->owned) < 0)
     goto out_owned_lock;
-  if (pthread_mutex_init(&d->app_cache_lock, NULL) != 0)
+  if (pthread_mutex_init(&d->appcache.lock, NULL) != 0)
     goto out_owned;
-  if (pthread_mutex_init(&d->cache_file_lock, NULL) != 0)
+  if (pthread_mutex_init(&d->appcache.file_lock, NULL) != 0)
     goto out_app_cache_lock;
-  if (pcache__table_init(&d->hash_tiers) < 0)
+  if (pcache__table_init(&d->tiers.by_hash) < 0)
     goto out_cache_file_lock;
-  if (pcache__table_init(&d->app_tiers) < 0)
+  if (pcache__table_init(&d->tiers.by_app) < 0)
     goto out_hash_tiers;
   if (pcache__table_init(&d->core.prefetched) < 0)
     goto out_app_tiers;
-  if (pcache__table_init(&d->built) < 0) {
+  if (pcache__table_init(&d->build.built) < 0) {
     pcache__table_fini(&d->core.prefetched, NULL, NULL);
     goto out_app_tiers;
   }
-  if (pcache__table_init(&d->staged) < 0) {
-    pcache__table_fini(&d->built, NULL, NULL);
+  if (pcache__table_init(&d->build.staged) < 0) {
+    pcache__table_fini(&d->build.built, NULL, NULL);
     pcache__table_fini(&d->core.prefetched, NULL, NULL);
     goto out_app_tiers;
   }
-  if (pthread_mutex_init(&d->held_lock, NULL) != 0) {
-    pcache__table_fini(&d->staged, NULL, NULL);
-    pcache__table_fini(&d->built, NULL, NULL);
+  if (pthread_mutex_init(&d->snapshot.lock, NULL) != 0) {
+    pcache__table_fini(&d->build.staged, NULL, NULL);
+    pcache__table_fini(&d->build.built, NULL, NULL);
     pcache__table_fini(&d->core.prefetched, NULL, NULL);
     goto out_app_tiers;
   }
@@ -251,24 +251,24 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
 out_cache:
   d->core.DestroyPipelineCache(d->core.vk_device, d->core.cache, d->core.allocator);
 out_prefetched:
-  pthread_mutex_destroy(&d->held_lock);
-  pcache__table_fini(&d->staged, NULL, NULL);
-  pcache__table_fini(&d->built, NULL, NULL);
+  pthread_mutex_destroy(&d->snapshot.lock);
+  pcache__table_fini(&d->build.staged, NULL, NULL);
+  pcache__table_fini(&d->build.built, NULL, NULL);
   pcache__table_fini(&d->core.prefetched, NULL, NULL);
 out_app_tiers:
-  pcache__table_fini(&d->app_tiers, NULL, NULL);
+  pcache__table_fini(&d->tiers.by_app, NULL, NULL);
 out_hash_tiers:
-  pcache__table_fini(&d->hash_tiers, NULL, NULL);
+  pcache__table_fini(&d->tiers.by_hash, NULL, NULL);
 out_cache_file_lock:
-  pthread_mutex_destroy(&d->cache_file_lock);
+  pthread_mutex_destroy(&d->appcache.file_lock);
 out_app_cache_lock:
-  pthread_mutex_destroy(&d->app_cache_lock);
+  pthread_mutex_destroy(&d->appcache.lock);
 out_owned:
   pcache__owned_fini(d);
 out_owned_lock:
-  pthread_mutex_destroy(&d->owned_lock);
+  pthread_mutex_destroy(&d->owned.lock);
 out_tiers_lock:
-  pthread_mutex_destroy(&d->tiers_lock);
+  pthread_mutex_destroy(&d->tiers.lock);
 out_cache_lock:
   pthread_rwlock_destroy(&d->core.cache_lock);
 out_objects:
@@ -276,7 +276,7 @@ out_objects:
 out_shards:
   pcache__free(d->core.shards_mem);
 out_free:
-  pcache__free(d->cache_path);
+  pcache__free(d->appcache.path);
   pcache__free(d);
   return r;
 }
@@ -301,16 +301,16 @@ PCACHE_API void pcache_device_destroy(pcache_device *device) {
   device->core.DestroyPipelineCache(device->core.vk_device, device->core.cache,
                                     device->core.allocator);
   pcache__table_fini(&device->core.prefetched, NULL, NULL);
-  pcache__table_fini(&device->built, NULL, NULL);
-  pcache__table_fini(&device->staged, NULL, NULL);
-  pcache_vec_free(&device->held);
-  pthread_mutex_destroy(&device->held_lock);
+  pcache__table_fini(&device->build.built, NULL, NULL);
+  pcache__table_fini(&device->build.staged, NULL, NULL);
+  pcache_vec_free(&device->snapshot.held);
+  pthread_mutex_destroy(&device->snapshot.lock);
   pcache__objmap_free(device->core.objects);
   pcache__free(device->core.shards_mem);
-  pthread_mutex_destroy(&device->owned_lock);
-  pthread_mutex_destroy(&device->app_cache_lock);
-  pthread_mutex_destroy(&device->cache_file_lock);
-  pthread_mutex_destroy(&device->tiers_lock);
+  pthread_mutex_destroy(&device->owned.lock);
+  pthread_mutex_destroy(&device->appcache.lock);
+  pthread_mutex_destroy(&device->appcache.file_lock);
+  pthread_mutex_destroy(&device->tiers.lock);
   pthread_rwlock_destroy(&device->core.cache_lock);
   pcache__free(device);
 }
@@ -339,7 +339,7 @@ PCACHE_API int pcache_device_flush(pcache_device *device) {
 }
 
 PCACHE_API int pcache_device_cache_file_status(const pcache_device *device) {
-  return device ? device->cache_file_status : -EINVAL;
+  return device ? device->appcache.file_status : -EINVAL;
 }
 
 PCACHE_API void pcache_device_end_frame(pcache_device *device) {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/fastlink.h"
 #include "client/fastlink_parts.h"
 #include "client/owned.h"
@@ -112,7 +113,7 @@ static void *worker(void *arg) {
       atomic_fetch_add(&d->core.stats.optimized, 1);
       /* The device cache holds it now: later misses link it from there. */
       pcache__hash_keys(j->keys.state_hash.bytes, &k0, &k1);
-      (void)pcache__table_insert(&d->built, k0, k1, 1);
+      (void)pcache__table_insert(&d->build.built, k0, k1, 1);
       if (d->core.ownership == PCACHE_PIPELINES_APP) {
         /* The app's handles are its own: nothing to swap. */
         d->core.DestroyPipeline(d->core.vk_device, j->optimized, d->core.allocator);
@@ -259,7 +260,7 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
     goto out;
 
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  r = pcache__table_acquire(&d->built, k0, k1, &v, &claim);
+  r = pcache__table_acquire(&d->build.built, k0, k1, &v, &claim);
   if (r == PCACHE__TABLE_FOUND) {
     /* The device cache holds the optimized pipeline: built here before. */
     vr = pcache__fastlink_link(d, libraries, b->graphics->layout,
@@ -296,7 +297,7 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
   }
   /* Fast-linked, the state is not built until its job says so. */
   if (claim)
-    pcache__table_complete(&d->built, claim, vr == VK_SUCCESS && kept_here ? 1 : 0, (int)vr);
+    pcache__table_complete(&d->build.built, claim, vr == VK_SUCCESS && kept_here ? 1 : 0, (int)vr);
 out:
   for (uint32_t i = 0; i < described; i++)
     pcache__desc_buf_release(&parts[i].desc);

@@ -4,6 +4,7 @@
  * Its own file, under fastlink.c (the pool of optimizing threads, the
  * frames' budget and the swaps): what is here runs on whichever thread
  * calls it and knows nothing of jobs or frames. */
+#include "client/device.h"
 #include "client/fastlink_parts.h"
 
 #include "client/record.h"

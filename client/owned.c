@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/owned.h"
 #include "client/record.h"
 #include "common/alloc.h"
@@ -69,7 +70,7 @@ VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
   pcache__owned *o = &d->owned;
   pcache__owned_entry **pp, *e;
   VkResult vr = VK_SUCCESS;
-  pthread_mutex_lock(&d->owned_lock);
+  pthread_mutex_lock(&d->owned.lock);
   pp = find(o, pipeline);
   if (*pp) {
     /* The table entries name a pipeline of other state that no longer
@@ -92,14 +93,14 @@ VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
 out_count:
   atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&d->owned.lock);
   return vr;
 }
 
 void pcache__owned_note(pcache_device *d, VkPipeline pipeline, pcache__table *table, uint64_t k0,
                         uint64_t k1) {
   pcache__owned_entry *e;
-  pthread_mutex_lock(&d->owned_lock);
+  pthread_mutex_lock(&d->owned.lock);
   e = *find(&d->owned, pipeline);
   if (!e)
     goto out_unlock;
@@ -115,13 +116,13 @@ void pcache__owned_note(pcache_device *d, VkPipeline pipeline, pcache__table *ta
   }
   e->refs[e->n_refs++] = (owned_ref){.table = table, .k0 = k0, .k1 = k1};
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&d->owned.lock);
 }
 
 int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new_pipeline) {
   pcache__owned_entry *old, **pp, *e;
   int r = 0;
-  pthread_mutex_lock(&d->owned_lock);
+  pthread_mutex_lock(&d->owned.lock);
   old = *find(&d->owned, old_pipeline);
   if (!old) {
     r = PCACHE_ENOT_FOUND;
@@ -159,13 +160,13 @@ int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new
   old->refs = NULL;
   old->n_refs = old->cap_refs = 0;
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&d->owned.lock);
   return r;
 }
 
 int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
   pcache__owned_entry **pp, *e;
-  pthread_mutex_lock(&d->owned_lock);
+  pthread_mutex_lock(&d->owned.lock);
   pp = find(&d->owned, pipeline);
   e = *pp;
   if (e) {
@@ -173,7 +174,7 @@ int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
     d->owned.count--;
     forget_refs(e);
   }
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&d->owned.lock);
   if (!e)
     return PCACHE_ENOT_FOUND;
   /* A library is known by its handle to describe pipelines linking it. */

@@ -6,7 +6,14 @@
 #ifndef PCACHE_CLIENT_OWNED_H
 #define PCACHE_CLIENT_OWNED_H
 
-#include "client/device.h"
+#include "client/core.h"
+
+typedef struct pcache__owned_entry pcache__owned_entry;
+typedef struct pcache__owned {
+  pthread_mutex_t lock; /* the map; the tables keep their own, taken after it */
+  pcache__owned_entry **buckets;
+  size_t n_buckets, count;
+} pcache__owned;
 
 int pcache__owned_init(pcache__owned *owned);
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/build.h"
 #include "client/fastlink.h"
 #include "client/owned.h"
@@ -21,10 +22,10 @@ typedef struct pipeline_request {
 } pipeline_request;
 
 static void add_tier(pcache_device *device, pcache_tier *tier) {
-  pthread_mutex_lock(&device->tiers_lock);
+  pthread_mutex_lock(&device->tiers.lock);
   /* Out of memory: this tier just never gets published, lookups lock. */
-  (void)pcache_vec_push(&device->tiers, tier);
-  pthread_mutex_unlock(&device->tiers_lock);
+  (void)pcache_vec_push(&device->tiers.list, tier);
+  pthread_mutex_unlock(&device->tiers.lock);
 }
 
 static pcache_tier *tier_new(pcache_device *device) {
@@ -144,7 +145,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = build_owned(d, req, &keys, &buf, ret_pipeline);
     goto out;
   }
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->hash_tiers, keys.tier1_key, 0,
+  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->tiers.by_hash, keys.tier1_key, 0,
                                                              make_tier, d);
   if (!tier) {
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -217,7 +218,7 @@ PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_
   pcache_tier *tier;
   if (!device || !ret_tier || device->core.ownership == PCACHE_PIPELINES_APP)
     return -EINVAL;
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->app_tiers, global_key, 0,
+  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->tiers.by_app, global_key, 0,
                                                              make_tier, device);
   if (!tier)
     return -ENOMEM;
@@ -286,20 +287,20 @@ PCACHE_API VkResult pcache_tier_get_compute_pipeline(pcache_tier *tier, uint64_t
 }
 
 void pcache__pipeline_end_frame(pcache_device *device) {
-  pcache__table_publish(&device->hash_tiers);
-  pcache__table_publish(&device->app_tiers);
-  pthread_mutex_lock(&device->tiers_lock);
-  for (size_t i = 0; i < device->tiers.n; i++)
-    pcache__table_publish(&device->tiers.items[i]->table);
-  pthread_mutex_unlock(&device->tiers_lock);
+  pcache__table_publish(&device->tiers.by_hash);
+  pcache__table_publish(&device->tiers.by_app);
+  pthread_mutex_lock(&device->tiers.lock);
+  for (size_t i = 0; i < device->tiers.list.n; i++)
+    pcache__table_publish(&device->tiers.list.items[i]->table);
+  pthread_mutex_unlock(&device->tiers.lock);
   atomic_store(&device->core.stats.pipelines_this_frame, 0);
 }
 
 void pcache__pipeline_release_all(pcache_device *device) {
-  pcache__table_fini(&device->hash_tiers, free_tier, device);
-  pcache__table_fini(&device->app_tiers, free_tier, device);
+  pcache__table_fini(&device->tiers.by_hash, free_tier, device);
+  pcache__table_fini(&device->tiers.by_app, free_tier, device);
   pcache__owned_fini(device);
-  pcache_vec_free(&device->tiers);
+  pcache_vec_free(&device->tiers.list);
 }
 
 /* ----------------------------------------------------------------- batches */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/prefetch.h"
 #include "client/snapshot.h"
@@ -118,7 +119,7 @@ int pcache__prefetch_page(pcache_device *device, pcache__lane_id lane, uint32_t 
   pre.device_key.len = PCACHE_DEVKEY_SIZE;
   pre.app = device->core.client->app_name;
   pre.offset = offset;
-  pre.snapshot = !device->core.no_snapshot && !atomic_load(&device->snapshot_refused);
+  pre.snapshot = !device->core.no_snapshot && !atomic_load(&device->snapshot.refused);
   request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
   request.prefetch = &pre;
   r = pcache__client_rpc(device->core.client, lane, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,

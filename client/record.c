@@ -2,6 +2,7 @@
  * names other objects (set layouts name immutable samplers, pipeline
  * layouts name set layouts) are described inside a read section of the
  * map, which is where the describer looks those up. */
+#include "client/device.h"
 #include "client/record.h"
 
 typedef int (*describe_fn)(const void *info, const pcache__desc_lookup *lookup,

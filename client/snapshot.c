@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/reports.h"
 #include "client/snapshot.h"
@@ -16,12 +17,12 @@
 void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
   pcache__hash h;
   memcpy(h.bytes, hash, PCACHE_HASH_SIZE);
-  pthread_mutex_lock(&device->held_lock);
+  pthread_mutex_lock(&device->snapshot.lock);
   /* Out of memory: left out of the next snapshot; a warm run compiles or
    * fetches it again, which marks the context dirty again. */
-  (void)pcache_vec_push(&device->held, h);
-  device->held_dirty |= dirty;
-  pthread_mutex_unlock(&device->held_lock);
+  (void)pcache_vec_push(&device->snapshot.held, h);
+  device->snapshot.dirty |= dirty;
+  pthread_mutex_unlock(&device->snapshot.lock);
 }
 
 static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
@@ -45,7 +46,7 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
   }
   if (reason) {
-    atomic_store(&device->snapshot_refused, 1);
+    atomic_store(&device->snapshot.refused, 1);
     atomic_fetch_add(&device->core.stats.rejected_blobs, 1);
     /* Sent by the upload thread (reports.h): this may be a miss's thread. */
     if (device->core.client)
@@ -97,9 +98,9 @@ int pcache__snapshot_upload(pcache_device *d) {
   VkResult vr = VK_SUCCESS;
   int r = 0;
 
-  pthread_mutex_lock(&d->held_lock);
-  r = d->held_dirty && !d->core.no_snapshot;
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  r = d->snapshot.dirty && !d->core.no_snapshot;
+  pthread_mutex_unlock(&d->snapshot.lock);
   if (!r)
     return 0; /* the daemon's snapshot already holds all of it */
   if (atomic_load(&d->core.client->connected) && d->core.client->max_snapshot == 0)
@@ -107,15 +108,15 @@ int pcache__snapshot_upload(pcache_device *d) {
   /* The read side: no merge runs while the data is read, and every hash
    * listed was merged before it was listed. */
   pthread_rwlock_rdlock(&d->core.cache_lock);
-  pthread_mutex_lock(&d->held_lock);
-  list = d->held.n ? pcache__malloc(d->held.n * sizeof *list) : NULL;
-  if (list || !d->held.n) {
-    n = d->held.n;
+  pthread_mutex_lock(&d->snapshot.lock);
+  list = d->snapshot.held.n ? pcache__malloc(d->snapshot.held.n * sizeof *list) : NULL;
+  if (list || !d->snapshot.held.n) {
+    n = d->snapshot.held.n;
     if (n)
-      memcpy(list, d->held.items, n * sizeof *list);
-    d->held_dirty = 0;
+      memcpy(list, d->snapshot.held.items, n * sizeof *list);
+    d->snapshot.dirty = 0;
   }
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_unlock(&d->snapshot.lock);
   r = -ENOMEM;
   if (!list && n)
     goto out_unlock;
@@ -181,9 +182,9 @@ out_unlock:
   goto out;
 
 out_dirty:
-  pthread_mutex_lock(&d->held_lock);
-  d->held_dirty = 1; /* the next flush or destroy tries again */
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  d->snapshot.dirty = 1; /* the next flush or destroy tries again */
+  pthread_mutex_unlock(&d->snapshot.lock);
 out:
   pcache__free(hashes);
   pcache__free(data);

@@ -1,6 +1,7 @@
 /* The wrappers: pcache_create_* / pcache_destroy_* for every object a
  * pipeline's description needs. Each calls the driver, then records what
  * the object was made from (record.c, shared with the Vulkan layer). */
+#include "client/device.h"
 #include "client/fastlink.h"
 #include "client/record.h"
 

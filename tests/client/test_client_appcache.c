@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/device.h"
 #include "client/appcache.h"
 #include "common/bytes.h"
 #include "common/hash.h"

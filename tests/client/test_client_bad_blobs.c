@@ -12,6 +12,7 @@
 #include <lmdb.h>
 
 #include "common/bytes.h"
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client_util.h"
 #include "common/blob.h"
