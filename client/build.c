@@ -758,7 +758,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   /* A library, wherever it came from, is recorded by its description, so
    * that pipelines linking it can be described. */
   if (vr == VK_SUCCESS && b->graphics && (b->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))
-    pcache__record_pipeline_library(d, desc, keys, *ret_pipeline);
+    pcache__record_pipeline_library(&d->core, desc, keys, *ret_pipeline);
   return vr;
 }
 

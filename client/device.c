@@ -168,7 +168,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     goto out_cache_lock;
   if (pthread_mutex_init(&d->owned.lock, NULL) != 0)
     goto out_tiers_lock;
-  if (pcache__owned_init(&d->owned) < 0)
+  if (pcache__owned_init(&d->owned, &d->core) < 0)
     goto out_owned_lock;
   if (pthread_mutex_init(&d->appcache.lock, NULL) != 0)
     goto out_owned;
@@ -264,7 +264,7 @@ out_cache_file_lock:
 out_app_cache_lock:
   pthread_mutex_destroy(&d->appcache.lock);
 out_owned:
-  pcache__owned_fini(d);
+  pcache__owned_fini(&d->owned);
 out_owned_lock:
   pthread_mutex_destroy(&d->owned.lock);
 out_tiers_lock:

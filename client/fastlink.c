@@ -366,7 +366,7 @@ void pcache__fastlink_end_frame(pcache_device *d) {
     done = j->next;
     /* Released meanwhile (or no memory to swap): nobody wants it in the
      * tiers; its data is in the device cache all the same. */
-    if (pcache__owned_swap(d, j->linked, j->optimized) == 0)
+    if (pcache__owned_swap(&d->owned, j->linked, j->optimized) == 0)
       count_swap(d, j, now, frame);
     else
       d->core.DestroyPipeline(d->core.vk_device, j->optimized, d->core.allocator);

@@ -99,7 +99,7 @@ VkResult pcache__fastlink_get_parts(pcache_device *d, pcache__table *table, cons
 
 void pcache__fastlink_free_library(uint64_t value, void *ctx) {
   pcache_device *d = ctx;
-  pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, value);
+  pcache__record_forget(&d->core, PCACHE_OBJ_PIPELINE_LIBRARY, value);
   d->core.DestroyPipeline(d->core.vk_device, pcache__pipeline_from_u64(value), d->core.allocator);
 }
 

@@ -59,7 +59,7 @@ static VkResult own(pcache_device *d, VkPipeline pipeline) {
     atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
     return VK_SUCCESS;
   }
-  vr = pcache__owned_add(d, pipeline);
+  vr = pcache__owned_add(&d->owned, pipeline);
   if (vr != VK_SUCCESS)
     d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
   return vr;
@@ -169,7 +169,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
     if (vr == VK_SUCCESS) {
-      pcache__owned_note(d, pipeline, &tier->table, k0, k1);
+      pcache__owned_note(&d->owned, pipeline, &tier->table, k0, k1);
       *ret_pipeline = pipeline;
     }
     break;
@@ -259,7 +259,7 @@ static VkResult tier_get(pcache_tier *tier, uint64_t draw_key, const pipeline_re
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
     if (vr == VK_SUCCESS) {
-      pcache__owned_note(d, pipeline, &tier->table, draw_key, 0);
+      pcache__owned_note(&d->owned, pipeline, &tier->table, draw_key, 0);
       *ret_pipeline = pipeline;
     }
     return vr;
@@ -299,7 +299,7 @@ void pcache__pipeline_end_frame(pcache_device *device) {
 void pcache__pipeline_release_all(pcache_device *device) {
   pcache__table_fini(&device->tiers.by_hash, free_tier, device);
   pcache__table_fini(&device->tiers.by_app, free_tier, device);
-  pcache__owned_fini(device);
+  pcache__owned_fini(&device->owned);
   pcache_vec_free(&device->tiers.list);
 }
 
@@ -387,9 +387,10 @@ PCACHE_API int pcache_release_pipeline(pcache_device *device, VkPipeline pipelin
   if (pipeline == VK_NULL_HANDLE)
     return 0;
   if (device->core.ownership == PCACHE_PIPELINES_SHARED)
-    return pcache__owned_release(device, pipeline);
+    return pcache__owned_release(&device->owned, pipeline);
   /* The app's own: exactly vkDestroyPipeline. */
-  pcache__record_forget(device, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
+  pcache__record_forget(&device->core, PCACHE_OBJ_PIPELINE_LIBRARY,
+                        pcache__pipeline_to_u64(pipeline));
   device->core.DestroyPipeline(device->core.vk_device, pipeline, device->core.allocator);
   atomic_fetch_add(&device->core.stats.released, 1);
   return 0;

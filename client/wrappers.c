@@ -18,7 +18,7 @@
     if (vr_ != VK_SUCCESS)                                                                         \
       return vr_;                                                                                  \
     if (!(device)->core.passthrough)                                                               \
-      record((device), (info), *(ret_handle));                                                     \
+      record(&(device)->core, (info), *(ret_handle));                                              \
     return VK_SUCCESS;                                                                             \
   } while (0)
 
@@ -27,7 +27,7 @@
   do {                                                                                             \
     if (!(device) || (handle) == VK_NULL_HANDLE)                                                   \
       return;                                                                                      \
-    pcache__record_forget((device), (type), PCACHE_HANDLE_U64(handle));                            \
+    pcache__record_forget(&(device)->core, (type), PCACHE_HANDLE_U64(handle));                     \
     (device)->core.Name((device)->core.vk_device, (handle), (allocator));                          \
   } while (0)
 
