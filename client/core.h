@@ -3,8 +3,8 @@
  * handles and identity, the client and logger, the merged device cache and
  * the counters. Each concern keeps its own state in a struct of its own
  * header (upload.h, prefetch.h, snapshot.h, ...) and takes this core
- * besides; device.h composes them. Concerns include this header, never
- * device.h, so that device.c can call them all without a loop. */
+ * besides; device.h composes them. A concern that includes this header
+ * rather than device.h can be called by device.c without a loop. */
 #ifndef PCACHE_CLIENT_CORE_H
 #define PCACHE_CLIENT_CORE_H
 

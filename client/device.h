@@ -1,8 +1,9 @@
 /* The device context (struct pcache_device): the common core (core.h)
  * and each concern's own state, declared in that concern's header, put
  * together; and its constructor (device.c), which creates and destroys
- * them. Only device.c and what stands above it (the public pipeline and
- * object calls, the loader, the layer) look inside. */
+ * them. A concern that takes only its own struct and the core (binary.c,
+ * record.c, owned.c) needs nothing of this header; the others still take
+ * the whole context and include it. */
 #ifndef PCACHE_CLIENT_DEVICE_H
 #define PCACHE_CLIENT_DEVICE_H
 
