@@ -2,7 +2,7 @@
  * every concern of the client may use, the Vulkan dispatch, the device's
  * handles and identity, the client and logger, the merged device cache and
  * the counters. Each concern keeps its own state in a struct of its own
- * header (upload.h, prefetch.h, snapshot.h, ...) and takes this core
+ * header (upload.h, snapshot.h, segment.h, ...) and takes this core
  * besides; device.h composes them. A concern that includes this header
  * rather than device.h can be called by device.c without a loop. */
 #ifndef PCACHE_CLIENT_CORE_H
