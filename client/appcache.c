@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/device.h"
 #include "client/appcache.h"
 #include "client/blobs.h"
 #include "common/alloc.h"
@@ -75,7 +76,7 @@ static int check_file(const pcache_device *d, const uint8_t *bytes, size_t size)
   if (pcache__le32(bytes + 8) != PCACHE__CACHE_FILE_VERSION ||
       pcache__le32(bytes + 12) != PCACHE__CACHE_FILE_HEADER)
     return PCACHE_ECACHE_FILE;
-  if (memcmp(bytes + 16, d->key.bytes, PCACHE_DEVKEY_SIZE) != 0)
+  if (memcmp(bytes + 16, d->core.key.bytes, PCACHE_DEVKEY_SIZE) != 0)
     return PCACHE_EWRONG_DEVICE;
   data_size = pcache__le64(bytes + 48);
   if (data_size != size - PCACHE__CACHE_FILE_HEADER)
@@ -83,14 +84,15 @@ static int check_file(const pcache_device *d, const uint8_t *bytes, size_t size)
   if (pcache__checksum64(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size) !=
       pcache__le64(bytes + 56))
     return PCACHE_ECHECKSUM;
-  return pcache__blob_check_header(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size, &d->key);
+  return pcache__blob_check_header(bytes + PCACHE__CACHE_FILE_HEADER, (size_t)data_size,
+                                   &d->core.key);
 }
 
 static void load_file(pcache_device *d) {
   uint8_t *bytes = NULL;
   size_t size = 0;
   Pcachepb__ReportReason reason;
-  int r = read_file(d->cache_path, &bytes, &size);
+  int r = read_file(d->appcache.path, &bytes, &size);
   if (r == -ENOENT) /* the first run */
     return;
   if (r == 0)
@@ -100,14 +102,14 @@ static void load_file(pcache_device *d) {
     size_t data_size = size - PCACHE__CACHE_FILE_HEADER;
     uint64_t sum = pcache__le64(bytes + 56);
     if (pcache__blob_merge(d, data, data_size, sum, &reason) == 0) {
-      atomic_store(&d->stats.cache_file_loaded, data_size);
-      d->cache_file_sum = sum;
-      d->cache_file_sum_known = 1;
+      atomic_store(&d->core.stats.cache_file_loaded, data_size);
+      d->appcache.file_sum = sum;
+      d->appcache.file_sum_known = 1;
     } else {
       r = PCACHE_EVULKAN;
     }
   }
-  d->cache_file_status = r;
+  d->appcache.file_status = r;
   pcache__free(bytes);
 }
 
@@ -115,11 +117,11 @@ void pcache__appcache_load(pcache_device *d, VkPipelineCache app_cache) {
   if (app_cache != VK_NULL_HANDLE) {
     /* A merge's sources need no synchronization: the app may go on using
      * its cache meanwhile. A refusal leaves the device cache as it was. */
-    pthread_rwlock_wrlock(&d->cache_lock);
-    (void)d->MergePipelineCaches(d->vk_device, d->cache, 1, &app_cache);
-    pthread_rwlock_unlock(&d->cache_lock);
+    pthread_rwlock_wrlock(&d->core.cache_lock);
+    (void)d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &app_cache);
+    pthread_rwlock_unlock(&d->core.cache_lock);
   }
-  if (d->cache_path)
+  if (d->appcache.path)
     load_file(d);
 }
 
@@ -128,19 +130,20 @@ void pcache__appcache_load(pcache_device *d, VkPipelineCache app_cache) {
  * again). 0 or -ENOMEM / -EIO. */
 static int cache_data(pcache_device *d, uint8_t **ret_data, size_t *ret_size) {
   int r = -EIO;
-  pthread_rwlock_rdlock(&d->cache_lock);
+  pthread_rwlock_rdlock(&d->core.cache_lock);
   for (int tries = 0; tries < 4; tries++) {
     size_t size = 0;
     uint8_t *data;
     VkResult vr;
-    if (d->GetPipelineCacheData(d->vk_device, d->cache, &size, NULL) != VK_SUCCESS)
+    if (d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size, NULL) != VK_SUCCESS)
       break;
     data = pcache__malloc(PCACHE__CACHE_FILE_HEADER + size + 1);
     if (!data) {
       r = -ENOMEM;
       break;
     }
-    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, data + PCACHE__CACHE_FILE_HEADER);
+    vr = d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size,
+                                      data + PCACHE__CACHE_FILE_HEADER);
     if (vr == VK_SUCCESS) {
       *ret_data = data;
       *ret_size = size;
@@ -151,7 +154,7 @@ static int cache_data(pcache_device *d, uint8_t **ret_data, size_t *ret_size) {
     if (vr != VK_INCOMPLETE)
       break;
   }
-  pthread_rwlock_unlock(&d->cache_lock);
+  pthread_rwlock_unlock(&d->core.cache_lock);
   return r;
 }
 
@@ -199,55 +202,55 @@ out_unlink:
 }
 
 int pcache__appcache_save(pcache_device *d) {
-  VkPipelineCache app_cache = atomic_load(&d->app_cache);
+  VkPipelineCache app_cache = atomic_load(&d->appcache.cache);
   uint8_t *file = NULL;
   size_t size = 0;
   uint64_t sum;
   int r;
-  if (!d->cache_path)
+  if (!d->appcache.path)
     return 0;
-  pthread_mutex_lock(&d->cache_file_lock);
+  pthread_mutex_lock(&d->appcache.file_lock);
   if (app_cache != VK_NULL_HANDLE) {
     /* What the app built itself joins the device cache (a source needs no
      * synchronization: the app may be creating with it right now). */
-    pthread_rwlock_wrlock(&d->cache_lock);
-    (void)d->MergePipelineCaches(d->vk_device, d->cache, 1, &app_cache);
-    pthread_rwlock_unlock(&d->cache_lock);
+    pthread_rwlock_wrlock(&d->core.cache_lock);
+    (void)d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &app_cache);
+    pthread_rwlock_unlock(&d->core.cache_lock);
   }
   r = cache_data(d, &file, &size);
   if (r < 0)
     goto out_unlock;
   sum = pcache__checksum64(file + PCACHE__CACHE_FILE_HEADER, size);
-  if (d->cache_file_sum_known && sum == d->cache_file_sum)
+  if (d->appcache.file_sum_known && sum == d->appcache.file_sum)
     goto out_free;
   memcpy(file, PCACHE__CACHE_FILE_MAGIC, 8);
   pcache__put_le32(file + 8, PCACHE__CACHE_FILE_VERSION);
   pcache__put_le32(file + 12, PCACHE__CACHE_FILE_HEADER);
-  memcpy(file + 16, d->key.bytes, PCACHE_DEVKEY_SIZE);
+  memcpy(file + 16, d->core.key.bytes, PCACHE_DEVKEY_SIZE);
   pcache__put_le64(file + 48, size);
   pcache__put_le64(file + 56, sum);
-  r = write_atomically(d->cache_path, file, PCACHE__CACHE_FILE_HEADER + size);
+  r = write_atomically(d->appcache.path, file, PCACHE__CACHE_FILE_HEADER + size);
   if (r == 0) {
-    d->cache_file_sum = sum;
-    d->cache_file_sum_known = 1;
-    atomic_fetch_add(&d->stats.cache_file_saved, 1);
+    d->appcache.file_sum = sum;
+    d->appcache.file_sum_known = 1;
+    atomic_fetch_add(&d->core.stats.cache_file_saved, 1);
   }
 out_free:
   pcache__free(file);
 out_unlock:
-  pthread_mutex_unlock(&d->cache_file_lock);
+  pthread_mutex_unlock(&d->appcache.file_lock);
   return r;
 }
 
 VkPipelineCache pcache__appcache_get(pcache_device *d) {
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  VkPipelineCache cache = atomic_load(&d->app_cache);
+  VkPipelineCache cache = atomic_load(&d->appcache.cache);
   uint8_t *data = NULL;
   size_t size = 0;
   if (cache != VK_NULL_HANDLE)
     return cache;
-  pthread_mutex_lock(&d->app_cache_lock);
-  cache = atomic_load(&d->app_cache);
+  pthread_mutex_lock(&d->appcache.lock);
+  cache = atomic_load(&d->appcache.cache);
   if (cache != VK_NULL_HANDLE)
     goto out_unlock;
   /* Seeded with what the device cache holds now; without the data, empty. */
@@ -255,18 +258,18 @@ VkPipelineCache pcache__appcache_get(pcache_device *d) {
     ci.initialDataSize = size;
     ci.pInitialData = data + PCACHE__CACHE_FILE_HEADER;
   }
-  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &cache) != VK_SUCCESS)
+  if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &cache) != VK_SUCCESS)
     cache = VK_NULL_HANDLE;
-  atomic_store(&d->app_cache, cache);
+  atomic_store(&d->appcache.cache, cache);
   pcache__free(data);
 out_unlock:
-  pthread_mutex_unlock(&d->app_cache_lock);
+  pthread_mutex_unlock(&d->appcache.lock);
   return cache;
 }
 
 void pcache__appcache_fini(pcache_device *d) {
-  VkPipelineCache cache = atomic_load(&d->app_cache);
+  VkPipelineCache cache = atomic_load(&d->appcache.cache);
   if (cache != VK_NULL_HANDLE)
-    d->DestroyPipelineCache(d->vk_device, cache, d->allocator);
-  pcache__free(d->cache_path);
+    d->core.DestroyPipelineCache(d->core.vk_device, cache, d->core.allocator);
+  pcache__free(d->appcache.path);
 }

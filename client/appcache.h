@@ -5,7 +5,22 @@
 #ifndef PCACHE_CLIENT_APPCACHE_H
 #define PCACHE_CLIENT_APPCACHE_H
 
-#include "client/device.h"
+#include "client/core.h"
+
+typedef struct pcache__appcache_state {
+  /* pcache_device_pipeline_cache's cache: made on the first call, never
+   * merged into by pcache. */
+  pthread_mutex_t lock;
+  _Atomic(VkPipelineCache) cache;
+  /* cache_path: the path (NULL: none), what loading it gave, and the
+   * checksum of the data last loaded or saved, so an unchanged cache is
+   * not written again. */
+  char *path;
+  int file_status;
+  int file_sum_known;
+  uint64_t file_sum;
+  pthread_mutex_t file_lock; /* one save at a time */
+} pcache__appcache_state;
 
 /* The file's header: magic, format version, header size, device key,
  * data size, XXH3-64 of the data; then the data, as

@@ -19,7 +19,7 @@
 #include "common/guarded_call.h"
 
 /* RADV encodes Mesa's version as VK_MAKE_VERSION(major, minor, patch). */
-static int radv_before_24_3(const pcache_device *d) {
+static int radv_before_24_3(const pcache__core *d) {
   uint32_t v = pcache__devkey_driver_version(&d->key);
   if (d->driver_id != VK_DRIVER_ID_MESA_RADV)
     return 0;
@@ -27,7 +27,7 @@ static int radv_before_24_3(const pcache_device *d) {
          (VK_API_VERSION_MAJOR(v) == 24 && VK_API_VERSION_MINOR(v) < 3);
 }
 
-void pcache__binary_setup(pcache_device *d, const pcache_device_info *info,
+void pcache__binary_setup(pcache__core *d, const pcache_device_info *info,
                           PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa) {
   const char *env = getenv("PCACHE_BINARIES");
   PFN_vkGetPipelineKeyKHR get_key;
@@ -77,7 +77,7 @@ void pcache__binary_setup(pcache_device *d, const pcache_device_info *info,
   d->binary = 1;
 }
 
-int pcache__binary_capture(pcache_device *d, VkPipeline pipeline,
+int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
                            const VkAllocationCallbacks *allocator, uint8_t **ret_blob,
                            size_t *ret_size) {
   VkPipelineBinaryCreateInfoKHR ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
@@ -144,7 +144,7 @@ out_binaries:
   return r;
 }
 
-VkResult pcache__binary_create(pcache_device *d, const pcache__binblob *b,
+VkResult pcache__binary_create(pcache__core *d, const pcache__binblob *b,
                                VkPipelineBinaryKHR *ret_handles) {
   VkPipelineBinaryKeyKHR keys[PCACHE_BINBLOB_MAX_BINARIES];
   VkPipelineBinaryDataKHR data[PCACHE_BINBLOB_MAX_BINARIES];
@@ -166,7 +166,7 @@ VkResult pcache__binary_create(pcache_device *d, const pcache__binblob *b,
   return d->CreatePipelineBinaries(d->vk_device, &ci, d->allocator, &hi);
 }
 
-void pcache__binary_destroy(pcache_device *d, const VkPipelineBinaryKHR *handles, uint32_t n) {
+void pcache__binary_destroy(pcache__core *d, const VkPipelineBinaryKHR *handles, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
     d->DestroyPipelineBinary(d->vk_device, handles[i], d->allocator);
 }

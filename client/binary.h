@@ -4,7 +4,7 @@
 #ifndef PCACHE_CLIENT_BINARY_H
 #define PCACHE_CLIENT_BINARY_H
 
-#include "client/device.h"
+#include "client/core.h"
 #include "common/binblob.h"
 
 /*
@@ -15,7 +15,7 @@
  * key was wrong, and the driver gives its global pipeline key. Otherwise d
  * stays in VkPipelineCache mode. After identify (device.c).
  */
-void pcache__binary_setup(pcache_device *d, const pcache_device_info *info,
+void pcache__binary_setup(pcache__core *d, const pcache_device_info *info,
                           PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa);
 
 /*
@@ -26,15 +26,15 @@ void pcache__binary_setup(pcache_device *d, const pcache_device_info *info,
  * 0, -ENOMEM, PCACHE_EVULKAN, or PCACHE_EBINARY (more binaries or larger
  * ones than a container holds).
  */
-int pcache__binary_capture(pcache_device *d, VkPipeline pipeline,
+int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
                            const VkAllocationCallbacks *allocator, uint8_t **ret_blob,
                            size_t *ret_size);
 
 /* Creates the binaries of a checked container (ret_handles holds
  * PCACHE_BINBLOB_MAX_BINARIES): the driver's VkResult. */
-VkResult pcache__binary_create(pcache_device *d, const pcache__binblob *b,
+VkResult pcache__binary_create(pcache__core *d, const pcache__binblob *b,
                                VkPipelineBinaryKHR *ret_handles);
 
-void pcache__binary_destroy(pcache_device *d, const VkPipelineBinaryKHR *handles, uint32_t n);
+void pcache__binary_destroy(pcache__core *d, const VkPipelineBinaryKHR *handles, uint32_t n);
 
 #endif

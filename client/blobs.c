@@ -4,6 +4,7 @@
  * device cache; refused ones are reported back to the daemon. */
 #include <errno.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/client.h"
 #include "client/reports.h"
@@ -18,15 +19,15 @@ int pcache__blob_load(pcache_device *device, const uint8_t *blob, size_t size, u
     *ret_reason = PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM;
     return -EINVAL;
   }
-  if (pcache__blob_check_header(blob, size, &device->key) != 0) {
+  if (pcache__blob_check_header(blob, size, &device->core.key) != 0) {
     *ret_reason = PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER;
     return -EINVAL;
   }
   /* Each blob is loaded alone, so one the driver refuses loses only itself. */
   ci.initialDataSize = size;
   ci.pInitialData = blob;
-  if (device->CreatePipelineCache(device->vk_device, &ci, device->allocator, ret_cache) !=
-      VK_SUCCESS) {
+  if (device->core.CreatePipelineCache(device->core.vk_device, &ci, device->core.allocator,
+                                       ret_cache) != VK_SUCCESS) {
     *ret_reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
     return -EINVAL;
   }
@@ -42,18 +43,19 @@ void pcache__blob_merge_loaded(pcache_device *device, const VkPipelineCache *cac
   VkResult vr;
   if (n == 0)
     return;
-  pthread_rwlock_wrlock(&device->cache_lock);
-  vr = device->MergePipelineCaches(device->vk_device, device->cache, (uint32_t)n, caches);
+  pthread_rwlock_wrlock(&device->core.cache_lock);
+  vr = device->core.MergePipelineCaches(device->core.vk_device, device->core.cache, (uint32_t)n,
+                                        caches);
   if (vr == VK_SUCCESS) {
     memset(ret_ok, 1, n);
   } else {
     for (size_t i = 0; i < n; i++)
-      ret_ok[i] = device->MergePipelineCaches(device->vk_device, device->cache, 1, &caches[i]) ==
-                  VK_SUCCESS;
+      ret_ok[i] = device->core.MergePipelineCaches(device->core.vk_device, device->core.cache, 1,
+                                                   &caches[i]) == VK_SUCCESS;
   }
-  pthread_rwlock_unlock(&device->cache_lock);
+  pthread_rwlock_unlock(&device->core.cache_lock);
   for (size_t i = 0; i < n; i++)
-    device->DestroyPipelineCache(device->vk_device, caches[i], device->allocator);
+    device->core.DestroyPipelineCache(device->core.vk_device, caches[i], device->core.allocator);
 }
 
 int pcache__blob_merge(pcache_device *device, const uint8_t *blob, size_t size, uint64_t checksum,
@@ -76,7 +78,7 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
   for (size_t i = 0; i < n_items; i++) {
     static const char site[] = "refused_blob";
     uint32_t why = (uint32_t)items[i]->reason;
-    pcache__log_limited(device->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+    pcache__log_limited(device->core.log, PCACHE_SEVERITY_WARNING, site, why, 0,
                         "a blob from pcached was refused (%s); the daemon is told to drop it and "
                         "its pipeline is compiled",
                         why == PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM ? "checksum mismatch"
@@ -85,6 +87,6 @@ void pcache__blob_report(pcache_device *device, const Pcachepb__ReportItem *cons
                             : "the driver refused it");
   }
   /* Sent by the upload thread (reports.h): never on the app's path. */
-  if (n_items > 0 && device->client)
+  if (n_items > 0 && device->core.client)
     pcache__refused_queue(device, items, n_items);
 }

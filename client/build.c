@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/binary.h"
 #include "client/blobs.h"
 #include "client/build.h"
@@ -78,13 +79,14 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
       prepend->pNext = (VkBaseOutStructure *)ci.pNext;
       ci.pNext = prepend;
     }
-    if (d->creation_feedback && !theirs) {
+    if (d->core.creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = ci.stageCount <= 8 ? ci.stageCount : 0;
       fb.pNext = ci.pNext;
       ci.pNext = &fb;
       result = &feedback;
     }
-    vr = d->CreateGraphicsPipelines(d->vk_device, cache, 1, &ci, b->allocator, ret_pipeline);
+    vr = d->core.CreateGraphicsPipelines(d->core.vk_device, cache, 1, &ci, b->allocator,
+                                         ret_pipeline);
   } else {
     VkComputePipelineCreateInfo ci = *b->compute;
     ci.flags |= extra_flags;
@@ -92,19 +94,20 @@ static VkResult create_pipeline(pcache_device *d, const pcache__build *b, VkPipe
       prepend->pNext = (VkBaseOutStructure *)ci.pNext;
       ci.pNext = prepend;
     }
-    if (d->creation_feedback && !theirs) {
+    if (d->core.creation_feedback && !theirs) {
       fb.pipelineStageCreationFeedbackCount = 1;
       fb.pNext = ci.pNext;
       ci.pNext = &fb;
       result = &feedback;
     }
-    vr = d->CreateComputePipelines(d->vk_device, cache, 1, &ci, b->allocator, ret_pipeline);
+    vr = d->core.CreateComputePipelines(d->core.vk_device, cache, 1, &ci, b->allocator,
+                                        ret_pipeline);
   }
-  if (theirs && d->creation_feedback)
+  if (theirs && d->core.creation_feedback)
     result = theirs->pPipelineCreationFeedback;
   if (vr == VK_SUCCESS && result && (result->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
       (result->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
-    atomic_fetch_add(&d->stats.driver_cache_hits, 1);
+    atomic_fetch_add(&d->core.stats.driver_cache_hits, 1);
   if (vr == VK_SUCCESS && *ret_pipeline == VK_NULL_HANDLE)
     vr = VK_ERROR_UNKNOWN;
   return vr;
@@ -121,9 +124,9 @@ static VkResult create_cached(pcache_device *d, const pcache__build *b, int in_a
     pthread_rwlock_unlock(b->app_cache_lock);
     return vr;
   }
-  pthread_rwlock_rdlock(&d->cache_lock);
-  vr = create_pipeline(d, b, d->cache, 0, NULL, ret_pipeline);
-  pthread_rwlock_unlock(&d->cache_lock);
+  pthread_rwlock_rdlock(&d->core.cache_lock);
+  vr = create_pipeline(d, b, d->core.cache, 0, NULL, ret_pipeline);
+  pthread_rwlock_unlock(&d->core.cache_lock);
   return vr;
 }
 
@@ -133,7 +136,7 @@ static int merge_into_app_cache(pcache_device *d, const pcache__build *b, VkPipe
   if (b->app_cache == VK_NULL_HANDLE)
     return 0;
   pthread_rwlock_wrlock(b->app_cache_lock);
-  vr = d->MergePipelineCaches(d->vk_device, b->app_cache, 1, &src);
+  vr = d->core.MergePipelineCaches(d->core.vk_device, b->app_cache, 1, &src);
   pthread_rwlock_unlock(b->app_cache_lock);
   if (vr == VK_SUCCESS && b->app_cache_got)
     *b->app_cache_got = 1;
@@ -150,16 +153,16 @@ static int get_blobs(pcache_device *d, ProtobufCBinaryData *hashes, size_t n,
                      pcache__reply *reply) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Get get = PCACHEPB__GET__INIT;
-  get.device_key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
+  get.device_key.data = (uint8_t *)pcache__device_wire_key(&d->core)->bytes;
   get.device_key.len = PCACHE_DEVKEY_SIZE;
   get.state_hashes = hashes;
   get.n_state_hashes = n;
   request.body_case = PCACHEPB__REQUEST__BODY_GET;
   request.get = &get;
-  if (!d->client)
+  if (!d->core.client)
     return -ENOTCONN;
-  return pcache__client_rpc(d->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_GET,
-                            d->client->timeout_ms, reply);
+  return pcache__client_rpc(d->core.client, PCACHE__LANE_APP, &request,
+                            PCACHEPB__RESPONSE__BODY_GET, d->core.client->timeout_ms, reply);
 }
 
 /* Tells the daemon one blob was refused, and counts it. */
@@ -167,7 +170,7 @@ static void report_refused(pcache_device *d, ProtobufCBinaryData hash,
                            Pcachepb__ReportReason reason) {
   Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
   const Pcachepb__ReportItem *items[1] = {&item};
-  atomic_fetch_add(&d->stats.rejected_blobs, 1);
+  atomic_fetch_add(&d->core.stats.rejected_blobs, 1);
   item.state_hash = hash;
   item.reason = reason;
   pcache__blob_report(d, items, 1);
@@ -180,7 +183,7 @@ static int fetch_from_daemon(pcache_device *d, const pcache__build *b,
   VkPipelineCache loaded;
   int merged = 0;
   /* Binary mode stores no VkPipelineCache data: nothing to merge. */
-  if (d->binary)
+  if (d->core.binary)
     return 0;
   /* The mapped segment first: no round trip, no copy. */
   if (pcache__segment_find(d, state_hash, &loaded)) {
@@ -253,10 +256,10 @@ static int binary_from_daemon(pcache_device *d, const pcache__build *b,
     bytes = pcache__reply_bytes(&reply, blob->blob, blob->blob_offset, blob->blob_size, &size);
     if (!bytes || pcache__checksum64(bytes, size) != blob->checksum) {
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM;
-    } else if (pcache__binblob_parse(bytes, size, &d->bin_key, &container) != 0) {
+    } else if (pcache__binblob_parse(bytes, size, &d->core.bin_key, &container) != 0) {
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER;
     } else {
-      VkResult vr = pcache__binary_create(d, &container, handles);
+      VkResult vr = pcache__binary_create(&d->core, &container, handles);
       if (vr == VK_SUCCESS) {
         VkPipelineBinaryInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
                                         .binaryCount = container.count,
@@ -264,7 +267,7 @@ static int binary_from_daemon(pcache_device *d, const pcache__build *b,
         vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, (VkBaseOutStructure *)&info, ret_pipeline);
       }
       /* A failed creation may have made some: destroying NULL is allowed. */
-      pcache__binary_destroy(d, handles, container.count);
+      pcache__binary_destroy(&d->core, handles, container.count);
       if (vr == VK_SUCCESS) {
         built = 1;
         break;
@@ -288,9 +291,9 @@ size_t pcache__build_fill_app_cache(pcache_device *d, VkPipelineCache app_cache,
   memset(ret_got, 0, n);
   /* Binary mode: the app cache receives what is compiled through it, and
    * no VkPipelineCache data is stored to fill it with. */
-  if (d->binary)
+  if (d->core.binary)
     return 0;
-  for (size_t start = 0; start < n && d->client; start += FILL_BATCH) {
+  for (size_t start = 0; start < n && d->core.client; start += FILL_BATCH) {
     size_t count = n - start < FILL_BATCH ? n - start : FILL_BATCH;
     pcache__reply reply = {0};
     for (size_t i = 0; i < count; i++)
@@ -321,9 +324,9 @@ size_t pcache__build_fill_app_cache(pcache_device *d, VkPipelineCache app_cache,
         continue;
       }
       pthread_rwlock_wrlock(lock);
-      vr = d->MergePipelineCaches(d->vk_device, app_cache, 1, &loaded);
+      vr = d->core.MergePipelineCaches(d->core.vk_device, app_cache, 1, &loaded);
       pthread_rwlock_unlock(lock);
-      d->DestroyPipelineCache(d->vk_device, loaded, d->allocator);
+      d->core.DestroyPipelineCache(d->core.vk_device, loaded, d->core.allocator);
       if (vr == VK_SUCCESS) {
         ret_got[start + i] = 1;
         received++;
@@ -371,12 +374,12 @@ size_t pcache__build_modules(pcache_device *d, const pcache__build *b,
                      ? b->graphics->stageCount
                      : 0;
     for (uint32_t i = 0; i < n && n_modules < PCACHE_DESC_MAX_MODULES; i++) {
-      pcache__module *m = pcache__objmap_module(d->objects, b->graphics->pStages[i].module);
+      pcache__module *m = pcache__objmap_module(d->core.objects, b->graphics->pStages[i].module);
       if (m)
         ret_modules[n_modules++] = m;
     }
   } else {
-    pcache__module *m = pcache__objmap_module(d->objects, b->compute->stage.module);
+    pcache__module *m = pcache__objmap_module(d->core.objects, b->compute->stage.module);
     if (m)
       ret_modules[n_modules++] = m;
   }
@@ -393,7 +396,7 @@ static void stage(pcache_device *d, const pcache__build *b, const pcache__desc_k
     return;
   u->staged = 1;
   u->n_modules = pcache__build_modules(d, b, u->modules);
-  atomic_fetch_add(&d->stats.staged, 1);
+  atomic_fetch_add(&d->core.stats.staged, 1);
   pcache__upload_enqueue(d, u);
 }
 
@@ -407,14 +410,14 @@ static const uint32_t stage_compile_vendors[] = {0x10de};
 
 void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
   const char *env = getenv("PCACHE_STAGE");
-  uint32_t vendor = pcache__devkey_vendor(&d->key);
-  d->stage_hits = d->stage_compiles = 0;
+  uint32_t vendor = pcache__devkey_vendor(&d->core.key);
+  d->build.stage_hits = d->build.stage_compiles = 0;
   /* Binary mode's keys are binary keys, which the replayer does not build. */
-  if (!d->client || d->binary || d->passthrough || !atomic_load(&d->client->stages) ||
-      (env && strcmp(env, "off") == 0))
+  if (!d->core.client || d->core.binary || d->core.passthrough ||
+      !atomic_load(&d->core.client->stages) || (env && strcmp(env, "off") == 0))
     return;
   if (env && strcmp(env, "all") == 0) {
-    d->stage_hits = d->stage_compiles = 1;
+    d->build.stage_hits = d->build.stage_compiles = 1;
     return;
   }
   /* A driver hit is described and staged only when asked: on the H200 the
@@ -422,23 +425,23 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
    * 1.85x (the layer) the plain run with it, against 0.99-1.09 without
    * (bench/RESULTS.md): at 14 us a pipeline, describing and queueing is
    * not free. */
-  d->stage_hits = env && strcmp(env, "learn") == 0 && store_had_nothing;
+  d->build.stage_hits = env && strcmp(env, "learn") == 0 && store_had_nothing;
   for (size_t i = 0; i < sizeof stage_compile_vendors / sizeof *stage_compile_vendors; i++)
     if (vendor == stage_compile_vendors[i])
-      d->stage_compiles = 1;
+      d->build.stage_compiles = 1;
 }
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
   uint64_t k0, k1;
-  if (!d->stage_hits || pcache__prefetch_known(d, &keys->state_hash))
+  if (!d->build.stage_hits || pcache__prefetch_known(d, &keys->state_hash))
     return 0;
   /* Once a process: the layer's driver hits bypass the built table, so it
    * is told here; a full table (out of memory) only stages it again. */
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  if (pcache__table_peek(&d->staged, k0, k1))
+  if (pcache__table_peek(&d->build.staged, k0, k1))
     return 0;
-  (void)pcache__table_insert(&d->staged, k0, k1, 1);
+  (void)pcache__table_insert(&d->build.staged, k0, k1, 1);
   stage(d, b, keys, desc, 0);
   return 1;
 }
@@ -446,18 +449,18 @@ int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcac
 void pcache__build_keep(pcache_device *d, VkPipelineCache fresh, const pcache__build_kept *k) {
   size_t size = 0, taken = 0;
   void *data = NULL;
-  if (d->GetPipelineCacheData(d->vk_device, fresh, &size, NULL) == VK_SUCCESS && size > 0 &&
-      (data = pcache__malloc(size)) != NULL &&
-      d->GetPipelineCacheData(d->vk_device, fresh, &size, data) == VK_SUCCESS) {
+  if (d->core.GetPipelineCacheData(d->core.vk_device, fresh, &size, NULL) == VK_SUCCESS &&
+      size > 0 && (data = pcache__malloc(size)) != NULL &&
+      d->core.GetPipelineCacheData(d->core.vk_device, fresh, &size, data) == VK_SUCCESS) {
     VkResult merged;
-    pthread_rwlock_wrlock(&d->cache_lock);
-    merged = d->MergePipelineCaches(d->vk_device, d->cache, 1, &fresh);
-    pthread_rwlock_unlock(&d->cache_lock);
+    pthread_rwlock_wrlock(&d->core.cache_lock);
+    merged = d->core.MergePipelineCaches(d->core.vk_device, d->core.cache, 1, &fresh);
+    pthread_rwlock_unlock(&d->core.cache_lock);
     if (merged == VK_SUCCESS)
       pcache__snapshot_hold(d, k->keys->state_hash.bytes, 1);
     /* In binary mode the daemon's key is the binary key: VkPipelineCache
      * data (a chain with its own create flags 2) stays in this process. */
-    if (d->client && !d->binary) {
+    if (d->core.client && !d->core.binary) {
       pcache__upload *u =
           upload_new(k->kind, k->keys, k->desc, k->desc_size, data, size, k->compile_ns);
       if (u) {
@@ -500,9 +503,10 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
   kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     return vr;
-  atomic_fetch_add(&d->stats.compiles, 1);
+  atomic_fetch_add(&d->core.stats.compiles, 1);
   *ret_pipeline = pipeline;
-  if (pcache__binary_capture(d, pipeline, b->allocator, &blob, &size) == 0 && d->client) {
+  if (pcache__binary_capture(&d->core, pipeline, b->allocator, &blob, &size) == 0 &&
+      d->core.client) {
     pcache__upload *u =
         upload_new(kept.kind, keys, kept.desc, kept.desc_size, blob, size, kept.compile_ns);
     if (u) {
@@ -534,7 +538,7 @@ static VkResult compile_staged(pcache_device *d, const pcache__build *b,
   }
   if (vr != VK_SUCCESS)
     return vr;
-  atomic_fetch_add(&d->stats.compiles, 1);
+  atomic_fetch_add(&d->core.stats.compiles, 1);
   stage(d, b, keys, desc, pcache__mono_ns() - start);
   return VK_SUCCESS;
 }
@@ -564,29 +568,29 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
     return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
   /* A chain with flags 2 of its own cannot carry the capture bit without
    * changing the app's struct: the VkPipelineCache path then, kept here. */
-  if (d->binary && !in_flags2)
+  if (d->core.binary && !in_flags2)
     return compile_binary(d, b, keys, desc, ret_pipeline);
-  if (d->stage_compiles) {
+  if (d->build.stage_compiles) {
     *ret_held = 0;
     return compile_staged(d, b, keys, desc, ret_pipeline);
   }
-  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
+  if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still build it, just without a blob to share */
   start = pcache__mono_ns();
   vr = create_pipeline(d, b, fresh, 0, NULL, &pipeline);
   kept.compile_ns = pcache__mono_ns() - start;
   if (vr != VK_SUCCESS)
     goto out_cache;
-  atomic_fetch_add(&d->stats.compiles, 1);
+  atomic_fetch_add(&d->core.stats.compiles, 1);
   *ret_pipeline = pipeline;
   if (fresh == VK_NULL_HANDLE)
     goto out_cache;
   (void)merge_into_app_cache(d, b, fresh);
-  kept.n_modules = d->client ? pcache__build_modules(d, b, kept.modules) : 0;
+  kept.n_modules = d->core.client ? pcache__build_modules(d, b, kept.modules) : 0;
   pcache__build_keep(d, fresh, &kept);
 out_cache:
   if (fresh != VK_NULL_HANDLE)
-    d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
+    d->core.DestroyPipelineCache(d->core.vk_device, fresh, d->core.allocator);
   return vr;
 }
 
@@ -598,7 +602,7 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
                                VkPipeline *ret_pipeline) {
   int in_flags2;
   VkResult vr;
-  if (!d->driver_first)
+  if (!d->core.driver_first)
     return -1;
   (void)pcache__pipeline_flags(b->graphics ? b->graphics->pNext : b->compute->pNext, 0, &in_flags2);
   if (in_flags2)
@@ -616,7 +620,7 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   }
   if (vr != VK_SUCCESS)
     return 0;
-  atomic_fetch_add(&d->stats.driver_hits, 1);
+  atomic_fetch_add(&d->core.stats.driver_hits, 1);
   return 1;
 }
 
@@ -642,19 +646,19 @@ static VkResult create_held(pcache_device *d, const pcache__build *b, const pcac
 int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
                               const pcache__desc_keys *keys, int *ret_in_app_cache) {
   *ret_in_app_cache = 0;
-  if (!d->client)
+  if (!d->core.client)
     return 0;
   /* Without a prefetch, the first miss the snapshot covers loads it. */
   pcache__segment_snapshot_on_miss(d, &keys->state_hash);
   if (pcache__prefetch_known(d, &keys->state_hash)) {
-    atomic_fetch_add(&d->stats.daemon_hits, 1);
+    atomic_fetch_add(&d->core.stats.daemon_hits, 1);
     /* The daemon sent it unasked: tell it this one was used (once: the
      * built table sends later builds to create_held directly). */
     pcache__upload_used(d, &keys->state_hash);
     return PCACHE__DAEMON_PREFETCHED;
   }
   if (fetch_from_daemon(d, b, &keys->state_hash, 1, ret_in_app_cache)) {
-    atomic_fetch_add(&d->stats.daemon_hits, 1);
+    atomic_fetch_add(&d->core.stats.daemon_hits, 1);
     return PCACHE__DAEMON_FETCHED;
   }
   return 0;
@@ -665,7 +669,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
                             pcache__build_source *ret_source, int *ret_held) {
   int in_app_cache;
   *ret_held = 1;
-  atomic_fetch_add(&d->stats.misses, 1);
+  atomic_fetch_add(&d->core.stats.misses, 1);
   /* Prefetched or not, the driver first: on NVIDIA a pipeline created
    * from the device cache, where the prefetch merged its blob, cost 0.058
    * ms on the light set against 0.014 for the driver's disk-cache hit
@@ -675,15 +679,15 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     *ret_held = 0;
     /* The daemon sent it: it is in use, whoever served it (its entry's
      * place in the LRU). */
-    if (d->client && pcache__prefetch_known(d, &keys->state_hash))
+    if (d->core.client && pcache__prefetch_known(d, &keys->state_hash))
       pcache__upload_used(d, &keys->state_hash);
     else
       (void)pcache__build_stage_hit(d, b, keys, desc);
     return VK_SUCCESS;
   }
-  if (d->binary) {
-    if (d->client && binary_from_daemon(d, b, &keys->state_hash, ret_pipeline)) {
-      atomic_fetch_add(&d->stats.daemon_hits, 1);
+  if (d->core.binary) {
+    if (d->core.client && binary_from_daemon(d, b, &keys->state_hash, ret_pipeline)) {
+      atomic_fetch_add(&d->core.stats.daemon_hits, 1);
       *ret_source = PCACHE__BUILT_DAEMON;
       return VK_SUCCESS;
     }
@@ -716,13 +720,13 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   int held;
   VkResult vr;
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  switch (pcache__table_acquire(&d->built, k0, k1, &v, &claim)) {
+  switch (pcache__table_acquire(&d->build.built, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_source = PCACHE__BUILT_LOCAL;
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
      * does not hold it: the driver is asked again (and compiles only if it
      * has since lost it). */
-    if (v != BUILT_BY_DRIVER && !d->binary) {
+    if (v != BUILT_BY_DRIVER && !d->core.binary) {
       vr = create_held(d, b, keys, ret_pipeline);
     } else if (pcache__build_driver_first(d, b, ret_pipeline) == 1) {
       vr = VK_SUCCESS;
@@ -739,7 +743,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     /* A failure is not remembered: the next caller tries again. */
-    pcache__table_complete(&d->built, claim,
+    pcache__table_complete(&d->build.built, claim,
                            vr != VK_SUCCESS ? 0
                            : held           ? BUILT_IN_CACHE
                                             : BUILT_BY_DRIVER,
@@ -759,14 +763,14 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   /* A library, wherever it came from, is recorded by its description, so
    * that pipelines linking it can be described. */
   if (vr == VK_SUCCESS && b->graphics && (b->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))
-    pcache__record_pipeline_library(d, desc, keys, *ret_pipeline);
+    pcache__record_pipeline_library(&d->core, desc, keys, *ret_pipeline);
   return vr;
 }
 
 VkResult pcache__build_unhashable(pcache_device *d, const pcache__build *b,
                                   VkPipeline *ret_pipeline) {
-  atomic_fetch_add(&d->stats.misses, 1);
-  atomic_fetch_add(&d->stats.unhashable, 1);
+  atomic_fetch_add(&d->core.stats.misses, 1);
+  atomic_fetch_add(&d->core.stats.unhashable, 1);
   /* The app cache's read side even here: another thread may be merging an
    * entry into it, which the app cannot know to synchronize with. */
   return create_cached(d, b, b->app_cache != VK_NULL_HANDLE, ret_pipeline);
@@ -774,13 +778,13 @@ VkResult pcache__build_unhashable(pcache_device *d, const pcache__build *b,
 
 int pcache__build_describe(pcache_device *d, const pcache__build *b, pcache__desc_buf *buf,
                            pcache__desc_keys *ret_keys) {
-  void *token = pcache__objmap_read_begin(d->objects);
-  int r = b->graphics ? pcache__desc_graphics(b->graphics, &d->lookup, buf, ret_keys)
-                      : pcache__desc_compute(b->compute, &d->lookup, buf, ret_keys);
+  void *token = pcache__objmap_read_begin(d->core.objects);
+  int r = b->graphics ? pcache__desc_graphics(b->graphics, &d->core.lookup, buf, ret_keys)
+                      : pcache__desc_compute(b->compute, &d->core.lookup, buf, ret_keys);
   pcache__objmap_read_end(token);
   /* The one place libpcache and the layer both learn why: said here, once
    * for both (the layer also counts it in its report). */
   if (r == PCACHE_EUNHASHABLE)
-    pcache__log_unhashable(d->log, buf);
+    pcache__log_unhashable(d->core.log, buf);
   return r;
 }

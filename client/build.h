@@ -8,7 +8,21 @@
 
 #include <pthread.h>
 
-#include "client/device.h"
+#include "client/core.h"
+
+/* What building keeps between pipelines. */
+typedef struct pcache__build_state {
+  /* State hashes built in this process (value 1), whose pipelines the
+   * device cache therefore holds; a build in flight is a claim others
+   * wait on. */
+  pcache__table built;
+  /* Staging ("Staging" below), set once the daemon answered at creation:
+   * stage_hits, a driver hit's description goes up as a staged build;
+   * stage_compiles, a true miss is compiled as the program would and
+   * staged. staged: state hashes staged here (value 1), each once. */
+  int stage_hits, stage_compiles;
+  pcache__table staged;
+} pcache__build_state;
 
 /* One pipeline to build. */
 typedef struct pcache__build {
@@ -72,7 +86,7 @@ int pcache__build_driver_first(pcache_device *device, const pcache__build *build
  * - with $PCACHE_STAGE=all, every driver hit not prefetched and every miss,
  *   on any driver; "off" stages nothing.
  *
- * pcache__build_stage_policy - sets device->stage_hits and stage_compiles
+ * pcache__build_stage_policy - sets device->build.stage_hits and stage_compiles
  * once the creation's prefetch is done; store_had_nothing: the daemon
  * answered and had nothing of this (device, app).
  *

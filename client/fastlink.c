@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/fastlink.h"
 #include "client/fastlink_parts.h"
 #include "client/owned.h"
@@ -68,7 +69,7 @@ static pcache__fastlink_job *job_new(pcache_device *d, const pcache__build *b,
   j->keys = *keys;
   j->kept = (pcache__build_kept){
       .kind = b->kind, .keys = &j->keys, .desc = copy, .desc_size = desc->size};
-  if (d->client) /* the code travels with the upload */
+  if (d->core.client) /* the code travels with the upload */
     j->kept.n_modules = pcache__build_modules(d, b, j->kept.modules);
   return j;
 }
@@ -109,13 +110,13 @@ static void *worker(void *arg) {
     vr = pcache__fastlink_optimize(d, j->libraries, j->layout, &j->kept, &j->optimized);
     if (vr == VK_SUCCESS) {
       uint64_t k0, k1;
-      atomic_fetch_add(&d->stats.optimized, 1);
+      atomic_fetch_add(&d->core.stats.optimized, 1);
       /* The device cache holds it now: later misses link it from there. */
       pcache__hash_keys(j->keys.state_hash.bytes, &k0, &k1);
-      (void)pcache__table_insert(&d->built, k0, k1, 1);
-      if (d->ownership == PCACHE_PIPELINES_APP) {
+      (void)pcache__table_insert(&d->build.built, k0, k1, 1);
+      if (d->core.ownership == PCACHE_PIPELINES_APP) {
         /* The app's handles are its own: nothing to swap. */
-        d->DestroyPipeline(d->vk_device, j->optimized, d->allocator);
+        d->core.DestroyPipeline(d->core.vk_device, j->optimized, d->core.allocator);
         j->optimized = VK_NULL_HANDLE;
       }
     } else {
@@ -142,9 +143,9 @@ static void *worker(void *arg) {
  * Vulkan 1.1 queries, so an older instance gets none). */
 static int supported(pcache_device *d, uint32_t mode, PFN_vkGetInstanceProcAddr gipa) {
   PFN_vkGetPhysicalDeviceFeatures2 features2 =
-      (PFN_vkGetPhysicalDeviceFeatures2)gipa(d->instance, "vkGetPhysicalDeviceFeatures2");
+      (PFN_vkGetPhysicalDeviceFeatures2)gipa(d->core.instance, "vkGetPhysicalDeviceFeatures2");
   PFN_vkGetPhysicalDeviceProperties2 props2 =
-      (PFN_vkGetPhysicalDeviceProperties2)gipa(d->instance, "vkGetPhysicalDeviceProperties2");
+      (PFN_vkGetPhysicalDeviceProperties2)gipa(d->core.instance, "vkGetPhysicalDeviceProperties2");
   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl_features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
   VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
@@ -153,10 +154,10 @@ static int supported(pcache_device *d, uint32_t mode, PFN_vkGetInstanceProcAddr 
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_PROPERTIES_EXT};
   VkPhysicalDeviceProperties2 p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                    .pNext = &gpl_props};
-  if (d->instance_api_version < VK_API_VERSION_1_1 || !features2 || !props2)
+  if (d->core.instance_api_version < VK_API_VERSION_1_1 || !features2 || !props2)
     return 0;
-  features2(d->physical_device, &f);
-  props2(d->physical_device, &p);
+  features2(d->core.physical_device, &f);
+  props2(d->core.physical_device, &p);
   return gpl_features.graphicsPipelineLibrary &&
          (mode != PCACHE_FAST_LINK_THEN_OPTIMIZE || gpl_props.graphicsPipelineLibraryFastLinking);
 }
@@ -165,10 +166,10 @@ void pcache__fastlink_start(pcache_device *d, const pcache_device_info *info,
                             PFN_vkGetInstanceProcAddr gipa) {
   pcache__fastlink *fl;
   size_t want;
-  if (info->fast_link == PCACHE_FAST_LINK_NEVER || d->passthrough)
+  if (info->fast_link == PCACHE_FAST_LINK_NEVER || d->core.passthrough)
     return;
   if (!supported(d, info->fast_link, gipa)) {
-    pcache__log(d->log, PCACHE_SEVERITY_INFO,
+    pcache__log(d->core.log, PCACHE_SEVERITY_INFO,
                 "fast_link: the device lacks graphicsPipelineLibrary%s (or the instance is "
                 "below Vulkan 1.1): misses compile in the caller's thread",
                 info->fast_link == PCACHE_FAST_LINK_THEN_OPTIMIZE ? " with fast linking" : "");
@@ -210,7 +211,7 @@ out_parts:
 out_free:
   pcache__free(fl);
 out_nomem:
-  pcache__log(d->log, PCACHE_SEVERITY_WARNING,
+  pcache__log(d->core.log, PCACHE_SEVERITY_WARNING,
               "fast_link: out of memory or threads: misses compile in the caller's thread");
 }
 
@@ -259,26 +260,26 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
     goto out;
 
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  r = pcache__table_acquire(&d->built, k0, k1, &v, &claim);
+  r = pcache__table_acquire(&d->build.built, k0, k1, &v, &claim);
   if (r == PCACHE__TABLE_FOUND) {
     /* The device cache holds the optimized pipeline: built here before. */
     vr = pcache__fastlink_link(d, libraries, b->graphics->layout,
-                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->cache,
+                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->core.cache,
                                ret_pipeline);
     goto out;
   }
   if (r != PCACHE__TABLE_CLAIMED)
     claim = NULL; /* a failed build we waited for, or no memory: no claim */
-  atomic_fetch_add(&d->stats.misses, 1);
+  atomic_fetch_add(&d->core.stats.misses, 1);
   if (pcache__build_from_daemon(d, b, keys, &in_app_cache)) {
     vr = pcache__fastlink_link(d, libraries, b->graphics->layout,
-                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->cache,
+                               VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, d->core.cache,
                                ret_pipeline);
     kept_here = 1;
   } else if (fl->mode == PCACHE_FAST_LINK_WAIT) {
     pcache__build_kept kept = {
         .kind = b->kind, .keys = keys, .desc = desc->data, .desc_size = desc->size};
-    if (d->client)
+    if (d->core.client)
       kept.n_modules = pcache__build_modules(d, b, kept.modules);
     vr = pcache__fastlink_optimize(d, libraries, b->graphics->layout, &kept, ret_pipeline);
     kept_here = 1;
@@ -286,9 +287,9 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
     /* No link-time optimization, no cache: the link is the fast part. */
     vr = pcache__fastlink_link(d, libraries, b->graphics->layout, 0, VK_NULL_HANDLE, ret_pipeline);
     if (vr == VK_SUCCESS) {
-      atomic_fetch_add(&d->stats.fast_links, 1);
+      atomic_fetch_add(&d->core.stats.fast_links, 1);
       if (found == PCACHE__FASTLINK_PARTS)
-        atomic_fetch_add(&d->stats.links_only, 1);
+        atomic_fetch_add(&d->core.stats.links_only, 1);
       *ret_job = job_new(d, b, libraries, keys, desc);
       if (*ret_job)
         (*ret_job)->linked_ns = pcache__mono_ns();
@@ -296,7 +297,7 @@ VkResult pcache__fastlink_build(pcache_device *d, const pcache__build *b,
   }
   /* Fast-linked, the state is not built until its job says so. */
   if (claim)
-    pcache__table_complete(&d->built, claim, vr == VK_SUCCESS && kept_here ? 1 : 0, (int)vr);
+    pcache__table_complete(&d->build.built, claim, vr == VK_SUCCESS && kept_here ? 1 : 0, (int)vr);
 out:
   for (uint32_t i = 0; i < described; i++)
     pcache__desc_buf_release(&parts[i].desc);
@@ -312,7 +313,7 @@ VkResult pcache__fastlink_prepare(pcache_device *d, const pcache__build *b) {
   for (uint32_t i = 0; i < described; i++)
     pcache__desc_buf_release(&parts[i].desc);
   if (vr == VK_SUCCESS)
-    atomic_fetch_add(&d->stats.prepared, 1);
+    atomic_fetch_add(&d->core.stats.prepared, 1);
   return vr;
 }
 
@@ -338,12 +339,12 @@ void pcache__fastlink_submit(pcache_device *d, pcache__fastlink_job *j, VkPipeli
 static void count_swap(pcache_device *d, const pcache__fastlink_job *j, uint64_t now,
                        uint64_t frame) {
   uint64_t ns = now - j->linked_ns;
-  atomic_fetch_add(&d->stats.swaps, 1);
-  atomic_fetch_add(&d->stats.swap_ns_total, ns);
-  atomic_fetch_add(&d->stats.swap_frames_total, frame - j->linked_frame);
+  atomic_fetch_add(&d->core.stats.swaps, 1);
+  atomic_fetch_add(&d->core.stats.swap_ns_total, ns);
+  atomic_fetch_add(&d->core.stats.swap_frames_total, frame - j->linked_frame);
   /* Only end_frame writes it, from one thread at a time. */
-  if (ns > atomic_load(&d->stats.swap_ns_max))
-    atomic_store(&d->stats.swap_ns_max, ns);
+  if (ns > atomic_load(&d->core.stats.swap_ns_max))
+    atomic_store(&d->core.stats.swap_ns_max, ns);
 }
 
 void pcache__fastlink_end_frame(pcache_device *d) {
@@ -365,10 +366,10 @@ void pcache__fastlink_end_frame(pcache_device *d) {
     done = j->next;
     /* Released meanwhile (or no memory to swap): nobody wants it in the
      * tiers; its data is in the device cache all the same. */
-    if (pcache__owned_swap(d, j->linked, j->optimized) == 0)
+    if (pcache__owned_swap(&d->owned, j->linked, j->optimized) == 0)
       count_swap(d, j, now, frame);
     else
-      d->DestroyPipeline(d->vk_device, j->optimized, d->allocator);
+      d->core.DestroyPipeline(d->core.vk_device, j->optimized, d->core.allocator);
     job_free(j);
   }
 }
@@ -423,7 +424,7 @@ static void free_jobs(pcache_device *d, pcache__fastlink_job *j) {
   while (j) {
     pcache__fastlink_job *next = j->next;
     if (j->optimized != VK_NULL_HANDLE)
-      d->DestroyPipeline(d->vk_device, j->optimized, d->allocator);
+      d->core.DestroyPipeline(d->core.vk_device, j->optimized, d->core.allocator);
     job_free(j);
     j = next;
   }

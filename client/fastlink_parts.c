@@ -4,6 +4,7 @@
  * Its own file, under fastlink.c (the pool of optimizing threads, the
  * frames' budget and the swaps): what is here runs on whichever thread
  * calls it and knows nothing of jobs or frames. */
+#include "client/device.h"
 #include "client/fastlink_parts.h"
 
 #include "client/record.h"
@@ -39,7 +40,7 @@ static void part_info_make(pcache_device *d, const VkGraphicsPipelineCreateInfo 
   }
   p->build = (pcache__build){.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS,
                              .graphics = &p->ci,
-                             .allocator = d->allocator};
+                             .allocator = d->core.allocator};
   pcache__desc_buf_init(&p->desc);
 }
 
@@ -65,7 +66,7 @@ static VkResult get_part(pcache_device *d, pcache__table *table, pcache__fastlin
     pcache__table_complete(table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(*ret_library) : 0, (int)vr);
     if (vr == VK_SUCCESS)
-      atomic_fetch_add(&d->stats.parts_made, 1);
+      atomic_fetch_add(&d->core.stats.parts_made, 1);
     return vr;
   case PCACHE__TABLE_FAILED:
     return (VkResult)(int64_t)v; /* the driver refused this part just now */
@@ -98,8 +99,8 @@ VkResult pcache__fastlink_get_parts(pcache_device *d, pcache__table *table, cons
 
 void pcache__fastlink_free_library(uint64_t value, void *ctx) {
   pcache_device *d = ctx;
-  pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, value);
-  d->DestroyPipeline(d->vk_device, pcache__pipeline_from_u64(value), d->allocator);
+  pcache__record_forget(&d->core, PCACHE_OBJ_PIPELINE_LIBRARY, value);
+  d->core.DestroyPipeline(d->core.vk_device, pcache__pipeline_from_u64(value), d->core.allocator);
 }
 
 VkResult pcache__fastlink_link(pcache_device *d, const VkPipeline libraries[PCACHE__FASTLINK_PARTS],
@@ -114,11 +115,12 @@ VkResult pcache__fastlink_link(pcache_device *d, const VkPipeline libraries[PCAC
                                      .layout = layout,
                                      .basePipelineIndex = -1};
   VkResult vr;
-  if (cache == d->cache)
-    pthread_rwlock_rdlock(&d->cache_lock);
-  vr = d->CreateGraphicsPipelines(d->vk_device, cache, 1, &ci, d->allocator, ret_pipeline);
-  if (cache == d->cache)
-    pthread_rwlock_unlock(&d->cache_lock);
+  if (cache == d->core.cache)
+    pthread_rwlock_rdlock(&d->core.cache_lock);
+  vr = d->core.CreateGraphicsPipelines(d->core.vk_device, cache, 1, &ci, d->core.allocator,
+                                       ret_pipeline);
+  if (cache == d->core.cache)
+    pthread_rwlock_unlock(&d->core.cache_lock);
   if (vr == VK_SUCCESS && *ret_pipeline == VK_NULL_HANDLE)
     vr = VK_ERROR_UNKNOWN;
   return vr;
@@ -132,14 +134,14 @@ VkResult pcache__fastlink_optimize(pcache_device *d,
   VkPipelineCache fresh;
   uint64_t start;
   VkResult vr;
-  if (d->CreatePipelineCache(d->vk_device, &ci, d->allocator, &fresh) != VK_SUCCESS)
+  if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &fresh) != VK_SUCCESS)
     fresh = VK_NULL_HANDLE; /* still built, just without a blob to share */
   start = pcache__mono_ns();
   vr = pcache__fastlink_link(
       d, libraries, layout, VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT, fresh, ret_pipeline);
   kept->compile_ns = pcache__mono_ns() - start;
   if (vr == VK_SUCCESS) {
-    atomic_fetch_add(&d->stats.compiles, 1);
+    atomic_fetch_add(&d->core.stats.compiles, 1);
     if (fresh != VK_NULL_HANDLE) {
       pcache__build_keep(d, fresh, kept);
       kept->n_modules = 0;
@@ -149,6 +151,6 @@ VkResult pcache__fastlink_optimize(pcache_device *d,
     pcache__module_unref(kept->modules[i]);
   kept->n_modules = 0;
   if (fresh != VK_NULL_HANDLE)
-    d->DestroyPipelineCache(d->vk_device, fresh, d->allocator);
+    d->core.DestroyPipelineCache(d->core.vk_device, fresh, d->core.allocator);
   return vr;
 }

@@ -25,7 +25,8 @@ static size_t bucket_of(const pcache__owned *o, VkPipeline p) {
   return (size_t)(x >> 32) & (o->n_buckets - 1);
 }
 
-int pcache__owned_init(pcache__owned *o) {
+int pcache__owned_init(pcache__owned *o, pcache__core *core) {
+  o->core = core;
   o->n_buckets = 64;
   o->count = 0;
   o->buckets = pcache__calloc(o->n_buckets, sizeof *o->buckets);
@@ -65,17 +66,17 @@ static void forget_refs(pcache__owned_entry *e) {
   e->n_refs = 0;
 }
 
-VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
-  pcache__owned *o = &d->owned;
+VkResult pcache__owned_add(pcache__owned *own, VkPipeline pipeline) {
+  pcache__owned *o = own;
   pcache__owned_entry **pp, *e;
   VkResult vr = VK_SUCCESS;
-  pthread_mutex_lock(&d->owned_lock);
+  pthread_mutex_lock(&own->lock);
   pp = find(o, pipeline);
   if (*pp) {
     /* The table entries name a pipeline of other state that no longer
      * exists: keeping them would hand this one out for that state. */
     forget_refs(*pp);
-    atomic_fetch_add(&d->stats.reused_handles, 1);
+    atomic_fetch_add(&own->core->stats.reused_handles, 1);
     goto out_count;
   }
   e = pcache__calloc(1, sizeof *e);
@@ -88,19 +89,19 @@ VkResult pcache__owned_add(pcache_device *d, VkPipeline pipeline) {
   *pp = e;
   if (++o->count > o->n_buckets)
     grow(o);
-  atomic_fetch_add(&d->stats.pipelines, 1);
+  atomic_fetch_add(&own->core->stats.pipelines, 1);
 out_count:
-  atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+  atomic_fetch_add(&own->core->stats.pipelines_this_frame, 1);
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&own->lock);
   return vr;
 }
 
-void pcache__owned_note(pcache_device *d, VkPipeline pipeline, pcache__table *table, uint64_t k0,
+void pcache__owned_note(pcache__owned *own, VkPipeline pipeline, pcache__table *table, uint64_t k0,
                         uint64_t k1) {
   pcache__owned_entry *e;
-  pthread_mutex_lock(&d->owned_lock);
-  e = *find(&d->owned, pipeline);
+  pthread_mutex_lock(&own->lock);
+  e = *find(own, pipeline);
   if (!e)
     goto out_unlock;
   if (e->n_refs == e->cap_refs) {
@@ -115,23 +116,23 @@ void pcache__owned_note(pcache_device *d, VkPipeline pipeline, pcache__table *ta
   }
   e->refs[e->n_refs++] = (owned_ref){.table = table, .k0 = k0, .k1 = k1};
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&own->lock);
 }
 
-int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new_pipeline) {
+int pcache__owned_swap(pcache__owned *own, VkPipeline old_pipeline, VkPipeline new_pipeline) {
   pcache__owned_entry *old, **pp, *e;
   int r = 0;
-  pthread_mutex_lock(&d->owned_lock);
-  old = *find(&d->owned, old_pipeline);
+  pthread_mutex_lock(&own->lock);
+  old = *find(own, old_pipeline);
   if (!old) {
     r = PCACHE_ENOT_FOUND;
     goto out_unlock;
   }
-  pp = find(&d->owned, new_pipeline);
+  pp = find(own, new_pipeline);
   if (*pp) {
     /* A handle the app destroyed itself and the driver gave out again. */
     forget_refs(*pp);
-    atomic_fetch_add(&d->stats.reused_handles, 1);
+    atomic_fetch_add(&own->core->stats.reused_handles, 1);
     e = *pp;
     pcache__free(e->refs);
   } else {
@@ -143,9 +144,9 @@ int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new
     e->pipeline = new_pipeline;
     e->next = *pp;
     *pp = e;
-    if (++d->owned.count > d->owned.n_buckets)
-      grow(&d->owned);
-    atomic_fetch_add(&d->stats.pipelines, 1);
+    if (++own->count > own->n_buckets)
+      grow(own);
+    atomic_fetch_add(&own->core->stats.pipelines, 1);
   }
   /* The keys move with their entries: a key whose entry is gone (its
    * pipeline released) matches nothing at a later release either. */
@@ -159,40 +160,40 @@ int pcache__owned_swap(pcache_device *d, VkPipeline old_pipeline, VkPipeline new
   old->refs = NULL;
   old->n_refs = old->cap_refs = 0;
 out_unlock:
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&own->lock);
   return r;
 }
 
-int pcache__owned_release(pcache_device *d, VkPipeline pipeline) {
+int pcache__owned_release(pcache__owned *own, VkPipeline pipeline) {
   pcache__owned_entry **pp, *e;
-  pthread_mutex_lock(&d->owned_lock);
-  pp = find(&d->owned, pipeline);
+  pthread_mutex_lock(&own->lock);
+  pp = find(own, pipeline);
   e = *pp;
   if (e) {
     *pp = e->next;
-    d->owned.count--;
+    own->count--;
     forget_refs(e);
   }
-  pthread_mutex_unlock(&d->owned_lock);
+  pthread_mutex_unlock(&own->lock);
   if (!e)
     return PCACHE_ENOT_FOUND;
   /* A library is known by its handle to describe pipelines linking it. */
-  pcache__record_forget(d, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
-  d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
-  atomic_fetch_sub(&d->stats.pipelines, 1);
-  atomic_fetch_add(&d->stats.released, 1);
+  pcache__record_forget(own->core, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
+  own->core->DestroyPipeline(own->core->vk_device, pipeline, own->core->allocator);
+  atomic_fetch_sub(&own->core->stats.pipelines, 1);
+  atomic_fetch_add(&own->core->stats.released, 1);
   pcache__free(e->refs);
   pcache__free(e);
   return 0;
 }
 
-void pcache__owned_fini(pcache_device *d) {
-  pcache__owned *o = &d->owned;
+void pcache__owned_fini(pcache__owned *own) {
+  pcache__owned *o = own;
   for (size_t b = 0; o->buckets && b < o->n_buckets; b++)
     while (o->buckets[b]) {
       pcache__owned_entry *e = o->buckets[b];
       o->buckets[b] = e->next;
-      d->DestroyPipeline(d->vk_device, e->pipeline, d->allocator);
+      own->core->DestroyPipeline(own->core->vk_device, e->pipeline, own->core->allocator);
       pcache__free(e->refs);
       pcache__free(e);
     }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "client/device.h"
 #include "client/build.h"
 #include "client/fastlink.h"
 #include "client/owned.h"
@@ -21,10 +22,10 @@ typedef struct pipeline_request {
 } pipeline_request;
 
 static void add_tier(pcache_device *device, pcache_tier *tier) {
-  pthread_mutex_lock(&device->tiers_lock);
+  pthread_mutex_lock(&device->tiers.lock);
   /* Out of memory: this tier just never gets published, lookups lock. */
-  (void)pcache_vec_push(&device->tiers, tier);
-  pthread_mutex_unlock(&device->tiers_lock);
+  (void)pcache_vec_push(&device->tiers.list, tier);
+  pthread_mutex_unlock(&device->tiers.lock);
 }
 
 static pcache_tier *tier_new(pcache_device *device) {
@@ -54,13 +55,13 @@ static void free_tier(uint64_t value, void *ctx) {
  * none, without memory to track it), else the app's as it is. */
 static VkResult own(pcache_device *d, VkPipeline pipeline) {
   VkResult vr;
-  if (d->ownership == PCACHE_PIPELINES_APP) {
-    atomic_fetch_add(&d->stats.pipelines_this_frame, 1);
+  if (d->core.ownership == PCACHE_PIPELINES_APP) {
+    atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
     return VK_SUCCESS;
   }
-  vr = pcache__owned_add(d, pipeline);
+  vr = pcache__owned_add(&d->owned, pipeline);
   if (vr != VK_SUCCESS)
-    d->DestroyPipeline(d->vk_device, pipeline, d->allocator);
+    d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
   return vr;
 }
 
@@ -69,11 +70,12 @@ static VkResult own(pcache_device *d, VkPipeline pipeline) {
 static VkResult create_direct(pcache_device *d, const pipeline_request *req,
                               VkPipeline *ret_pipeline) {
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkResult vr = req->graphics ? d->CreateGraphicsPipelines(d->vk_device, d->given_cache, 1,
-                                                           req->graphics, d->allocator, &pipeline)
-                              : d->CreateComputePipelines(d->vk_device, d->given_cache, 1,
-                                                          req->compute, d->allocator, &pipeline);
-  atomic_fetch_add(&d->stats.misses, 1);
+  VkResult vr = req->graphics
+                    ? d->core.CreateGraphicsPipelines(d->core.vk_device, d->core.given_cache, 1,
+                                                      req->graphics, d->core.allocator, &pipeline)
+                    : d->core.CreateComputePipelines(d->core.vk_device, d->core.given_cache, 1,
+                                                     req->compute, d->core.allocator, &pipeline);
+  atomic_fetch_add(&d->core.stats.misses, 1);
   if (vr != VK_SUCCESS)
     return vr;
   vr = own(d, pipeline);
@@ -90,7 +92,7 @@ static VkResult build_owned(pcache_device *d, const pipeline_request *req,
   pcache__build b = {.kind = req->kind,
                      .graphics = req->graphics,
                      .compute = req->compute,
-                     .allocator = d->allocator};
+                     .allocator = d->core.allocator};
   pcache__build_source source;
   pcache__fastlink_job *job = NULL;
   VkPipeline pipeline;
@@ -125,7 +127,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   int r;
   pcache__build b = {.kind = req->kind, .graphics = req->graphics, .compute = req->compute};
 
-  if (d->passthrough)
+  if (d->core.passthrough)
     return create_direct(d, req, ret_pipeline);
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(d, &b, &buf, &keys);
@@ -137,13 +139,13 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
     goto out;
   }
-  if (d->ownership == PCACHE_PIPELINES_APP) {
+  if (d->core.ownership == PCACHE_PIPELINES_APP) {
     /* A pipeline per call: the tiers, which hand one out many times, are
      * skipped; the device cache still makes a repeat cheap. */
     vr = build_owned(d, req, &keys, &buf, ret_pipeline);
     goto out;
   }
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->hash_tiers, keys.tier1_key, 0,
+  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->tiers.by_hash, keys.tier1_key, 0,
                                                              make_tier, d);
   if (!tier) {
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -154,7 +156,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   r = pcache__table_acquire(&tier->table, k0, k1, &v, &claim);
   switch (r) {
   case PCACHE__TABLE_FOUND:
-    atomic_fetch_add_explicit(&d->shards[pcache__shard_index()].hits_create_info, 1,
+    atomic_fetch_add_explicit(&d->core.shards[pcache__shard_index()].hits_create_info, 1,
                               memory_order_relaxed);
     *ret_pipeline = pcache__pipeline_from_u64(v);
     vr = VK_SUCCESS;
@@ -167,7 +169,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
     if (vr == VK_SUCCESS) {
-      pcache__owned_note(d, pipeline, &tier->table, k0, k1);
+      pcache__owned_note(&d->owned, pipeline, &tier->table, k0, k1);
       *ret_pipeline = pipeline;
     }
     break;
@@ -194,8 +196,8 @@ PCACHE_API VkResult pcache_prepare_graphics_pipeline(pcache_device *device,
   pcache__build b = {.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS, .graphics = info};
   if (!device || !info)
     return VK_ERROR_INITIALIZATION_FAILED;
-  b.allocator = device->allocator;
-  if (device->passthrough || !pcache__fastlink_applies(device, &b))
+  b.allocator = device->core.allocator;
+  if (device->core.passthrough || !pcache__fastlink_applies(device, &b))
     return VK_ERROR_FEATURE_NOT_PRESENT;
   return pcache__fastlink_prepare(device, &b);
 }
@@ -214,9 +216,9 @@ PCACHE_API VkResult pcache_get_compute_pipeline(pcache_device *device,
 PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_key,
                                          pcache_tier **ret_tier) {
   pcache_tier *tier;
-  if (!device || !ret_tier || device->ownership == PCACHE_PIPELINES_APP)
+  if (!device || !ret_tier || device->core.ownership == PCACHE_PIPELINES_APP)
     return -EINVAL;
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->app_tiers, global_key, 0,
+  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->tiers.by_app, global_key, 0,
                                                              make_tier, device);
   if (!tier)
     return -ENOMEM;
@@ -231,7 +233,7 @@ PCACHE_API VkPipeline pcache_tier_lookup(pcache_tier *tier, uint64_t draw_key) {
   v = pcache__table_peek(&tier->table, draw_key, 0);
   if (!v)
     return VK_NULL_HANDLE;
-  atomic_fetch_add_explicit(&tier->device->shards[pcache__shard_index()].hits_app_key, 1,
+  atomic_fetch_add_explicit(&tier->device->core.shards[pcache__shard_index()].hits_app_key, 1,
                             memory_order_relaxed);
   return pcache__pipeline_from_u64(v);
 }
@@ -246,7 +248,7 @@ static VkResult tier_get(pcache_tier *tier, uint64_t draw_key, const pipeline_re
   int r = pcache__table_acquire(&tier->table, draw_key, 0, &v, &claim);
   switch (r) {
   case PCACHE__TABLE_FOUND:
-    atomic_fetch_add_explicit(&d->shards[pcache__shard_index()].hits_app_key, 1,
+    atomic_fetch_add_explicit(&d->core.shards[pcache__shard_index()].hits_app_key, 1,
                               memory_order_relaxed);
     *ret_pipeline = pcache__pipeline_from_u64(v);
     return VK_SUCCESS;
@@ -257,7 +259,7 @@ static VkResult tier_get(pcache_tier *tier, uint64_t draw_key, const pipeline_re
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
     if (vr == VK_SUCCESS) {
-      pcache__owned_note(d, pipeline, &tier->table, draw_key, 0);
+      pcache__owned_note(&d->owned, pipeline, &tier->table, draw_key, 0);
       *ret_pipeline = pipeline;
     }
     return vr;
@@ -285,20 +287,20 @@ PCACHE_API VkResult pcache_tier_get_compute_pipeline(pcache_tier *tier, uint64_t
 }
 
 void pcache__pipeline_end_frame(pcache_device *device) {
-  pcache__table_publish(&device->hash_tiers);
-  pcache__table_publish(&device->app_tiers);
-  pthread_mutex_lock(&device->tiers_lock);
-  for (size_t i = 0; i < device->tiers.n; i++)
-    pcache__table_publish(&device->tiers.items[i]->table);
-  pthread_mutex_unlock(&device->tiers_lock);
-  atomic_store(&device->stats.pipelines_this_frame, 0);
+  pcache__table_publish(&device->tiers.by_hash);
+  pcache__table_publish(&device->tiers.by_app);
+  pthread_mutex_lock(&device->tiers.lock);
+  for (size_t i = 0; i < device->tiers.list.n; i++)
+    pcache__table_publish(&device->tiers.list.items[i]->table);
+  pthread_mutex_unlock(&device->tiers.lock);
+  atomic_store(&device->core.stats.pipelines_this_frame, 0);
 }
 
 void pcache__pipeline_release_all(pcache_device *device) {
-  pcache__table_fini(&device->hash_tiers, free_tier, device);
-  pcache__table_fini(&device->app_tiers, free_tier, device);
-  pcache__owned_fini(device);
-  pcache_vec_free(&device->tiers);
+  pcache__table_fini(&device->tiers.by_hash, free_tier, device);
+  pcache__table_fini(&device->tiers.by_app, free_tier, device);
+  pcache__owned_fini(&device->owned);
+  pcache_vec_free(&device->tiers.list);
 }
 
 /* ----------------------------------------------------------------- batches */
@@ -384,11 +386,12 @@ PCACHE_API int pcache_release_pipeline(pcache_device *device, VkPipeline pipelin
     return -EINVAL;
   if (pipeline == VK_NULL_HANDLE)
     return 0;
-  if (device->ownership == PCACHE_PIPELINES_SHARED)
-    return pcache__owned_release(device, pipeline);
+  if (device->core.ownership == PCACHE_PIPELINES_SHARED)
+    return pcache__owned_release(&device->owned, pipeline);
   /* The app's own: exactly vkDestroyPipeline. */
-  pcache__record_forget(device, PCACHE_OBJ_PIPELINE_LIBRARY, pcache__pipeline_to_u64(pipeline));
-  device->DestroyPipeline(device->vk_device, pipeline, device->allocator);
-  atomic_fetch_add(&device->stats.released, 1);
+  pcache__record_forget(&device->core, PCACHE_OBJ_PIPELINE_LIBRARY,
+                        pcache__pipeline_to_u64(pipeline));
+  device->core.DestroyPipeline(device->core.vk_device, pipeline, device->core.allocator);
+  atomic_fetch_add(&device->core.stats.released, 1);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/prefetch.h"
 #include "client/snapshot.h"
@@ -15,7 +16,7 @@
 int pcache__prefetch_known(const pcache_device *device, const pcache__hash *hash) {
   uint64_t k0, k1;
   pcache__hash_keys(hash->bytes, &k0, &k1);
-  return pcache__table_find(&device->prefetched, k0, k1) != 0;
+  return pcache__table_find(&device->core.prefetched, k0, k1) != 0;
 }
 
 int pcache__prefetch_disabled(const pcache_device_info *info) {
@@ -61,7 +62,7 @@ int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *b
     /* Already merged (pages are sets of hashes; the order can shift
      * between them). */
     pcache__hash_keys(b->hash, &k0, &k1);
-    if (pcache__table_find(&device->prefetched, k0, k1)) {
+    if (pcache__table_find(&device->core.prefetched, k0, k1)) {
       n_known++;
       continue;
     }
@@ -82,14 +83,14 @@ int pcache__prefetch_merge(pcache_device *device, const pcache__prefetch_blob *b
     }
     pcache__hash_keys(b->hash, &k0, &k1);
     /* Out of memory: a miss on it then asks the daemon again. */
-    pcache__table_insert(&device->prefetched, k0, k1, 1);
-    atomic_fetch_add(&device->stats.prefetched, 1);
+    pcache__table_insert(&device->core.prefetched, k0, k1, 1);
+    atomic_fetch_add(&device->core.stats.prefetched, 1);
     /* Not in the daemon's snapshot (or there is none): a new one is due. */
     pcache__snapshot_hold(device, b->hash, 1);
   }
   /* Publishing takes the table's lock: any thread. */
-  pcache__table_publish(&device->prefetched);
-  atomic_fetch_add(&device->stats.rejected_blobs, w.n_items);
+  pcache__table_publish(&device->core.prefetched);
+  atomic_fetch_add(&device->core.stats.rejected_blobs, w.n_items);
   pcache__blob_report(device, (const Pcachepb__ReportItem *const *)w.item_ptrs, w.n_items);
 out:
   if (ret_known)
@@ -114,21 +115,21 @@ int pcache__prefetch_page(pcache_device *device, pcache__lane_id lane, uint32_t 
   size_t n, n_blobs = 0, n_known = 0;
   int r;
 
-  pre.device_key.data = device->key.bytes;
+  pre.device_key.data = device->core.key.bytes;
   pre.device_key.len = PCACHE_DEVKEY_SIZE;
-  pre.app = device->client->app_name;
+  pre.app = device->core.client->app_name;
   pre.offset = offset;
-  pre.snapshot = !device->no_snapshot && !atomic_load(&device->snapshot_refused);
+  pre.snapshot = !device->core.no_snapshot && !atomic_load(&device->snapshot.refused);
   request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
   request.prefetch = &pre;
-  r = pcache__client_rpc(device->client, lane, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,
+  r = pcache__client_rpc(device->core.client, lane, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,
                          timeout_ms, &reply);
   if (ret_call_ns)
     *ret_call_ns = pcache__mono_ns() - start;
   if (r != 0)
     goto out;
   got = reply.response->prefetch;
-  if (offset == 0 && got->snapshot && atomic_load(&device->stats.snapshot_loaded) == 0)
+  if (offset == 0 && got->snapshot && atomic_load(&device->core.stats.snapshot_loaded) == 0)
     pcache__snapshot_load(device, &reply, got);
   n = got->n_blobs;
   *ret_next = offset + (uint32_t)n + got->dropped;
@@ -166,7 +167,7 @@ out:
 
 int pcache__prefetch_at_create(pcache_device *device, const pcache_device_info *info,
                                uint32_t start_offset, uint32_t *ret_offset) {
-  uint64_t budget_ns = (uint64_t)device->client->timeout_ms * 1000000u;
+  uint64_t budget_ns = (uint64_t)device->core.client->timeout_ms * 1000000u;
   uint32_t offset = start_offset;
   if (pcache__prefetch_disabled(info))
     return 0;

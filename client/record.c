@@ -7,7 +7,7 @@
 typedef int (*describe_fn)(const void *info, const pcache__desc_lookup *lookup,
                            pcache__desc_object **ret_object);
 
-static void record_looked_up(pcache_device *d, uint32_t type, uint64_t handle, const void *info,
+static void record_looked_up(pcache__core *d, uint32_t type, uint64_t handle, const void *info,
                              describe_fn describe) {
   pcache__desc_object *desc;
   void *token = pcache__objmap_read_begin(d->objects);
@@ -27,7 +27,7 @@ static int describe_pipeline_layout(const void *info, const pcache__desc_lookup 
   return pcache__desc_pipeline_layout(info, lookup, ret_object);
 }
 
-void pcache__record_shader_module(pcache_device *d, const VkShaderModuleCreateInfo *info,
+void pcache__record_shader_module(pcache__core *d, const VkShaderModuleCreateInfo *info,
                                   VkShaderModule handle) {
   pcache__desc_object *desc;
   pcache__module *module;
@@ -43,38 +43,38 @@ void pcache__record_shader_module(pcache_device *d, const VkShaderModuleCreateIn
   pcache__objmap_put(d->objects, PCACHE_OBJ_SHADER, PCACHE_HANDLE_U64(handle), desc, module);
 }
 
-void pcache__record_set_layout(pcache_device *d, const VkDescriptorSetLayoutCreateInfo *info,
+void pcache__record_set_layout(pcache__core *d, const VkDescriptorSetLayoutCreateInfo *info,
                                VkDescriptorSetLayout handle) {
   record_looked_up(d, PCACHE_OBJ_SET_LAYOUT, PCACHE_HANDLE_U64(handle), info, describe_set_layout);
 }
 
-void pcache__record_pipeline_layout(pcache_device *d, const VkPipelineLayoutCreateInfo *info,
+void pcache__record_pipeline_layout(pcache__core *d, const VkPipelineLayoutCreateInfo *info,
                                     VkPipelineLayout handle) {
   record_looked_up(d, PCACHE_OBJ_PIPELINE_LAYOUT, PCACHE_HANDLE_U64(handle), info,
                    describe_pipeline_layout);
 }
 
-void pcache__record_render_pass(pcache_device *d, const VkRenderPassCreateInfo *info,
+void pcache__record_render_pass(pcache__core *d, const VkRenderPassCreateInfo *info,
                                 VkRenderPass handle) {
   pcache__desc_object *desc;
   if (pcache__desc_render_pass(info, &desc) == 0)
     pcache__objmap_put(d->objects, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(handle), desc, NULL);
 }
 
-void pcache__record_render_pass2(pcache_device *d, const VkRenderPassCreateInfo2 *info,
+void pcache__record_render_pass2(pcache__core *d, const VkRenderPassCreateInfo2 *info,
                                  VkRenderPass handle) {
   pcache__desc_object *desc;
   if (pcache__desc_render_pass2(info, &desc) == 0)
     pcache__objmap_put(d->objects, PCACHE_OBJ_RENDER_PASS, PCACHE_HANDLE_U64(handle), desc, NULL);
 }
 
-void pcache__record_sampler(pcache_device *d, const VkSamplerCreateInfo *info, VkSampler handle) {
+void pcache__record_sampler(pcache__core *d, const VkSamplerCreateInfo *info, VkSampler handle) {
   pcache__desc_object *desc;
   if (pcache__desc_sampler(info, &desc) == 0)
     pcache__objmap_put(d->objects, PCACHE_OBJ_SAMPLER, PCACHE_HANDLE_U64(handle), desc, NULL);
 }
 
-void pcache__record_pipeline_library(pcache_device *d, const pcache__desc_buf *desc,
+void pcache__record_pipeline_library(pcache__core *d, const pcache__desc_buf *desc,
                                      const pcache__desc_keys *keys, VkPipeline handle) {
   pcache__desc_object *object;
   if (pcache__desc_pipeline_library(desc, keys, &object) == 0)

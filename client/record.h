@@ -9,29 +9,29 @@
 #ifndef PCACHE_CLIENT_RECORD_H
 #define PCACHE_CLIENT_RECORD_H
 
-#include "client/device.h"
+#include "client/core.h"
 
-void pcache__record_shader_module(pcache_device *device, const VkShaderModuleCreateInfo *info,
+void pcache__record_shader_module(pcache__core *device, const VkShaderModuleCreateInfo *info,
                                   VkShaderModule handle);
-void pcache__record_set_layout(pcache_device *device, const VkDescriptorSetLayoutCreateInfo *info,
+void pcache__record_set_layout(pcache__core *device, const VkDescriptorSetLayoutCreateInfo *info,
                                VkDescriptorSetLayout handle);
-void pcache__record_pipeline_layout(pcache_device *device, const VkPipelineLayoutCreateInfo *info,
+void pcache__record_pipeline_layout(pcache__core *device, const VkPipelineLayoutCreateInfo *info,
                                     VkPipelineLayout handle);
-void pcache__record_render_pass(pcache_device *device, const VkRenderPassCreateInfo *info,
+void pcache__record_render_pass(pcache__core *device, const VkRenderPassCreateInfo *info,
                                 VkRenderPass handle);
-void pcache__record_render_pass2(pcache_device *device, const VkRenderPassCreateInfo2 *info,
+void pcache__record_render_pass2(pcache__core *device, const VkRenderPassCreateInfo2 *info,
                                  VkRenderPass handle);
-void pcache__record_sampler(pcache_device *device, const VkSamplerCreateInfo *info,
+void pcache__record_sampler(pcache__core *device, const VkSamplerCreateInfo *info,
                             VkSampler handle);
 /* A graphics pipeline library the client core built (build.c), by the
  * description and keys it was built from: pipelines linking it embed that
  * description. */
-void pcache__record_pipeline_library(pcache_device *device, const pcache__desc_buf *desc,
+void pcache__record_pipeline_library(pcache__core *device, const pcache__desc_buf *desc,
                                      const pcache__desc_keys *keys, VkPipeline handle);
 
 /* Forgets (type, handle) before the driver destroys it: the driver may
  * hand the same value to a new object. */
-static inline void pcache__record_forget(pcache_device *device, uint32_t type, uint64_t handle) {
+static inline void pcache__record_forget(pcache__core *device, uint32_t type, uint64_t handle) {
   pcache__objmap_remove(device->objects, type, handle);
 }
 

@@ -1,6 +1,7 @@
 /* Reports of refused blobs: see reports.h. */
 #include <string.h>
 
+#include "client/device.h"
 #include "client/client.h"
 #include "client/reports.h"
 #include "common/alloc.h"
@@ -8,62 +9,62 @@
 void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   pcache__reply reply = {0};
-  report->device_key.data = (uint8_t *)pcache__device_wire_key(d)->bytes;
+  report->device_key.data = (uint8_t *)pcache__device_wire_key(&d->core)->bytes;
   report->device_key.len = PCACHE_DEVKEY_SIZE;
   request.body_case = PCACHEPB__REQUEST__BODY_REPORT;
   request.report = report;
-  (void)pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+  (void)pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
                            PCACHEPB__RESPONSE__BODY_REPORT,
-                           pcache__client_background_timeout_ms(d->client), &reply);
+                           pcache__client_background_timeout_ms(d->core.client), &reply);
   pcache__reply_release(&reply);
 }
 
 void pcache__refused_queue(pcache_device *d, const Pcachepb__ReportItem *const *items, size_t n) {
-  pthread_mutex_lock(&d->upload_lock);
-  for (size_t i = 0; i < n && d->refused.n < PCACHE__REFUSED_MAX; i++) {
+  pthread_mutex_lock(&d->upload.lock);
+  for (size_t i = 0; i < n && d->upload.refused.n < PCACHE__REFUSED_MAX; i++) {
     pcache__refused r = {.reason = (uint32_t)items[i]->reason};
     if (items[i]->state_hash.len != PCACHE_HASH_SIZE)
       continue;
     memcpy(r.hash.bytes, items[i]->state_hash.data, PCACHE_HASH_SIZE);
     /* Out of memory: this one goes unreported. */
-    (void)pcache_vec_push(&d->refused, r);
+    (void)pcache_vec_push(&d->upload.refused, r);
   }
-  pthread_cond_signal(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
 }
 
 void pcache__refused_snapshot_queue(pcache_device *d, Pcachepb__ReportReason reason,
                                     uint64_t checksum) {
-  pthread_mutex_lock(&d->upload_lock);
-  d->refused_snapshot = (uint32_t)reason;
-  d->refused_snapshot_checksum = checksum;
-  pthread_cond_signal(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.refused_snapshot = (uint32_t)reason;
+  d->upload.refused_snapshot_checksum = checksum;
+  pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
 }
 
 int pcache__refused_queued_locked(const pcache_device *d) {
-  return d->refused.n > 0 || d->refused_snapshot != 0;
+  return d->upload.refused.n > 0 || d->upload.refused_snapshot != 0;
 }
 
 int pcache__refused_pending_locked(const pcache_device *d) {
-  return pcache__refused_queued_locked(d) || d->refused_in_flight;
+  return pcache__refused_queued_locked(d) || d->upload.refused_in_flight;
 }
 
 void pcache__refused_send_locked(pcache_device *d) {
   Pcachepb__Report report = PCACHEPB__REPORT__INIT;
   Pcachepb__ReportItem *items, **ptrs;
   pcache__refused *taken;
-  size_t n = d->refused.n;
-  uint32_t snapshot = d->refused_snapshot;
-  uint64_t snapshot_checksum = d->refused_snapshot_checksum;
+  size_t n = d->upload.refused.n;
+  uint32_t snapshot = d->upload.refused_snapshot;
+  uint64_t snapshot_checksum = d->upload.refused_snapshot_checksum;
   if (!pcache__refused_queued_locked(d))
     return;
-  taken = d->refused.items;
-  d->refused.items = NULL;
-  d->refused.n = d->refused.cap = 0;
-  d->refused_snapshot = 0;
-  d->refused_in_flight = 1;
-  pthread_mutex_unlock(&d->upload_lock);
+  taken = d->upload.refused.items;
+  d->upload.refused.items = NULL;
+  d->upload.refused.n = d->upload.refused.cap = 0;
+  d->upload.refused_snapshot = 0;
+  d->upload.refused_in_flight = 1;
+  pthread_mutex_unlock(&d->upload.lock);
   items = pcache__calloc(n ? n : 1, sizeof *items);
   ptrs = pcache__calloc(n ? n : 1, sizeof *ptrs);
   if (items && ptrs) {
@@ -79,14 +80,14 @@ void pcache__refused_send_locked(pcache_device *d) {
     if (snapshot) {
       report.snapshot = (Pcachepb__ReportReason)snapshot;
       report.snapshot_checksum = snapshot_checksum;
-      report.app = d->client->app_name;
+      report.app = d->core.client->app_name;
     }
     pcache__report_send(d, &report);
   }
   pcache__free(ptrs);
   pcache__free(items);
   pcache__free(taken);
-  pthread_mutex_lock(&d->upload_lock);
-  d->refused_in_flight = 0;
-  pthread_cond_broadcast(&d->flush_cond);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.refused_in_flight = 0;
+  pthread_cond_broadcast(&d->upload.drained);
 }

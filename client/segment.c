@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/prefetch.h"
 #include "client/segment.h"
@@ -25,17 +26,17 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   pcache__seg_map *m;
   const char *why = "";
   int r;
-  if (!d->client || segments_disabled())
+  if (!d->core.client || segments_disabled())
     return 0;
-  sg.device_key.data = d->key.bytes;
+  sg.device_key.data = d->core.key.bytes;
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
-  sg.app = d->client->app_name;
+  sg.app = d->core.client->app_name;
   sg.lease = 1; /* held while mapped: the daemon counts the segment until then */
   request.body_case = PCACHEPB__REQUEST__BODY_SEGMENT;
   request.segment = &sg;
   /* An older daemon answers PCACHE_EUNKNOWN_REQUEST: no segment. */
-  r = pcache__client_rpc(d->client, PCACHE__LANE_APP, &request, PCACHEPB__RESPONSE__BODY_SEGMENT,
-                         timeout_ms, &reply);
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_APP, &request,
+                         PCACHEPB__RESPONSE__BODY_SEGMENT, timeout_ms, &reply);
   if (r == -ETIMEDOUT)
     goto out;
   r = 0;
@@ -50,11 +51,12 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
    * take 6-14 ms on the H100 instead of 0.7 (bench/RESULTS.md,
    * 2026-11-27, session 8); pages read come in as they are touched, a
    * fault per 16 of them. */
-  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->key, 0, m, &why);
+  r = pcache__seg_map_open(reply.passed_fd, reply.response->segment->size, &d->core.key, 0, m,
+                           &why);
   if (r < 0) {
     static const char site[] = "refused_segment";
-    atomic_fetch_add(&d->stats.segment_refused, 1);
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, 0, 0,
+    atomic_fetch_add(&d->core.stats.segment_refused, 1);
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, 0, 0,
                         "the shared-memory segment from pcached was refused (%s); its "
                         "blobs come over the socket instead",
                         r == PCACHE_EPROTO ? why : pcache_strerror(r));
@@ -66,13 +68,13 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
     m->lease_fd = reply.lease_fd; /* closed with the mapping */
     reply.has_lease_fd = 0;
   }
-  d->segment_refused = pcache__calloc(m->seg.n_entries ? m->seg.n_entries : 1, 1);
-  if (!d->segment_refused) {
+  d->segment.refused = pcache__calloc(m->seg.n_entries ? m->seg.n_entries : 1, 1);
+  if (!d->segment.refused) {
     pcache__seg_map_close(m);
     pcache__free(m);
     goto out;
   }
-  d->segment = m;
+  d->segment.map = m;
 out:
   pcache__reply_release(&reply); /* the mapping outlives the memfd */
   return r;
@@ -88,23 +90,23 @@ static size_t index_of(const pcache__seg *seg, const uint8_t *hash) {
  * 1 when loaded, 0 when there is none or it was refused (reported). */
 static int load_snapshot(pcache_device *d, const pcache__seg *seg) {
   size_t covered = 0;
-  if (d->no_snapshot || !seg->snapshot ||
+  if (d->core.no_snapshot || !seg->snapshot ||
       pcache__snapshot_load_blob(d, seg->snapshot, seg->snapshot_size, seg->snapshot_checksum) <
           0) {
-    atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_NONE);
+    atomic_store(&d->segment.snapshot, PCACHE__SEG_SNAPSHOT_NONE);
     return 0;
   }
   for (uint32_t i = 0; i < seg->n_snap_hashes; i++)
     covered += (size_t)pcache__snapshot_covers(d, seg->snap_hashes + (size_t)i * 16);
-  pcache__table_publish(&d->prefetched);
-  atomic_fetch_add(&d->stats.prefetched, covered);
-  atomic_store(&d->stats.snapshot_loaded, covered);
-  atomic_store(&d->segment_snapshot, PCACHE__SEG_SNAPSHOT_LOADED);
+  pcache__table_publish(&d->core.prefetched);
+  atomic_fetch_add(&d->core.stats.prefetched, covered);
+  atomic_store(&d->core.stats.snapshot_loaded, covered);
+  atomic_store(&d->segment.snapshot, PCACHE__SEG_SNAPSHOT_LOADED);
   return 1;
 }
 
 int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
-  const pcache__seg *seg = d->segment ? &d->segment->seg : NULL;
+  const pcache__seg *seg = d->segment.map ? &d->segment.map->seg : NULL;
   pcache__prefetch_blob *blobs;
   uint32_t n;
   int snapshot_loaded;
@@ -128,54 +130,53 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   for (uint32_t i = 0; i < n; i++) {
     uint64_t k0, k1;
     pcache__hash_keys(blobs[i].hash, &k0, &k1);
-    if (!pcache__table_find(&d->prefetched, k0, k1))
-      atomic_store(&d->segment_refused[index_of(seg, blobs[i].hash)], 1);
+    if (!pcache__table_find(&d->core.prefetched, k0, k1))
+      atomic_store(&d->segment.refused[index_of(seg, blobs[i].hash)], 1);
   }
   pcache__free(blobs);
   /* A socket prefetch's offset counts the blobs before (the snapshot's
    * are not in its order): pages are sets, so an order changed since only
    * repeats what the set already has. */
   *ret_offset = snapshot_loaded ? seg->n_uncovered : 0;
-  return snapshot_loaded == !d->no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
+  return snapshot_loaded == !d->core.no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
          (snapshot_loaded || !seg->snapshot);
 }
 
 void pcache__segment_snapshot_on_miss(pcache_device *d, const pcache__hash *hash) {
   int untried = PCACHE__SEG_SNAPSHOT_UNTRIED;
   pcache__seg_blob b;
-  if (!d->segment || atomic_load(&d->segment_snapshot) != PCACHE__SEG_SNAPSHOT_UNTRIED)
+  if (!d->segment.map || atomic_load(&d->segment.snapshot) != PCACHE__SEG_SNAPSHOT_UNTRIED)
     return;
-  if (!pcache__seg_find(&d->segment->seg, hash->bytes, &b) || !(b.flags & PCACHE_SEG_COVERED))
+  if (!pcache__seg_find(&d->segment.map->seg, hash->bytes, &b) || !(b.flags & PCACHE_SEG_COVERED))
     return;
-  if (atomic_compare_exchange_strong(&d->segment_snapshot, &untried,
-                                     PCACHE__SEG_SNAPSHOT_LOADING))
-    (void)load_snapshot(d, &d->segment->seg);
+  if (atomic_compare_exchange_strong(&d->segment.snapshot, &untried, PCACHE__SEG_SNAPSHOT_LOADING))
+    (void)load_snapshot(d, &d->segment.map->seg);
 }
 
 int pcache__segment_snapshot_holds(pcache_device *d, const pcache__hash *hash) {
-  int state = atomic_load(&d->segment_snapshot);
+  int state = atomic_load(&d->segment.snapshot);
   pcache__seg_blob b;
-  return d->segment &&
+  return d->segment.map &&
          (state == PCACHE__SEG_SNAPSHOT_LOADING || state == PCACHE__SEG_SNAPSHOT_LOADED) &&
-         pcache__seg_find(&d->segment->seg, hash->bytes, &b) && (b.flags & PCACHE_SEG_COVERED);
+         pcache__seg_find(&d->segment.map->seg, hash->bytes, &b) && (b.flags & PCACHE_SEG_COVERED);
 }
 
 int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineCache *ret_cache) {
   Pcachepb__ReportReason reason = 0;
   pcache__seg_blob b;
   size_t at;
-  if (!d->segment || !pcache__seg_find(&d->segment->seg, hash->bytes, &b))
+  if (!d->segment.map || !pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
     return 0;
-  at = index_of(&d->segment->seg, b.hash);
-  if (atomic_load(&d->segment_refused[at]))
+  at = index_of(&d->segment.map->seg, b.hash);
+  if (atomic_load(&d->segment.refused[at]))
     return 0;
   if (pcache__blob_load(d, b.data, (size_t)b.size, b.checksum, ret_cache, &reason) == 0)
     return 1;
-  atomic_store(&d->segment_refused[at], 1);
+  atomic_store(&d->segment.refused[at], 1);
   {
     Pcachepb__ReportItem item = PCACHEPB__REPORT_ITEM__INIT;
     const Pcachepb__ReportItem *items[1] = {&item};
-    atomic_fetch_add(&d->stats.rejected_blobs, 1);
+    atomic_fetch_add(&d->core.stats.rejected_blobs, 1);
     item.state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, (uint8_t *)hash->bytes};
     item.reason = reason;
     pcache__blob_report(d, items, 1);
@@ -185,16 +186,16 @@ int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineC
 
 void pcache__segment_refuse(pcache_device *d, const pcache__hash *hash) {
   pcache__seg_blob b;
-  if (d->segment && pcache__seg_find(&d->segment->seg, hash->bytes, &b))
-    atomic_store(&d->segment_refused[index_of(&d->segment->seg, b.hash)], 1);
+  if (d->segment.map && pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
+    atomic_store(&d->segment.refused[index_of(&d->segment.map->seg, b.hash)], 1);
 }
 
 void pcache__segment_release(pcache_device *d) {
-  if (!d->segment)
+  if (!d->segment.map)
     return;
-  pcache__seg_map_close(d->segment);
-  pcache__free(d->segment);
-  pcache__free((void *)d->segment_refused);
-  d->segment = NULL;
-  d->segment_refused = NULL;
+  pcache__seg_map_close(d->segment.map);
+  pcache__free(d->segment.map);
+  pcache__free((void *)d->segment.refused);
+  d->segment.map = NULL;
+  d->segment.refused = NULL;
 }

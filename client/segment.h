@@ -4,11 +4,24 @@
 #ifndef PCACHE_CLIENT_SEGMENT_H
 #define PCACHE_CLIENT_SEGMENT_H
 
-#include "client/device.h"
+#include "client/core.h"
+#include "proto/segment.h"
+
+/* The (device, app) shared-memory segment mapped at creation, or NULL;
+ * read-only and unchanged until the device is destroyed. */
+typedef struct pcache__segment_state {
+  pcache__seg_map *map;
+  /* Per index entry of the segment: its blob was refused (checks or the
+   * driver) and was reported; a miss then asks the daemon, not it again. */
+  _Atomic unsigned char *refused;
+  /* The segment's snapshot: PCACHE__SEG_SNAPSHOT_*. Loaded at creation
+   * with the prefetch, or without one at the first miss it covers. */
+  atomic_int snapshot;
+} pcache__segment_state;
 
 /*
  * pcache__segment_fetch - asks the daemon for the device's segment within
- * timeout_ms and maps it (device->segment). A segment that fails its
+ * timeout_ms and maps it (device->segment.map). A segment that fails its
  * checks (proto/segment.h) is refused: logged, counted
  * (stats.segment_refused), and the socket serves instead. None at all
  * (an old daemon, no entries, PCACHE_NO_SEGMENT=1) is not an error.
@@ -27,7 +40,7 @@ int pcache__segment_fetch(pcache_device *device, uint32_t timeout_ms);
  */
 int pcache__segment_prefetch(pcache_device *device, uint32_t *ret_offset);
 
-/* device->segment_snapshot: whether the segment's snapshot was loaded. */
+/* device->segment.snapshot: whether the segment's snapshot was loaded. */
 enum {
   PCACHE__SEG_SNAPSHOT_UNTRIED = 0,
   PCACHE__SEG_SNAPSHOT_LOADING, /* one miss's thread is loading it */

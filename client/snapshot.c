@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client/reports.h"
 #include "client/snapshot.h"
@@ -16,12 +17,12 @@
 void pcache__snapshot_hold(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE], int dirty) {
   pcache__hash h;
   memcpy(h.bytes, hash, PCACHE_HASH_SIZE);
-  pthread_mutex_lock(&device->held_lock);
+  pthread_mutex_lock(&device->snapshot.lock);
   /* Out of memory: left out of the next snapshot; a warm run compiles or
    * fetches it again, which marks the context dirty again. */
-  (void)pcache_vec_push(&device->held, h);
-  device->held_dirty |= dirty;
-  pthread_mutex_unlock(&device->held_lock);
+  (void)pcache_vec_push(&device->snapshot.held, h);
+  device->snapshot.dirty |= dirty;
+  pthread_mutex_unlock(&device->snapshot.lock);
 }
 
 static int hash_cmp(const void *a, const void *b) { return memcmp(a, b, PCACHE_HASH_SIZE); }
@@ -32,12 +33,12 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
   uint8_t ok = 1;
   Pcachepb__ReportReason reason = 0;
   if (pcache__blob_load(device, bytes, size, checksum, &cache, &reason) == 0) {
-    if (device->creating) {
-      pthread_rwlock_wrlock(&device->cache_lock);
-      old = device->cache;
-      device->cache = cache;
-      pthread_rwlock_unlock(&device->cache_lock);
-      device->DestroyPipelineCache(device->vk_device, old, device->allocator);
+    if (device->core.creating) {
+      pthread_rwlock_wrlock(&device->core.cache_lock);
+      old = device->core.cache;
+      device->core.cache = cache;
+      pthread_rwlock_unlock(&device->core.cache_lock);
+      device->core.DestroyPipelineCache(device->core.vk_device, old, device->core.allocator);
     } else {
       pcache__blob_merge_loaded(device, &cache, 1, &ok);
     }
@@ -45,10 +46,10 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_REJECTED;
   }
   if (reason) {
-    atomic_store(&device->snapshot_refused, 1);
-    atomic_fetch_add(&device->stats.rejected_blobs, 1);
+    atomic_store(&device->snapshot.refused, 1);
+    atomic_fetch_add(&device->core.stats.rejected_blobs, 1);
     /* Sent by the upload thread (reports.h): this may be a miss's thread. */
-    if (device->client)
+    if (device->core.client)
       pcache__refused_snapshot_queue(device, reason, checksum);
     return -EINVAL;
   }
@@ -58,9 +59,9 @@ int pcache__snapshot_load_blob(pcache_device *device, const uint8_t *bytes, size
 int pcache__snapshot_covers(pcache_device *device, const uint8_t hash[PCACHE_HASH_SIZE]) {
   uint64_t k0, k1;
   pcache__hash_keys(hash, &k0, &k1);
-  if (pcache__table_find(&device->prefetched, k0, k1))
+  if (pcache__table_find(&device->core.prefetched, k0, k1))
     return 0;
-  pcache__table_insert(&device->prefetched, k0, k1, 1);
+  pcache__table_insert(&device->core.prefetched, k0, k1, 1);
   pcache__snapshot_hold(device, hash, 0);
   return 1;
 }
@@ -77,9 +78,9 @@ void pcache__snapshot_load(pcache_device *device, const pcache__reply *reply,
     if (got->snapshot_hashes[i].len == PCACHE_HASH_SIZE)
       n += (size_t)pcache__snapshot_covers(device, got->snapshot_hashes[i].data);
   /* Publishing takes the table's lock: any thread. */
-  pcache__table_publish(&device->prefetched);
-  atomic_fetch_add(&device->stats.prefetched, n);
-  atomic_store(&device->stats.snapshot_loaded, n);
+  pcache__table_publish(&device->core.prefetched);
+  atomic_fetch_add(&device->core.stats.prefetched, n);
+  atomic_store(&device->core.stats.snapshot_loaded, n);
 }
 
 /* Room in a request frame for everything but the blob and the hashes. */
@@ -97,45 +98,45 @@ int pcache__snapshot_upload(pcache_device *d) {
   VkResult vr = VK_SUCCESS;
   int r = 0;
 
-  pthread_mutex_lock(&d->held_lock);
-  r = d->held_dirty && !d->no_snapshot;
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  r = d->snapshot.dirty && !d->core.no_snapshot;
+  pthread_mutex_unlock(&d->snapshot.lock);
   if (!r)
     return 0; /* the daemon's snapshot already holds all of it */
-  if (atomic_load(&d->client->connected) && d->client->max_snapshot == 0)
+  if (atomic_load(&d->core.client->connected) && d->core.client->max_snapshot == 0)
     return 0; /* a daemon without snapshots */
   /* The read side: no merge runs while the data is read, and every hash
    * listed was merged before it was listed. */
-  pthread_rwlock_rdlock(&d->cache_lock);
-  pthread_mutex_lock(&d->held_lock);
-  list = d->held.n ? pcache__malloc(d->held.n * sizeof *list) : NULL;
-  if (list || !d->held.n) {
-    n = d->held.n;
+  pthread_rwlock_rdlock(&d->core.cache_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  list = d->snapshot.held.n ? pcache__malloc(d->snapshot.held.n * sizeof *list) : NULL;
+  if (list || !d->snapshot.held.n) {
+    n = d->snapshot.held.n;
     if (n)
-      memcpy(list, d->held.items, n * sizeof *list);
-    d->held_dirty = 0;
+      memcpy(list, d->snapshot.held.items, n * sizeof *list);
+    d->snapshot.dirty = 0;
   }
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_unlock(&d->snapshot.lock);
   r = -ENOMEM;
   if (!list && n)
     goto out_unlock;
   /* Pipelines built meanwhile can grow the data between the two calls. */
   for (int tries = 0; tries < 4; tries++) {
     uint8_t *p;
-    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, NULL);
+    vr = d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size, NULL);
     if (vr != VK_SUCCESS || size == 0)
       break;
     p = pcache__realloc(data, size);
     if (!p)
       break;
     data = p;
-    vr = d->GetPipelineCacheData(d->vk_device, d->cache, &size, data);
+    vr = d->core.GetPipelineCacheData(d->core.vk_device, d->core.cache, &size, data);
     if (vr != VK_INCOMPLETE)
       break;
   }
   r = vr == VK_SUCCESS && data ? 0 : -EIO;
 out_unlock:
-  pthread_rwlock_unlock(&d->cache_lock);
+  pthread_rwlock_unlock(&d->core.cache_lock);
   if (r < 0)
     goto out_dirty;
 
@@ -146,9 +147,9 @@ out_unlock:
     if (u == 0 || !pcache__hash_equal(&list[u - 1], &list[i]))
       list[u++] = list[i];
   r = 0;
-  if ((d->client->max_snapshot && size > d->client->max_snapshot) ||
-      (d->client->max_frame &&
-       size + u * (PCACHE_HASH_SIZE + 2) + SNAPSHOT_FRAME_SLACK > d->client->max_frame))
+  if ((d->core.client->max_snapshot && size > d->core.client->max_snapshot) ||
+      (d->core.client->max_frame &&
+       size + u * (PCACHE_HASH_SIZE + 2) + SNAPSHOT_FRAME_SLACK > d->core.client->max_frame))
     goto out; /* too big for this daemon: warm starts go blob by blob */
   hashes = pcache__calloc(u ? u : 1, sizeof *hashes);
   if (!hashes) {
@@ -159,20 +160,20 @@ out_unlock:
     hashes[i].data = list[i].bytes;
     hashes[i].len = PCACHE_HASH_SIZE;
   }
-  pcache__device_info_message(d, &info);
+  pcache__device_info_message(&d->core, &info);
   ps.device = &info;
-  ps.app = d->client->app_name;
+  ps.app = d->core.client->app_name;
   ps.blob.data = data;
   ps.blob.len = size;
   ps.state_hashes = hashes;
   ps.n_state_hashes = u;
   request.body_case = PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT;
   request.put_snapshot = &ps;
-  r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request,
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
                          PCACHEPB__RESPONSE__BODY_PUT_SNAPSHOT,
-                         pcache__client_background_timeout_ms(d->client), &reply);
+                         pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r == 0)
-    atomic_fetch_add(&d->stats.snapshots_uploaded, 1);
+    atomic_fetch_add(&d->core.stats.snapshots_uploaded, 1);
   else if (reply.response)
     r = 0; /* refused (limits, an old daemon): trying again would not help */
   pcache__reply_release(&reply);
@@ -181,9 +182,9 @@ out_unlock:
   goto out;
 
 out_dirty:
-  pthread_mutex_lock(&d->held_lock);
-  d->held_dirty = 1; /* the next flush or destroy tries again */
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  d->snapshot.dirty = 1; /* the next flush or destroy tries again */
+  pthread_mutex_unlock(&d->snapshot.lock);
 out:
   pcache__free(hashes);
   pcache__free(data);

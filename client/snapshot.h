@@ -2,7 +2,23 @@
 #ifndef PCACHE_CLIENT_SNAPSHOT_H
 #define PCACHE_CLIENT_SNAPSHOT_H
 
-#include "client/device.h"
+#include "client/core.h"
+
+/* What the device cache holds, for the (device, app) snapshot: the state
+ * hashes merged into it (the loaded snapshot's, prefetched and fetched
+ * blobs, compiles), and whether any came after the snapshot loaded at
+ * creation (dirty: worth uploading a new one). Appended after the merge
+ * that brought the hash in, so a copy of the list taken under the cache
+ * lock's read side names only what the cache data holds. */
+typedef struct pcache__snapshot_state {
+  pthread_mutex_t lock;
+  PCACHE_VEC(pcache__hash) held;
+  int dirty;
+  /* A snapshot was refused here: later prefetch pages ask for none,
+   * since its report, sent by the upload thread, may not have reached the
+   * daemon yet and the same one would come again. */
+  atomic_int refused;
+} pcache__snapshot_state;
 
 /* Records that the device cache now holds hash's pipeline (after the
  * merge); dirty: it came after the loaded snapshot, so a new snapshot is

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/device.h"
 #include "client/prefetch.h"
 #include "client/reports.h"
 #include "client/snapshot.h"
@@ -60,7 +61,7 @@ static uint64_t item_put_bytes(const pcache__upload *u) {
 /* The largest request the daemon takes (HelloReply.max_frame; ours until
  * it has said). */
 static uint64_t frame_limit(const pcache_device *d) {
-  uint64_t f = atomic_load(&d->client->max_frame);
+  uint64_t f = atomic_load(&d->core.client->max_frame);
   return f >= PCACHE_FRAME_HEADER_SIZE && f <= UINT32_MAX ? f : PCACHE_DEFAULT_MAX_FRAME;
 }
 
@@ -76,25 +77,25 @@ typedef enum drop_reason {
 static void dropped(pcache_device *d, size_t n, drop_reason why, uint64_t bytes, int status,
                     const char *message) {
   static const char site[] = "upload_dropped";
-  atomic_fetch_add(&d->stats.upload_dropped, n);
+  atomic_fetch_add(&d->core.stats.upload_dropped, n);
   /* Under 200 bytes (log.h): what to do comes before the daemon's words. */
   switch (why) {
   case DROP_TOO_LARGE:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, 0,
                         "a pipeline upload of %llu bytes is over pcached's request limit (%llu): "
                         "not uploaded, compiled again by each process; to cache it, raise "
                         "pcached's --max-frame",
                         (unsigned long long)bytes, (unsigned long long)frame_limit(d));
     break;
   case DROP_QUEUE_FULL:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, 0,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, 0,
                         "upload queue full (%u pipelines or %llu MiB pcached has not taken): "
                         "one dropped, compiled again next run; check that pcached answers "
                         "(pcachectl status)",
                         QUEUE_MAX, (unsigned long long)(QUEUE_MAX_BYTES >> 20));
     break;
   case DROP_REFUSED:
-    pcache__log_limited(d->log, PCACHE_SEVERITY_WARNING, site, why, (uint64_t)(int64_t)status,
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, why, (uint64_t)(int64_t)status,
                         "pcached refused %zu pipeline upload%s, not retried (its log says why: "
                         "journalctl --user -u pcached): %s",
                         n, n == 1 ? "" : "s",
@@ -105,8 +106,8 @@ static void dropped(pcache_device *d, size_t n, drop_reason why, uint64_t bytes,
 
 /* Only the upload thread reads or writes the sent set. */
 static int module_sent(const pcache_device *d, const pcache__hash *hash) {
-  for (size_t i = 0; i < d->sent_modules.n; i++)
-    if (pcache__hash_equal(&d->sent_modules.items[i], hash))
+  for (size_t i = 0; i < d->upload.sent_modules.n; i++)
+    if (pcache__hash_equal(&d->upload.sent_modules.items[i], hash))
       return 1;
   return 0;
 }
@@ -115,7 +116,7 @@ static void module_mark_sent(pcache_device *d, const pcache__hash *hash) {
   if (module_sent(d, hash))
     return;
   /* Out of memory: sent again next time, wasteful, not wrong. */
-  (void)pcache_vec_push(&d->sent_modules, *hash);
+  (void)pcache_vec_push(&d->upload.sent_modules, *hash);
 }
 
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
@@ -142,9 +143,9 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   if (!items || !item_ptrs || !modules || !module_ptrs)
     goto out;
 
-  pcache__device_info_message(d, &info);
+  pcache__device_info_message(&d->core, &info);
   put.device = &info;
-  put.app = d->client->app_name;
+  put.app = d->core.client->app_name;
   put.stage = batch->staged; /* take_batch keeps a batch all one or the other */
 
   i = 0;
@@ -192,8 +193,9 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   /* The background lane and its timeout: the reply waits for a commit,
    * which a busy disk can hold far longer than the app's timeout, and
    * pcache_device_destroy cancels a call in flight rather than wait. */
-  r = pcache__client_rpc(d->client, PCACHE__LANE_BACKGROUND, &request, PCACHEPB__RESPONSE__BODY_PUT,
-                         pcache__client_background_timeout_ms(d->client), &reply);
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
+                         PCACHEPB__RESPONSE__BODY_PUT,
+                         pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r < 0) {
     if (reply.response) {
       /* Refused as a whole (limits, malformed): retrying would not help. */
@@ -249,11 +251,11 @@ out:
  * lock held; drops it while a page is fetched and merged. */
 static void prefetch_rest(pcache_device *d) {
   int tries = 0;
-  while (d->prefetch_pending && !d->upload_stop) {
-    uint32_t offset = d->prefetch_offset, next = offset;
+  while (d->upload.prefetch_pending && !d->upload.stop) {
+    uint32_t offset = d->upload.prefetch_offset, next = offset;
     uint64_t retry_at;
     int more = 0, r;
-    pthread_mutex_unlock(&d->upload_lock);
+    pthread_mutex_unlock(&d->upload.lock);
     /* The app's connection, where the first pages went: the daemon keeps
      * a prefetch's page order per connection (daemon/prefetch_cursor.h),
      * so the rest continues it rather than sorting the entries again. The
@@ -261,58 +263,59 @@ static void prefetch_rest(pcache_device *d) {
      * cancels it (a Get that races it waits no longer than its own
      * timeout). */
     r = pcache__prefetch_page(d, PCACHE__LANE_APP, offset,
-                              pcache__client_background_timeout_ms(d->client), &next, &more, NULL);
-    pthread_mutex_lock(&d->upload_lock);
+                              pcache__client_background_timeout_ms(d->core.client), &next, &more,
+                              NULL);
+    pthread_mutex_lock(&d->upload.lock);
     if (r == 0) {
       tries = 0;
-      d->prefetch_offset = next;
-      d->prefetch_pending = more;
+      d->upload.prefetch_offset = next;
+      d->upload.prefetch_pending = more;
       continue;
     }
     if (r == PCACHE_EDISABLED || ++tries >= PREFETCH_TRIES) {
-      d->prefetch_pending = 0; /* misses ask the daemon one by one instead */
+      d->upload.prefetch_pending = 0; /* misses ask the daemon one by one instead */
       break;
     }
     retry_at = pcache__mono_ms() + PREFETCH_RETRY_MS;
-    while (!d->upload_stop && pcache__mono_ms() < retry_at) {
+    while (!d->upload.stop && pcache__mono_ms() < retry_at) {
       struct timespec ts;
       pcache__timespec_in(CLOCK_MONOTONIC, retry_at - pcache__mono_ms(), &ts);
-      pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
+      pthread_cond_timedwait(&d->upload.wake, &d->upload.lock, &ts);
     }
   }
 }
 
 void pcache__upload_want_snapshot(pcache_device *d) {
   int dirty;
-  if (!d->upload_thread_running)
+  if (!d->upload.running)
     return;
-  pthread_mutex_lock(&d->held_lock);
-  dirty = d->held_dirty;
-  pthread_mutex_unlock(&d->held_lock);
+  pthread_mutex_lock(&d->snapshot.lock);
+  dirty = d->snapshot.dirty;
+  pthread_mutex_unlock(&d->snapshot.lock);
   if (!dirty)
     return;
-  pthread_mutex_lock(&d->upload_lock);
-  d->snapshot_wanted = 1;
-  pthread_cond_signal(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.snapshot_wanted = 1;
+  pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
 }
 
 void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
-  pthread_mutex_lock(&d->upload_lock);
-  d->prefetch_offset = offset;
-  d->prefetch_pending = 1;
-  pthread_cond_signal(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.prefetch_offset = offset;
+  d->upload.prefetch_pending = 1;
+  pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
 }
 
 void pcache__upload_used(pcache_device *d, const pcache__hash *state_hash) {
-  if (!d->upload_thread_running)
+  if (!d->upload.running)
     return;
-  pthread_mutex_lock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
   /* Bounded like the upload queue: a daemon away for long loses hits. */
-  if (d->used.n < QUEUE_MAX && pcache_vec_push(&d->used, *state_hash) == 0)
-    pthread_cond_signal(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  if (d->upload.used.n < QUEUE_MAX && pcache_vec_push(&d->upload.used, *state_hash) == 0)
+    pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
 }
 
 /* One Report of the uses queued (at most max_hashes), best effort: what
@@ -323,20 +326,20 @@ static void send_used(pcache_device *d) {
   ProtobufCBinaryData *hashes;
   pcache__hash *taken;
   size_t n, max;
-  d->used_in_flight = 1;
-  pthread_mutex_unlock(&d->upload_lock);
-  max = pcache__client_max_hashes(d->client);
-  pthread_mutex_lock(&d->upload_lock);
-  n = d->used.n < max ? d->used.n : max;
+  d->upload.used_in_flight = 1;
+  pthread_mutex_unlock(&d->upload.lock);
+  max = pcache__client_max_hashes(d->core.client);
+  pthread_mutex_lock(&d->upload.lock);
+  n = d->upload.used.n < max ? d->upload.used.n : max;
   taken = pcache__malloc(n * (sizeof *taken + sizeof *hashes));
   if (taken) {
-    memcpy(taken, d->used.items, n * sizeof *taken);
-    memmove(d->used.items, d->used.items + n, (d->used.n - n) * sizeof *taken);
-    d->used.n -= n;
+    memcpy(taken, d->upload.used.items, n * sizeof *taken);
+    memmove(d->upload.used.items, d->upload.used.items + n, (d->upload.used.n - n) * sizeof *taken);
+    d->upload.used.n -= n;
   } else {
-    d->used.n = 0; /* hits lost, nothing else */
+    d->upload.used.n = 0; /* hits lost, nothing else */
   }
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_unlock(&d->upload.lock);
   if (taken) {
     hashes = (ProtobufCBinaryData *)(taken + n);
     for (size_t i = 0; i < n; i++)
@@ -346,18 +349,18 @@ static void send_used(pcache_device *d) {
     pcache__report_send(d, &report);
     pcache__free(taken);
   }
-  pthread_mutex_lock(&d->upload_lock);
-  d->used_in_flight = 0;
-  pthread_cond_broadcast(&d->flush_cond);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.used_in_flight = 0;
+  pthread_cond_broadcast(&d->upload.drained);
 }
 
 /* Puts items back in front of the queue, in their order. Under the lock. */
 static void requeue(pcache_device *d, pcache__upload_queue *items) {
   for (pcache__upload *u = items->head; u; u = u->next) {
-    d->queue_len++;
-    d->queue_bytes += item_bytes(u);
+    d->upload.queue_len++;
+    d->upload.queue_bytes += item_bytes(u);
   }
-  pcache_queue_prepend(&d->queue, items);
+  pcache_queue_prepend(&d->upload.queue, items);
 }
 
 static void *upload_main(void *arg) {
@@ -369,19 +372,19 @@ static void *upload_main(void *arg) {
   size_t split = SIZE_MAX;
   /* Destroy must not wait out a long call (a background prefetch page has
    * ten times the timeout): pcache__upload_stop cancels it. */
-  pcache__rpc_set_cancel_fd(d->cancel_fd);
-  pthread_mutex_lock(&d->upload_lock);
-  while (!d->upload_stop) {
+  pcache__rpc_set_cancel_fd(d->upload.cancel_fd);
+  pthread_mutex_lock(&d->upload.lock);
+  while (!d->upload.stop) {
     pcache__upload_queue batch, retry;
     pcache__upload *u;
     size_t n = 0, bytes = 0, max_items;
     uint64_t acked = 0;
     int r;
-    if (d->prefetch_pending) {
+    if (d->upload.prefetch_pending) {
       prefetch_rest(d);
       continue;
     }
-    if (d->used.n) {
+    if (d->upload.used.n) {
       send_used(d);
       continue;
     }
@@ -389,58 +392,58 @@ static void *upload_main(void *arg) {
       pcache__refused_send_locked(d);
       continue;
     }
-    if (pcache_queue_empty(&d->queue) && d->snapshot_wanted) {
+    if (pcache_queue_empty(&d->upload.queue) && d->upload.snapshot_wanted) {
       /* After the pipelines: the daemon lists a snapshot's hashes only
        * while their entries exist. */
-      d->snapshot_wanted = 0;
-      d->snapshot_in_flight = 1;
-      pthread_mutex_unlock(&d->upload_lock);
+      d->upload.snapshot_wanted = 0;
+      d->upload.snapshot_in_flight = 1;
+      pthread_mutex_unlock(&d->upload.lock);
       pcache__snapshot_upload(d);
-      pthread_mutex_lock(&d->upload_lock);
-      d->snapshot_in_flight = 0;
-      pthread_cond_broadcast(&d->flush_cond);
+      pthread_mutex_lock(&d->upload.lock);
+      d->upload.snapshot_in_flight = 0;
+      pthread_cond_broadcast(&d->upload.drained);
       continue;
     }
-    if (pcache_queue_empty(&d->queue)) {
-      pthread_cond_wait(&d->upload_cond, &d->upload_lock);
+    if (pcache_queue_empty(&d->upload.queue)) {
+      pthread_cond_wait(&d->upload.wake, &d->upload.lock);
       continue;
     }
-    if (d->retry_now) {
-      d->retry_now = 0; /* a flush is waiting: one try at once */
+    if (d->upload.retry_now) {
+      d->upload.retry_now = 0; /* a flush is waiting: one try at once */
     } else if (retry_at > pcache__mono_ms()) {
       struct timespec ts;
       pcache__timespec_in(CLOCK_MONOTONIC, retry_at - pcache__mono_ms(), &ts);
-      pthread_cond_timedwait(&d->upload_cond, &d->upload_lock, &ts);
+      pthread_cond_timedwait(&d->upload.wake, &d->upload.lock, &ts);
       continue;
     }
-    pthread_mutex_unlock(&d->upload_lock);
-    max_items = pcache__client_max_hashes(d->client);
+    pthread_mutex_unlock(&d->upload.lock);
+    max_items = pcache__client_max_hashes(d->core.client);
     if (max_items > split)
       max_items = split;
-    pthread_mutex_lock(&d->upload_lock);
-    if (pcache_queue_empty(&d->queue))
+    pthread_mutex_lock(&d->upload.lock);
+    if (pcache_queue_empty(&d->upload.queue))
       continue;
     /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES,
      * all staged builds or none (Put.stage is the request's). */
     pcache_queue_init(&batch);
     pcache_queue_init(&retry);
-    while ((u = d->queue.head) != NULL && n < max_items) {
+    while ((u = d->upload.queue.head) != NULL && n < max_items) {
       uint64_t item = item_put_bytes(u);
       if (n > 0 && (bytes + item > BATCH_MAX_BYTES || u->staged != batch.head->staged))
         break;
       bytes += item;
-      d->queue_bytes -= item_bytes(u);
-      pcache_queue_push(&batch, pcache_queue_pop(&d->queue));
+      d->upload.queue_bytes -= item_bytes(u);
+      pcache_queue_push(&batch, pcache_queue_pop(&d->upload.queue));
       n++;
     }
-    d->queue_len -= n;
-    d->in_flight = n;
-    pthread_mutex_unlock(&d->upload_lock);
+    d->upload.queue_len -= n;
+    d->upload.in_flight = n;
+    pthread_mutex_unlock(&d->upload.lock);
 
     r = send_batch(d, batch.head, n, &retry, &acked);
 
-    pthread_mutex_lock(&d->upload_lock);
-    d->in_flight = 0;
+    pthread_mutex_lock(&d->upload.lock);
+    d->upload.in_flight = 0;
     if (r == PCACHE_EFRAME_TOO_LARGE && n > 1) {
       /* Smaller batches, at once: the daemon is not away. */
       split = n / 2;
@@ -449,53 +452,53 @@ static void *upload_main(void *arg) {
     }
     if (r == PCACHE_EFRAME_TOO_LARGE) {
       /* This one item can never go: the rest of the queue must. */
-      pthread_mutex_unlock(&d->upload_lock);
+      pthread_mutex_unlock(&d->upload.lock);
       dropped(d, 1, DROP_TOO_LARGE, bytes, 0, NULL);
       pcache__upload_free(pcache_queue_pop(&batch));
-      pthread_mutex_lock(&d->upload_lock);
-      pthread_cond_broadcast(&d->flush_cond);
+      pthread_mutex_lock(&d->upload.lock);
+      pthread_cond_broadcast(&d->upload.drained);
       continue;
     }
     split = SIZE_MAX;
     if (r < 0) {
       /* Daemon away or slow: the batch goes back in front, in order. */
       requeue(d, &batch);
-      d->upload_failures++;
+      d->upload.failures++;
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
         backoff = BACKOFF_MAX_MS;
       retry_at = pcache__mono_ms() + backoff;
-      pthread_cond_broadcast(&d->flush_cond);
+      pthread_cond_broadcast(&d->upload.drained);
       continue;
     }
     backoff = retry_at = 0;
-    atomic_fetch_add(&d->stats.uploaded, acked);
+    atomic_fetch_add(&d->core.stats.uploaded, acked);
     /* In front too, in their batch order: they were next in line. */
     requeue(d, &retry);
-    pthread_mutex_unlock(&d->upload_lock);
+    pthread_mutex_unlock(&d->upload.lock);
     while ((u = pcache_queue_pop(&batch)) != NULL)
       pcache__upload_free(u);
-    pthread_mutex_lock(&d->upload_lock);
-    pthread_cond_broadcast(&d->flush_cond);
+    pthread_mutex_lock(&d->upload.lock);
+    pthread_cond_broadcast(&d->upload.drained);
   }
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_unlock(&d->upload.lock);
   return NULL;
 }
 
 int pcache__upload_start(pcache_device *d) {
   pthread_condattr_t attr;
   int r = -ENOMEM;
-  pcache_queue_init(&d->queue);
-  d->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (d->cancel_fd < 0)
+  pcache_queue_init(&d->upload.queue);
+  d->upload.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (d->upload.cancel_fd < 0)
     return -errno;
-  if (pthread_mutex_init(&d->upload_lock, NULL) != 0)
+  if (pthread_mutex_init(&d->upload.lock, NULL) != 0)
     goto out_cancel_fd;
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  if (pthread_cond_init(&d->upload_cond, &attr) != 0)
+  if (pthread_cond_init(&d->upload.wake, &attr) != 0)
     goto out_mutex;
-  if (pthread_cond_init(&d->flush_cond, &attr) != 0)
+  if (pthread_cond_init(&d->upload.drained, &attr) != 0)
     goto out_cond;
   {
     /* The app's signals are the app's: this thread takes none of them (a
@@ -505,24 +508,24 @@ int pcache__upload_start(pcache_device *d) {
     int created;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    created = pthread_create(&d->upload_thread, NULL, upload_main, d) == 0;
+    created = pthread_create(&d->upload.thread, NULL, upload_main, d) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!created)
       goto out_flush_cond;
   }
   pthread_condattr_destroy(&attr);
-  d->upload_thread_running = 1;
+  d->upload.running = 1;
   return 0;
 out_flush_cond:
-  pthread_cond_destroy(&d->flush_cond);
+  pthread_cond_destroy(&d->upload.drained);
 out_cond:
-  pthread_cond_destroy(&d->upload_cond);
+  pthread_cond_destroy(&d->upload.wake);
 out_mutex:
   pthread_condattr_destroy(&attr);
-  pthread_mutex_destroy(&d->upload_lock);
+  pthread_mutex_destroy(&d->upload.lock);
 out_cancel_fd:
-  close(d->cancel_fd);
-  d->cancel_fd = -1;
+  close(d->upload.cancel_fd);
+  d->upload.cancel_fd = -1;
   return r;
 }
 
@@ -537,43 +540,44 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
     pcache__upload_free(item);
     return;
   }
-  pthread_mutex_lock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
   /* Bounded while the daemon is away: in items, the oldest go first; in
    * bytes, the one that would pass the bound (it may be the largest). */
-  full = d->queue_bytes + bytes > QUEUE_MAX_BYTES;
-  if (!full && d->queue_len >= QUEUE_MAX) {
-    oldest = pcache_queue_pop(&d->queue);
-    d->queue_len--;
-    d->queue_bytes -= item_bytes(oldest);
+  full = d->upload.queue_bytes + bytes > QUEUE_MAX_BYTES;
+  if (!full && d->upload.queue_len >= QUEUE_MAX) {
+    oldest = pcache_queue_pop(&d->upload.queue);
+    d->upload.queue_len--;
+    d->upload.queue_bytes -= item_bytes(oldest);
   }
   if (!full) {
-    pcache_queue_push(&d->queue, item);
-    d->queue_len++;
-    d->queue_bytes += bytes;
-    pthread_cond_signal(&d->upload_cond);
+    pcache_queue_push(&d->upload.queue, item);
+    d->upload.queue_len++;
+    d->upload.queue_bytes += bytes;
+    pthread_cond_signal(&d->upload.wake);
   }
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_unlock(&d->upload.lock);
   if (full || oldest)
     dropped(d, 1, DROP_QUEUE_FULL, 0, 0, NULL);
   pcache__upload_free(full ? item : oldest);
 }
 
 static int upload_pending(const pcache_device *d) {
-  return d->queue_len || d->in_flight || d->snapshot_wanted || d->snapshot_in_flight || d->used.n ||
-         d->used_in_flight || pcache__refused_pending_locked(d);
+  return d->upload.queue_len || d->upload.in_flight || d->upload.snapshot_wanted ||
+         d->upload.snapshot_in_flight || d->upload.used.n || d->upload.used_in_flight ||
+         pcache__refused_pending_locked(d);
 }
 
 int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   struct timespec ts;
   int r = 0;
   pcache__timespec_in(CLOCK_MONOTONIC, timeout_ms, &ts);
-  pthread_mutex_lock(&d->upload_lock);
-  d->retry_now = 1;
-  pthread_cond_signal(&d->upload_cond);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.retry_now = 1;
+  pthread_cond_signal(&d->upload.wake);
   while (upload_pending(d) && r != ETIMEDOUT)
-    r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
+    r = pthread_cond_timedwait(&d->upload.drained, &d->upload.lock, &ts);
   r = upload_pending(d) ? -ETIMEDOUT : 0;
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_unlock(&d->upload.lock);
   return r;
 }
 
@@ -581,57 +585,57 @@ int pcache__upload_drain(pcache_device *d, uint32_t budget_ms, int at_exit) {
   struct timespec ts;
   uint64_t failures;
   int r = 0;
-  if (!d->upload_thread_running)
+  if (!d->upload.running)
     return 0;
   pcache__timespec_in(CLOCK_MONOTONIC, budget_ms, &ts);
-  pthread_mutex_lock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
   if (at_exit) {
     /* The rest of a prefetch and a snapshot would call the driver, which
      * may already be unloaded at exit; the queued uploads carry copies. */
-    d->prefetch_pending = 0;
-    d->snapshot_wanted = 0;
+    d->upload.prefetch_pending = 0;
+    d->upload.snapshot_wanted = 0;
   }
-  failures = d->upload_failures;
-  d->retry_now = 1;
-  pthread_cond_signal(&d->upload_cond);
-  while (upload_pending(d) && d->upload_failures == failures && r != ETIMEDOUT)
-    r = pthread_cond_timedwait(&d->flush_cond, &d->upload_lock, &ts);
-  r = !upload_pending(d) ? 0 : d->upload_failures != failures ? PCACHE_EUNAVAILABLE : -ETIMEDOUT;
-  pthread_mutex_unlock(&d->upload_lock);
+  failures = d->upload.failures;
+  d->upload.retry_now = 1;
+  pthread_cond_signal(&d->upload.wake);
+  while (upload_pending(d) && d->upload.failures == failures && r != ETIMEDOUT)
+    r = pthread_cond_timedwait(&d->upload.drained, &d->upload.lock, &ts);
+  r = !upload_pending(d) ? 0 : d->upload.failures != failures ? PCACHE_EUNAVAILABLE : -ETIMEDOUT;
+  pthread_mutex_unlock(&d->upload.lock);
   return r;
 }
 
 void pcache__upload_stop(pcache_device *d) {
   pcache__upload *u;
-  if (!d->upload_thread_running)
+  if (!d->upload.running)
     return;
-  pthread_mutex_lock(&d->upload_lock);
-  d->upload_stop = 1;
-  pthread_cond_broadcast(&d->upload_cond);
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.stop = 1;
+  pthread_cond_broadcast(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
   /* The flush before this already had the client's whole timeout: end
    * whatever call the thread still has in flight rather than wait for it. */
-  (void)!write(d->cancel_fd, &(uint64_t){1}, sizeof(uint64_t));
-  pthread_join(d->upload_thread, NULL);
-  d->upload_thread_running = 0;
-  close(d->cancel_fd);
-  d->cancel_fd = -1;
-  while ((u = pcache_queue_pop(&d->queue)) != NULL)
+  (void)!write(d->upload.cancel_fd, &(uint64_t){1}, sizeof(uint64_t));
+  pthread_join(d->upload.thread, NULL);
+  d->upload.running = 0;
+  close(d->upload.cancel_fd);
+  d->upload.cancel_fd = -1;
+  while ((u = pcache_queue_pop(&d->upload.queue)) != NULL)
     pcache__upload_free(u);
-  d->queue_len = 0;
-  d->queue_bytes = 0;
-  pcache_vec_free(&d->sent_modules);
-  pcache_vec_free(&d->used);
-  pcache_vec_free(&d->refused);
-  pthread_cond_destroy(&d->flush_cond);
-  pthread_cond_destroy(&d->upload_cond);
-  pthread_mutex_destroy(&d->upload_lock);
+  d->upload.queue_len = 0;
+  d->upload.queue_bytes = 0;
+  pcache_vec_free(&d->upload.sent_modules);
+  pcache_vec_free(&d->upload.used);
+  pcache_vec_free(&d->upload.refused);
+  pthread_cond_destroy(&d->upload.drained);
+  pthread_cond_destroy(&d->upload.wake);
+  pthread_mutex_destroy(&d->upload.lock);
 }
 
 uint64_t pcache__upload_queue_len(pcache_device *d) {
   uint64_t n;
-  pthread_mutex_lock(&d->upload_lock);
-  n = d->queue_len + d->in_flight;
-  pthread_mutex_unlock(&d->upload_lock);
+  pthread_mutex_lock(&d->upload.lock);
+  n = d->upload.queue_len + d->upload.in_flight;
+  pthread_mutex_unlock(&d->upload.lock);
   return n;
 }

@@ -4,7 +4,67 @@
 #ifndef PCACHE_CLIENT_UPLOAD_H
 #define PCACHE_CLIENT_UPLOAD_H
 
-#include "client/device.h"
+#include "client/core.h"
+#include "common/queue.h"
+
+typedef struct pcache__upload {
+  struct pcache__upload *next;
+  pcache__hash state_hash;
+  uint32_t kind; /* Pcachepb__EntryKind */
+  uint8_t *blob;
+  size_t blob_size;
+  uint8_t *desc;
+  size_t desc_size;
+  uint64_t compile_ns;
+  size_t n_modules;
+  pcache__module *modules[PCACHE_DESC_MAX_MODULES];
+  int force_code; /* the daemon said it lacks a module: send all code */
+  /* A staged build (Put.stage): blob is empty, the daemon's replayer builds
+   * it (build.h, "Staging"). A batch is all staged or all not. */
+  int staged;
+} pcache__upload;
+
+/* The device's upload queue, a batch taken off it, and the batch's retries. */
+typedef PCACHE_QUEUE(pcache__upload) pcache__upload_queue;
+
+/* A refused blob's report, queued for the upload thread (reports.h). */
+typedef struct pcache__refused {
+  pcache__hash hash;
+  uint32_t reason; /* Pcachepb__ReportReason */
+} pcache__refused;
+#define PCACHE__REFUSED_MAX 4096u
+
+/* The upload thread and everything queued for it, all under lock (only
+ * when a client may reach a daemon). */
+typedef struct pcache__uploader {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;    /* work arrived, or stop */
+  pthread_cond_t drained; /* queue drained */
+  pcache__upload_queue queue;
+  size_t queue_len, in_flight; /* items in queue, and in the batch being sent */
+  uint64_t queue_bytes;        /* what the queued items own (upload.c, QUEUE_MAX_BYTES) */
+  uint64_t failures;           /* batches the daemon did not take (away, slow, refused) */
+  int stop, running;
+  int retry_now; /* a flush wants the next try now, not after the backoff */
+  pthread_t thread;
+  int cancel_fd; /* eventfd: written at stop, ends the thread's call in flight */
+  /* Prefetch pages the device creation had no time for: the upload thread
+   * fetches them, from prefetch_offset, before any upload. */
+  int prefetch_pending;
+  uint32_t prefetch_offset;
+  int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
+  int snapshot_in_flight;
+  /* State hashes of prefetched blobs that pipelines were built from, for
+   * the next Report (used): the daemon counts a use only when told. */
+  PCACHE_VEC(pcache__hash) used;
+  int used_in_flight;
+  /* Reports of refused blobs, for the next Report (reports.c). */
+  PCACHE_VEC(pcache__refused) refused;
+  uint32_t refused_snapshot;          /* a Pcachepb__ReportReason; 0: none to report */
+  uint64_t refused_snapshot_checksum; /* the refused one's, so a newer one stays */
+  int refused_in_flight;
+  PCACHE_VEC(pcache__hash) sent_modules; /* module hashes the daemon acknowledged */
+} pcache__uploader;
 
 int pcache__upload_start(pcache_device *device);
 /* Takes ownership of item (freed on failure too). */

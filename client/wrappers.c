@@ -1,6 +1,7 @@
 /* The wrappers: pcache_create_* / pcache_destroy_* for every object a
  * pipeline's description needs. Each calls the driver, then records what
  * the object was made from (record.c, shared with the Vulkan layer). */
+#include "client/device.h"
 #include "client/fastlink.h"
 #include "client/record.h"
 
@@ -11,13 +12,13 @@
     VkResult vr_;                                                                                  \
     if (!(device) || !(info) || !(ret_handle))                                                     \
       return VK_ERROR_INITIALIZATION_FAILED;                                                       \
-    if (!(device)->Name)                                                                           \
+    if (!(device)->core.Name)                                                                      \
       return VK_ERROR_EXTENSION_NOT_PRESENT;                                                       \
-    vr_ = (device)->Name((device)->vk_device, (info), (allocator), (ret_handle));                  \
+    vr_ = (device)->core.Name((device)->core.vk_device, (info), (allocator), (ret_handle));        \
     if (vr_ != VK_SUCCESS)                                                                         \
       return vr_;                                                                                  \
-    if (!(device)->passthrough)                                                                    \
-      record((device), (info), *(ret_handle));                                                     \
+    if (!(device)->core.passthrough)                                                               \
+      record(&(device)->core, (info), *(ret_handle));                                              \
     return VK_SUCCESS;                                                                             \
   } while (0)
 
@@ -26,8 +27,8 @@
   do {                                                                                             \
     if (!(device) || (handle) == VK_NULL_HANDLE)                                                   \
       return;                                                                                      \
-    pcache__record_forget((device), (type), PCACHE_HANDLE_U64(handle));                            \
-    (device)->Name((device)->vk_device, (handle), (allocator));                                    \
+    pcache__record_forget(&(device)->core, (type), PCACHE_HANDLE_U64(handle));                     \
+    (device)->core.Name((device)->core.vk_device, (handle), (allocator));                          \
   } while (0)
 
 PCACHE_API VkResult pcache_create_shader_module(pcache_device *device,

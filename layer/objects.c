@@ -21,7 +21,7 @@ static layer_device *device_of(VkDevice device) { return layer_registry_device(l
     layer_device *ld = device_of(device);                                                          \
     VkResult vr = ld->Name(device, info, allocator, ret_handle);                                   \
     if (vr == VK_SUCCESS && ld->pc)                                                                \
-      record(ld->pc, info, *ret_handle);                                                           \
+      record(&ld->pc->core, info, *ret_handle);                                                    \
     return vr;                                                                                     \
   }
 
@@ -30,7 +30,7 @@ static layer_device *device_of(VkDevice device) { return layer_registry_device(l
                                                  const VkAllocationCallbacks *allocator) {         \
     layer_device *ld = device_of(device);                                                          \
     if (handle != VK_NULL_HANDLE && ld->pc)                                                        \
-      pcache__record_forget(ld->pc, (type), PCACHE_HANDLE_U64(handle));                            \
+      pcache__record_forget(&ld->pc->core, (type), PCACHE_HANDLE_U64(handle));                     \
     ld->Name(device, handle, allocator);                                                           \
   }
 

@@ -131,7 +131,7 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
       /* Described only in the app's first run under pcache (stage_hits),
        * so that the store learns what the driver served; other runs keep
        * the hit at the driver's own cost. */
-      if (ld->pc->stage_hits) {
+      if (ld->pc->build.stage_hits) {
         pcache__desc_buf_init(&buf);
         if (pcache__build_describe(ld->pc, &b, &buf, &keys) == 0)
           (void)pcache__build_stage_hit(ld->pc, &b, &keys, &buf);

@@ -137,9 +137,9 @@ static void send_report(layer_device *ld, const layer_report *r) {
   m.pid = r->pid;
   m.app = (char *)r->app;
   if (ld->pc) {
-    m.device_key.data = ld->pc->key.bytes;
+    m.device_key.data = ld->pc->core.key.bytes;
     m.device_key.len = PCACHE_DEVKEY_SIZE;
-    m.device_name = ld->pc->device_name;
+    m.device_name = ld->pc->core.device_name;
   }
 #define LAYER_REPORT_COPY(name) m.name = r->name;
   PCACHE_CLIENT_REPORT_COUNTERS(LAYER_REPORT_COPY)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/device.h"
 #include "client/appcache.h"
 #include "common/bytes.h"
 #include "common/hash.h"
@@ -216,7 +217,7 @@ static void app_threads(const test_vk *vk) {
   pthread_t t[4];
   worker w[4];
   ASSERT_TRUE(app != VK_NULL_HANDLE);
-  ASSERT_TRUE(app != device->cache); /* not the merge destination */
+  ASSERT_TRUE(app != device->core.cache); /* not the merge destination */
   ASSERT_TRUE(pcache_device_pipeline_cache(device) == app);
   test_objects_create(&o, device);
   for (int i = 0; i < 4; i++) {

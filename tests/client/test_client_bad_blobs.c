@@ -12,6 +12,7 @@
 #include <lmdb.h>
 
 #include "common/bytes.h"
+#include "client/device.h"
 #include "client/blobs.h"
 #include "client_util.h"
 #include "common/blob.h"
@@ -32,7 +33,7 @@ static pcache__hash graphics_hash(pcache_device *device, const test_objects *o, 
   pcache__desc_keys keys;
   test_graphics_info(&g, o, v);
   pcache__desc_buf_init(&buf);
-  ASSERT_OK(pcache__desc_graphics(&g.info, &device->lookup, &buf, &keys));
+  ASSERT_OK(pcache__desc_graphics(&g.info, &device->core.lookup, &buf, &keys));
   pcache__desc_buf_release(&buf);
   return keys.state_hash;
 }
@@ -109,7 +110,7 @@ int main(void) {
   }
   ASSERT_OK(pcache_device_flush(device));
   ASSERT_EQ(util_count_entries(), 3);
-  key = device->key;
+  key = device->core.key;
   h0 = graphics_hash(device, &o, 0);
   h1 = graphics_hash(device, &o, 1);
 

@@ -33,8 +33,8 @@ static void put_entries(pcache_device *device, const test_objects *o) {
   mods[0].code = (ProtobufCBinaryData){vsize, (uint8_t *)vcode};
   mods[1].hash = (ProtobufCBinaryData){16, fhash.bytes};
   mods[1].code = (ProtobufCBinaryData){fsize, (uint8_t *)fcode};
-  pcache__blob_write_header(&device->key, header);
-  info.key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->key.bytes};
+  pcache__blob_write_header(&device->core.key, header);
+  info.key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->core.key.bytes};
   info.name = (char *)"lavapipe";
   ASSERT_OK(pcache__transport_open(getenv("PCACHE_SOCKET"), "pcache-client-test", 5000, &t, NULL));
   for (uint32_t base = 0; base < N_ENTRIES; base += PER_PUT) {
@@ -49,7 +49,7 @@ static void put_entries(pcache_device *device, const test_objects *o) {
       test_graphics g;
       test_graphics_info(&g, o, base + i);
       pcache__desc_buf_init(&bufs[i]);
-      ASSERT_OK(pcache__desc_graphics(&g.info, &device->lookup, &bufs[i], &keys[i]));
+      ASSERT_OK(pcache__desc_graphics(&g.info, &device->core.lookup, &bufs[i], &keys[i]));
       pcachepb__put_item__init(&items[i]);
       items[i].state_hash = (ProtobufCBinaryData){16, keys[i].state_hash.bytes};
       items[i].kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
@@ -78,7 +78,7 @@ static void put_entries(pcache_device *device, const test_objects *o) {
     Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
     Pcachepb__Prefetch pre = PCACHEPB__PREFETCH__INIT;
     pcache__reply reply = {0};
-    pre.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->key.bytes};
+    pre.device_key = (ProtobufCBinaryData){PCACHE_DEVKEY_SIZE, device->core.key.bytes};
     request.body_case = PCACHEPB__REQUEST__BODY_PREFETCH;
     request.prefetch = &pre;
     ASSERT_OK(pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_PREFETCH,

@@ -84,7 +84,7 @@ static void shared(const test_vk *vk) {
    * played here: the context is handed a handle it already owns. It must
    * forget the dead pipeline's entries (g0 no longer finds it) and own
    * the handle once. */
-  ASSERT_VK(pcache__owned_add(device, again));
+  ASSERT_VK(pcache__owned_add(&device->owned, again));
   ASSERT_OK(pcache_device_get_counters(device, &c));
   ASSERT_EQ(c.reused_handles, 1);
   VkPipeline g0_now;

@@ -116,7 +116,7 @@ int main(void) {
     ASSERT_EQ(st.compiles, 0);
     ASSERT_EQ(st.unhashable, 0); /* nothing is described at all */
     /* The wrappers recorded nothing. */
-    ASSERT_TRUE(pcache__objmap_module(device->objects, o.vert) == NULL);
+    ASSERT_TRUE(pcache__objmap_module(device->core.objects, o.vert) == NULL);
     test_objects_destroy(&o);
   }
   pcache_device_destroy(device); /* destroys b */

@@ -62,7 +62,7 @@ static void run(const char *mode) {
   handed = util_segments_sent() > sent;
   /* Held with its lease (the daemon counts it until the mapping goes). */
   if (handed)
-    ASSERT_TRUE(device->segment && device->segment->lease_fd >= 0);
+    ASSERT_TRUE(device->segment.map && device->segment.map->lease_fd >= 0);
   ASSERT_OK(pcache_device_get_stats(device, &st));
   if (strcmp(mode, "warm") == 0 || more) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
