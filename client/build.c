@@ -391,8 +391,16 @@ size_t pcache__build_modules(pcache_device *d, const pcache__build *b,
  * pipeline is then only not shared. */
 static void stage(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                   const pcache__desc_buf *desc, uint64_t compile_ns) {
-  pcache__upload *u = upload_new(b->kind, keys, desc->data, desc->size, NULL, 0, compile_ns);
-  if (!u)
+  uint64_t k0, k1;
+  pcache__upload *u;
+  /* Once a process: the layer's driver hits bypass the built table, and a
+   * staged miss created again is not staged again; a full table (out of
+   * memory) only stages it twice. */
+  pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
+  if (pcache__table_peek(&d->build.staged, k0, k1))
+    return;
+  (void)pcache__table_insert(&d->build.staged, k0, k1, 1);
+  if (!(u = upload_new(b->kind, keys, desc->data, desc->size, NULL, 0, compile_ns)))
     return;
   u->staged = 1;
   u->n_modules = pcache__build_modules(d, b, u->modules);
@@ -433,15 +441,8 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
-  uint64_t k0, k1;
   if (!d->build.stage_hits || pcache__prefetch_known(d, &keys->state_hash))
     return 0;
-  /* Once a process: the layer's driver hits bypass the built table, so it
-   * is told here; a full table (out of memory) only stages it again. */
-  pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  if (pcache__table_peek(&d->build.staged, k0, k1))
-    return 0;
-  (void)pcache__table_insert(&d->build.staged, k0, k1, 1);
   stage(d, b, keys, desc, 0);
   return 1;
 }
@@ -518,14 +519,14 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
   return VK_SUCCESS;
 }
 
-/* A staged miss (build.h, "Staging"): compiled as the program would, with
- * its own cache or none, which is the plain program's cost, and its
- * description staged for the daemon's replayer to build the blob from. The
- * device cache does not get it (*ret_held 0). */
-static VkResult compile_staged(pcache_device *d, const pcache__build *b,
-                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
-                               VkPipeline *ret_pipeline) {
-  uint64_t start = pcache__mono_ns();
+/* What the built table says of a state hash this process built (and
+ * build_first's *ret_held): the device cache holds it; the driver's own
+ * caches served it; or it was compiled as the program would and staged. */
+enum { BUILT_IN_CACHE = 1, BUILT_BY_DRIVER = 2, BUILT_STAGED = 3 };
+
+/* The pipeline as the program would create it: its own cache, or none. */
+static VkResult create_as_program(pcache_device *d, const pcache__build *b,
+                                  VkPipeline *ret_pipeline) {
   VkResult vr;
   if (b->app_cache != VK_NULL_HANDLE) {
     pthread_rwlock_rdlock(b->app_cache_lock);
@@ -536,6 +537,19 @@ static VkResult compile_staged(pcache_device *d, const pcache__build *b,
   } else {
     vr = create_pipeline(d, b, VK_NULL_HANDLE, 0, NULL, ret_pipeline);
   }
+  return vr;
+}
+
+/* A staged miss (build.h, "Staging"): compiled as the program would, which
+ * is the plain program's cost, and its description staged for the
+ * daemon's replayer to build the blob from. The device cache does not get
+ * it (*ret_held BUILT_STAGED: created again, it goes to the driver the same
+ * way). */
+static VkResult compile_staged(pcache_device *d, const pcache__build *b,
+                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
+                               VkPipeline *ret_pipeline) {
+  uint64_t start = pcache__mono_ns();
+  VkResult vr = create_as_program(d, b, ret_pipeline);
   if (vr != VK_SUCCESS)
     return vr;
   atomic_fetch_add(&d->core.stats.compiles, 1);
@@ -570,8 +584,10 @@ static VkResult compile(pcache_device *d, const pcache__build *b, const pcache__
    * changing the app's struct: the VkPipelineCache path then, kept here. */
   if (d->core.binary && !in_flags2)
     return compile_binary(d, b, keys, desc, ret_pipeline);
-  if (d->build.stage_compiles) {
-    *ret_held = 0;
+  /* The daemon may have lost its replayer since creation (a restart
+   * without one): its Hello says so. */
+  if (d->build.stage_compiles && atomic_load(&d->core.client->stages)) {
+    *ret_held = BUILT_STAGED;
     return compile_staged(d, b, keys, desc, ret_pipeline);
   }
   if (d->core.CreatePipelineCache(d->core.vk_device, &ci, d->core.allocator, &fresh) != VK_SUCCESS)
@@ -668,7 +684,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
                             const pcache__desc_buf *desc, VkPipeline *ret_pipeline,
                             pcache__build_source *ret_source, int *ret_held) {
   int in_app_cache;
-  *ret_held = 1;
+  *ret_held = BUILT_IN_CACHE;
   atomic_fetch_add(&d->core.stats.misses, 1);
   /* Prefetched or not, the driver first: on NVIDIA a pipeline created
    * from the device cache, where the prefetch merged its blob, cost 0.058
@@ -676,7 +692,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
    * (H200, bench/RESULTS.md); a probe that misses costs 2.4 us. */
   if (!b->driver_asked && pcache__build_driver_first(d, b, ret_pipeline) == 1) {
     *ret_source = PCACHE__BUILT_DRIVER;
-    *ret_held = 0;
+    *ret_held = BUILT_BY_DRIVER;
     /* The daemon sent it: it is in use, whoever served it (its entry's
      * place in the LRU). */
     if (d->core.client && pcache__prefetch_known(d, &keys->state_hash))
@@ -707,10 +723,6 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   }
 }
 
-/* What the built table says of a state hash this process built: the device
- * cache holds it, or not (the driver's own caches served it, or it was
- * compiled as the program would and staged). */
-enum { BUILT_IN_CACHE = 1, BUILT_BY_DRIVER = 2 };
 
 VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
                               const pcache__desc_keys *keys, const pcache__desc_buf *desc,
@@ -726,7 +738,11 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     /* BUILT_BY_DRIVER: the driver's caches served it, the device cache
      * does not hold it: the driver is asked again (and compiles only if it
      * has since lost it). */
-    if (v != BUILT_BY_DRIVER && !d->core.binary) {
+    if (v == BUILT_STAGED) {
+      /* Not in the device cache, and staged already: as the program would
+       * create it again, without pcache. */
+      vr = create_as_program(d, b, ret_pipeline);
+    } else if (v != BUILT_BY_DRIVER && !d->core.binary) {
       vr = create_held(d, b, keys, ret_pipeline);
     } else if (pcache__build_driver_first(d, b, ret_pipeline) == 1) {
       vr = VK_SUCCESS;
@@ -743,11 +759,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   case PCACHE__TABLE_CLAIMED:
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     /* A failure is not remembered: the next caller tries again. */
-    pcache__table_complete(&d->build.built, claim,
-                           vr != VK_SUCCESS ? 0
-                           : held           ? BUILT_IN_CACHE
-                                            : BUILT_BY_DRIVER,
-                           (int)vr);
+    pcache__table_complete(&d->build.built, claim, vr != VK_SUCCESS ? 0 : (uint64_t)held, (int)vr);
     break;
   case PCACHE__TABLE_FAILED:
     /* The build we waited for failed (maybe only for its caller: a
