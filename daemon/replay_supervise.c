@@ -233,8 +233,7 @@ static void spawn(pcd_replay *rp) {
       .exit_cb = on_exit_cb, .file = file, .args = (char **)args, .stdio_count = 3, .stdio = stdio};
   relay *rl;
   int r;
-  /* The items next in the order are a program's whose name is known:
-   * this replayer runs as that name (replay_exe.c). */
+  /* The next items are a program's whose name is known (replay_exe.c). */
   rp->exe_name[0] = '\0';
   rp->switching = 0;
   if (atomic_load(&rp->as_program) && rp->next_exe[0]) {
@@ -443,11 +442,17 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       settle_flight(rp, 0, "");
     }
     restart = rp->st.active && !rp->st.finished_now;
-    /* Told to finish for a replayer under another program's name
-     * (ops_replay.c) is no failure, landed or not: the next one, under
-     * that name, starts at once. */
+    /* Told to finish for another program's name (ops_replay.c): the next
+     * replayer starts at once, under that name; one that built nothing
+     * (the order moved between its start and its claim) counts as a
+     * failure, so an order that keeps moving cannot start them for ever. */
     if (restart && rp->switching) {
-      rp->failures_in_row = rp->landed ? 0 : rp->failures_in_row;
+      if (rp->landed) {
+        rp->failures_in_row = 0;
+      } else {
+        rp->failures_in_row++;
+        delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
+      }
       log_info("replay: pid %u finished its program's pipelines; the next ones are %s's", rp->pid,
                rp->next_exe[0] ? rp->next_exe : "pcache-replay");
     } else if (restart && !rp->landed) {
