@@ -162,6 +162,13 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
   }
   if (req->body_case == PCACHEPB__REQUEST__BODY_HELLO) {
     pcd_read_hello(c, req->hello);
+    /* The program the app runs as: what the replayer builds its pipelines
+     * under (replay_exe.c). Only Hello's app: libpcache's Puts and
+     * Prefetches name that one too, and one that names another app is a
+     * tool's (a script staging or uploading for a program), whose own
+     * executable is not that program. */
+    if (c->hello_done)
+      pcd_replay_exe_note(c->srv->replay, c->app, c->pid);
     goto out_free;
   }
   switch (req->body_case) {

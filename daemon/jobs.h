@@ -4,7 +4,8 @@
  * never switches over its type. Each write request's file defines its
  * table (ops_put.c, ops_snapshot.c: PutSnapshot and its drop,
  * ops_report.c, ops_purge.c, ops_verify.c, ops_export.c, ops_import.c;
- * ops.c: the internal touch and drop batches); jobs.c maps the types to
+ * ops.c: the internal touch and drop batches, and the program names
+ * replay_exe.c records); jobs.c maps the types to
  * them. */
 #ifndef PCD_JOBS_H
 #define PCD_JOBS_H
@@ -54,7 +55,7 @@ const pcd_job_ops *pcd_job_ops_of(pcd_job_type type);
 
 /* The tables (ops*.c). */
 extern const pcd_job_ops pcd_job_put, pcd_job_snapshot, pcd_job_snapshot_drop, pcd_job_report,
-    pcd_job_purge, pcd_job_verify, pcd_job_touch, pcd_job_drop;
+    pcd_job_purge, pcd_job_verify, pcd_job_touch, pcd_job_drop, pcd_job_app_exe;
 extern const pcd_job_ops pcd_job_export, pcd_job_import;
 extern const pcd_job_ops pcd_job_replay_start, pcd_job_replay_claim, pcd_job_replay_sync;
 

@@ -1,6 +1,7 @@
 /* What the write jobs share (ops.h), and the batches the I/O threads
- * queue: the hits they counted (touch) and the entries whose blobs failed
- * their checksum as they were read (drop). */
+ * queue: the hits they counted (touch), the entries whose blobs failed
+ * their checksum as they were read (drop), and the program name an app
+ * runs as (app_exe: replay_exe.c). */
 #include "ops.h"
 
 #include <errno.h>
@@ -47,5 +48,13 @@ static int op_drop(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   return 0;
 }
 
+/* A name that fails the check was never queued (replay_exe.c); one that
+ * does costs a record of a few bytes, once a run per app. */
+static int op_app_exe(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
+  int r = pcd_app_exe_put(txn, job->app, job->exe, pcd_now_us() / 1000000);
+  return r == -EINVAL ? 0 : r;
+}
+
 const pcd_job_ops pcd_job_touch = {.name = "touch", .run = op_touch};
 const pcd_job_ops pcd_job_drop = {.name = "drop", .run = op_drop};
+const pcd_job_ops pcd_job_app_exe = {.name = "app_exe", .run = op_app_exe};

@@ -41,6 +41,11 @@ static void push_item(pcd_txn *txn, pcd_job *job, const Pcachepb__Put *put,
     log_debug("put: item not pushed to the fleet: %s", pcache_strerror(r));
     return;
   }
+  /* The program the app runs as goes with the Put's first entry, so that
+   * a member that syncs the app builds it under that name (docs/fleet.md);
+   * one that cannot be read is only not written. */
+  if (!job->pushes)
+    (void)pcd_app_exe_get(txn, app, p->exe);
   p->next = job->pushes;
   job->pushes = p;
 }

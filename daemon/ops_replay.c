@@ -187,6 +187,8 @@ static int plan(pcd_txn *txn, const uint8_t *old_key, const uint8_t *new_key, in
 
 static pcd_replay *job_replay(const pcd_job *job) { return job->ctx; }
 
+static int plan_exe(pcd_replay *rp, pcd_txn *txn);
+
 static int count_pending(void *ctx, const pcd_replay_record *rec) {
   if (rec->state == PCD_REPLAY_PENDING)
     (*(uint32_t *)ctx)++;
@@ -260,6 +262,8 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     rp->st.boost = 1;
     rp->st.boost_has_after = 0;
   }
+  if (r >= 0)
+    r = plan_exe(rp, txn);
   if (r < 0)
     return r;
   if (reply)
@@ -300,7 +304,8 @@ int pcd_replay_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) {
   /* Again when finished: these items came after it. */
   if ((r = plan(txn, staged.bytes, key->bytes, 1)) < 0)
     return r;
-  r = load_next(rp, txn);
+  if ((r = load_next(rp, txn)) >= 0)
+    r = plan_exe(rp, txn);
   return r < 0 ? r : 0;
 }
 
@@ -391,6 +396,56 @@ static int next_item(struct pick *p) {
   }
   return pcd_lru_newest_before(p->txn, rp->st.rec.old_key,
                                rp->st.lru_has_before ? rp->st.lru_before : NULL, pick_lru, p);
+}
+
+/* The program name a replayer must run under to be handed old entry h:
+ * the name recorded for its app, or "" (pcache-replay's own) when there
+ * is none or builds under the program's name are off (replay_exe.c). An
+ * entry that cannot be read gets "": fill_item records it as bad. */
+static int item_exe(pcd_replay *rp, pcd_txn *txn, const pcache__hash *h,
+                    char out[PCD_EXE_NAME_MAX + 1]) {
+  uint8_t k[PCD_ENTRY_KEY_SIZE];
+  pcd_entry e;
+  int r;
+  out[0] = '\0';
+  if (!atomic_load(&rp->as_program))
+    return 0;
+  entry_key(k, rp->st.rec.old_key, h);
+  if ((r = pcd_entry_get(txn, k, &e)) == 0)
+    r = pcd_app_exe_get(txn, e.app, out);
+  if (r == PCACHE_ESTORE || r == -ENOMEM)
+    return r;
+  if (r < 0)
+    out[0] = '\0';
+  return 0;
+}
+
+/* Sets the name the next replayer starts under (rp->next_exe) to the one
+ * the next item in the order needs, leaving the order where it was: so
+ * that the first replayer of a replay, or the one after a crash, is the
+ * right one and no process is started only to be told to finish. Only a
+ * guess: the claims decide (op_claim). */
+static int plan_exe(pcd_replay *rp, pcd_txn *txn) {
+  struct pick p = {.rp = rp, .txn = txn};
+  pcd_replay_state *before;
+  int r = 1;
+  if (!rp->st.active || rp->running || !atomic_load(&rp->as_program))
+    return 0;
+  if (rp->st.n_retry) {
+    p.found = rp->st.retry[rp->st.n_retry - 1];
+  } else {
+    if (!(before = pcache__malloc(sizeof *before)))
+      return 0; /* a guess left out */
+    *before = rp->st;
+    r = next_item(&p);
+    rp->st = *before;
+    pcache__free(before);
+  }
+  if (r <= 0) {
+    rp->next_exe[0] = '\0';
+    return r;
+  }
+  return item_exe(rp, txn, &p.found, rp->next_exe);
 }
 
 /* A staged entry's blob, when it came with one, seeds its build
@@ -512,9 +567,13 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   Pcachepb__ReplayItem *item = pcd_arena_alloc(&job->arena, sizeof *item);
   struct pick p = {.rp = rp, .txn = txn};
   uint64_t now = pcache__mono_us();
-  int r = 0, grant = 0;
+  char want[PCD_EXE_NAME_MAX + 1];
+  /* The order as it was before the walk that found the item: put back
+   * when the item is another program's (below). */
+  pcd_replay_state *before = pcd_arena_alloc(&job->arena, sizeof *before);
+  int r = 0, grant = 0, retried;
   (void)cfg;
-  if (!reply || !item)
+  if (!reply || !item || !before)
     return -ENOMEM;
   pcachepb__replay_claim_reply__init(reply);
   pcachepb__replay_item__init(item);
@@ -560,10 +619,12 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     grant = 1;
   }
   for (int skips = 0; skips < CLAIM_MAX_SKIPS; skips++) {
+    retried = 0;
     if (rp->st.n_retry && !rp->st.n_flight) {
       /* One at a time, so that a crash names its pipeline. */
       p.found = rp->st.retry[--rp->st.n_retry];
       rp->st.retry_in_flight = 1;
+      retried = 1;
       if ((r = pending(&p, &p.found)) < 0)
         goto out;
       if (r == 0) {
@@ -573,14 +634,34 @@ static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     } else if (rp->st.n_retry || rp->st.retry_in_flight) {
       reply->wait_ms = 100;
       goto out;
-    } else if ((r = next_item(&p)) <= 0) {
-      if (r < 0)
+    } else {
+      *before = rp->st;
+      if ((r = next_item(&p)) <= 0) {
+        if (r < 0)
+          goto out;
+        /* Nothing left to hand out: this replayer thread is done; the
+         * replay is, once nothing is out either. */
+        reply->finished = 1;
+        if (!rp->st.n_flight)
+          r = finish_replay(rp, txn);
         goto out;
-      /* Nothing left to hand out: this replayer thread is done; the
-       * replay is, once nothing is out either. */
+      }
+    }
+    if ((r = item_exe(rp, txn, &p.found, want)) < 0)
+      goto out;
+    if (strcmp(want, rp->exe_name) != 0) {
+      /* Another program's item: it waits where it was for a replayer
+       * under that name, which the supervisor starts once this one has
+       * finished (each thread is told so at its next claim). */
+      if (retried) {
+        rp->st.retry[rp->st.n_retry++] = p.found;
+        rp->st.retry_in_flight = 0;
+      } else {
+        rp->st = *before;
+      }
+      snprintf(rp->next_exe, sizeof rp->next_exe, "%s", want);
+      rp->switching = 1;
       reply->finished = 1;
-      if (!rp->st.n_flight)
-        r = finish_replay(rp, txn);
       goto out;
     }
     if ((r = fill_item(rp, txn, job, &p.found, item)) < 0)
@@ -757,6 +838,8 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   }
   if (r >= 0)
     r = load_next(rp, txn);
+  if (r >= 0)
+    r = plan_exe(rp, txn);
   return r < 0 ? r : 0;
 }
 

@@ -148,3 +148,7 @@ size_t pcd_fleet_key_snapshot(char *out, const char *prefix, const uint8_t *devi
   size_t n = key_head(out, prefix, "s", device_key);
   return n + (size_t)snprintf(out + n, PCD_FLEET_KEY_MAX - n, "%s", app);
 }
+
+size_t pcd_fleet_key_exe(char *out, const char *prefix, const char *app) {
+  return (size_t)snprintf(out, PCD_FLEET_KEY_MAX, "%sx:%s", prefix, app);
+}

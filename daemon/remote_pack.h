@@ -36,6 +36,9 @@ typedef struct pcd_push {
   uint8_t device_key[PCACHE_DEVKEY_SIZE];
   uint8_t state_hash[PCACHE_HASH_SIZE]; /* ENTRY */
   char app[PCD_MAX_APP + 1];            /* ENTRY: the app's index; SNAPSHOT: whose */
+  /* ENTRY: the program name app runs as, when recorded, on the first
+   * entry of a Put ("" on the others): written to x:APP beside it. */
+  char exe[PCD_EXE_NAME_MAX + 1];
   size_t size;
   uint8_t value[]; /* PCD_FLEET_HEADER (key id and signature still 0) + payload */
 } pcd_push;
@@ -74,5 +77,8 @@ size_t pcd_fleet_key_index(char *out, const char *prefix, const uint8_t *device_
                            const char *app);
 size_t pcd_fleet_key_snapshot(char *out, const char *prefix, const uint8_t *device_key,
                               const char *app);
+/* The program name app runs as (a plain value, not signed: docs/fleet.md
+ * "What is in Redis"), the same for every device. */
+size_t pcd_fleet_key_exe(char *out, const char *prefix, const char *app);
 
 #endif

@@ -7,8 +7,9 @@
  * transactions; a daemon without a signing key never gets this far
  * (dispatch.c packs nothing for it, remote.c would drop it). An entry is
  * SET under its key and its hash added to its (device, app) index; a
- * snapshot is SET under its key; with --remote-ttl, each key written gets
- * that expiry. */
+ * snapshot is SET under its key; the program name an entry's app runs as,
+ * when it comes with one, is SET under x:APP, unsigned (docs/fleet.md);
+ * with --remote-ttl, each key written gets that expiry. */
 #include "remote_internal.h"
 
 #include <stdint.h>
@@ -87,6 +88,18 @@ static int send_push(pcd_remote *r, pcd_push *p) {
     argv[0] = "EXPIRE", len[0] = 6;
     argv[2] = ttl, len[2] = strlen(ttl);
     (void)pcd_remote_command(r, on_aside, NULL, 3, argv, len);
+  }
+  if (p->exe[0]) {
+    argv[0] = "SET", len[0] = 3;
+    argv[1] = index, len[1] = pcd_fleet_key_exe(index, r->config->remote_prefix, p->app);
+    argv[2] = p->exe, len[2] = strlen(p->exe);
+    n = 3;
+    if (ex) {
+      argv[3] = "EX", len[3] = 2;
+      argv[4] = ttl, len[4] = strlen(ttl);
+      n = 5;
+    }
+    (void)pcd_remote_command(r, on_aside, NULL, (int)n, argv, len);
   }
   return 0;
 }

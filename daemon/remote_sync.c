@@ -16,7 +16,10 @@
  * set. The next slice waits for the writer to finish the last, so that
  * the sync never holds the writer for long, and a client's write waits
  * behind one slice at most; clients' Gets never wait for it (their asks
- * have their own deadlines). One sync runs at a time: a FleetSync that
+ * have their own deadlines). Each app's program name (x:APP, written by
+ * the member that pushed its entries) is read at its first slice and, when
+ * it is a file name, recorded for the replayer, which then builds the
+ * app's items under that name (replay_exe.c). One sync runs at a time: a FleetSync that
  * comes meanwhile is answered with its result. */
 #include "remote_internal.h"
 
@@ -30,6 +33,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "proto/frame.h"
+#include "replay.h"
 
 /* Apps listed per device: a fleet's index keys of one device are its
  * programs; past this many the rest waits for the fleet's read-through. */
@@ -234,6 +238,39 @@ static void next_device(pcd_remote *r) {
   send_scan(r);
 }
 
+/* x:APP's answer (privdata: the app, owned). Not signed: anyone with
+ * Redis access could have written it, and it becomes a file name here, so
+ * only a name that passes pcd_exe_name_ok is recorded; the worst a
+ * recorded one does is make the replayer build into another program's
+ * driver cache file (docs/fleet.md "Who can do what"). */
+static void on_exe(pcd_remote *r, redisReply *reply, void *privdata) {
+  char *app = privdata, exe[PCD_EXE_NAME_MAX + 1];
+  if (reply && reply->type == REDIS_REPLY_STRING) {
+    if (pcd_exe_name_ok(reply->str, reply->len)) {
+      memcpy(exe, reply->str, reply->len);
+      exe[reply->len] = '\0';
+      pcd_replay_exe_record(r->put_ctx, app, exe);
+    } else {
+      log_warn("remote: fleet sync: the program name of app '%s' in Redis (x:%s) is not a file "
+               "name (1 to %d of A-Z a-z 0-9 . _ + -); not used: its pipelines are built as "
+               "pcache-replay. Only pcached writes that key: check who else can write to %s",
+               app, app, PCD_EXE_NAME_MAX, pcd_remote_url(r));
+    }
+  }
+  pcache__free(app);
+}
+
+/* Asks for app's program name (on_exe); the answer comes before the
+ * slice's, on the same connection. */
+static void ask_exe(pcd_remote *r, const char *app) {
+  char key[PCD_FLEET_KEY_MAX];
+  const char *argv[2] = {"GET", key};
+  size_t len[2] = {3, pcd_fleet_key_exe(key, r->config->remote_prefix, app)};
+  char *copy = pcache__strdup(app);
+  if (copy && pcd_remote_command(r, on_exe, copy, 2, argv, len) < 0)
+    pcache__free(copy);
+}
+
 /* Any thread (the writer's, or the loop's when nothing was found): a
  * slice's Put is done; the loop takes it up (pcd_remote_sync_run). */
 static void slice_landed(pcd_job *job) {
@@ -289,6 +326,8 @@ static void next_slice(pcd_remote *r) {
       pcache__mono_us() + r->config->remote_timeout_ms * SLICE_TIMEOUT_FACTOR * 1000u;
   s->slice_listed = s->slice_asked = 0;
   s->at_writer = 1;
+  if (!s->has_after)
+    ask_exe(r, s->apps[s->app_at]);
   pcd_remote_fetch_start(r, ask);
 }
 

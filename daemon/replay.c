@@ -66,7 +66,7 @@ static uint32_t default_mem_limit_mb(void) {
 
 int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
   pcd_replay *rp = pcache__calloc(1, sizeof *rp);
-  const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY");
+  const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY"), *as_program;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int r;
   if (!rp)
@@ -80,12 +80,23 @@ int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
     pcache__free(rp);
     return -r;
   }
+  if ((r = pthread_mutex_init(&rp->exes.lock, NULL)) != 0) {
+    pthread_mutex_destroy(&rp->fg.lock);
+    pthread_mutex_destroy(&rp->lock);
+    pcache__free(rp);
+    return -r;
+  }
   rp->srv = srv;
   if (bin && *bin)
     snprintf(rp->replayer_path, sizeof rp->replayer_path, "%s", bin);
   else
     default_replayer(rp->replayer_path, sizeof rp->replayer_path);
   rp->disabled = off && strcmp(off, "off") == 0;
+  /* Each app's pipelines built by a replayer named as its program, whose
+   * driver cache file NVIDIA's driver chooses by that name (replay_exe.c);
+   * 0 builds everything as pcache-replay, in that name's file alone. */
+  as_program = getenv("PCACHE_REPLAY_AS_PROGRAM");
+  atomic_store(&rp->as_program, !(as_program && strcmp(as_program, "0") == 0));
   /* A replayer named by its path must be there to take staged items that
    * only it builds; a bare name is found through PATH when started, and
    * taken on trust. */
@@ -120,6 +131,7 @@ int pcd_replay_stages(const pcd_replay *rp) { return rp && rp->stages; }
 void pcd_replay_free(pcd_replay *rp) {
   if (!rp)
     return;
+  pthread_mutex_destroy(&rp->exes.lock);
   pthread_mutex_destroy(&rp->fg.lock);
   pthread_mutex_destroy(&rp->lock);
   pcache__free(rp);
@@ -298,6 +310,12 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
     it->failed = rp->st.failed;
     it->running = rp->running;
     it->replayer_pid = rp->running ? rp->pid : 0;
+    if (rp->running) {
+      const char *slash = strrchr(rp->replayer_path, '/');
+      it->replayer_name = pcd_arena_strdup(p->arena, rp->exe_name[0] ? rp->exe_name
+                                                     : slash         ? slash + 1
+                                                                     : rp->replayer_path);
+    }
     it->restarts = rp->restarts;
     if (rate_done && since)
       it->eta_s = (uint64_t)((double)left * (double)since / (double)rate_done / 1e6) + 1;

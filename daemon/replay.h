@@ -11,6 +11,9 @@
  *   replay_supervise.c  the replayer process: start, exit, hang watch,
  *                       and the triggers (a client naming a new key);
  *                       restart (the accepting loop's thread)
+ *   replay_exe.c        the program name an app runs as (its clients'
+ *                       executable, or the fleet's), and the replayer's
+ *                       copies under those names
  *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
  *                       ReplayClaim (handing out items, taking results),
  *                       the sync job (bad records, the old key's eviction)
@@ -123,6 +126,18 @@ typedef struct pcd_replay_fg {
   unsigned n_seen;
 } pcd_replay_fg;
 
+/* Program names recorded this run (replay_exe.c), so that each client's
+ * Hello costs a look here, not a write. */
+#define PCD_REPLAY_MAX_EXES 64
+typedef struct pcd_replay_exes {
+  pthread_mutex_t lock;
+  struct {
+    char app[PCD_MAX_APP + 1];
+    char exe[PCD_EXE_NAME_MAX + 1];
+  } v[PCD_REPLAY_MAX_EXES];
+  unsigned n, next;
+} pcd_replay_exes;
+
 typedef struct pcd_replay {
   pthread_mutex_t lock;
   struct pcd_server *srv;
@@ -157,6 +172,17 @@ typedef struct pcd_replay {
   int gave_up;
   char gave_up_why[128];
   pcd_replay_fg fg;
+  /* Builds under the program's name (replay_exe.c, docs/replay.md): on
+   * unless PCACHE_REPLAY_AS_PROGRAM=0, and off for the rest of the run once
+   * a copy cannot be made or started. exe_name: the name the running
+   * replayer was started under ("": pcache-replay's own); next_exe: the
+   * name the next one starts under, as the next item needs (ops_replay.c);
+   * switching: the running one was told to finish for another name. */
+  atomic_int as_program;
+  char exe_name[PCD_EXE_NAME_MAX + 1];
+  char next_exe[PCD_EXE_NAME_MAX + 1];
+  int switching;
+  pcd_replay_exes exes;
   /* Settings (environment, read once; docs/replay.md). */
   char replayer_path[4096];
   unsigned threads;
@@ -229,6 +255,18 @@ int pcd_replay_start(pcd_replay *replay, uv_loop_t *loop);
 /* After the loop stopped: ends the replayer (SIGTERM) and closes the
  * handles. */
 void pcd_replay_stop(pcd_replay *replay);
+
+/* Any thread (an I/O thread's Hello, Prefetch or Put; replay_exe.c):
+ * records the basename of /proc/PID/exe as the program name app runs as,
+ * when it is one (pcd_exe_name_ok); not for the replayer's own
+ * connections. Nothing when /proc cannot be read. Never waits. */
+void pcd_replay_exe_note(pcd_replay *replay, const char *app, uint32_t pid);
+/* Any thread: records exe (refused unless pcd_exe_name_ok) as the program
+ * name app runs as: a writer job, once a run for each (app, exe). */
+void pcd_replay_exe_record(pcd_replay *replay, const char *app, const char *exe);
+/* The accepting loop: makes (or finds current) the replayer's copy named
+ * name, <data dir>/replayers/NAME/NAME, into out. Returns 0 or -errno. */
+int pcd_replay_exe_copy(pcd_replay *replay, const char *name, char *out, size_t size);
 
 /* Any thread: an Import may bring entries of a key that the keys seen
  * so far supersede, so each is looked at again when next named. */

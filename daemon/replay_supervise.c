@@ -40,6 +40,7 @@
 #include "server.h"
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal);
+static void restart_cb(uv_timer_t *t);
 
 /* ------------------------------------------------------------- its log */
 
@@ -207,21 +208,43 @@ static void limit_memory(pcd_replay *rp) {
            rp->mem_limit_mb, strerror(errno));
 }
 
+/* Builds under the program's name are off for the rest of the run: a
+ * copy that cannot be made or started once would fail for every name. */
+static void as_program_off(pcd_replay *rp, const char *what, const char *why) {
+  atomic_store(&rp->as_program, 0);
+  log_warn("replay: cannot %s a copy of pcache-replay named %s under %s/replayers (%s); building "
+           "every program's pipelines as pcache-replay until pcached restarts, so NVIDIA's "
+           "driver cache of each program starts empty (docs/replay.md \"Builds under the "
+           "program's name\"): make room or allow executables there, or set "
+           "PCACHE_REPLAY_AS_PROGRAM=0 in pcached's environment",
+           what, rp->next_exe, rp->srv->data_dir, why);
+  rp->exe_name[0] = rp->next_exe[0] = '\0';
+}
+
 static void spawn(pcd_replay *rp) {
-  char key_hex[65], threads[16];
+  char key_hex[65], threads[16], copy[4096];
   pcache__devkey nk;
-  const char *args[] = {rp->replayer_path, "--socket", rp->srv->socket_path,
-                        "--device",        key_hex,    "--threads",
-                        threads,           NULL};
+  const char *file = rp->replayer_path;
+  const char *args[] = {file,    "--socket", rp->srv->socket_path, "--device", key_hex, "--threads",
+                        threads, NULL};
   uv_stdio_container_t stdio[3] = {
       {.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
-  uv_process_options_t opt = {.exit_cb = on_exit_cb,
-                              .file = rp->replayer_path,
-                              .args = (char **)args,
-                              .stdio_count = 3,
-                              .stdio = stdio};
-  relay *rl = pcache__calloc(1, sizeof *rl);
+  uv_process_options_t opt = {
+      .exit_cb = on_exit_cb, .file = file, .args = (char **)args, .stdio_count = 3, .stdio = stdio};
+  relay *rl;
   int r;
+  /* The next items are a program's whose name is known (replay_exe.c). */
+  rp->exe_name[0] = '\0';
+  rp->switching = 0;
+  if (atomic_load(&rp->as_program) && rp->next_exe[0]) {
+    if ((r = pcd_replay_exe_copy(rp, rp->next_exe, copy, sizeof copy)) < 0) {
+      as_program_off(rp, "make", strerror(-r));
+    } else {
+      snprintf(rp->exe_name, sizeof rp->exe_name, "%s", rp->next_exe);
+      args[0] = opt.file = file = copy;
+    }
+  }
+  rl = pcache__calloc(1, sizeof *rl);
   /* Without a pipe (no memory, no descriptor) it still runs; its
    * messages are lost. */
   if (rl && uv_pipe_init(rp->loop, &rl->pipe, 0) == 0) {
@@ -240,7 +263,17 @@ static void spawn(pcd_replay *rp) {
   if (!rp->oom_path[0])
     find_oom_counter(rp);
   rp->oom_kills_at_spawn = oom_kills(rp);
-  if ((r = uv_spawn(rp->loop, &rp->proc, &opt)) < 0) {
+  if ((r = uv_spawn(rp->loop, &rp->proc, &opt)) < 0 && rp->exe_name[0]) {
+    /* A data directory mounted noexec, say: the plain replayer instead. */
+    uv_close((uv_handle_t *)&rp->proc, NULL);
+    if (rl)
+      uv_close((uv_handle_t *)&rl->pipe, relay_closed);
+    as_program_off(rp, "start", uv_strerror(r));
+    /* The handle is reused once closed: the next turn of the loop. */
+    uv_timer_start(&rp->watch, restart_cb, 0, 0);
+    return;
+  }
+  if (r < 0) {
     log_error("replay: cannot start %s: %s", rp->replayer_path, uv_strerror(r));
     rp->gave_up = 1;
     snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "cannot start pcache-replay");
@@ -267,8 +300,7 @@ static void spawn(pcd_replay *rp) {
   atomic_store(&rp->replayer_pid, rp->pid);
   rp->hang_kill = 0;
   rp->landed = 0;
-  log_info("replay: started %s (pid %u, %u threads) for %s", rp->replayer_path, rp->pid,
-           rp->threads, key_hex);
+  log_info("replay: started %s (pid %u, %u threads) for %s", file, rp->pid, rp->threads, key_hex);
   uv_timer_start(&rp->watch, watch_cb, 1000, 1000);
 }
 
@@ -410,7 +442,20 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       settle_flight(rp, 0, "");
     }
     restart = rp->st.active && !rp->st.finished_now;
-    if (restart && !rp->landed) {
+    /* Told to finish for another program's name (ops_replay.c): the next
+     * replayer starts at once, under that name; one that built nothing
+     * (the order moved between its start and its claim) counts as a
+     * failure, so an order that keeps moving cannot start them for ever. */
+    if (restart && rp->switching) {
+      if (rp->landed) {
+        rp->failures_in_row = 0;
+      } else {
+        rp->failures_in_row++;
+        delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
+      }
+      log_info("replay: pid %u finished its program's pipelines; the next ones are %s's", rp->pid,
+               rp->next_exe[0] ? rp->next_exe : "pcache-replay");
+    } else if (restart && !rp->landed) {
       log_warn("replay: pid %u exited (status %lld) without reporting a pipeline", rp->pid,
                (long long)status);
       rp->failures_in_row++;

@@ -231,4 +231,23 @@ int pcd_snapshot_delete(pcd_txn *txn, const uint8_t device_key[PCACHE_DEVKEY_SIZ
 int pcd_entry_touch(pcd_txn *txn, const uint8_t key[PCD_ENTRY_KEY_SIZE], uint64_t last_used_us,
                     uint64_t hits);
 
+/* Program names (store_replay.c, in `info`: docs/storage.md). */
+/* Longest program name kept: the basename of a client's executable
+ * (/proc/PID/exe), which NVIDIA's driver files its own disk cache under
+ * (docs/replay.md "Builds under the program's name"). */
+#define PCD_EXE_NAME_MAX 64
+/* Whether name (len bytes) may be a program name the replayer runs
+ * under: 1..PCD_EXE_NAME_MAX bytes of [A-Za-z0-9._+-], not "." or "..".
+ * It becomes a file name under the data directory, and a fleet's value
+ * is no one's word: anything else is refused. */
+int pcd_exe_name_ok(const char *name, size_t len);
+/* Write txn: records that app's programs run as an executable named exe
+ * (which must pass pcd_exe_name_ok: -EINVAL otherwise), seen at now_s
+ * (unix seconds). */
+int pcd_app_exe_put(pcd_txn *txn, const char *app, const char *exe, uint64_t now_s);
+/* The program name recorded for app, into out: 0, PCACHE_ENOT_FOUND (none,
+ * or a record that does not decode or whose name fails the check) or
+ * PCACHE_ESTORE. */
+int pcd_app_exe_get(pcd_txn *txn, const char *app, char out[PCD_EXE_NAME_MAX + 1]);
+
 #endif

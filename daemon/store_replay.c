@@ -2,12 +2,16 @@
  * key -> a v1 progress record of 56 bytes (u8 version 1, u8 state, 6
  * zero, then u64 created µs, finished µs, total, done, failed), and
  * "replay_bad\0" ‖ old key ‖ new key ‖ state hash -> the reason, as
- * text. They live in `info` so that an older pcached opens the store
+ * text; and "app_exe\0" ‖ app -> the program name the app's clients run
+ * as (u8 version 1, 7 zero, u64 last seen in unix seconds, then the name,
+ * 1..64 bytes), which the replayer builds the app's items under. They
+ * live in `info` so that an older pcached opens the store
  * unchanged (it never reads these keys), and they are small: one per
  * replay and one per pipeline that failed. The walks the replay's order
  * needs are here too, since only store files know LMDB. */
 #include "store_replay.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include <pcache/pcache.h>
@@ -251,4 +255,64 @@ int pcd_lru_newest_before(pcd_txn *t, const uint8_t device_key[PCACHE_DEVKEY_SIZ
   if (r)
     return r;
   return rc == 0 || rc == MDB_NOTFOUND ? 0 : pcd_db_err(t, rc, "lru scan");
+}
+
+/* ------------------------------------------------------------ app_exe */
+
+#define EXE_PREFIX "app_exe" /* with its NUL: 8 bytes */
+#define EXE_PREFIX_SIZE (sizeof EXE_PREFIX)
+#define EXE_VERSION 1
+#define EXE_HEAD 16
+
+int pcd_exe_name_ok(const char *name, size_t len) {
+  if (len < 1 || len > PCD_EXE_NAME_MAX || (len == 1 && name[0] == '.') ||
+      (len == 2 && name[0] == '.' && name[1] == '.'))
+    return 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '+' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static size_t exe_key(uint8_t *out, const char *app) {
+  size_t n = strlen(app);
+  memcpy(out, EXE_PREFIX, EXE_PREFIX_SIZE);
+  memcpy(out + EXE_PREFIX_SIZE, app, n);
+  return EXE_PREFIX_SIZE + n;
+}
+
+int pcd_app_exe_put(pcd_txn *t, const char *app, const char *exe, uint64_t now_s) {
+  uint8_t k[EXE_PREFIX_SIZE + PCD_MAX_APP], v[EXE_HEAD + PCD_EXE_NAME_MAX] = {0};
+  size_t n = strlen(exe);
+  if (strlen(app) > PCD_MAX_APP || !pcd_exe_name_ok(exe, n))
+    return -EINVAL;
+  v[0] = EXE_VERSION;
+  pcache__put_le64(v + 8, now_s);
+  memcpy(v + EXE_HEAD, exe, n);
+  return pcd_db_put(t, t->store->info, k, exe_key(k, app), v, EXE_HEAD + n, "put app_exe");
+}
+
+int pcd_app_exe_get(pcd_txn *t, const char *app, char out[PCD_EXE_NAME_MAX + 1]) {
+  uint8_t k[EXE_PREFIX_SIZE + PCD_MAX_APP];
+  const uint8_t *p;
+  MDB_val v;
+  size_t n;
+  int r;
+  out[0] = '\0';
+  if (strlen(app) > PCD_MAX_APP)
+    return PCACHE_ENOT_FOUND;
+  if ((r = pcd_db_get(t, t->store->info, k, exe_key(k, app), &v, "get app_exe")) < 0)
+    return r;
+  p = v.mv_data;
+  n = v.mv_size > EXE_HEAD ? v.mv_size - EXE_HEAD : 0;
+  /* Checked again as it is read: the name becomes a file name. */
+  if (v.mv_size < EXE_HEAD || p[0] != EXE_VERSION ||
+      !pcd_exe_name_ok((const char *)p + EXE_HEAD, n))
+    return PCACHE_ENOT_FOUND;
+  memcpy(out, p + EXE_HEAD, n);
+  out[n] = '\0';
+  return 0;
 }

@@ -2,7 +2,8 @@
  * progress record per (old key -> new key) replay and one record per
  * pipeline that could not be replayed, both in the `info` database, and
  * the two walks the replay's order needs (an app's entries from a
- * cursor, the LRU index newest first). Everything else a replay needs to
+ * cursor, the LRU index newest first); store_replay.c also keeps the
+ * program name each app runs as (store.h). Everything else a replay needs to
  * resume is the store itself: an item is done when the new key has its
  * entry. */
 #ifndef PCD_STORE_REPLAY_H

@@ -19,14 +19,15 @@ typedef enum pcd_job_type {
   PCD_JOB_VERIFY,
   PCD_JOB_EXPORT,
   PCD_JOB_IMPORT,
-  PCD_JOB_SNAPSHOT, /* PutSnapshot */
+  PCD_JOB_SNAPSHOT,      /* PutSnapshot */
   PCD_JOB_SNAPSHOT_DROP, /* the snapshot of (device_key, app) failed its
                           * checksum: no reply */
-  PCD_JOB_TOUCH, /* touches: last-used/hit batch, no reply */
-  PCD_JOB_DROP,  /* touches[].key: entries that failed their checksum, no reply */
-  PCD_JOB_REPLAY_START, /* ReplayStart, or a client's new device key (replay.h) */
-  PCD_JOB_REPLAY_CLAIM, /* ReplayClaim */
-  PCD_JOB_REPLAY_SYNC,  /* the replay's bad records, eviction, next replay; no reply */
+  PCD_JOB_TOUCH,         /* touches: last-used/hit batch, no reply */
+  PCD_JOB_DROP,          /* touches[].key: entries that failed their checksum, no reply */
+  PCD_JOB_REPLAY_START,  /* ReplayStart, or a client's new device key (replay.h) */
+  PCD_JOB_REPLAY_CLAIM,  /* ReplayClaim */
+  PCD_JOB_REPLAY_SYNC,   /* the replay's bad records, eviction, next replay; no reply */
+  PCD_JOB_APP_EXE,       /* app runs as exe (replay_exe.c); no reply */
 } pcd_job_type;
 
 typedef struct pcd_job_ops pcd_job_ops;
@@ -41,6 +42,7 @@ typedef struct pcd_job {
   char app[PCD_MAX_APP + 1];   /* the connection's Hello app */
   uint32_t peer_pid;           /* the connection's pid (SO_PEERCRED), 0 without one */
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
+  char exe[PCD_EXE_NAME_MAX + 1];         /* APP_EXE: the program name app runs as */
   void *conn;                  /* a pcd_conn; NULL when no reply is wanted */
   void *ctx;                   /* REPLAY_*: the pcd_replay (replay.h) */
   void *owner;                 /* a job without conn but with finish: whose

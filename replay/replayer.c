@@ -659,6 +659,19 @@ static int list_keys(void) {
   return r < 0 ? 1 : 0;
 }
 
+/* The file name NVIDIA's driver files its disk cache under (the basename
+ * of /proc/self/exe): pcached starts a copy named as the program whose
+ * pipelines it builds (docs/replay.md "Builds under the program's name"),
+ * and its log says which. */
+static void say_name(void) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const char *slash;
+  exe[n > 0 ? n : 0] = '\0';
+  slash = strrchr(exe, '/');
+  log_info("replay: runs as '%s'", slash ? slash + 1 : exe);
+}
+
 int main(int argc, char **argv) {
   static replayer rp;
   worker *workers = NULL;
@@ -702,6 +715,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   rp.socket_path = sock;
+  say_name();
   rp.max_rss = (uint64_t)pcache__env_ms("PCACHE_REPLAY_MAX_RSS_MB", 1024, 16, 1u << 20) << 20;
   rp.psi_low = pcache__env_ms("PCACHE_REPLAY_PSI", 10, 1, 100);
   rp.delay_ms = pcache__env_ms("PCACHE_REPLAY_TEST_DELAY_MS", 0, 0, 60000);

@@ -127,6 +127,7 @@ void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j) {
       ctl_json_kv_bool(j, "running", p->running);
       ctl_json_kv_bool(j, "finished", p->finished);
       ctl_json_kv_uint(j, "replayer_pid", p->replayer_pid);
+      ctl_json_kv_string(j, "replayer_name", p->replayer_name ? p->replayer_name : "");
       ctl_json_kv_uint(j, "restarts", p->restarts);
       ctl_json_kv_string(j, "paused", p->paused ? p->paused : "");
       ctl_json_key(j, "failures");
@@ -149,6 +150,13 @@ void ctl_replay_show(const Pcachepb__StatsReply *s, ctl_json *j) {
     printf("%-12s ", i ? "" : "replay:");
     print_line(p, isatty(STDOUT_FILENO), stdout);
     printf("\n");
+    /* The program whose pipelines it builds: NVIDIA's driver files what
+     * it compiles under that name (docs/replay.md). */
+    if (p->running && p->replayer_name && *p->replayer_name) {
+      char name[128];
+      printf("%-12s   replayer pid %u runs as %s\n", "", p->replayer_pid,
+             ctl_printable(p->replayer_name, name, sizeof name));
+    }
     for (size_t k = 0; k < p->n_failures; k++) {
       char hex[33] = "?";
       if (p->failures[k]->state_hash.len == PCACHE_HASH_SIZE)

@@ -13,9 +13,21 @@
  *   client  libpcache stages them itself (PCACHE_STAGE=all, as on NVIDIA
  *           by default: docs/client.md "Staging"): a cold run compiles
  *           each as the program would and stages it; the replayer builds
- *           them all */
+ *           them all
+ *   exe     builds under the program's name (docs/replay.md): the cold
+ *           run's app is recorded as running as this test binary, in the
+ *           store (pcached restarted before it is used); its staged items
+ *           are built by a copy of pcache-replay of that name under the
+ *           data directory, which status names while it runs; then half
+ *           the set staged for a second app whose program has another
+ *           name: two replayers, one after the other, and all built
+ *   exe-off the same first part with PCACHE_REPLAY_AS_PROGRAM=0: built as
+ *           pcache-replay, and no copy made */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,11 +115,24 @@ static void set_free(set *s) {
   pcachepb__device_info__free_unpacked(s->device, NULL);
 }
 
+/* Empties the store. */
+static void purge_all(const test_env *env) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
+  pcache__reply reply = {0};
+  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+  req.purge = &purge;
+  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+  purge.all = 1;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
+  pcache__reply_release(&reply);
+  ASSERT_EQ(util_count_entries(), 0);
+}
+
 /* A cold run, its export, and then an empty store. */
 static void make_set(const test_env *env, const char *argv0, set *s) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
-  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
   pcache__archive_visitor v = {on_device, on_module, on_entry, NULL};
   pcache__reply reply = {0};
   const uint8_t *archive;
@@ -126,19 +151,13 @@ static void make_set(const test_env *env, const char *argv0, set *s) {
   pcache__reply_release(&reply);
   ASSERT_EQ(s->n_entries, N_PIPELINES);
   ASSERT_TRUE(s->device != NULL);
-  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
-  req.purge = &purge;
-  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
-  purge.all = 1;
-  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
-  pcache__reply_release(&reply);
-  ASSERT_EQ(util_count_entries(), 0);
+  purge_all(env);
 }
 
 /* seeds: NULL, descriptions alone; else each item's seed (seed_sizes[i]
- * bytes). */
+ * bytes). app: what they are filed under (NULL: util_rpc's own). */
 static void stage(const test_env *env, const set *s, size_t first, size_t n, uint8_t *const *seeds,
-                  const size_t *seed_sizes) {
+                  const size_t *seed_sizes, const char *app) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Put put = PCACHEPB__PUT__INIT;
   Pcachepb__PutItem items[N_PIPELINES], *ptrs[N_PIPELINES];
@@ -165,6 +184,7 @@ static void stage(const test_env *env, const set *s, size_t first, size_t n, uin
   put.items = ptrs;
   put.n_items = n;
   put.stage = 1;
+  put.app = (char *)(app ? app : "");
   req.body_case = PCACHEPB__REQUEST__BODY_PUT;
   req.put = &put;
   util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PUT, &reply);
@@ -228,15 +248,27 @@ static void wait_built(const test_env *env, const set *s) {
   }
 }
 
-static int log_has(const test_env *env, const char *needle) {
+/* Lines of the daemon's log from byte `from` on that hold needle. */
+static int log_count(const test_env *env, long from, const char *needle) {
   char line[2048];
   int found = 0;
   FILE *f = fopen(env->log_path, "r");
   ASSERT_TRUE(f != NULL);
-  while (!found && fgets(line, sizeof line, f))
-    found = strstr(line, needle) != NULL;
+  ASSERT_EQ(fseek(f, from, SEEK_SET), 0);
+  while (fgets(line, sizeof line, f))
+    found += strstr(line, needle) != NULL;
   fclose(f);
   return found;
+}
+
+static int log_has(const test_env *env, const char *needle) {
+  return log_count(env, 0, needle) > 0;
+}
+
+static long log_size(const test_env *env) {
+  struct stat st;
+  ASSERT_EQ(stat(env->log_path, &st), 0);
+  return (long)st.st_size;
 }
 
 /* Half staged, the rest while the first half is built. */
@@ -245,7 +277,7 @@ static void staged_meanwhile(const test_env *env, const set *s) {
   Pcachepb__Response *resp;
   uint64_t end = util_now_ms() + STAGE_DEADLINE_MS;
   size_t half = N_PIPELINES / 2;
-  stage(env, s, 0, half, NULL, NULL);
+  stage(env, s, 0, half, NULL, NULL, NULL);
   ASSERT_EQ(ctl_run(env, "list"), 0);
   ASSERT_TRUE(strstr(ctl_out, "(staged builds for ") != NULL);
   /* One built, and the rest of the half still to come (each build takes
@@ -261,7 +293,7 @@ static void staged_meanwhile(const test_env *env, const set *s) {
   ASSERT_TRUE(!p->finished);
   ASSERT_LT(p->done, half);
   pcache__response_free(resp);
-  stage(env, s, half, N_PIPELINES - half, NULL, NULL);
+  stage(env, s, half, N_PIPELINES - half, NULL, NULL, NULL);
   wait_built(env, s);
   ASSERT_EQ(ctl_run(env, "list"), 0);
   ASSERT_TRUE(strstr(ctl_out, "staged builds") == NULL);
@@ -286,7 +318,7 @@ static void seeded(const test_env *env, const set *s) {
     for (size_t k = e->blob_size; k < sizes[i]; k++)
       seeds[i][k] = (uint8_t)(k * 131 + i);
   }
-  stage(env, s, 0, N_PIPELINES, seeds, sizes);
+  stage(env, s, 0, N_PIPELINES, seeds, sizes, NULL);
   wait_built(env, s);
   for (int i = 0; !log_has(env, "builds started from a seed"); i++) {
     ASSERT_LT(i, 500); /* the replayer's closing lines, relayed */
@@ -296,13 +328,143 @@ static void seeded(const test_env *env, const set *s) {
     free(seeds[i]);
 }
 
+/* Until the daemon's log, from byte `from` on, has needle (the
+ * replayer's lines are relayed as they come). */
+static void wait_log(const test_env *env, long from, const char *needle) {
+  uint64_t end = util_now_ms() + 10000;
+  while (!log_count(env, from, needle)) {
+    if (util_now_ms() >= end)
+      test_dump_daemon_log(env);
+    ASSERT_LT(util_now_ms(), end);
+    usleep(20000);
+  }
+}
+
+/* The copy of pcache-replay pcached made to run as name. */
+static void assert_copy(const test_env *env, const char *name, int exists) {
+  char path[1024];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/replayers/%s/%s", env->data_dir, name, name);
+  if (!exists) {
+    snprintf(path, sizeof path, "%s/replayers", env->data_dir);
+    ASSERT_TRUE(stat(path, &st) < 0);
+    return;
+  }
+  ASSERT_EQ(stat(path, &st), 0);
+  ASSERT_TRUE(S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR));
+  *strrchr(path, '/') = '\0';
+  ASSERT_EQ(stat(path, &st), 0);
+  ASSERT_EQ(st.st_mode & 0777, 0700);
+}
+
+/* Until status shows the staged replay's replayer running; its name. */
+static void assert_running_as(const char *name) {
+  uint64_t end = util_now_ms() + STAGE_DEADLINE_MS;
+  for (;;) {
+    const Pcachepb__ReplayProgress *p;
+    Pcachepb__Response *resp = staged_progress(&p);
+    int seen = p && p->running && p->replayer_name && *p->replayer_name;
+    if (seen)
+      ASSERT_STREQ(p->replayer_name, name);
+    pcache__response_free(resp);
+    if (seen)
+      return;
+    ASSERT_LT(util_now_ms(), end);
+    usleep(10000);
+  }
+}
+
+/* A copy of this test binary named name, in the test's directory: a
+ * program of another name. */
+static void copy_self(const test_env *env, const char *argv0, const char *name, char *out,
+                      size_t size) {
+  char buf[65536];
+  size_t n;
+  FILE *in = fopen(argv0, "rb"), *o;
+  snprintf(out, size, "%s/%s", env->root, name);
+  o = fopen(out, "wb");
+  ASSERT_TRUE(in != NULL && o != NULL);
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+    ASSERT_EQ(fwrite(buf, 1, n, o), n);
+  fclose(in);
+  ASSERT_EQ(fclose(o), 0);
+  ASSERT_EQ(chmod(out, 0755), 0);
+}
+
+/* Runs the program at path with one argument (util_run_self runs this
+ * binary whatever argv[0] says: the executable is what names it). */
+static void run_program(const char *path, const char *arg) {
+  int status;
+  pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    execl(path, path, arg, (char *)NULL);
+    _exit(127);
+  }
+  while (waitpid(pid, &status, 0) < 0)
+    ASSERT_EQ(errno, EINTR);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Builds under the program's name (docs/replay.md). */
+static void as_program(test_env *env, const char *argv0, const set *s, int on) {
+  const char *slash = strrchr(argv0, '/'), *self = slash ? slash + 1 : argv0;
+  char needle[256], other[512];
+  const Pcachepb__ReplayProgress *p;
+  Pcachepb__Response *resp;
+  long from;
+  /* The cold run (make_set) named its app from this binary; the record
+   * is the store's, not the memory of the pcached that saw it. */
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM), 0);
+  from = log_size(env);
+  test_daemon_start(env, NULL);
+  stage(env, s, 0, N_PIPELINES, NULL, NULL, "pcache-client-test");
+  snprintf(needle, sizeof needle, "replay: runs as '%s'", on ? self : "pcache-replay");
+  if (on)
+    assert_running_as(self);
+  wait_built(env, s);
+  wait_log(env, from, needle);
+  snprintf(needle, sizeof needle, "replay: runs as '%s'", self);
+  /* One replayer, started under the right name at once. */
+  ASSERT_EQ(log_count(env, from, needle), on ? 1 : 0);
+  ASSERT_EQ(log_count(env, from, "replay: runs as 'pcache-replay'"), on ? 0 : 1);
+  assert_copy(env, self, on);
+  if (!on)
+    return;
+  /* A second app, whose program is a copy of this one named pcx-other
+   * (it names the app in its Hello: "touch"), staged while the first
+   * app's build runs. */
+  purge_all(env);
+  copy_self(env, argv0, "pcx-other", other, sizeof other);
+  setenv("PCACHE_APP_NAME", "app-other", 1);
+  run_program(other, "touch");
+  unsetenv("PCACHE_APP_NAME");
+  from = log_size(env);
+  stage(env, s, 0, N_PIPELINES / 2, NULL, NULL, "pcache-client-test");
+  stage(env, s, N_PIPELINES / 2, N_PIPELINES - N_PIPELINES / 2, NULL, NULL, "app-other");
+  wait_built(env, s);
+  wait_log(env, from, "replay: runs as 'pcx-other'");
+  /* Each name's replayer in turn (which first depends on when the
+   * second Put lands), told to finish when the next item was the other
+   * program's; never pcache-replay under its own name. */
+  ASSERT_GE(log_count(env, from, needle), 1);
+  ASSERT_GE(log_count(env, from, "finished its program's pipelines; the next ones are"), 1);
+  ASSERT_EQ(log_count(env, from, "replay: runs as 'pcache-replay'"), 0);
+  assert_copy(env, "pcx-other", 1);
+  resp = staged_progress(&p);
+  ASSERT_TRUE(p != NULL);
+  ASSERT_EQ(p->failed, 0);
+  pcache__response_free(resp);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   test_env env;
   set s;
   /* The runs of the set: cold compiles all; warm gets every pipeline
    * from the daemon, and the driver takes every blob. */
-  if (strcmp(mode, "cold") == 0 || strcmp(mode, "warm") == 0 || strcmp(mode, "staged") == 0) {
+  if (strcmp(mode, "cold") == 0 || strcmp(mode, "warm") == 0 || strcmp(mode, "staged") == 0 ||
+      strcmp(mode, "touch") == 0) {
     util_run_set(mode, N_GRAPHICS, N_COMPUTE, N_PIPELINES);
     return 0;
   }
@@ -314,11 +476,17 @@ int main(int argc, char **argv) {
   setenv("PCACHE_REPLAY_PSI", "100", 1);
   setenv("PCACHE_REPLAY_TEST_PRIORITY", "normal", 1);
   setenv("PCACHE_REPLAY_THREADS", "1", 1);
-  if (strcmp(mode, "seed") != 0)
+  if (strcmp(mode, "exe-off") == 0)
+    setenv("PCACHE_REPLAY_AS_PROGRAM", "0", 1);
+  if (strncmp(mode, "exe", 3) == 0)
+    setenv("PCACHE_REPLAY_TEST_DELAY_MS", "150", 1);
+  else if (strcmp(mode, "seed") != 0)
     setenv("PCACHE_REPLAY_TEST_DELAY_MS", "400", 1);
   test_daemon_start(&env, NULL);
   make_set(&env, argv[0], &s);
-  if (strcmp(mode, "seed") == 0) {
+  if (strncmp(mode, "exe", 3) == 0) {
+    as_program(&env, argv[0], &s, strcmp(mode, "exe") == 0);
+  } else if (strcmp(mode, "seed") == 0) {
     seeded(&env, &s);
   } else if (strcmp(mode, "client") == 0) {
     setenv("PCACHE_STAGE", "all", 1);

@@ -7,10 +7,15 @@
  * on B compiles nothing and gets every pipeline from B's daemon. Then:
  * `pcachectl fleet sync` says what a sync did (nothing left to list);
  * a fleet with more apps than a sync lists stops at the limit; a member
- * that does not trust A's key stores nothing and counts the refusals. */
+ * that does not trust A's key stores nothing and counts the refusals.
+ * The program name goes with the entries (x:APP, docs/fleet.md): B builds
+ * them under A's app's name (this test binary's), and a member that finds
+ * a name that is no file name there (E) refuses it and builds them as
+ * pcache-replay. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "client_util.h"
@@ -110,6 +115,46 @@ static void count_by_key(const uint8_t *key, size_t *ret_entries, size_t *ret_st
   pcache__reply_release(&reply);
 }
 
+/* Whether the member's log has needle. */
+static int log_has(const test_env *env, const char *needle) {
+  char line[2048];
+  int found = 0;
+  FILE *f = fopen(env->log_path, "r");
+  ASSERT_TRUE(f != NULL);
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* Until the member's log has needle (the replayer's lines are relayed as
+ * they come), 10 s at most. */
+static void wait_log(const test_env *env, const char *needle) {
+  uint64_t end = util_now_ms() + 10000;
+  while (!log_has(env, needle)) {
+    if (util_now_ms() > end)
+      test_dump_daemon_log(env);
+    ASSERT_LT(util_now_ms(), end);
+    fleet_sleep_ms(20);
+  }
+}
+
+/* Until the member at $PCACHE_SOCKET holds all N_PIPELINES under key,
+ * built, and nothing staged. */
+static void wait_built(const test_env *env, const uint8_t *key) {
+  uint64_t end = util_now_ms() + 30000;
+  size_t entries, staged;
+  for (;;) {
+    count_by_key(key, &entries, &staged);
+    if (entries == N_PIPELINES && staged == 0)
+      break;
+    if (util_now_ms() > end)
+      test_dump_daemon_log(env);
+    ASSERT_LT(util_now_ms(), end);
+    fleet_sleep_ms(50);
+  }
+}
+
 /* `pcachectl fleet sync [--json]` against $PCACHE_SOCKET: its exit status,
  * what it printed in out. */
 static int ctl_sync(const test_env *env, const char *flags, char *out, size_t size) {
@@ -127,12 +172,14 @@ static int ctl_sync(const test_env *env, const char *flags, char *out, size_t si
 }
 
 int main(int argc, char **argv) {
-  test_env root, a, b, d;
+  test_env root, a, b, d, e;
   test_redis rs = {0};
   Pcachepb__Response *resp;
   const Pcachepb__RemoteStats *m;
   uint8_t key[PCACHE_DEVKEY_SIZE];
   char out[4096], hex[65];
+  const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+  struct stat st;
   size_t entries, staged;
   uint64_t end;
   if (argc > 1) {
@@ -166,6 +213,11 @@ int main(int argc, char **argv) {
     hex[64] = '\0';
     ASSERT_OK(pcache__unhex(hex, key, PCACHE_DEVKEY_SIZE));
     freeReplyObject(r);
+    /* The program the app ran as, beside its entries. */
+    r = redis_get(rc, "pcache:x:pcache-client-test");
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING);
+    ASSERT_STREQ(r->str, self);
+    freeReplyObject(r);
     redisFree(rc);
   }
 
@@ -181,16 +233,14 @@ int main(int argc, char **argv) {
   ASSERT_EQ(m->sync->refused, 0);
   ASSERT_EQ(m->refused, 0);
   pcache__response_free(resp);
-  end = util_now_ms() + 30000;
-  for (;;) {
-    count_by_key(key, &entries, &staged);
-    if (entries == N_PIPELINES && staged == 0)
-      break;
-    if (util_now_ms() > end)
-      test_dump_daemon_log(&b);
-    ASSERT_LT(util_now_ms(), end);
-    fleet_sleep_ms(50);
-  }
+  wait_built(&b, key);
+  /* Built under A's app's program name, which no client of B's has
+   * named yet: the fleet's. */
+  snprintf(out, sizeof out, "replay: runs as '%s'", self);
+  wait_log(&b, out);
+  ASSERT_TRUE(!log_has(&b, "replay: runs as 'pcache-replay'"));
+  snprintf(out, sizeof out, "%s/replayers/%s/%s", b.data_dir, self, self);
+  ASSERT_EQ(stat(out, &st), 0);
   util_run_self(argv[0], "warm");
   /* Learned from the fleet: no entry is pushed back; at most the snapshot
    * B's client made at exit. */
@@ -202,6 +252,24 @@ int main(int argc, char **argv) {
   ASSERT_TRUE(strstr(out, "fleet sync:") != NULL);
   ASSERT_TRUE(strstr(out, "1 device, 1 app, 0 hashes listed, 0 fetched, 0 staged, 0 refused") !=
               NULL);
+
+  /* E finds a program name in Redis that is no file name: refused, and
+   * the app's pipelines are built as pcache-replay, all of them. */
+  {
+    redisContext *rc = redis_connect(&rs);
+    redis_set(rc, "pcache:x:pcache-client-test", "../../bin/sh", 12);
+    redisFree(rc);
+  }
+  start(&e, "fleet-sync-e", &rs, 1, trust_ab, 1);
+  m = wait_sync(&e, &resp);
+  ASSERT_EQ(m->sync->staged, N_PIPELINES);
+  pcache__response_free(resp);
+  wait_built(&e, key);
+  ASSERT_TRUE(log_has(&e, "is not a file name"));
+  wait_log(&e, "replay: runs as 'pcache-replay'");
+  snprintf(out, sizeof out, "%s/replayers", e.data_dir);
+  ASSERT_TRUE(stat(out, &st) < 0);
+  test_env_cleanup(&e);
 
   /* D trusts only key c: A's values are refused, each counted, and
    * nothing is stored (before the apps below, which would put A's app
