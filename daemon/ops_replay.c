@@ -79,24 +79,38 @@ static int load(pcd_replay *rp, pcd_txn *txn, const pcd_replay_record *rec) {
   return 0;
 }
 
+static int device_missing(const pcd_replay *rp, const uint8_t *key) {
+  for (unsigned i = 0; i < rp->n_no_device; i++)
+    if (memcmp(rp->no_device[i], key, PCACHE_DEVKEY_SIZE) == 0)
+      return 1;
+  return 0;
+}
+
+struct first_ctx {
+  const pcd_replay *rp;
+  pcd_replay_record rec;
+};
+
 static int first_pending(void *ctx, const pcd_replay_record *rec) {
-  pcd_replay_record *out = ctx;
-  if (rec->state != PCD_REPLAY_PENDING)
+  struct first_ctx *f = ctx;
+  if (rec->state != PCD_REPLAY_PENDING || device_missing(f->rp, rec->new_key))
     return 0;
-  *out = *rec;
+  f->rec = *rec;
   return 1;
 }
 
 /* Loads the first pending replay when none is under way. Returns 1 when
  * one is under way afterwards, 0 when none, or an error. */
 static int load_next(pcd_replay *rp, pcd_txn *txn) {
+  struct first_ctx f = {.rp = rp};
   pcd_replay_record rec;
   int r;
   if (rp->st.active)
     return 1;
-  r = pcd_replay_records_foreach(txn, first_pending, &rec);
+  r = pcd_replay_records_foreach(txn, first_pending, &f);
   if (r <= 0)
     return r;
+  rec = f.rec;
   if ((r = load(rp, txn, &rec)) < 0)
     return r;
   {
@@ -225,6 +239,10 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if ((r = pcd_devices_foreach(txn, collect_device, &l)) < 0)
     return r;
   pcd_replay_txn_enter(rp);
+  /* A client names this key: its device is here (again). */
+  for (unsigned i = 0; !req && i < rp->n_no_device; i++)
+    if (memcmp(rp->no_device[i], job->device_key, PCACHE_DEVKEY_SIZE) == 0)
+      memmove(rp->no_device[i], rp->no_device[--rp->n_no_device], PCACHE_DEVKEY_SIZE);
   for (size_t i = 0; i < l.n && r >= 0; i++) {
     const pcd_device *old = &l.v[i];
     const uint8_t *new_key = NULL;
@@ -287,6 +305,7 @@ static void start_committed(pcd_job *job) {
     rp->gave_up = 0;
     rp->failures_in_row = 0;
     rp->spawn_after_ms = 0;
+    rp->n_no_device = 0;
   }
   if (rp->st.active)
     wake(rp, 1, 0);
@@ -831,6 +850,12 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return 0;
   pcd_replay_txn_enter(rp);
   r = write_pending_bad(rp, txn);
+  if (r >= 0 && rp->st.active && rp->drop_loaded) {
+    /* Its device is gone (replay_supervise.c): it stays recorded, pending,
+     * and the next one is loaded. */
+    pcd_replay_unload(rp);
+    rp->drop_loaded = 0;
+  }
   if (r >= 0 && rp->st.active && rp->st.finished_now) {
     pcd_replay_record rec = rp->st.rec;
     if ((r = evict_old(txn, &rec)) >= 0)

@@ -232,6 +232,13 @@ void pcd_replay_queue_bad(pcd_replay *rp, const pcache__hash *h, const char *rea
   rp->st.failed++;
 }
 
+void pcd_replay_no_device(pcd_replay *rp) {
+  if (rp->n_no_device == PCD_REPLAY_NO_DEVICE_MAX)
+    memmove(rp->no_device[0], rp->no_device[1], --rp->n_no_device * PCACHE_DEVKEY_SIZE);
+  memcpy(rp->no_device[rp->n_no_device++], rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
+  rp->drop_loaded = 1;
+}
+
 void pcd_replay_unload(pcd_replay *rp) {
   rp->st.active = 0;
   rp->st.boost = rp->st.cur = rp->st.lru_has_before = 0;

@@ -171,6 +171,16 @@ typedef struct pcd_replay {
   char oom_path[4096];
   int gave_up;
   char gave_up_why[128];
+  /* New keys whose replayer found no device with them this run (a staged
+   * build for a driver replaced since, or an update undone): their replays
+   * wait, and the next pending one is loaded instead (load_next), so that
+   * one missing device holds no other replay back. A client that names the
+   * key, `pcachectl replay` or a restart tries them again. drop_loaded: the
+   * loaded replay is one of them; the next sync job unloads it. */
+#define PCD_REPLAY_NO_DEVICE_MAX 8
+  uint8_t no_device[PCD_REPLAY_NO_DEVICE_MAX][PCACHE_DEVKEY_SIZE];
+  unsigned n_no_device;
+  int drop_loaded;
   pcd_replay_fg fg;
   /* Builds under the program's name (replay_exe.c, docs/replay.md): on
    * unless PCACHE_REPLAY_AS_PROGRAM=0, and off for the rest of the run once
@@ -281,6 +291,8 @@ int pcd_replay_land(pcd_replay *replay, const pcache__hash *hash);
 void pcd_replay_queue_bad(pcd_replay *replay, const pcache__hash *hash, const char *reason);
 /* Forgets the replay under way (its order, its flight). */
 void pcd_replay_unload(pcd_replay *replay);
+/* Under the lock: the loaded replay's device is not here (no_device). */
+void pcd_replay_no_device(pcd_replay *replay);
 
 /* Stats: the progress of the replay under way and the records of the
  * others, read through txn (a read transaction), into arena. Returns 0,

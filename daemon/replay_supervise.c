@@ -422,11 +422,10 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     restart = 1;
     delay_ms = 250u << (rp->failures_in_row < 7 ? rp->failures_in_row : 7);
   } else if (status == PCD_REPLAY_EXIT_NO_DEVICE) {
-    log_warn("replay: no Vulkan device here has the new key; the replay waits for a "
-             "pcachectl replay or a restart of pcached");
-    rp->gave_up = 1;
-    snprintf(rp->gave_up_why, sizeof rp->gave_up_why, "no device with the new key");
+    log_warn("replay: no Vulkan device here has the new key; that replay waits for a program "
+             "on it, a pcachectl replay or a restart of pcached, and the others go on");
     settle_flight(rp, 0, "");
+    pcd_replay_no_device(rp); /* the sync job below loads the next */
   } else {
     /* 0 (its threads ran out of items) or RECYCLE: whatever is left is
      * started afresh. One that reported nothing and yet left work behind
