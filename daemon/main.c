@@ -14,6 +14,7 @@
 
 #include "activation.h"
 #include "client_reports.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "config.h"
@@ -23,6 +24,14 @@
 #include "replay_detect.h"
 #include "segment.h"
 #include "server.h"
+
+/* The accepting loop's calls up (pcd_server.on_second, on_stopping). */
+static void each_second(pcd_server *srv) { pcd_segments_expire(srv->segments, pcache__mono_us()); }
+
+static void stopping(pcd_server *srv) {
+  pcd_remote_stop(srv->remote);
+  pcd_detect_stop(srv->detect);
+}
 
 int main(int argc, char **argv) {
   pcd_config config;
@@ -43,6 +52,8 @@ int main(int argc, char **argv) {
   memset(&srv, 0, sizeof srv);
   srv.config = &config;
   srv.on_request = pcd_dispatch;
+  srv.on_second = each_second;
+  srv.on_stopping = stopping;
   srv.listen_fd = -1;
   r = pcache__data_dir(config.data_dir_arg, srv.data_dir, sizeof srv.data_dir);
   if (r < 0) {

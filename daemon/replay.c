@@ -18,7 +18,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
-#include "server.h"
 
 /* The replayer's default path: beside pcached (both are installed to the
  * same bin directory, and the build puts them side by side). */
@@ -64,7 +63,7 @@ static uint32_t default_mem_limit_mb(void) {
 #endif
 }
 
-int pcd_replay_new(pcd_server *srv, pcd_replay **ret) {
+int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret) {
   pcd_replay *rp = pcache__calloc(1, sizeof *rp);
   const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY");
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);

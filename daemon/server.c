@@ -19,9 +19,6 @@
 #include "common/paths.h"
 #include "connection.h"
 #include "private_dir.h"
-#include "remote.h"
-#include "replay_detect.h"
-#include "segment.h"
 
 /* ------------------------------------------------------------------ listen */
 
@@ -154,7 +151,8 @@ static void on_idle_async(uv_async_t *h) { arm_idle(h->data); }
 
 static void on_segment_timer(uv_timer_t *t) {
   pcd_server *srv = t->data;
-  pcd_segments_expire(srv->segments, pcache__mono_us());
+  if (srv->on_second)
+    srv->on_second(srv);
 }
 
 /* How long accepting pauses when the process is out of fds (or the
@@ -342,10 +340,10 @@ void pcd_server_stop(pcd_server *srv) {
    * and closes its connections; only then may the writer stop, since
    * nothing else submits to it. Queued commits finish before the store
    * closes. */
-  /* The fleet's asks are answered first: the workers wait for them. */
-  pcd_remote_stop(srv->remote);
-  /* And the requests waiting for a probe of the drivers. */
-  pcd_detect_stop(srv->detect);
+  /* The fleet's asks and the requests waiting for a probe of the drivers
+   * are answered first: the workers wait for them. */
+  if (srv->on_stopping)
+    srv->on_stopping(srv);
   stop_workers(srv, srv->n_workers);
   pcd_writer_stop(srv->writer);
   srv->writer = NULL;

@@ -19,6 +19,13 @@ typedef void (*pcd_request_fn)(pcd_conn *conn, Pcachepb__Request *req);
 
 typedef struct pcd_server {
   pcd_request_fn on_request;  /* the router; main.c wires pcd_dispatch */
+  /* What the accepting loop does for the parts above it, installed by
+   * main.c so that this file calls none of them (each may be NULL):
+   * every second (drop idle segments), and at stop before the workers
+   * (answer the fleet's asks and the probe's requests: the workers wait
+   * for them). */
+  void (*on_second)(struct pcd_server *srv);
+  void (*on_stopping)(struct pcd_server *srv);
   uv_loop_t *loop;            /* accepting loop: listen, signals, idle exit */
   const pcd_config *config;
   pcd_store *store;
