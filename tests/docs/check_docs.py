@@ -55,14 +55,30 @@ INCLUDE_ANYTHING = {"examples", "bench", "tests"}
 # Includes that cross the layers on purpose: (file, header as written, why).
 # The check fails when one is no longer in the tree, so the list stays true.
 LAYER_EXCEPTIONS = [
-    ("tools/verb_fleet.c", "daemon/remote_trust.h",
+    ("tools/verb_fleet.c", "daemon/fleet/trust/remote_trust.h",
      "pcachectl fleet keygen writes the key files with the daemon's own reader and writer "
      "(daemon/CMakeLists.txt: pcached_fleet_trust, a library of its own)"),
 ]
 # Where a quoted include is looked for after the including file's folder:
-# the include directories the targets set (the tree's top, include/,
-# proto/ and daemon/, PUBLIC for pcache_proto and pcached_core).
-INCLUDE_PATH = ["", "include", "proto", "daemon"]
+# the include directories the targets set (the tree's top, include/ and
+# proto/, PUBLIC for pcache_proto); a file of daemon/ also finds the
+# headers of the daemon's rooms (ROOMS below: each room's target makes its
+# folder a PUBLIC include directory), before proto/ as CMake orders them.
+INCLUDE_PATH = ["", "include", "proto"]
+
+# The daemon's rooms (docs/architecture.md "The daemon's rooms"): each
+# folder of daemon/ and the CMake target it builds.
+ROOMS = {
+    "daemon/store": "pcached_store",
+    "daemon/fleet/trust": "pcached_fleet_trust",
+    "daemon/fleet/pack": "pcached_fleet_pack",
+    "daemon/jobs": "pcached_jobs",
+    "daemon/net": "pcached_net",
+    "daemon/fleet": "pcached_fleet",
+    "daemon/reads": "pcached_reads",
+    "daemon/replay": "pcached_replay",
+    "daemon/start": "pcached_core",
+}
 
 DOC_FILES_GLOBS = ["README.md", "CONTRIBUTING.md", "docs", "bench"]
 
@@ -182,8 +198,12 @@ def folder_of(root, path):
 
 def resolve(root, src, header, quoted):
     """The file a #include names, looked for as the compiler would: a
-    quoted one first beside the including file, then on INCLUDE_PATH."""
-    dirs = ([os.path.dirname(src)] if quoted else []) + [os.path.join(root, d) for d in INCLUDE_PATH]
+    quoted one first beside the including file, then (from daemon/) in
+    the rooms' folders, then on INCLUDE_PATH."""
+    path = INCLUDE_PATH
+    if folder_of(root, src) == "daemon":
+        path = INCLUDE_PATH[:2] + list(ROOMS) + INCLUDE_PATH[2:]
+    dirs = ([os.path.dirname(src)] if quoted else []) + [os.path.join(root, d) for d in path]
     for d in dirs:
         p = os.path.normpath(os.path.join(d, header))
         if os.path.isfile(p):
