@@ -9,7 +9,7 @@ pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c>=1.3)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash>=0.8)
 pkg_check_modules(VULKAN REQUIRED IMPORTED_TARGET vulkan)
 pkg_check_modules(LIBSYSTEMD IMPORTED_TARGET libsystemd)
-# pcached's fleet tier (daemon/remote*.c, docs/fleet.md): required, so that
+# pcached's fleet tier (daemon/fleet/, docs/fleet.md): required, so that
 # every build can serve --remote; scripts/setup-deps.sh installs it.
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
 # The fleet tier's signatures (daemon/fleet/trust/remote_trust.c, docs/fleet.md "Who can
