@@ -1,5 +1,5 @@
 /* bench_trust: what the fleet's signatures cost per value (docs/fleet.md
- * "Who can do what"), with the daemon's own code (daemon/remote_trust.c):
+ * "Who can do what"), with the daemon's own code (daemon/fleet/trust/remote_trust.c):
  * signing a value as a publishing pcached does before each SET, and
  * checking one as every member does before it parses it, for values of
  * several sizes, and the check with the most keys a trusted-keys file may

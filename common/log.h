@@ -48,7 +48,7 @@ size_t pcache__utf8_decode(const unsigned char *s, size_t n, uint32_t *ret_cp);
  * with no control character (C0, DEL, C1) and no line or paragraph
  * separator: text the log would write unescaped, which can neither end a
  * line nor steer a terminal. 0 otherwise. The daemon refuses client text
- * it keeps for display (daemon/validate.c) unless it passes.
+ * it keeps for display (daemon/net/validate.c) unless it passes.
  */
 int pcache__utf8_printable(const char *s, size_t n);
 

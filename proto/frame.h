@@ -96,7 +96,7 @@ int pcache__memfd_check(int fd, int need_seals, uint64_t size, int exact, const 
 
 /* Blob i of a Get or Prefetch reply, its snapshot counted first: i = 0 is
  * the snapshot (NULL when there is none), 1 to n_blobs the blobs. What
- * walks every blob a reply carries (reply windows: daemon/window.c,
+ * walks every blob a reply carries (reply windows: daemon/net/window.c,
  * proto/window.c). */
 static inline Pcachepb__Blob *pcache__get_reply_blob(const Pcachepb__GetReply *g, size_t i) {
   return i == 0 ? g->snapshot : i <= g->n_blobs ? g->blobs[i - 1] : NULL;

@@ -335,7 +335,7 @@ int pcache__rpc_send(int fd, const Pcachepb__Request *request, uint32_t max_fram
  * against writes and shrinking, or the daemon (or anyone holding the fd)
  * could change the bytes after we checked them. Its size must be within
  * what was asked for (max_bulk), and the Response last in it, as pcached
- * lays it (daemon/bulk.c). Mapped, not populated: only the Response is
+ * lays it (daemon/jobs/bulk.c). Mapped, not populated: only the Response is
  * read here, and bulk_populate faults in the ranges it names once they
  * pass their bounds, so a sparse memfd of any size costs this process
  * only the pages a request could have brought. */

@@ -1,7 +1,7 @@
 /* The shared-memory segment format (docs/storage.md "Segments"): what
  * pcached lays out once per (device, app) in a sealed memfd and every
  * client of that app maps read-only. pcached writes it
- * (daemon/segment_build.c); clients check it here before they trust a
+ * (daemon/reads/segment_build.c); clients check it here before they trust a
  * byte of it (client/segment.c).
  *
  * All integers little-endian; offsets are from the segment's first byte.

@@ -1,5 +1,5 @@
 /* A client's reply window (docs/protocol.md "Reply window"; the daemon's
- * side is daemon/window.h): the memfd the daemon writes a Get's or a
+ * side is daemon/net/window.h): the memfd the daemon writes a Get's or a
  * Prefetch's blob bytes into instead of the frame, mapped here read-only.
  * The transport (transport.c) owns it: it fills window_taken into each Get
  * and Prefetch it sends and, as each reply arrives, copies the window's

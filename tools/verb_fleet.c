@@ -5,7 +5,7 @@
  * with --remote-signing-key, and DIR/fleet.pub, the line every member
  * that should accept its values adds to its --remote-trusted-keys file.
  * Made here, with the daemon's own reader and writer of these files
- * (daemon/remote_trust.c); no daemon is asked.
+ * (daemon/fleet/trust/remote_trust.c); no daemon is asked.
  *
  * fleet sync: asks pcached to pull what the fleet has for this machine's
  * devices now ("Sync": FleetSync), and prints what the sync did, as the
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/remote_trust.h"
+#include "daemon/fleet/trust/remote_trust.h"
 #include "tools/ctl.h"
 
 void ctl_fleet_sync_json(ctl_json *j, const Pcachepb__FleetSyncReply *s) {

@@ -20,7 +20,7 @@
  *            memory", the rest finishes, and after a kill -9 and restart
  *            of pcached it is not tried again
  *   detect-start  no client names the new key: pcached's own probe of the
- *            drivers at its start (daemon/replay_detect.c) starts the
+ *            drivers at its start (daemon/replay/replay_detect.c) starts the
  *            replay, which finishes, and the app's first run is warm
  *   detect-ctl    the same through pcachectl replay --detect on a running
  *            pcached that did not probe at its start

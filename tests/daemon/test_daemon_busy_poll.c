@@ -1,5 +1,5 @@
 /* --busy-poll-us: an I/O thread that served a request polls a while for
- * the next instead of sleeping (daemon/workers.c). What must hold is that
+ * the next instead of sleeping (daemon/net/workers.c). What must hold is that
  * it stops: after a burst of Gets the daemon, left alone, uses next to no
  * CPU (a spin that never stopped would burn a whole core). A long window
  * (10 ms) makes the spin itself visible too: the burst costs CPU time. */

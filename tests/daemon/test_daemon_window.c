@@ -40,7 +40,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/hash.h"
-#include "daemon/window.h"
+#include "daemon/net/window.h"
 #include "proto/transport.h"
 #include "test.h"
 #include "wire.h"

@@ -11,6 +11,9 @@ the top of the source tree (default: two folders up). CHECK is one of:
             tests/docs/oversize.txt
   layering  an #include from one folder into another keeps the layers
             (LAYERS below)
+  rooms     a daemon room includes headers only of the rooms its CMake
+            target links, the links go round in no circle, and only the
+            store links LMDB, only the fleet hiredis (ROOMS below)
   sources   docs/architecture.md names every .c file of the code folders
   env       every PCACHE_* variable the code reads is named in the docs
   logs      every benchmark log bench/RESULTS.md and bench/HISTORY.md name
@@ -55,14 +58,41 @@ INCLUDE_ANYTHING = {"examples", "bench", "tests"}
 # Includes that cross the layers on purpose: (file, header as written, why).
 # The check fails when one is no longer in the tree, so the list stays true.
 LAYER_EXCEPTIONS = [
-    ("tools/verb_fleet.c", "daemon/remote_trust.h",
+    ("tools/verb_fleet.c", "daemon/fleet/trust/remote_trust.h",
      "pcachectl fleet keygen writes the key files with the daemon's own reader and writer "
-     "(daemon/CMakeLists.txt: pcached_fleet_trust, a library of its own)"),
+     "(daemon/fleet/trust/CMakeLists.txt: pcached_fleet_trust, a library of its own)"),
 ]
 # Where a quoted include is looked for after the including file's folder:
-# the include directories the targets set (the tree's top, include/,
-# proto/ and daemon/, PUBLIC for pcache_proto and pcached_core).
-INCLUDE_PATH = ["", "include", "proto", "daemon"]
+# the include directories the targets set (the tree's top, include/ and
+# proto/, PUBLIC for pcache_proto); a file of daemon/ also finds the
+# headers of the daemon's rooms (ROOMS below: each room's target makes its
+# folder a PUBLIC include directory), before proto/ as CMake orders them.
+INCLUDE_PATH = ["", "include", "proto"]
+
+# The daemon's rooms (docs/architecture.md "The daemon's rooms"): each
+# folder of daemon/ and the CMake target it builds. The rooms check reads
+# each room's CMakeLists.txt: a file of a room may include a header of its
+# own room, or of a room whose target its room's target links by name
+# (target_link_libraries); the links go round in no circle; and the
+# libraries of ROOM_ONLY are linked, and their headers included, by their
+# room alone.
+ROOMS = {
+    "daemon/store": "pcached_store",
+    "daemon/fleet/trust": "pcached_fleet_trust",
+    "daemon/fleet/pack": "pcached_fleet_pack",
+    "daemon/jobs": "pcached_jobs",
+    "daemon/net": "pcached_net",
+    "daemon/fleet": "pcached_fleet",
+    "daemon/reads": "pcached_reads",
+    "daemon/replay": "pcached_replay",
+    "daemon/start": "pcached_core",
+}
+# What only one room may link, and the headers that come with it.
+ROOM_ONLY = {
+    "PkgConfig::LMDB": ("daemon/store", "lmdb.h"),
+    "PkgConfig::HIREDIS": ("daemon/fleet", "hiredis/"),
+    "PkgConfig::SODIUM": ("daemon/fleet/trust", "sodium.h"),
+}
 
 DOC_FILES_GLOBS = ["README.md", "CONTRIBUTING.md", "docs", "bench"]
 
@@ -182,8 +212,12 @@ def folder_of(root, path):
 
 def resolve(root, src, header, quoted):
     """The file a #include names, looked for as the compiler would: a
-    quoted one first beside the including file, then on INCLUDE_PATH."""
-    dirs = ([os.path.dirname(src)] if quoted else []) + [os.path.join(root, d) for d in INCLUDE_PATH]
+    quoted one first beside the including file, then (from daemon/) in
+    the rooms' folders, then on INCLUDE_PATH."""
+    path = INCLUDE_PATH
+    if folder_of(root, src) == "daemon":
+        path = INCLUDE_PATH[:2] + list(ROOMS) + INCLUDE_PATH[2:]
+    dirs = ([os.path.dirname(src)] if quoted else []) + [os.path.join(root, d) for d in path]
     for d in dirs:
         p = os.path.normpath(os.path.join(d, header))
         if os.path.isfile(p):
@@ -242,6 +276,106 @@ def check_layering(root):
         return 1
     print(f"layering: {count} includes of the tree's own headers, "
           f"{len(used)} crossing on purpose (LAYER_EXCEPTIONS)")
+    return 0
+
+
+CMAKE_CALL = re.compile(r"\b(add_library|add_executable|target_link_libraries)\s*\(([^)]*)\)", re.S)
+
+
+def room_links(root, room):
+    """The targets a room's CMakeLists.txt defines, and every name its
+    target_link_libraries calls name (keywords and all)."""
+    path = os.path.join(root, room, "CMakeLists.txt")
+    if not os.path.isfile(path):
+        return None, None
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"#[^\n]*", "", f.read())
+    targets, links = set(), set()
+    for call, args in CMAKE_CALL.findall(text):
+        words = args.split()
+        if call == "target_link_libraries":
+            links.update(words[1:])
+        elif words:
+            targets.add(words[0])
+    return targets, links
+
+
+def room_of_path(root, path):
+    """The room a file of daemon/ is in: its folder, when that is a room."""
+    d = rel(root, os.path.dirname(path))
+    return d if d in ROOMS else None
+
+
+def check_rooms(root):
+    bad, links, count = [], {}, 0
+    targets = {t: r for r, t in ROOMS.items()}
+    for room, target in ROOMS.items():
+        defined, named = room_links(root, room)
+        if defined is None:
+            bad.append(f"{room}/CMakeLists.txt: missing (every room builds its target there)")
+            continue
+        if target not in defined:
+            bad.append(f"{room}/CMakeLists.txt defines no {target} (ROOMS in tests/docs/check_docs.py)")
+        links[room] = {targets[n] for n in named if n in targets and targets[n] != room}
+        for lib, (only, _) in ROOM_ONLY.items():
+            if lib in named and room != only:
+                bad.append(f"{room}/CMakeLists.txt links {lib}: only {only} may")
+            if lib not in named and room == only:
+                bad.append(f"{room}/CMakeLists.txt links no {lib}: correct ROOM_ONLY")
+    for dirpath, dirnames, files in os.walk(os.path.join(root, "daemon")):
+        dirnames.sort()
+        for name in sorted(files):
+            if not name.endswith((".c", ".h")):
+                continue
+            src = os.path.join(dirpath, name)
+            room = room_of_path(root, src)
+            if room is None:
+                bad.append(f"{rel(root, src)}: in no room (a folder of ROOMS in tests/docs/check_docs.py)")
+                continue
+            with open(src, encoding="utf-8", errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    header = m.group(2)
+                    for lib, (only, prefix) in ROOM_ONLY.items():
+                        if header.startswith(prefix) and room != only:
+                            bad.append(f"{rel(root, src)}:{number}: includes <{header}>: only {only} "
+                                       f"uses {lib}")
+                    target = resolve(root, src, header, m.group(1) == '"')
+                    there = room_of_path(root, target) if target else None
+                    if there is None:
+                        continue
+                    count += 1
+                    if there != room and there not in links.get(room, ()):
+                        bad.append(f"{rel(root, src)}:{number}: includes {header} of {there}, "
+                                   f"which {ROOMS[room]} does not link")
+    # A circle of static libraries links by luck of order, if at all.
+    state = {}
+
+    def visit(room, path):
+        state[room] = 1
+        for nxt in sorted(links.get(room, ())):
+            if state.get(nxt) == 1:
+                bad.append("rooms linked in a circle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[room] = 2
+
+    for room in ROOMS:
+        if room not in state:
+            visit(room, [room])
+    for b in bad:
+        print(b)
+    if bad:
+        print("the daemon's rooms (docs/architecture.md \"The daemon's rooms\"): a room uses another "
+              "only by linking its target in its CMakeLists.txt, and never so that the links go round; "
+              "what a room would need from one above it, it gets through a callback the room above "
+              "installs; only daemon/store links LMDB, only daemon/fleet hiredis")
+        return 1
+    arrows = sum(len(v) for v in links.values())
+    print(f"rooms: {len(ROOMS)} rooms, {arrows} links between them, no circle; {count} includes "
+          "of room headers, each of its own room or of one it links")
     return 0
 
 
@@ -333,7 +467,7 @@ def check_logs(root):
 
 
 CHECKS = {"links": check_links, "sizes": check_sizes, "layering": check_layering,
-          "sources": check_sources, "env": check_env, "logs": check_logs}
+          "rooms": check_rooms, "sources": check_sources, "env": check_env, "logs": check_logs}
 
 
 def main():

@@ -38,6 +38,22 @@ def broken_tree(root):
     write(root, "client/long_ok.c", "/* A table.\n * Over 600 lines: generated data. */\n" + "int t;\n" * 600)
     write(root, "client/uses_daemon.c", '#include "daemon/store.h"\n#include "common/env.h"\n')
     write(root, "daemon/store.h", "int z;\n")
+    # Rooms (check_docs.ROOMS is set to these in main): jobs links the
+    # store, and LMDB, which only the store may; net links jobs only, yet
+    # includes the store's header; store links net, a circle.
+    write(root, "daemon/store/CMakeLists.txt",
+          "add_library(pcached_store STATIC store.c)\n"
+          "target_link_libraries(pcached_store PUBLIC pcached_net PRIVATE PkgConfig::LMDB)\n")
+    write(root, "daemon/store/store_db.h", "int s;\n")
+    write(root, "daemon/jobs/CMakeLists.txt",
+          "add_library(pcached_jobs STATIC writer.c)\n"
+          "target_link_libraries(pcached_jobs PUBLIC pcached_store  # the writer's transactions\n"
+          "                      PkgConfig::LMDB)\n")
+    write(root, "daemon/jobs/writer.c", '#include "store_db.h"\n#include <lmdb.h>\n')
+    write(root, "daemon/net/CMakeLists.txt",
+          "add_library(pcached_net STATIC conn.c)\n"
+          "target_link_libraries(pcached_net PUBLIC pcached_jobs)\n")
+    write(root, "daemon/net/conn.c", '#include "store_db.h"\n')
     write(root, "common/env.h", "int w;\n")
     write(root, "common/env.c", 'const char *v(void) { return getenv("PCACHE_NOWHERE"); }\n')
     write(root, "bench/RESULTS.md", "# Results\n\nlog `results/2026-01-01-h1-gone.log`\n")
@@ -52,6 +68,11 @@ EXPECT = {
     "sizes": ["client/big.c: 601 lines, over 600",
               "tests/docs/oversize.txt:2: client/split.c is 600 lines or fewer now"],
     "layering": ["client/uses_daemon.c:1: includes daemon/store.h: client/ and daemon/ are beside each other"],
+    "rooms": ["daemon/store.h: in no room",
+              "daemon/jobs/CMakeLists.txt links PkgConfig::LMDB: only daemon/store may",
+              "daemon/jobs/writer.c:2: includes <lmdb.h>: only daemon/store uses PkgConfig::LMDB",
+              "daemon/net/conn.c:1: includes store_db.h of daemon/store, which pcached_net does not link",
+              "rooms linked in a circle: daemon/store -> daemon/net -> daemon/jobs -> daemon/store"],
     "sources": ["docs/architecture.md does not name client/split.c",
                 "docs/architecture.md does not name client/uses_daemon.c"],
     "env": ["PCACHE_NOWHERE (read at common/env.c:1) is in no doc"],
@@ -63,6 +84,7 @@ NOT_EXPECT = {
     "links": ["#rules"],
     "sizes": ["long_ok.c"],
     "layering": ["common/env.h"],
+    "rooms": ["writer.c:1"],
     "sources": ["client/big.c", "common/env.c"],
 }
 
@@ -73,6 +95,12 @@ def main():
         broken_tree(root)
         # The one crossing include of the real tree is not in this one.
         check_docs.LAYER_EXCEPTIONS[:] = []
+        # Three rooms of this tree's own; only LMDB is kept to one.
+        check_docs.ROOMS.clear()
+        check_docs.ROOMS.update({"daemon/store": "pcached_store", "daemon/jobs": "pcached_jobs",
+                                 "daemon/net": "pcached_net"})
+        check_docs.ROOM_ONLY.clear()
+        check_docs.ROOM_ONLY["PkgConfig::LMDB"] = ("daemon/store", "lmdb.h")
         for name, check in check_docs.CHECKS.items():
             out = io.StringIO()
             with contextlib.redirect_stdout(out):

@@ -1,0 +1,359 @@
+/* The replay state every thread shares (replay.h): which replay is under
+ * way and where its order stands, the items handed out, what waits for
+ * the writer, and the progress Stats shows. Everything here runs under
+ * replay->lock. */
+#include "replay.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pcache/pcache.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/parse.h"
+
+/* The replayer's default path: beside pcached (both are installed to the
+ * same bin directory, and the build puts them side by side). */
+static void default_replayer(char *out, size_t size) {
+  static const char name[] = "pcache-replay";
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash;
+  size_t dir_len;
+  /* No path of our own, or one too long to add the name to: the name
+   * alone, found through PATH. */
+  if (n <= 0 || !(slash = memrchr(self, '/', (size_t)n)) ||
+      (dir_len = (size_t)(slash - self) + 1) + sizeof name > size) {
+    snprintf(out, size, "%s", name);
+    return;
+  }
+  memcpy(out, self, dir_len);
+  memcpy(out + dir_len, name, sizeof name);
+}
+
+/* Sanitizers map their shadow memory private and writable, which
+ * RLIMIT_DATA counts (terabytes under ASan): a replayer built with one
+ * gets no limit unless asked. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define REPLAY_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define REPLAY_SANITIZED 1
+#endif
+#endif
+
+/* The replayer's memory limit by default, in MiB: half the machine's
+ * memory, at least 1 GiB (docs/replay.md, "Its memory"). */
+static uint32_t default_mem_limit_mb(void) {
+#ifdef REPLAY_SANITIZED
+  return 0;
+#else
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t mb = pages > 0 && page > 0 ? ((uint64_t)pages * (uint64_t)page / 2) >> 20 : 0;
+  if (mb < 1024)
+    mb = 1024;
+  return mb > (1u << 24) ? 1u << 24 : (uint32_t)mb;
+#endif
+}
+
+int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret) {
+  pcd_replay *rp = pcache__calloc(1, sizeof *rp);
+  const char *bin = getenv("PCACHE_REPLAYER"), *off = getenv("PCACHE_REPLAY"), *as_program;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int r;
+  if (!rp)
+    return -ENOMEM;
+  if ((r = pthread_mutex_init(&rp->lock, NULL)) != 0) {
+    pcache__free(rp);
+    return -r;
+  }
+  if ((r = pthread_mutex_init(&rp->fg.lock, NULL)) != 0) {
+    pthread_mutex_destroy(&rp->lock);
+    pcache__free(rp);
+    return -r;
+  }
+  if ((r = pthread_mutex_init(&rp->exes.lock, NULL)) != 0) {
+    pthread_mutex_destroy(&rp->fg.lock);
+    pthread_mutex_destroy(&rp->lock);
+    pcache__free(rp);
+    return -r;
+  }
+  rp->srv = srv;
+  if (bin && *bin)
+    snprintf(rp->replayer_path, sizeof rp->replayer_path, "%s", bin);
+  else
+    default_replayer(rp->replayer_path, sizeof rp->replayer_path);
+  rp->disabled = off && strcmp(off, "off") == 0;
+  /* Each app's pipelines built by a replayer named as its program, whose
+   * driver cache file NVIDIA's driver chooses by that name (replay_exe.c);
+   * 0 builds everything as pcache-replay, in that name's file alone. */
+  as_program = getenv("PCACHE_REPLAY_AS_PROGRAM");
+  atomic_store(&rp->as_program, !(as_program && strcmp(as_program, "0") == 0));
+  /* A replayer named by its path must be there to take staged items that
+   * only it builds; a bare name is found through PATH when started, and
+   * taken on trust. */
+  rp->stages =
+      !rp->disabled && (!strchr(rp->replayer_path, '/') || access(rp->replayer_path, X_OK) == 0);
+  /* Half the cores, at most 4: a background job that leaves the machine
+   * to its user (docs/replay.md). */
+  rp->threads = cpus > 1 ? (unsigned)cpus / 2 : 1;
+  if (rp->threads > 4)
+    rp->threads = 4;
+  /* (pcache__env_ms reads a plain bounded number: a count here.) */
+  rp->threads = pcache__env_ms("PCACHE_REPLAY_THREADS", rp->threads, 1, 16);
+  rp->quiet_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_QUIET_MS", 2000, 0, 3600000) * 1000;
+  rp->hang_us = (uint64_t)pcache__env_ms("PCACHE_REPLAY_HANG_MS", 120000, 100, 86400000) * 1000;
+  /* A hard bound the kernel enforces on the replayer (replay_supervise.c);
+   * 0 turns it off. */
+  rp->mem_limit_mb =
+      pcache__env_ms("PCACHE_REPLAY_MEM_LIMIT_MB", default_mem_limit_mb(), 0, 1u << 24);
+  /* Busy: clients asking for or uploading pipelines at 2 a second or more
+   * (an app that loads or builds; one that only starts asks for a handful
+   * once). Even then one item every 5 s goes out, so that an app that
+   * never stops fetching cannot hold the replay back for ever. */
+  rp->busy_rate = pcache__env_ms("PCACHE_REPLAY_BUSY_RATE", 2, 1, 1000000);
+  rp->busy_every_us =
+      (uint64_t)pcache__env_ms("PCACHE_REPLAY_BUSY_EVERY_MS", 5000, 10, 3600000) * 1000;
+  *ret = rp;
+  return 0;
+}
+
+int pcd_replay_stages(const pcd_replay *rp) { return rp && rp->stages; }
+
+void pcd_replay_free(pcd_replay *rp) {
+  if (!rp)
+    return;
+  pthread_mutex_destroy(&rp->exes.lock);
+  pthread_mutex_destroy(&rp->fg.lock);
+  pthread_mutex_destroy(&rp->lock);
+  pcache__free(rp);
+}
+
+void pcd_replay_txn_enter(pcd_replay *rp) {
+  if (rp->txn_held)
+    return;
+  pthread_mutex_lock(&rp->lock);
+  rp->saved = rp->st;
+  rp->txn_held = 1;
+}
+
+void pcd_replay_txn_leave(pcd_replay *rp, int committed) {
+  if (!rp->txn_held)
+    return;
+  if (!committed) {
+    rp->st = rp->saved;
+  } else if (rp->st.n_bad_written) {
+    /* The bad records the transaction wrote leave the queue. */
+    unsigned n = rp->st.n_bad_written;
+    memmove(rp->st.pending_bad, rp->st.pending_bad + n,
+            (rp->st.n_pending_bad - n) * sizeof *rp->st.pending_bad);
+    rp->st.n_pending_bad -= n;
+    rp->st.n_bad_written = 0;
+  }
+  rp->txn_held = 0;
+  pthread_mutex_unlock(&rp->lock);
+}
+
+/* The rate decayed to now: exp(-dt/tau) for the time since the last note. */
+static double fg_rate_now(const pcd_replay *rp, uint64_t now) {
+  double dt = now > rp->fg.last_us ? (double)(now - rp->fg.last_us) : 0;
+  return rp->quiet_us ? rp->fg.rate * exp(-dt / (double)rp->quiet_us) : 0;
+}
+
+void pcd_replay_fg_note(pcd_replay *rp, const uint8_t *key, const char *app, size_t pipelines,
+                        uint64_t now) {
+  /* Each pipeline adds 1/tau: a steady r a second settles at r. */
+  rp->fg.rate =
+      fg_rate_now(rp, now) + (rp->quiet_us ? (double)pipelines * 1e6 / (double)rp->quiet_us : 0);
+  rp->fg.last_us = now;
+  if (app && *app) {
+    snprintf(rp->fg.app, sizeof rp->fg.app, "%s", app);
+    memcpy(rp->fg.key, key, PCACHE_DEVKEY_SIZE);
+    rp->fg.seq++;
+  }
+}
+
+int pcd_replay_fg_busy(pcd_replay *rp, uint64_t now) {
+  int busy;
+  pthread_mutex_lock(&rp->fg.lock);
+  busy = fg_rate_now(rp, now) >= rp->busy_rate;
+  /* The app that runs now on the new key goes first. */
+  if (rp->fg.seq != rp->st.boost_seq) {
+    rp->st.boost_seq = rp->fg.seq;
+    if (rp->st.active && memcmp(rp->st.rec.new_key, rp->fg.key, PCACHE_DEVKEY_SIZE) == 0 &&
+        !(rp->st.boost && strcmp(rp->st.boost_app, rp->fg.app) == 0)) {
+      snprintf(rp->st.boost_app, sizeof rp->st.boost_app, "%s", rp->fg.app);
+      rp->st.boost = 1;
+      rp->st.boost_has_after = 0;
+    }
+  }
+  pthread_mutex_unlock(&rp->fg.lock);
+  return busy;
+}
+
+int pcd_replay_in_flight(const pcd_replay *rp, const pcache__hash *h) {
+  for (unsigned i = 0; i < rp->st.n_flight; i++)
+    if (memcmp(rp->st.flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+      return 1;
+  for (unsigned i = 0; i < rp->st.n_retry; i++)
+    if (memcmp(rp->st.retry[i].bytes, h->bytes, PCACHE_HASH_SIZE) == 0)
+      return 1;
+  return 0;
+}
+
+int pcd_replay_land(pcd_replay *rp, const pcache__hash *h) {
+  for (unsigned i = 0; i < rp->st.n_flight; i++)
+    if (memcmp(rp->st.flight[i].hash.bytes, h->bytes, PCACHE_HASH_SIZE) == 0) {
+      rp->st.flight[i] = rp->st.flight[--rp->st.n_flight];
+      if (rp->st.n_flight == 0)
+        rp->st.retry_in_flight = 0;
+      return 1;
+    }
+  return 0;
+}
+
+void pcd_replay_queue_bad(pcd_replay *rp, const pcache__hash *h, const char *reason) {
+  pcd_replay_bad *b;
+  if (!rp->st.active || rp->st.n_pending_bad == PCD_REPLAY_MAX_PENDING_BAD)
+    return;
+  b = &rp->st.pending_bad[rp->st.n_pending_bad++];
+  memcpy(b->old_key, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
+  memcpy(b->new_key, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
+  b->hash = *h;
+  snprintf(b->reason, sizeof b->reason, "%s", reason);
+  rp->st.failed++;
+}
+
+void pcd_replay_no_device(pcd_replay *rp) {
+  if (rp->n_no_device == PCD_REPLAY_NO_DEVICE_MAX)
+    memmove(rp->no_device[0], rp->no_device[1], --rp->n_no_device * PCACHE_DEVKEY_SIZE);
+  memcpy(rp->no_device[rp->n_no_device++], rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
+  rp->drop_loaded = 1;
+}
+
+void pcd_replay_unload(pcd_replay *rp) {
+  rp->st.active = 0;
+  rp->st.boost = rp->st.cur = rp->st.lru_has_before = 0;
+  rp->st.n_flight = rp->st.n_retry = 0;
+  rp->st.retry_in_flight = 0;
+  rp->st.finished_now = 0;
+}
+
+/* ------------------------------------------------------------- progress */
+
+typedef struct progress_ctx {
+  pcd_replay *rp;
+  pcd_txn *txn;
+  pcd_arena *arena;
+  Pcachepb__ReplayProgress **items;
+  size_t n, cap;
+  Pcachepb__ReplayProgress *cur;
+  size_t cap_fail;
+} progress_ctx;
+
+/* The first few failures of a replay: enough to name them in status. */
+#define PROGRESS_MAX_FAILURES 16
+
+static int add_failure(void *ctx, const pcache__hash *h, const char *reason, size_t len) {
+  progress_ctx *p = ctx;
+  Pcachepb__ReplayProgress *it = p->cur;
+  Pcachepb__ReplayFailure *f;
+  void *grown;
+  if (it->n_failures == PROGRESS_MAX_FAILURES)
+    return 1;
+  f = pcd_arena_alloc(p->arena, sizeof *f);
+  grown = pcd_arena_grow(p->arena, it->failures, it->n_failures, &p->cap_fail, sizeof *f);
+  if (!f || !grown)
+    return -ENOMEM;
+  it->failures = grown;
+  pcachepb__replay_failure__init(f);
+  f->state_hash.data = pcd_arena_memdup(p->arena, h->bytes, PCACHE_HASH_SIZE);
+  f->state_hash.len = PCACHE_HASH_SIZE;
+  f->reason = pcd_arena_alloc(p->arena, len + 1);
+  if (!f->state_hash.data || !f->reason)
+    return -ENOMEM;
+  memcpy(f->reason, reason, len);
+  f->reason[len] = '\0';
+  it->failures[it->n_failures++] = f;
+  return 0;
+}
+
+static int add_progress(void *ctx, const pcd_replay_record *rec) {
+  progress_ctx *p = ctx;
+  pcd_replay *rp = p->rp;
+  Pcachepb__ReplayProgress *it = pcd_arena_alloc(p->arena, sizeof *it);
+  void *grown = pcd_arena_grow(p->arena, p->items, p->n, &p->cap, sizeof *p->items);
+  int live = rp->st.active && memcmp(rec->old_key, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE) == 0 &&
+             memcmp(rec->new_key, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE) == 0;
+  int r;
+  if (!it || !grown)
+    return -ENOMEM;
+  p->items = grown;
+  pcachepb__replay_progress__init(it);
+  it->old_key.data = pcd_arena_memdup(p->arena, rec->old_key, PCACHE_DEVKEY_SIZE);
+  it->new_key.data = pcd_arena_memdup(p->arena, rec->new_key, PCACHE_DEVKEY_SIZE);
+  if (!it->old_key.data || !it->new_key.data)
+    return -ENOMEM;
+  it->old_key.len = it->new_key.len = PCACHE_DEVKEY_SIZE;
+  it->finished = rec->state == PCD_REPLAY_FINISHED;
+  it->total = rec->total;
+  it->done = rec->done;
+  it->failed = rec->failed;
+  if (live) {
+    uint64_t now = pcache__mono_us(), since = now - rp->st.load_us;
+    uint64_t rate_done = rp->st.done - rp->st.done_at_load;
+    uint64_t left =
+        rp->st.total > rp->st.done + rp->st.failed ? rp->st.total - rp->st.done - rp->st.failed : 0;
+    it->total = rp->st.total;
+    it->done = rp->st.done;
+    it->failed = rp->st.failed;
+    it->running = rp->running;
+    it->replayer_pid = rp->running ? rp->pid : 0;
+    if (rp->running) {
+      const char *slash = strrchr(rp->replayer_path, '/');
+      it->replayer_name = pcd_arena_strdup(p->arena, rp->exe_name[0] ? rp->exe_name
+                                                     : slash         ? slash + 1
+                                                                     : rp->replayer_path);
+    }
+    it->restarts = rp->restarts;
+    if (rate_done && since)
+      it->eta_s = (uint64_t)((double)left * (double)since / (double)rate_done / 1e6) + 1;
+    if (rp->st.paused[0])
+      it->paused = pcd_arena_strdup(p->arena, rp->st.paused);
+    else if (rp->gave_up)
+      it->paused = pcd_arena_strdup(p->arena, rp->gave_up_why);
+  }
+  p->cur = it;
+  p->cap_fail = 0;
+  r = pcd_replay_bad_foreach(p->txn, rec->old_key, rec->new_key, add_failure, p);
+  if (r < 0)
+    return r;
+  p->items[p->n++] = it;
+  return 0;
+}
+
+int pcd_replay_progress(pcd_replay *rp, pcd_txn *txn, pcd_arena *arena,
+                        Pcachepb__ReplayProgress ***ret_items, size_t *ret_n) {
+  progress_ctx p = {.rp = rp, .txn = txn, .arena = arena};
+  int r;
+  if (!rp) {
+    *ret_items = NULL;
+    *ret_n = 0;
+    return 0;
+  }
+  pthread_mutex_lock(&rp->lock);
+  r = pcd_replay_records_foreach(txn, add_progress, &p);
+  pthread_mutex_unlock(&rp->lock);
+  if (r < 0)
+    return r;
+  *ret_items = p.items;
+  *ret_n = p.n;
+  return 0;
+}
