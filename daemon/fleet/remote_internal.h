@@ -94,6 +94,7 @@ struct pcd_sync {
   uint8_t key[PCACHE_DEVKEY_SIZE];
   char scan_cursor[32];
   int scanning, scan_done;
+  unsigned scans; /* SCAN calls for this device (SYNC_MAX_SCANS) */
   /* The apps found for the device, and the one being synced. */
   char (*apps)[PCD_MAX_APP + 1];
   size_t n_apps, app_at;

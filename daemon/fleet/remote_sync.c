@@ -38,6 +38,10 @@
 /* Apps listed per device: a fleet's index keys of one device are its
  * programs; past this many the rest waits for the fleet's read-through. */
 #define SYNC_MAX_APPS 256
+/* SCAN calls a device's listing may take: 4096 of COUNT 256 walk a
+ * keyspace of a million keys. A Redis (or something posing as one) that
+ * never ends its cursor stops there, not never. */
+#define SYNC_MAX_SCANS 4096u
 /* Keys Redis looks at per SCAN: one short step of its work at a time. */
 #define SCAN_COUNT "256"
 /* A slice: what one Put of the sync holds at most (a value larger than
@@ -210,10 +214,15 @@ static void on_scan(pcd_remote *r, redisReply *reply, void *privdata) {
     take_app(r, keys->element[i]);
   memcpy(s->scan_cursor, reply->element[0]->str, reply->element[0]->len);
   s->scan_cursor[reply->element[0]->len] = '\0';
-  if (strcmp(s->scan_cursor, "0") != 0 && s->n_apps < SYNC_MAX_APPS) {
+  if (strcmp(s->scan_cursor, "0") != 0 && s->n_apps < SYNC_MAX_APPS &&
+      ++s->scans < SYNC_MAX_SCANS) {
     send_scan(r);
     return;
   }
+  if (s->scans >= SYNC_MAX_SCANS)
+    log_warn("remote: fleet sync: the listing of a device's apps did not end after %u SCANs; "
+             "synced the %zu apps found (check the Redis at %s)",
+             SYNC_MAX_SCANS, s->n_apps, pcd_remote_url(r));
   if (s->n_apps >= SYNC_MAX_APPS)
     log_info("remote: fleet sync: the fleet has more than %d apps for a device; synced the "
              "first %d found, the others come through read-through when they run",
@@ -234,6 +243,7 @@ static void next_device(pcd_remote *r) {
   }
   memcpy(s->key, s->run_keys[s->key_at++], PCACHE_DEVKEY_SIZE);
   snprintf(s->scan_cursor, sizeof s->scan_cursor, "0");
+  s->scans = 0;
   s->n_apps = 0;
   send_scan(r);
 }

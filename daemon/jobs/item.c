@@ -13,6 +13,7 @@
 #include "common/blob.h"
 #include "common/log.h"
 #include "proto/desc_check.h"
+#include "store_replay.h"
 
 /* The code of module hash, carried by the item or found by its
  * find_module: 1 with *code and *size when found, 0 when not (the store
@@ -117,6 +118,20 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
     }
     if (r != PCACHE_ENOT_FOUND && r != PCACHE_ESTORE) /* damaged: the build replaces it */
       return r;
+    /* Already staged with a seed (a fleet sync's), and this one brings
+     * none: the seed stays, and with it the build's origin (a build from a
+     * seed is not pushed back, ops_put.c). */
+    memcpy(k, file_key.bytes, PCACHE_DEVKEY_SIZE);
+    if (item->blob_size == 0 && pcd_entry_get(txn, k, &e) == 0 && e.blob_size > 0) {
+      *ret_status = 0;
+      return 1;
+    }
+    /* Its build failed before (a recorded bad pipeline): filing it again
+     * would only start a replayer that skips it. */
+    if (pcd_replay_bad_get(txn, file_key.bytes, key->bytes, &sh) == 0) {
+      *ret_status = 0;
+      return 1;
+    }
   }
   for (size_t i = 0; i < n_mods; i++)
     if ((r = pcd_module_ref(txn, &mods[i], codes[i], sizes[i])) < 0)
