@@ -438,10 +438,13 @@ static int have_entry(pcd_txn *txn, const pcd_ask *ask, const uint8_t *hash) {
  * Redis set keeps "ab" and "AB" apart, and a hash that could be spelled
  * 2^32 ways would make one planted value be fetched that many times a
  * Prefetch. The few left are sorted, and repeats dropped, so each is
- * asked for once. */
+ * asked for once. A slice looks at no more than 16 times --max-hashes
+ * members (what one app may have synced is --max-hashes): an index grown
+ * by others costs each slice that much, not its whole size. */
 static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
   pcd_txn *txn;
-  size_t n = 0, kept = 0, odd = 0, max = ask->sync ? reply->elements : r->config->max_hashes;
+  size_t n = 0, kept = 0, odd = 0,
+         max = ask->sync ? 16 * (size_t)r->config->max_hashes : r->config->max_hashes;
   if (reply->type != REDIS_REPLY_ARRAY || !reply->elements)
     return;
   if (!(ask->hashes =
@@ -449,7 +452,7 @@ static void take_members(pcd_remote *r, pcd_ask *ask, const redisReply *reply) {
     return;
   if (pcd_txn_begin(r->store, 0, &txn) < 0)
     return;
-  for (size_t i = 0; i < reply->elements && n < max; i++) {
+  for (size_t i = 0; i < reply->elements && i < max && n < max; i++) {
     const redisReply *m = reply->element[i];
     uint8_t *hash = ask->hashes + n * PCACHE_HASH_SIZE;
     char canonical[2 * PCACHE_HASH_SIZE + 1];

@@ -131,7 +131,10 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
         .app = app,
         .compile_ns = it->compile_ns,
         .created_us = now,
-        .last_used_us = now,
+        /* A sync's staged items are what the fleet has, not what this
+         * machine used: under --max-size they go before any entry of its
+         * own (the sync can bring far more than a machine runs). */
+        .last_used_us = stage && job->fleet ? 1 : now,
         .staged = stage,
     };
     int st = PCACHE_EBAD_KEY, kept = 1;
