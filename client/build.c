@@ -524,6 +524,10 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
  * caches served it; or it was compiled as the program would and staged. */
 enum { BUILT_IN_CACHE = 1, BUILT_BY_DRIVER = 2, BUILT_STAGED = 3 };
 
+/* Misses of the driver-first probe, with no hit, after which prefetched
+ * pipelines are no longer asked of the driver. */
+#define PCACHE__PROBE_MISSES 16
+
 /* The pipeline as the program would create it: its own cache, or none. */
 static VkResult create_as_program(pcache_device *d, const pcache__build *b,
                                   VkPipeline *ret_pipeline) {
@@ -634,8 +638,10 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
                          VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, NULL,
                          ret_pipeline);
   }
-  if (vr != VK_SUCCESS)
+  if (vr != VK_SUCCESS) {
+    atomic_fetch_add(&d->build.probe_misses, 1);
     return 0;
+  }
   atomic_fetch_add(&d->core.stats.driver_hits, 1);
   return 1;
 }
@@ -689,8 +695,15 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
   /* Prefetched or not, the driver first: on NVIDIA a pipeline created
    * from the device cache, where the prefetch merged its blob, cost 0.058
    * ms on the light set against 0.014 for the driver's disk-cache hit
-   * (H200, bench/RESULTS.md); a probe that misses costs 2.4 us. */
-  if (!b->driver_asked && pcache__build_driver_first(d, b, ret_pipeline) == 1) {
+   * (H200, bench/RESULTS.md); a probe that misses costs 2.4 us there. But
+   * a driver whose caches never answer (lavapipe: its probe cost warm
+   * starts a fifth) is not asked for what the prefetch brought once its
+   * probe has only missed. */
+  int ask = !b->driver_asked;
+  if (ask && d->core.client && pcache__prefetch_known(d, &keys->state_hash))
+    ask = atomic_load(&d->core.stats.driver_hits) > 0 ||
+          atomic_load(&d->build.probe_misses) < PCACHE__PROBE_MISSES;
+  if (ask && pcache__build_driver_first(d, b, ret_pipeline) == 1) {
     *ret_source = PCACHE__BUILT_DRIVER;
     *ret_held = BUILT_BY_DRIVER;
     /* The daemon sent it: it is in use, whoever served it (its entry's

@@ -22,6 +22,10 @@ typedef struct pcache__build_state {
    * staged. staged: state hashes staged here (value 1), each once. */
   int stage_hits, stage_compiles;
   pcache__table staged;
+  /* Driver-first probes that missed (pcache__build_driver_first): a
+   * prefetched pipeline is asked of the driver only while the probe has
+   * hit, or missed fewer than PCACHE__PROBE_MISSES times (build.c). */
+  atomic_uint_fast64_t probe_misses;
 } pcache__build_state;
 
 /* One pipeline to build. */
