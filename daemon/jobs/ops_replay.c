@@ -312,7 +312,8 @@ static void start_committed(pcd_job *job) {
   pthread_mutex_unlock(&rp->lock);
 }
 
-int pcd_replay_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) {
+/* The Put's hooks (pcd_replay_job_hooks, replay.h says what each does). */
+static int put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) {
   pcd_replay *rp = job_replay(job);
   pcache__devkey staged;
   int r;
@@ -701,8 +702,7 @@ out:
   return r < 0 ? r : 0;
 }
 
-void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put,
-                           const Pcachepb__PutReply *reply) {
+static void put_landed(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply) {
   pcd_replay *rp = job_replay(job);
   /* Every other client's Put passes here without the replay's lock. */
   if (!rp || !job->peer_pid || job->peer_pid != atomic_load(&rp->replayer_pid) || !put->device ||
@@ -731,7 +731,7 @@ void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put,
   }
 }
 
-void pcd_replay_put_settled(pcd_job *job, int committed) {
+static void put_settled(pcd_job *job, int committed) {
   pcd_replay *rp = job_replay(job);
   if (!rp)
     return;
@@ -877,6 +877,11 @@ static void sync_committed(pcd_job *job) {
     wake(rp, 1, 0);
   pthread_mutex_unlock(&rp->lock);
 }
+
+static int put_stages(const pcd_job *job) { return pcd_replay_stages(job_replay(job)); }
+
+const pcd_job_hooks pcd_replay_job_hooks = {
+    .stages = put_stages, .stage = put_stage, .landed = put_landed, .settled = put_settled};
 
 const pcd_job_ops pcd_job_replay_start = {.name = "replay_start",
                                           .run = op_start,
