@@ -14,6 +14,7 @@
  *   replay_exe.c        the program name an app runs as (its clients'
  *                       executable, or the fleet's), and the replayer's
  *                       copies under those names
+ *   replay_new.c        making it: the settings, the writer jobs' tables
  *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
  *                       ReplayClaim (handing out items, taking results),
  *                       the sync job (bad records, the old key's eviction)
@@ -204,7 +205,9 @@ typedef struct pcd_replay {
   int stages;
 } pcd_replay;
 
-/* Makes the state; reads the settings. Returns 0 or -errno. */
+/* Makes the state; reads the settings; sets the tables of the replay's
+ * writer jobs (ops_replay.c: pcd_job_ops_set, so before any thread makes
+ * one). Returns 0 or -errno. */
 int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
 void pcd_replay_free(pcd_replay *replay);
 
@@ -252,6 +255,8 @@ void pcd_replay_txn_leave(pcd_replay *replay, int committed);
  * other client's Put passes without the lock. settled:
  * pcd_replay_txn_leave when stage or landed entered. */
 extern const pcd_job_hooks pcd_replay_job_hooks;
+/* The writer jobs' tables (ops_replay.c), which pcd_replay_new sets. */
+extern const pcd_job_ops pcd_job_replay_start, pcd_job_replay_claim, pcd_job_replay_sync;
 
 /* On the accepting loop (replay_supervise.c): makes its handles and
  * queues the job that takes up a replay the last run left pending.
