@@ -14,10 +14,12 @@
  *   replay_exe.c        the program name an app runs as (its clients'
  *                       executable, or the fleet's), and the replayer's
  *                       copies under those names
- *   replay_new.c        making it: the settings, the writer jobs' tables
- *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
+ *   replay_new.c        making it: the settings, the writer jobs' tables,
+ *                       a Put's hooks
+ *   ops_replay*.c       the writer jobs: ReplayStart (finding replays),
  *                       ReplayClaim (handing out items, taking results),
- *                       the sync job (bad records, the old key's eviction)
+ *                       the sync job (bad records, the old key's eviction);
+ *                       ops_replay.h says which file has which
  *   replay.c            the state they share: the replay under way, its
  *                       order, the items in flight, progress for Stats
  *   store_replay.c      the records in the store (store_replay.h) */
@@ -206,7 +208,7 @@ typedef struct pcd_replay {
 } pcd_replay;
 
 /* Makes the state; reads the settings; sets the tables of the replay's
- * writer jobs (ops_replay.c: pcd_job_ops_set, so before any thread makes
+ * writer jobs (ops_replay*.c: pcd_job_ops_set, so before any thread makes
  * one). Returns 0 or -errno. */
 int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
 void pcd_replay_free(pcd_replay *replay);
@@ -241,7 +243,7 @@ void pcd_replay_txn_enter(pcd_replay *replay);
  * lets the lock go; an abort puts the saved state back. */
 void pcd_replay_txn_leave(pcd_replay *replay, int committed);
 
-/* What a Put does for the replay (writer.h pcd_job_hooks; ops_replay.c),
+/* What a Put does for the replay (writer.h pcd_job_hooks; replay_new.c),
  * with the pcd_replay as job->ctx: main.c hands it to the makers of Put
  * jobs (the server's router, the fleet). stages: pcd_replay_stages.
  * stage: once a Put stored items under the staged key of key
@@ -255,8 +257,6 @@ void pcd_replay_txn_leave(pcd_replay *replay, int committed);
  * other client's Put passes without the lock. settled:
  * pcd_replay_txn_leave when stage or landed entered. */
 extern const pcd_job_hooks pcd_replay_job_hooks;
-/* The writer jobs' tables (ops_replay.c), which pcd_replay_new sets. */
-extern const pcd_job_ops pcd_job_replay_start, pcd_job_replay_claim, pcd_job_replay_sync;
 
 /* On the accepting loop (replay_supervise.c): makes its handles and
  * queues the job that takes up a replay the last run left pending.

@@ -1,10 +1,11 @@
 /* Making the replay (replay.h): its settings, read once from the
  * environment (docs/replay.md), and the tables of its writer jobs, set in
  * the jobs room's table (jobs.h pcd_job_ops_set) so that the writer finds
- * them though that room cannot name them. Apart from replay.c, whose
- * shared state the jobs (ops_replay.c) use: this file refers to the jobs,
- * they to that state. */
-#include "replay.h"
+ * them though that room cannot name them; and the hooks a Put reaches it
+ * through (pcd_replay_job_hooks). Apart from replay.c, whose shared state
+ * the jobs (ops_replay*.c) use: this file refers to the jobs, they to
+ * that state. */
+#include "ops_replay.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,6 @@
 
 #include "common/alloc.h"
 #include "common/parse.h"
-#include "jobs.h"
 
 /* The replayer's default path: beside pcached (both are installed to the
  * same bin directory, and the build puts them side by side). */
@@ -135,3 +135,10 @@ void pcd_replay_free(pcd_replay *rp) {
   pthread_mutex_destroy(&rp->lock);
   pcache__free(rp);
 }
+
+static int put_stages(const pcd_job *job) { return pcd_replay_stages(pcd_replay_of(job)); }
+
+const pcd_job_hooks pcd_replay_job_hooks = {.stages = put_stages,
+                                            .stage = pcd_replay_put_stage,
+                                            .landed = pcd_replay_put_landed,
+                                            .settled = pcd_replay_put_settled};
