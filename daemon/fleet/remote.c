@@ -253,7 +253,8 @@ void pcd_remote_on_exe(pcd_remote *r, pcd_remote_exe_cb cb) {
 }
 
 int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, pcd_writer *writer,
-                   pcd_stats *stats, pcd_job_done_cb done, void *put_ctx, pcd_remote **ret_remote) {
+                   pcd_stats *stats, pcd_job_done_cb done, const pcd_job_hooks *put_hooks,
+                   void *put_ctx, pcd_remote **ret_remote) {
   pcd_remote *r = pcache__calloc(1, sizeof *r);
   int e;
   if (!r)
@@ -264,6 +265,7 @@ int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, 
   r->writer = writer;
   r->stats = stats;
   r->done = done;
+  r->put_hooks = put_hooks;
   r->put_ctx = put_ctx;
   r->on_up = on_up;
   r->backoff_ms = 100;

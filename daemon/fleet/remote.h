@@ -29,12 +29,14 @@ typedef struct pcd_remote pcd_remote;
  * Reads the keys too (--remote-signing-key, --remote-trusted-keys:
  * remote_trust.h). Returns 0, or -EINVAL / -errno after logging what is
  * wrong: pcached then refuses to start rather than run without the fleet
- * it was told to use, or with another trust than it was given. put_ctx:
- * the ctx of every Put job the remote makes, as the server's own Put jobs
- * carry (the replay: a sync's Put stages its items, ops_put.c).
+ * it was told to use, or with another trust than it was given. put_hooks,
+ * put_ctx: the hooks and ctx of every Put job the remote makes, as the
+ * server's own Put jobs carry (the replay's, writer.h pcd_job_hooks: a
+ * sync's Put stages its items, ops_put.c).
  */
 int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, pcd_writer *writer,
-                   pcd_stats *stats, pcd_job_done_cb done, void *put_ctx, pcd_remote **ret_remote);
+                   pcd_stats *stats, pcd_job_done_cb done, const pcd_job_hooks *put_hooks,
+                   void *put_ctx, pcd_remote **ret_remote);
 
 /* A sync read an app's program name from the fleet (x:APP, checked as a
  * file name): handed to the replay, which builds under it (main.c
@@ -43,9 +45,9 @@ int pcd_remote_new(const pcd_config *config, uv_loop_t *loop, pcd_store *store, 
 typedef void (*pcd_remote_exe_cb)(void *ctx, const char *app, const char *exe);
 void pcd_remote_on_exe(pcd_remote *remote, pcd_remote_exe_cb cb);
 
-/* A Put job of the fleet's: job->fleet set, and its ctx the one given to
- * pcd_remote_new (a sync's staged Put finds the replayer through it,
- * ops_put.c). remote may be NULL (no ctx then). NULL when out of memory. */
+/* A Put job of the fleet's: job->fleet set, and its hooks and ctx the ones
+ * given to pcd_remote_new (a sync's staged Put finds the replayer through
+ * them, ops_put.c). remote may be NULL (no ctx then). NULL when out of memory. */
 pcd_job *pcd_remote_put_job(pcd_remote *remote);
 
 /* The loop's thread, before the workers stop: answers every ask now,

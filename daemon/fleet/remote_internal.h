@@ -126,7 +126,8 @@ struct pcd_remote {
   pcd_writer *writer;
   pcd_stats *stats;
   pcd_job_done_cb done;
-  void *put_ctx;            /* every fleet Put job's ctx (pcd_remote_new) */
+  const pcd_job_hooks *put_hooks; /* every fleet Put job's hooks and ctx */
+  void *put_ctx;                  /* (pcd_remote_new) */
   pcd_remote_exe_cb on_exe; /* a sync learned an app's program name */
   /* Where: a TCP host and port, or a Unix socket path; the database. */
   char host[256];

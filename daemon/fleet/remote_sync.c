@@ -33,7 +33,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "proto/frame.h"
-#include "replay.h"
 
 /* Apps listed per device: a fleet's index keys of one device are its
  * programs; past this many the rest waits for the fleet's read-through. */

@@ -6,7 +6,8 @@
  * ops_report.c, ops_purge.c, ops_verify.c, ops_export.c, ops_import.c;
  * ops.c: the internal touch and drop batches, and the program names
  * replay_exe.c records); jobs.c maps the types to
- * them. */
+ * them. The replay's jobs (daemon/replay/ops_replay*.c) set theirs at its
+ * start (pcd_job_ops_set). */
 #ifndef PCD_JOBS_H
 #define PCD_JOBS_H
 
@@ -53,10 +54,14 @@ struct pcd_job_ops {
 /* The table of a job type. */
 const pcd_job_ops *pcd_job_ops_of(pcd_job_type type);
 
+/* Sets the table of a type defined in a room above this one (the
+ * replay's, pcd_replay_new): at start, before any thread makes a job of
+ * that type. Until then its jobs answer PCACHE_EUNAVAILABLE. */
+void pcd_job_ops_set(pcd_job_type type, const pcd_job_ops *ops);
+
 /* The tables (ops*.c). */
 extern const pcd_job_ops pcd_job_put, pcd_job_snapshot, pcd_job_snapshot_drop, pcd_job_report,
     pcd_job_purge, pcd_job_verify, pcd_job_touch, pcd_job_drop, pcd_job_app_exe;
 extern const pcd_job_ops pcd_job_export, pcd_job_import;
-extern const pcd_job_ops pcd_job_replay_start, pcd_job_replay_claim, pcd_job_replay_sync;
 
 #endif

@@ -2,7 +2,9 @@
  * (item.c) or refused on its own, then eviction down to --max-size. A
  * staged Put (Put.stage) files its items under the device's staged key
  * and plans their build by the replayer (docs/replay.md "Staged
- * builds"). */
+ * builds"), and the replayer's own Put lands its items in flight: both
+ * through the job's hooks (writer.h pcd_job_hooks), which the replay, a
+ * room above this one, fills. */
 #include "ops.h"
 
 #include <errno.h>
@@ -12,7 +14,6 @@
 
 #include "common/log.h"
 #include "remote_pack.h"
-#include "replay.h"
 
 /* Packs a stored item for the fleet: only what a client of this machine
  * uploaded, never what came from the fleet. A value that cannot be made
@@ -60,6 +61,12 @@ static int touch_staged_device(pcd_txn *txn, const Pcachepb__DeviceInfo *device,
   return pcd_device_touch(txn, &info, now_s);
 }
 
+/* The replay's hooks (writer.h pcd_job_hooks), each a no-op when the job
+ * has none. */
+static int replay_stages(const pcd_job *job) {
+  return job->hooks && job->hooks->stages && job->hooks->stages(job);
+}
+
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
@@ -69,7 +76,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
   /* Staged items are built by this daemon's replayer, or by no one. */
-  int stage = put->stage, can_stage = stage && pcd_replay_stages(job->ctx);
+  int stage = put->stage, can_stage = stage && replay_stages(job);
 
   if (!reply)
     return -ENOMEM;
@@ -193,7 +200,8 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return r;
   if (can_stage && !staged && (r = pcd_device_forget(txn, staged_key.bytes)) < 0)
     return r;
-  if (staged && (r = pcd_replay_stage(job, txn, &key)) < 0)
+  /* Staged items were taken only with the hooks (can_stage). */
+  if (staged && job->hooks->stage && (r = job->hooks->stage(job, txn, &key)) < 0)
     return r;
   job->staged = staged > 0;
   if (job->stored) {
@@ -203,19 +211,24 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     reply->evicted = (uint32_t)n;
     job->evicted = n;
   }
-  pcd_replay_put_landed(job, put, reply);
+  if (job->hooks && job->hooks->landed)
+    job->hooks->landed(job, put, reply);
   return 0;
 }
 
 /* Pushed only once committed: a batch that failed stored nothing. */
 static void committed_put(pcd_job *job) {
-  pcd_replay_put_settled(job, 1);
+  if (job->hooks && job->hooks->settled)
+    job->hooks->settled(job, 1);
   if (job->pushes)
     job->push(job->remote, job->pushes);
   job->pushes = NULL;
 }
 
-static void aborted_put(pcd_job *job) { pcd_replay_put_settled(job, 0); }
+static void aborted_put(pcd_job *job) {
+  if (job->hooks && job->hooks->settled)
+    job->hooks->settled(job, 0);
+}
 
 static void count_put(const pcd_job *job, pcd_stats *stats, int failed) {
   if (job->fleet) {

@@ -31,10 +31,36 @@ typedef enum pcd_job_type {
 } pcd_job_type;
 
 typedef struct pcd_job_ops pcd_job_ops;
+typedef struct pcd_job pcd_job;
 struct pcd_remote;
 struct pcd_push;
+struct pcache__devkey;
 
-typedef struct pcd_job {
+/* What a Put does for the replay (docs/replay.md), which lives in a room
+ * above this one: whoever makes a Put job installs them, with the
+ * replay as job->ctx (dispatch.c for clients, remote_job.c for the
+ * fleet's, both as main.c hands them the replay's table), the way
+ * job->push carries the fleet's push; so ops_put.c names no function of
+ * the replay. job->hooks NULL (a job without a replay): the Put stages
+ * nothing and lands nothing. */
+typedef struct pcd_job_hooks {
+  /* Any thread: whether the job may file staged items (Put.stage): the
+   * replayer that builds them is there. */
+  int (*stages)(const pcd_job *job);
+  /* In the Put's run, once it filed staged items under the staged key of
+   * key: plans their build. Returns 0 or a code that spoils the
+   * transaction. */
+  int (*stage)(pcd_job *job, pcd_txn *txn, const struct pcache__devkey *key);
+  /* At the end of the Put's run: the results of the replayer's own Put
+   * land (its items in flight are done, or bad). */
+  void (*landed)(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);
+  /* The Put's transaction committed (1) or aborted (0): stage's and
+   * landed's hold on the replay ends; a commit that staged wakes the
+   * replayer. */
+  void (*settled)(pcd_job *job, int committed);
+} pcd_job_hooks;
+
+struct pcd_job {
   struct pcd_job *next;
   pcd_job_type type;
   const pcd_job_ops *ops;                 /* what the type does (jobs.h) */
@@ -44,7 +70,8 @@ typedef struct pcd_job {
   uint8_t device_key[PCACHE_DEVKEY_SIZE]; /* SNAPSHOT_DROP: whose snapshot */
   char exe[PCD_EXE_NAME_MAX + 1];         /* APP_EXE: the program name app runs as */
   void *conn;                             /* a pcd_conn; NULL when no reply is wanted */
-  void *ctx;                              /* REPLAY_*: the pcd_replay (replay.h) */
+  void *ctx;                              /* REPLAY_* and hooks: the pcd_replay (replay.h) */
+  const pcd_job_hooks *hooks;             /* PUT: the replay's, or NULL (above) */
   void *owner;                            /* a job without conn but with finish: whose
                                            * it is (remote_sync.c: the pcd_remote) */
   /* On the connection's I/O thread, once the writer is done with a job
@@ -82,7 +109,7 @@ typedef struct pcd_job {
   Pcachepb__Response resp;
   uint64_t stored, rejected, evicted;
   pcd_out out; /* the encoded reply, when conn is set */
-} pcd_job;
+};
 
 typedef struct pcd_writer pcd_writer;
 /* Called on the writer thread for each finished job, which it then owns

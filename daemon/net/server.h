@@ -26,6 +26,17 @@ typedef struct pcd_server {
    * for them). */
   void (*on_second)(struct pcd_server *srv);
   void (*on_stopping)(struct pcd_server *srv);
+  /* What the replay hears of clients (replay.h), installed by main.c so
+   * that the router calls none of it (each may be NULL): a client (pid)
+   * named device_key as app in a Get, Prefetch or Put, for `pipelines`
+   * pipelines; a Hello's app runs as pid's program (replay_exe.c); an
+   * Import may bring entries of keys seen before. put_hooks: what every
+   * client's Put job carries, with replay as its ctx (writer.h). */
+  void (*on_note)(struct pcd_server *srv, const uint8_t *device_key, size_t key_len,
+                  const char *app, uint32_t pid, size_t pipelines);
+  void (*on_hello)(struct pcd_server *srv, const char *app, uint32_t pid);
+  void (*on_import)(struct pcd_server *srv);
+  const pcd_job_hooks *put_hooks;
   uv_loop_t *loop; /* accepting loop: listen, signals, idle exit */
   const pcd_config *config;
   pcd_store *store;

@@ -258,7 +258,7 @@ out_pipes:
 /* -------------------------------------------------------------- the jobs */
 
 /* What the probe found, for the held job's reply (the ReplayStart's run
- * adds the count of replays pending, ops_replay.c): built in a scratch
+ * adds the count of replays pending, ops_replay_start.c): built in a scratch
  * arena and unpacked into a message the job owns, since the writer resets
  * a job's arena before each run. */
 static void answer(pcd_detect *d, pcd_job *job, const char *error) {

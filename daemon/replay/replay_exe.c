@@ -8,7 +8,7 @@
  * fleet (`x:APP`, remote_sync.c), and the supervisor runs the replayer for
  * that app's items as a copy of itself under that name:
  * <data dir>/replayers/NAME/NAME (replay_supervise.c; the claims hand a
- * replayer only its name's items, ops_replay.c). */
+ * replayer only its name's items, ops_replay_claim.c). */
 #include "replay_exe.h"
 
 #include <errno.h>

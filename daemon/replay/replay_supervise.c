@@ -442,7 +442,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
       settle_flight(rp, 0, "");
     }
     restart = rp->st.active && !rp->st.finished_now;
-    /* Told to finish for another program's name (ops_replay.c): the next
+    /* Told to finish for another program's name (ops_replay_claim.c): the next
      * replayer starts at once, under that name; one that built nothing
      * (the order moved between its start and its claim) counts as a
      * failure, so an order that keeps moving cannot start them for ever. */

@@ -19,8 +19,6 @@
 #include "reads.h"
 #include "remote.h"
 #include "remote_serve.h"
-#include "replay.h"
-#include "replay_exe.h"
 #include "replay_detect.h"
 #include "respond.h"
 #include "server.h"
@@ -30,6 +28,13 @@
 
 /* Between two notes of a connection's Gets to the replay. */
 #define GET_NOTE_US 1000
+
+/* Tells the replay (through the server's on_note, main.c) that a client
+ * names key for `pipelines` pipelines. */
+static void note(pcd_conn *c, const ProtobufCBinaryData *key, const char *app, size_t pipelines) {
+  if (c->srv->on_note)
+    c->srv->on_note(c->srv, key->data, key->len, app, c->pid, pipelines);
+}
 
 /* Tells the replay that this client asks for pipelines (a foreground app:
  * the replay makes way, replay.h), at most once a GET_NOTE_US for the same
@@ -44,7 +49,7 @@ static void note_gets(pcd_conn *c, const ProtobufCBinaryData *key, size_t pipeli
   c->get_note.unnoted += pipelines;
   if (same && now - c->get_note.us < GET_NOTE_US)
     return;
-  pcd_replay_note(c->srv->replay, key->data, key->len, c->app, c->pid, c->get_note.unnoted);
+  note(c, key, c->app, c->get_note.unnoted);
   c->get_note.unnoted = 0;
   c->get_note.us = now;
   if (key->len == PCACHE_DEVKEY_SIZE)
@@ -71,6 +76,7 @@ static pcd_job *job_for(pcd_conn *c, Pcachepb__Request *req, pcd_job_type type) 
   job->push = pcd_remote_push;
   job->conn = c;
   job->ctx = c->srv->replay;
+  job->hooks = c->srv->put_hooks;
   job->finish = finish_job;
   snprintf(job->app, sizeof job->app, "%s", c->app);
   job->peer_pid = c->pid;
@@ -168,8 +174,8 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
      * Prefetches name that one too, and one that names another app is a
      * tool's (a script staging or uploading for a program), whose own
      * executable is not that program. */
-    if (c->hello_done)
-      pcd_replay_exe_note(c->srv->replay, c->app, c->pid);
+    if (c->hello_done && c->srv->on_hello)
+      c->srv->on_hello(c->srv, c->app, c->pid);
     goto out_free;
   }
   switch (req->body_case) {
@@ -180,8 +186,7 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     pcd_read_get(c, req->get);
     break;
   case PCACHEPB__REQUEST__BODY_PREFETCH:
-    pcd_replay_note(c->srv->replay, req->prefetch->device_key.data, req->prefetch->device_key.len,
-                    *req->prefetch->app ? req->prefetch->app : c->app, c->pid, 1);
+    note(c, &req->prefetch->device_key, *req->prefetch->app ? req->prefetch->app : c->app, 1);
     if (pcd_remote_serve(c, req))
       return;
     pcd_read_prefetch(c, req->prefetch);
@@ -206,8 +211,7 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     break;
   case PCACHEPB__REQUEST__BODY_PUT:
     if (req->put->device)
-      pcd_replay_note(c->srv->replay, req->put->device->key.data, req->put->device->key.len,
-                      *req->put->app ? req->put->app : c->app, c->pid, req->put->n_items);
+      note(c, &req->put->device->key, *req->put->app ? req->put->app : c->app, req->put->n_items);
     to_writer(c, req, PCD_JOB_PUT);
     return;
   case PCACHEPB__REQUEST__BODY_REPORT:
@@ -223,7 +227,8 @@ void pcd_dispatch(pcd_conn *c, Pcachepb__Request *req) {
     to_writer(c, req, PCD_JOB_EXPORT);
     return;
   case PCACHEPB__REQUEST__BODY_IMPORT:
-    pcd_replay_forget_keys(c->srv->replay);
+    if (c->srv->on_import)
+      c->srv->on_import(c->srv);
     to_writer(c, req, PCD_JOB_IMPORT);
     return;
   case PCACHEPB__REQUEST__BODY_PUT_SNAPSHOT:

@@ -39,6 +39,19 @@ static void record_exe(void *replay, const char *app, const char *exe) {
   pcd_replay_exe_record(replay, app, exe);
 }
 
+/* What the router tells the replay of its clients (pcd_server.on_note,
+ * on_hello, on_import). */
+static void note(pcd_server *srv, const uint8_t *device_key, size_t key_len, const char *app,
+                 uint32_t pid, size_t pipelines) {
+  pcd_replay_note(srv->replay, device_key, key_len, app, pid, pipelines);
+}
+
+static void hello(pcd_server *srv, const char *app, uint32_t pid) {
+  pcd_replay_exe_note(srv->replay, app, pid);
+}
+
+static void import(pcd_server *srv) { pcd_replay_forget_keys(srv->replay); }
+
 int main(int argc, char **argv) {
   pcd_config config;
   pcd_server srv;
@@ -60,6 +73,10 @@ int main(int argc, char **argv) {
   srv.on_request = pcd_dispatch;
   srv.on_second = each_second;
   srv.on_stopping = stopping;
+  srv.on_note = note;
+  srv.on_hello = hello;
+  srv.on_import = import;
+  srv.put_hooks = &pcd_replay_job_hooks;
   srv.listen_fd = -1;
   r = pcache__data_dir(config.data_dir_arg, srv.data_dir, sizeof srv.data_dir);
   if (r < 0) {
@@ -100,7 +117,7 @@ int main(int argc, char **argv) {
   }
   if (config.remote_arg &&
       (r = pcd_remote_new(&config, &loop, srv.store, srv.writer, &srv.stats, pcd_dispatch_job_done,
-                          srv.replay, &srv.remote)) < 0) {
+                          &pcd_replay_job_hooks, srv.replay, &srv.remote)) < 0) {
     pcd_writer_stop(srv.writer);
     goto out_store;
   }

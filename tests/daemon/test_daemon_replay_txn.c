@@ -1,4 +1,4 @@
-/* The replay's in-memory state follows the store (daemon/jobs/replay.h,
+/* The replay's in-memory state follows the store (daemon/replay/replay.h,
  * pcd_replay_state): a replay job whose transaction aborts (a full map,
  * which the writer answers by evicting and running the batch again; or
  * another job's failure) leaves the state as the last commit left it, and

@@ -14,9 +14,12 @@
  *   replay_exe.c        the program name an app runs as (its clients'
  *                       executable, or the fleet's), and the replayer's
  *                       copies under those names
- *   ops_replay.c        the writer jobs: ReplayStart (finding replays),
+ *   replay_new.c        making it: the settings, the writer jobs' tables,
+ *                       a Put's hooks
+ *   ops_replay*.c       the writer jobs: ReplayStart (finding replays),
  *                       ReplayClaim (handing out items, taking results),
- *                       the sync job (bad records, the old key's eviction)
+ *                       the sync job (bad records, the old key's eviction);
+ *                       ops_replay.h says which file has which
  *   replay.c            the state they share: the replay under way, its
  *                       order, the items in flight, progress for Stats
  *   store_replay.c      the records in the store (store_replay.h) */
@@ -33,8 +36,7 @@
 #include "common/hash.h"
 #include "proto/pcache.pb-c.h"
 #include "store_replay.h"
-
-typedef struct pcd_job pcd_job;
+#include "writer.h"
 
 /* Items handed out and not yet landed: a replayer thread has up to three
  * (one it builds, one it claimed meanwhile, one at its uploader), and
@@ -205,7 +207,9 @@ typedef struct pcd_replay {
   int stages;
 } pcd_replay;
 
-/* Makes the state; reads the settings. Returns 0 or -errno. */
+/* Makes the state; reads the settings; sets the tables of the replay's
+ * writer jobs (ops_replay*.c: pcd_job_ops_set, so before any thread makes
+ * one). Returns 0 or -errno. */
 int pcd_replay_new(struct pcd_server *srv, pcd_replay **ret_replay);
 void pcd_replay_free(pcd_replay *replay);
 
@@ -214,14 +218,6 @@ void pcd_replay_free(pcd_replay *replay);
  * (PCACHE_REPLAY=off) and its replayer can be started. replay may be
  * NULL (a job with no replay: no). */
 int pcd_replay_stages(const pcd_replay *replay);
-
-/* Writer thread, in a Put's run, once it stored items under the staged
- * key of key (pcache__devkey_staged): plans the replay staged(key) ->
- * key, taken up again when it finished before, and loads it unless
- * another replay is under way; its replayer is started once the Put
- * commits (pcd_replay_put_settled, as job->staged says). Returns 0 or a
- * transaction-spoiling code. */
-int pcd_replay_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key);
 
 /* Any I/O thread: a client (pid from its Hello) named device_key in a
  * Get, Prefetch or Put as app, for `pipelines` pipelines (the hashes a
@@ -247,16 +243,20 @@ void pcd_replay_txn_enter(pcd_replay *replay);
  * lets the lock go; an abort puts the saved state back. */
 void pcd_replay_txn_leave(pcd_replay *replay, int committed);
 
-/* Writer thread, in a Put's run (ops_replay.c): the replayer's own Put
- * lands its items at once, stored as done, refused as bad, as the report
- * in its next claim would; so an item is in flight only while it is built
- * or uploaded, and a crash or hang of the next build is blamed on that
- * build alone. Any other client's Put passes without the lock. */
-void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);
-/* The Put's committed (1) or aborted (0) hook: pcd_replay_txn_leave when
- * pcd_replay_put_landed or pcd_replay_stage entered; a committed Put that
- * staged items wakes the replayer. */
-void pcd_replay_put_settled(pcd_job *job, int committed);
+/* What a Put does for the replay (writer.h pcd_job_hooks; replay_new.c),
+ * with the pcd_replay as job->ctx: main.c hands it to the makers of Put
+ * jobs (the server's router, the fleet). stages: pcd_replay_stages.
+ * stage: once a Put stored items under the staged key of key
+ * (pcache__devkey_staged), plans the replay staged(key) -> key, taken up
+ * again when it finished before, and loads it unless another replay is
+ * under way; its replayer is started once the Put commits (settled, as
+ * job->staged says). landed: the replayer's own Put lands its items at
+ * once, stored as done, refused as bad, as the report in its next claim
+ * would; so an item is in flight only while it is built or uploaded, and
+ * a crash or hang of the next build is blamed on that build alone; any
+ * other client's Put passes without the lock. settled:
+ * pcd_replay_txn_leave when stage or landed entered. */
+extern const pcd_job_hooks pcd_replay_job_hooks;
 
 /* On the accepting loop (replay_supervise.c): makes its handles and
  * queues the job that takes up a replay the last run left pending.
