@@ -343,20 +343,20 @@ static pcache__upload *upload_new(uint32_t kind, const pcache__desc_keys *keys, 
   pcache__upload *u = pcache__calloc(1, sizeof *u);
   if (!u)
     return NULL;
-  u->state_hash = keys->state_hash;
-  u->kind = kind;
-  u->compile_ns = compile_ns;
-  u->blob = blob_size ? pcache__malloc(blob_size) : NULL;
-  u->desc = pcache__malloc(desc_size);
-  if ((blob_size && !u->blob) || !u->desc) {
+  u->put.state_hash = keys->state_hash;
+  u->put.kind = kind;
+  u->put.compile_ns = compile_ns;
+  u->put.blob = blob_size ? pcache__malloc(blob_size) : NULL;
+  u->put.desc = pcache__malloc(desc_size);
+  if ((blob_size && !u->put.blob) || !u->put.desc) {
     pcache__upload_free(u);
     return NULL;
   }
   if (blob_size)
-    memcpy(u->blob, blob, blob_size);
-  u->blob_size = blob_size;
-  memcpy(u->desc, desc, desc_size);
-  u->desc_size = desc_size;
+    memcpy(u->put.blob, blob, blob_size);
+  u->put.blob_size = blob_size;
+  memcpy(u->put.desc, desc, desc_size);
+  u->put.desc_size = desc_size;
   return u;
 }
 
@@ -402,7 +402,7 @@ static void stage(pcache_device *d, const pcache__build *b, const pcache__desc_k
   (void)pcache__table_insert(&d->build.staged, k0, k1, 1);
   if (!(u = upload_new(b->kind, keys, desc->data, desc->size, NULL, 0, compile_ns)))
     return;
-  u->staged = 1;
+  u->put.stage = 1;
   u->n_modules = pcache__build_modules(d, b, u->modules);
   atomic_fetch_add(&d->core.stats.staged, 1);
   pcache__upload_enqueue(d, u);
