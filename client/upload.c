@@ -1,6 +1,8 @@
 /* Uploads run on a thread of their own per device, never on the caller's
- * path: compiled pipelines are queued, batched into Put requests, and kept
- * (bounded) while the daemon is away, with a growing pause between tries.
+ * path: compiled pipelines are queued, batched into Put requests (the
+ * queue, its bounds, the batches and their requests are the Put batcher's,
+ * proto/put_batch.h), and kept (bounded) while the daemon is away, with a
+ * growing pause between tries.
  * An item that can never go (larger than a request may be, refused by the
  * daemon) is dropped, said once and counted (upload_dropped), never
  * retried: retrying it would hold every pipeline queued behind it. */
@@ -24,10 +26,6 @@
  * SPIR-V they name is shared with the context's objects). A daemon away
  * for long must not make the app hold gigabytes of uploads. */
 #define QUEUE_MAX_BYTES (256ull << 20)
-/* What a Put adds to its items' bytes: the request, the device (its
- * strings at most 255 bytes each), and each item's own fields. */
-#define PUT_OVERHEAD 4096u
-#define PUT_ITEM_OVERHEAD 256u
 /* Small enough that a Put's transfer is a small part of its timeout
  * (pcache__client_background_timeout_ms) on a local socket. */
 #define BATCH_MAX_BYTES (1u << 20)
@@ -39,24 +37,15 @@ void pcache__upload_free(pcache__upload *item) {
     return;
   for (size_t i = 0; i < item->n_modules; i++)
     pcache__module_unref(item->modules[i]);
-  pcache__free(item->blob);
-  pcache__free(item->desc);
+  pcache__free(item->put.blob);
+  pcache__free(item->put.desc);
   pcache__free(item);
 }
 
-/* What an item holds in the queue (QUEUE_MAX_BYTES). */
-static uint64_t item_bytes(const pcache__upload *u) {
-  return (uint64_t)u->blob_size + u->desc_size;
-}
+/* The upload a queued item is (its first member). */
+static pcache__upload *upload_of(pcache__put_item *item) { return (pcache__upload *)item; }
 
-/* The most an item adds to a Put: its bytes, every module it names with
- * its code, and its fields. */
-static uint64_t item_put_bytes(const pcache__upload *u) {
-  uint64_t n = item_bytes(u) + PUT_ITEM_OVERHEAD;
-  for (size_t m = 0; m < u->n_modules; m++)
-    n += u->modules[m]->size + PUT_ITEM_OVERHEAD;
-  return n;
-}
+static void free_item(pcache__put_item *item) { pcache__upload_free(upload_of(item)); }
 
 /* The largest request the daemon takes (HelloReply.max_frame; ours until
  * it has said). */
@@ -119,73 +108,57 @@ static void module_mark_sent(pcache_device *d, const pcache__hash *hash) {
   (void)pcache_vec_push(&d->upload.sent_modules, *hash);
 }
 
+/* The modules an item carries (pcache__put_modules_fn): code the daemon
+ * already acknowledged stays home; otherwise every item carries what it
+ * names (the daemon stores each hash once). */
+static int add_modules(void *ctx, const pcache__put_item *item, Pcachepb__PutItem *out,
+                       pcache__arena *a) {
+  pcache_device *d = ctx;
+  const pcache__upload *u = (const pcache__upload *)item;
+  Pcachepb__Module *modules;
+  if (!u->n_modules)
+    return 0;
+  modules = pcache__arena_array(a, u->n_modules, sizeof *modules);
+  out->modules = pcache__arena_array(a, u->n_modules, sizeof *out->modules);
+  if (!modules || !out->modules)
+    return -ENOMEM;
+  for (size_t m = 0; m < u->n_modules; m++) {
+    pcache__module *mod = u->modules[m];
+    Pcachepb__Module *pm = &modules[out->n_modules];
+    if (!u->force_code && module_sent(d, &mod->hash))
+      continue;
+    pcachepb__module__init(pm);
+    pm->hash.data = mod->hash.bytes;
+    pm->hash.len = PCACHE_HASH_SIZE;
+    pm->code.data = mod->code;
+    pm->code.len = mod->size;
+    out->modules[out->n_modules++] = pm;
+  }
+  return 0;
+}
+
 /* Sends one batch. Returns 0 when the daemon answered (per-item results
  * applied), PCACHE_EFRAME_TOO_LARGE when the batch is larger than any
  * request the daemon takes (nothing was sent), another <0 when it should
  * be retried later. Items the daemon refused for good are dropped and
  * counted; those whose modules it lacks come back in retry, in batch
  * order. */
-static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
-                      pcache__upload_queue *retry, uint64_t *ret_acked) {
-  Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
+static int send_batch(pcache_device *d, pcache__put_item *batch, size_t n, pcache__put_queue *retry,
+                      uint64_t *ret_acked) {
   Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
-  Pcachepb__PutItem *items = NULL, **item_ptrs = NULL;
-  Pcachepb__Module *modules = NULL, **module_ptrs = NULL;
+  pcache__put_request put;
   pcache__reply reply = {0};
-  size_t n_modules_total = 0, i = 0;
-  int r = -ENOMEM;
-
-  items = pcache__calloc(n, sizeof *items);
-  item_ptrs = pcache__calloc(n, sizeof *item_ptrs);
-  modules = pcache__calloc(n * PCACHE_DESC_MAX_MODULES, sizeof *modules);
-  module_ptrs = pcache__calloc(n * PCACHE_DESC_MAX_MODULES, sizeof *module_ptrs);
-  if (!items || !item_ptrs || !modules || !module_ptrs)
-    goto out;
+  size_t i = 0;
+  int r;
 
   pcache__device_info_message(&d->core, &info);
-  put.device = &info;
-  put.app = d->core.client->app_name;
-  put.stage = batch->staged; /* take_batch keeps a batch all one or the other */
-
-  i = 0;
-  for (pcache__upload *u = batch; u && i < n; u = u->next, i++) {
-    Pcachepb__PutItem *it = &items[i];
-    pcachepb__put_item__init(it);
-    it->state_hash.data = u->state_hash.bytes;
-    it->state_hash.len = PCACHE_HASH_SIZE;
-    it->kind = (Pcachepb__EntryKind)u->kind;
-    it->blob.data = u->blob;
-    it->blob.len = u->blob_size;
-    it->desc.data = u->desc;
-    it->desc.len = u->desc_size;
-    it->compile_ns = u->compile_ns;
-    it->modules = &module_ptrs[n_modules_total];
-    for (size_t m = 0; m < u->n_modules; m++) {
-      pcache__module *mod = u->modules[m];
-      Pcachepb__Module *pm = &modules[n_modules_total];
-      /* Code the daemon already acknowledged stays home; otherwise every
-       * item carries what it names (the daemon stores each hash once). */
-      int with_code = u->force_code || !module_sent(d, &mod->hash);
-      if (!with_code)
-        continue;
-      pcachepb__module__init(pm);
-      pm->hash.data = mod->hash.bytes;
-      pm->hash.len = PCACHE_HASH_SIZE;
-      pm->code.data = mod->code;
-      pm->code.len = mod->size;
-      module_ptrs[n_modules_total++] = pm;
-      it->n_modules++;
-    }
-    item_ptrs[i] = it;
-  }
-  put.items = item_ptrs;
-  put.n_items = n;
-  request.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  request.put = &put;
+  /* All staged or none: the batcher keeps a batch to one Put.stage. */
+  r = pcache__put_request_build(&put, batch, n, &info, d->core.client->app_name, add_modules, d);
+  if (r < 0)
+    goto out;
   /* Checked here, not left to the encoder: its refusal would look like a
    * daemon away, and the batch would be tried again for ever. */
-  if (protobuf_c_message_get_packed_size(&request.base) > frame_limit(d)) {
+  if (protobuf_c_message_get_packed_size(&put.request.base) > frame_limit(d)) {
     r = PCACHE_EFRAME_TOO_LARGE;
     goto out;
   }
@@ -193,7 +166,7 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
   /* The background lane and its timeout: the reply waits for a commit,
    * which a busy disk can hold far longer than the app's timeout, and
    * pcache_device_destroy cancels a call in flight rather than wait. */
-  r = pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &request,
+  r = pcache__client_rpc(d->core.client, PCACHE__LANE_BACKGROUND, &put.request,
                          PCACHEPB__RESPONSE__BODY_PUT,
                          pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r < 0) {
@@ -206,9 +179,9 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
     }
     goto out_release;
   }
-  i = 0;
-  for (pcache__upload *u = batch; u && i < n; u = u->next, i++) {
+  for (pcache__put_item *p = batch; p && i < n; p = p->next, i++) {
     const Pcachepb__PutReply *pr = reply.response->put;
+    pcache__upload *u = upload_of(p);
     int status = i < pr->n_results ? pr->results[i]->status : 0;
     if (status == 0) {
       (*ret_acked)++;
@@ -220,10 +193,10 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
       if (copy) {
         *copy = *u;
         copy->force_code = 1;
-        pcache_queue_push(retry, copy);
+        pcache_queue_push(retry, &copy->put);
         /* The copy took the buffers and module references. */
-        u->blob = NULL;
-        u->desc = NULL;
+        u->put.blob = NULL;
+        u->put.desc = NULL;
         u->n_modules = 0;
       }
     } else {
@@ -234,10 +207,7 @@ static int send_batch(pcache_device *d, pcache__upload *batch, size_t n,
 out_release:
   pcache__reply_release(&reply);
 out:
-  pcache__free(module_ptrs);
-  pcache__free(modules);
-  pcache__free(item_ptrs);
-  pcache__free(items);
+  pcache__put_request_free(&put);
   return r;
 }
 
@@ -354,15 +324,6 @@ static void send_used(pcache_device *d) {
   pthread_cond_broadcast(&d->upload.drained);
 }
 
-/* Puts items back in front of the queue, in their order. Under the lock. */
-static void requeue(pcache_device *d, pcache__upload_queue *items) {
-  for (pcache__upload *u = items->head; u; u = u->next) {
-    d->upload.queue_len++;
-    d->upload.queue_bytes += item_bytes(u);
-  }
-  pcache_queue_prepend(&d->upload.queue, items);
-}
-
 static void *upload_main(void *arg) {
   pcache_device *d = arg;
   uint64_t backoff = 0, retry_at = 0;
@@ -375,9 +336,9 @@ static void *upload_main(void *arg) {
   pcache__rpc_set_cancel_fd(d->upload.cancel_fd);
   pthread_mutex_lock(&d->upload.lock);
   while (!d->upload.stop) {
-    pcache__upload_queue batch, retry;
-    pcache__upload *u;
-    size_t n = 0, bytes = 0, max_items;
+    pcache__put_queue batch, retry;
+    pcache__put_item *u;
+    size_t n, max_items;
     uint64_t acked = 0;
     int r;
     if (d->upload.prefetch_pending) {
@@ -392,7 +353,7 @@ static void *upload_main(void *arg) {
       pcache__refused_send_locked(d);
       continue;
     }
-    if (pcache_queue_empty(&d->upload.queue) && d->upload.snapshot_wanted) {
+    if (pcache_queue_empty(&d->upload.batcher.queue) && d->upload.snapshot_wanted) {
       /* After the pipelines: the daemon lists a snapshot's hashes only
        * while their entries exist. */
       d->upload.snapshot_wanted = 0;
@@ -404,7 +365,7 @@ static void *upload_main(void *arg) {
       pthread_cond_broadcast(&d->upload.drained);
       continue;
     }
-    if (pcache_queue_empty(&d->upload.queue)) {
+    if (pcache_queue_empty(&d->upload.batcher.queue)) {
       pthread_cond_wait(&d->upload.wake, &d->upload.lock);
       continue;
     }
@@ -421,22 +382,12 @@ static void *upload_main(void *arg) {
     if (max_items > split)
       max_items = split;
     pthread_mutex_lock(&d->upload.lock);
-    if (pcache_queue_empty(&d->upload.queue))
+    /* A batch off the front: at most max_items and BATCH_MAX_BYTES, all
+     * staged builds or none (Put.stage is the request's), in order. */
+    n = pcache__put_batcher_take(&d->upload.batcher, &batch, max_items, BATCH_MAX_BYTES);
+    if (n == 0)
       continue;
-    /* Take a batch off the front: at most max_items and BATCH_MAX_BYTES,
-     * all staged builds or none (Put.stage is the request's). */
-    pcache_queue_init(&batch);
     pcache_queue_init(&retry);
-    while ((u = d->upload.queue.head) != NULL && n < max_items) {
-      uint64_t item = item_put_bytes(u);
-      if (n > 0 && (bytes + item > BATCH_MAX_BYTES || u->staged != batch.head->staged))
-        break;
-      bytes += item;
-      d->upload.queue_bytes -= item_bytes(u);
-      pcache_queue_push(&batch, pcache_queue_pop(&d->upload.queue));
-      n++;
-    }
-    d->upload.queue_len -= n;
     d->upload.in_flight = n;
     pthread_mutex_unlock(&d->upload.lock);
 
@@ -447,14 +398,14 @@ static void *upload_main(void *arg) {
     if (r == PCACHE_EFRAME_TOO_LARGE && n > 1) {
       /* Smaller batches, at once: the daemon is not away. */
       split = n / 2;
-      requeue(d, &batch);
+      pcache__put_batcher_requeue(&d->upload.batcher, &batch);
       continue;
     }
     if (r == PCACHE_EFRAME_TOO_LARGE) {
       /* This one item can never go: the rest of the queue must. */
       pthread_mutex_unlock(&d->upload.lock);
-      dropped(d, 1, DROP_TOO_LARGE, bytes, 0, NULL);
-      pcache__upload_free(pcache_queue_pop(&batch));
+      dropped(d, 1, DROP_TOO_LARGE, pcache__put_item_put_bytes(batch.head), 0, NULL);
+      free_item(pcache_queue_pop(&batch));
       pthread_mutex_lock(&d->upload.lock);
       pthread_cond_broadcast(&d->upload.drained);
       continue;
@@ -462,7 +413,7 @@ static void *upload_main(void *arg) {
     split = SIZE_MAX;
     if (r < 0) {
       /* Daemon away or slow: the batch goes back in front, in order. */
-      requeue(d, &batch);
+      pcache__put_batcher_requeue(&d->upload.batcher, &batch);
       d->upload.failures++;
       backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
       if (backoff > BACKOFF_MAX_MS)
@@ -474,10 +425,10 @@ static void *upload_main(void *arg) {
     backoff = retry_at = 0;
     atomic_fetch_add(&d->core.stats.uploaded, acked);
     /* In front too, in their batch order: they were next in line. */
-    requeue(d, &retry);
+    pcache__put_batcher_requeue(&d->upload.batcher, &retry);
     pthread_mutex_unlock(&d->upload.lock);
     while ((u = pcache_queue_pop(&batch)) != NULL)
-      pcache__upload_free(u);
+      free_item(u);
     pthread_mutex_lock(&d->upload.lock);
     pthread_cond_broadcast(&d->upload.drained);
   }
@@ -488,7 +439,9 @@ static void *upload_main(void *arg) {
 int pcache__upload_start(pcache_device *d) {
   pthread_condattr_t attr;
   int r = -ENOMEM;
-  pcache_queue_init(&d->upload.queue);
+  /* In order, never passing an item of another Put: a staged build keeps
+   * its place in line. */
+  pcache__put_batcher_init(&d->upload.batcher, QUEUE_MAX, QUEUE_MAX_BYTES, 0);
   d->upload.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (d->upload.cancel_fd < 0)
     return -errno;
@@ -530,12 +483,14 @@ out_cancel_fd:
 }
 
 void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
-  pcache__upload *oldest = NULL;
-  uint64_t bytes = item_bytes(item), put_bytes = item_put_bytes(item);
-  int full;
+  pcache__put_item *left;
+  uint64_t put_bytes;
+  for (size_t m = 0; m < item->n_modules; m++)
+    item->put.modules_bytes += item->modules[m]->size + PCACHE_PUT_ITEM_OVERHEAD;
+  put_bytes = pcache__put_item_put_bytes(&item->put);
   /* Never sendable as it is: dropped now rather than held in the queue.
    * (A limit the daemon raises later is for the next process.) */
-  if (put_bytes + PUT_OVERHEAD > frame_limit(d)) {
+  if (put_bytes + PCACHE_PUT_OVERHEAD > frame_limit(d)) {
     dropped(d, 1, DROP_TOO_LARGE, put_bytes, 0, NULL);
     pcache__upload_free(item);
     return;
@@ -543,26 +498,18 @@ void pcache__upload_enqueue(pcache_device *d, pcache__upload *item) {
   pthread_mutex_lock(&d->upload.lock);
   /* Bounded while the daemon is away: in items, the oldest go first; in
    * bytes, the one that would pass the bound (it may be the largest). */
-  full = d->upload.queue_bytes + bytes > QUEUE_MAX_BYTES;
-  if (!full && d->upload.queue_len >= QUEUE_MAX) {
-    oldest = pcache_queue_pop(&d->upload.queue);
-    d->upload.queue_len--;
-    d->upload.queue_bytes -= item_bytes(oldest);
-  }
-  if (!full) {
-    pcache_queue_push(&d->upload.queue, item);
-    d->upload.queue_len++;
-    d->upload.queue_bytes += bytes;
+  left = pcache__put_batcher_push(&d->upload.batcher, &item->put);
+  if (left != &item->put)
     pthread_cond_signal(&d->upload.wake);
-  }
   pthread_mutex_unlock(&d->upload.lock);
-  if (full || oldest)
+  if (left) {
     dropped(d, 1, DROP_QUEUE_FULL, 0, 0, NULL);
-  pcache__upload_free(full ? item : oldest);
+    free_item(left);
+  }
 }
 
 static int upload_pending(const pcache_device *d) {
-  return d->upload.queue_len || d->upload.in_flight || d->upload.snapshot_wanted ||
+  return d->upload.batcher.len || d->upload.in_flight || d->upload.snapshot_wanted ||
          d->upload.snapshot_in_flight || d->upload.used.n || d->upload.used_in_flight ||
          pcache__refused_pending_locked(d);
 }
@@ -606,7 +553,7 @@ int pcache__upload_drain(pcache_device *d, uint32_t budget_ms, int at_exit) {
 }
 
 void pcache__upload_stop(pcache_device *d) {
-  pcache__upload *u;
+  pcache__put_item *u;
   if (!d->upload.running)
     return;
   pthread_mutex_lock(&d->upload.lock);
@@ -620,10 +567,8 @@ void pcache__upload_stop(pcache_device *d) {
   d->upload.running = 0;
   close(d->upload.cancel_fd);
   d->upload.cancel_fd = -1;
-  while ((u = pcache_queue_pop(&d->upload.queue)) != NULL)
-    pcache__upload_free(u);
-  d->upload.queue_len = 0;
-  d->upload.queue_bytes = 0;
+  while ((u = pcache__put_batcher_pop(&d->upload.batcher)) != NULL)
+    free_item(u);
   pcache_vec_free(&d->upload.sent_modules);
   pcache_vec_free(&d->upload.used);
   pcache_vec_free(&d->upload.refused);
@@ -635,7 +580,7 @@ void pcache__upload_stop(pcache_device *d) {
 uint64_t pcache__upload_queue_len(pcache_device *d) {
   uint64_t n;
   pthread_mutex_lock(&d->upload.lock);
-  n = d->upload.queue_len + d->upload.in_flight;
+  n = d->upload.batcher.len + d->upload.in_flight;
   pthread_mutex_unlock(&d->upload.lock);
   return n;
 }

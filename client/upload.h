@@ -5,27 +5,18 @@
 #define PCACHE_CLIENT_UPLOAD_H
 
 #include "client/core.h"
-#include "common/queue.h"
+#include "proto/put_batch.h"
 
 typedef struct pcache__upload {
-  struct pcache__upload *next;
-  pcache__hash state_hash;
-  uint32_t kind; /* Pcachepb__EntryKind */
-  uint8_t *blob;
-  size_t blob_size;
-  uint8_t *desc;
-  size_t desc_size;
-  uint64_t compile_ns;
+  /* First, so that the batcher's queue holds these (proto/put_batch.h).
+   * put.stage: a staged build (Put.stage): blob is empty, the daemon's
+   * replayer builds it (build.h, "Staging"). put.app is NULL: the
+   * client's. */
+  pcache__put_item put;
   size_t n_modules;
   pcache__module *modules[PCACHE_DESC_MAX_MODULES];
   int force_code; /* the daemon said it lacks a module: send all code */
-  /* A staged build (Put.stage): blob is empty, the daemon's replayer builds
-   * it (build.h, "Staging"). A batch is all staged or all not. */
-  int staged;
 } pcache__upload;
-
-/* The device's upload queue, a batch taken off it, and the batch's retries. */
-typedef PCACHE_QUEUE(pcache__upload) pcache__upload_queue;
 
 /* A refused blob's report, queued for the upload thread (reports.h). */
 typedef struct pcache__refused {
@@ -40,10 +31,11 @@ typedef struct pcache__uploader {
   pthread_mutex_t lock;
   pthread_cond_t wake;    /* work arrived, or stop */
   pthread_cond_t drained; /* queue drained */
-  pcache__upload_queue queue;
-  size_t queue_len, in_flight; /* items in queue, and in the batch being sent */
-  uint64_t queue_bytes;        /* what the queued items own (upload.c, QUEUE_MAX_BYTES) */
-  uint64_t failures;           /* batches the daemon did not take (away, slow, refused) */
+  /* The queue, bounded in items and bytes (upload.c, QUEUE_MAX and
+   * QUEUE_MAX_BYTES); a batch never mixes staged builds with others. */
+  pcache__put_batcher batcher;
+  size_t in_flight;  /* items in the batch being sent */
+  uint64_t failures; /* batches the daemon did not take (away, slow, refused) */
   int stop, running;
   int retry_now; /* a flush wants the next try now, not after the backoff */
   pthread_t thread;

@@ -25,10 +25,21 @@
 #include "proto/desc_check.h"
 #include "proto/pcache.pb-c.h"
 
+/* The arena, the unpacked message and every allocation from them. a may
+ * be NULL. */
+static void desc_arena_free(struct pcache__desc_arena *a) {
+  if (!a)
+    return;
+  if (a->msg)
+    pcachepb__pipeline_desc__free_unpacked(a->msg, &pcache__pb_allocator);
+  pcache__arena_free(&a->arena);
+  pcache__free(a);
+}
+
 void pcache__desc_decoded_free(pcache__desc_decoded *decoded) {
   if (!decoded)
     return;
-  pcache__desc_arena_free(decoded->arena);
+  desc_arena_free(decoded->arena);
   pcache__free(decoded);
 }
 

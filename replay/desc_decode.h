@@ -7,9 +7,10 @@
  *   desc_decode_objects.c   samplers, set and pipeline layouts, render
  *                           passes, shader stages
  *   desc_decode_graphics.c  a graphics pipeline's fixed-function state
- *   desc_arena.c            the arena
- * and below them all desc_decoded.h, the type they fill in. desc_create.c,
- * which makes the Vulkan objects, uses none of the decoder's files. */
+ * and below them all desc_arena.h, the arena they allocate from
+ * (common/arena.h's, beside the unpacked message), and desc_decoded.h,
+ * the type they fill in. desc_create.c, which makes the Vulkan objects,
+ * uses none of the decoder's files. */
 #ifndef PCACHE_REPLAY_DESC_DECODE_H
 #define PCACHE_REPLAY_DESC_DECODE_H
 

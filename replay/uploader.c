@@ -1,4 +1,5 @@
-/* The replayer's uploads: see uploader.h. */
+/* The replayer's uploads (uploader.h): its thread, on the Put batcher
+ * (proto/put_batch.h) that libpcache's upload thread uses too. */
 #include "replay/uploader.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "proto/put_batch.h"
 #include "proto/transport.h"
 
 /* Items per Put: a batch shares one durable commit. The replayer has at
@@ -20,15 +22,7 @@
 #define BATCH_MAX 32
 
 typedef struct upload {
-  struct upload *next;
-  uint8_t state_hash[PCACHE_HASH_SIZE];
-  char *app;
-  Pcachepb__EntryKind kind;
-  uint8_t *desc;
-  size_t desc_size;
-  uint8_t *blob;
-  size_t size;
-  uint64_t compile_ns;
+  pcache__put_item put; /* first: the batcher's queue holds these; put.app is owned */
   pcache__replay_upload_done done;
   void *ctx;
 } upload;
@@ -40,54 +34,44 @@ struct pcache__replay_uploader {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  upload *head, **tail; /* FIFO */
+  /* Unbounded (each thread has at most one item here, replayer.c); a
+   * batch takes the first item and the next ones of its app, passing
+   * over the others: a Put names one app. */
+  pcache__put_batcher batcher;
   int stopping;
   atomic_int broken;     /* a Put failed with no reply: the stream is out of step */
   uint64_t put_ns, puts; /* the thread's alone */
 };
 
 static void upload_free(upload *up) {
-  pcache__free(up->app);
-  pcache__free(up->desc);
-  pcache__free(up->blob);
+  pcache__free((char *)up->put.app);
+  pcache__free(up->put.desc);
+  pcache__free(up->put.blob);
   pcache__free(up);
 }
 
-/* One Put of batch[0..n) (one app), each item's result handed to its
- * thread. The daemon lands the items as it stores them. */
-static void put_batch(pcache__replay_uploader *u, upload **batch, size_t n) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Put put = PCACHEPB__PUT__INIT;
-  Pcachepb__PutItem items[BATCH_MAX], *ptrs[BATCH_MAX];
+/* One Put of the n items of batch (one app), each item's result handed to
+ * its thread. The daemon lands the items as it stores them. */
+static void put_batch(pcache__replay_uploader *u, pcache__put_item *batch, size_t n) {
+  pcache__put_request put = {0};
   pcache__reply reply = {0};
   char msgs[BATCH_MAX][160];
   int statuses[BATCH_MAX];
   uint64_t t0 = pcache__mono_ns();
+  size_t i;
   int r;
-  for (size_t i = 0; i < n; i++) {
-    pcachepb__put_item__init(&items[i]);
-    items[i].state_hash = (ProtobufCBinaryData){PCACHE_HASH_SIZE, batch[i]->state_hash};
-    items[i].kind = batch[i]->kind;
-    items[i].blob = (ProtobufCBinaryData){batch[i]->size, batch[i]->blob};
-    items[i].desc = (ProtobufCBinaryData){batch[i]->desc_size, batch[i]->desc};
-    items[i].compile_ns = batch[i]->compile_ns;
-    ptrs[i] = &items[i];
-  }
-  put.device = (Pcachepb__DeviceInfo *)u->device;
-  put.app = batch[0]->app;
-  put.items = ptrs;
-  put.n_items = n;
-  req.body_case = PCACHEPB__REQUEST__BODY_PUT;
-  req.put = &put;
   if (atomic_load(&u->broken))
     r = -EPIPE;
-  else if ((r = pcache__transport_rpc(u->t, &req, PCACHEPB__RESPONSE__BODY_PUT,
+  else if ((r = pcache__put_request_build(&put, batch, n, u->device, NULL, NULL, NULL)) < 0)
+    ; /* out of memory: each item's thread hears so */
+  else if ((r = pcache__transport_rpc(u->t, &put.request, PCACHEPB__RESPONSE__BODY_PUT,
                                       pcache__mono_ms() + u->timeout_ms, &reply)) < 0 &&
            !reply.response)
     atomic_store(&u->broken, 1);
+  pcache__put_request_free(&put);
   u->put_ns += pcache__mono_ns() - t0;
   u->puts++;
-  for (size_t i = 0; i < n; i++) {
+  for (i = 0; i < n; i++) {
     const Pcachepb__PutResult *res = NULL;
     char *msg = msgs[i];
     int status = r;
@@ -108,39 +92,31 @@ static void put_batch(pcache__replay_uploader *u, upload **batch, size_t n) {
   if (r < 0 || (r == 0 && reply.response->put->n_results != n))
     log_warn("replay: upload of %zu pipelines: %s", n, msgs[0]);
   pcache__reply_release(&reply);
-  for (size_t i = 0; i < n; i++)
-    batch[i]->done(batch[i]->ctx, statuses[i]);
+  i = 0;
+  for (pcache__put_item *p = batch; p && i < n; p = p->next, i++) {
+    upload *up = (upload *)p;
+    up->done(up->ctx, statuses[i]);
+  }
 }
 
 static void *uploader_main(void *arg) {
   pcache__replay_uploader *u = arg;
-  upload *batch[BATCH_MAX];
   for (;;) {
-    size_t n = 0;
+    pcache__put_queue batch;
+    pcache__put_item *p;
+    size_t n;
     pthread_mutex_lock(&u->lock);
-    while (!u->head && !u->stopping)
+    while (pcache_queue_empty(&u->batcher.queue) && !u->stopping)
       pthread_cond_wait(&u->cond, &u->lock);
-    if (!u->head) {
+    if (pcache_queue_empty(&u->batcher.queue)) {
       pthread_mutex_unlock(&u->lock);
       return NULL;
     }
-    /* The first queued and every other of its app, in order, up to a
-     * batch: a Put names one app. */
-    for (upload **p = &u->head; *p && n < BATCH_MAX;) {
-      if (n && strcmp((*p)->app, batch[0]->app) != 0) {
-        p = &(*p)->next;
-        continue;
-      }
-      batch[n++] = *p;
-      *p = (*p)->next;
-    }
-    u->tail = &u->head;
-    while (*u->tail)
-      u->tail = &(*u->tail)->next;
+    n = pcache__put_batcher_take(&u->batcher, &batch, BATCH_MAX, UINT64_MAX);
     pthread_mutex_unlock(&u->lock);
-    put_batch(u, batch, n);
-    for (size_t i = 0; i < n; i++)
-      upload_free(batch[i]);
+    put_batch(u, batch.head, n);
+    while ((p = pcache_queue_pop(&batch)) != NULL)
+      upload_free((upload *)p);
   }
 }
 
@@ -153,7 +129,7 @@ int pcache__replay_uploader_start(const char *socket_path, uint32_t timeout_ms,
     return -ENOMEM;
   u->device = device;
   u->timeout_ms = timeout_ms;
-  u->tail = &u->head;
+  pcache__put_batcher_init(&u->batcher, 0, 0, 1);
   if ((r = pcache__transport_open(socket_path, "pcache-replay", timeout_ms, &u->t, NULL)) < 0) {
     pcache__free(u);
     return r;
@@ -176,26 +152,26 @@ int pcache__replay_uploader_queue(pcache__replay_uploader *u, const Pcachepb__Re
                                   pcache__replay_upload_done done, void *ctx) {
   upload *up = pcache__calloc(1, sizeof *up);
   if (!up || item->state_hash.len != PCACHE_HASH_SIZE ||
-      !(up->app = pcache__strdup(item->app ? item->app : "")) ||
-      (item->desc.len && !(up->desc = pcache__malloc(item->desc.len)))) {
+      !(up->put.app = pcache__strdup(item->app ? item->app : "")) ||
+      (item->desc.len && !(up->put.desc = pcache__malloc(item->desc.len)))) {
     if (up)
       upload_free(up);
     pcache__free(blob);
     return -ENOMEM;
   }
-  memcpy(up->state_hash, item->state_hash.data, PCACHE_HASH_SIZE);
+  memcpy(up->put.state_hash.bytes, item->state_hash.data, PCACHE_HASH_SIZE);
   if (item->desc.len)
-    memcpy(up->desc, item->desc.data, item->desc.len);
-  up->desc_size = item->desc.len;
-  up->kind = item->kind;
-  up->blob = blob;
-  up->size = size;
-  up->compile_ns = compile_ns;
+    memcpy(up->put.desc, item->desc.data, item->desc.len);
+  up->put.desc_size = item->desc.len;
+  up->put.kind = (uint32_t)item->kind;
+  up->put.blob = blob;
+  up->put.blob_size = size;
+  up->put.compile_ns = compile_ns;
   up->done = done;
   up->ctx = ctx;
   pthread_mutex_lock(&u->lock);
-  *u->tail = up;
-  u->tail = &up->next;
+  /* Unbounded: nothing comes back. */
+  (void)pcache__put_batcher_push(&u->batcher, &up->put);
   pthread_cond_signal(&u->cond);
   pthread_mutex_unlock(&u->lock);
   return 0;

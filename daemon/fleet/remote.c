@@ -159,14 +159,14 @@ void pcd_remote_push(pcd_remote *r, pcd_push *list) {
 }
 
 /* The last fleet sync (remote_sync.c), or that one runs. */
-static void sync_stats(pcd_remote *r, Pcachepb__RemoteStats *s, pcd_arena *arena) {
+static void sync_stats(pcd_remote *r, Pcachepb__RemoteStats *s, pcache__arena *arena) {
   const pcd_sync *y = &r->sync;
-  Pcachepb__FleetSyncReply *c = pcd_arena_alloc(arena, sizeof *c);
+  Pcachepb__FleetSyncReply *c = pcache__arena_alloc(arena, sizeof *c);
   pthread_mutex_lock(&r->lock);
   s->sync_state = (char *)(y->running ? "running" : !y->ever ? "" : y->failed ? "failed" : "done");
   if (y->ever && !y->running)
     s->sync_age_ms = (pcache__mono_us() - y->ended_us) / 1000u;
-  s->sync_error = pcd_arena_strdup(arena, y->error);
+  s->sync_error = pcache__arena_strdup(arena, y->error);
   if (c && y->ever) {
     pcd_sync_counts_fill(c, &y->last, y->last_ms);
     s->sync = c;
@@ -174,17 +174,17 @@ static void sync_stats(pcd_remote *r, Pcachepb__RemoteStats *s, pcd_arena *arena
   pthread_mutex_unlock(&r->lock);
 }
 
-Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
+Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcache__arena *arena) {
   static const char *const names[] = {"down", "connecting", "up", "stopped"};
-  Pcachepb__RemoteStats *s = pcd_arena_alloc(arena, sizeof *s);
+  Pcachepb__RemoteStats *s = pcache__arena_alloc(arena, sizeof *s);
   const pcd_stats *st = r->stats;
   if (!s)
     return NULL;
   pcachepb__remote_stats__init(s);
-  s->url = pcd_arena_strdup(arena, pcd_remote_url(r));
+  s->url = pcache__arena_strdup(arena, pcd_remote_url(r));
   s->state = (char *)names[atomic_load(&r->state)];
   pthread_mutex_lock(&r->lock);
-  s->last_error = pcd_arena_strdup(arena, r->last_error);
+  s->last_error = pcache__arena_strdup(arena, r->last_error);
   s->queued = r->queued;
   s->queued_bytes = r->queued_bytes;
   pthread_mutex_unlock(&r->lock);
@@ -199,7 +199,7 @@ Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *r, pcd_arena *arena) {
   if (r->trust.signs) {
     char id[2 * PCD_FLEET_KEY_ID_SIZE + 1];
     pcd_trust_key_id(r->trust.public_key, id);
-    s->signing_key = pcd_arena_strdup(arena, id);
+    s->signing_key = pcache__arena_strdup(arena, id);
   }
   s->trusted_keys = (uint32_t)r->trust.n_keys;
   s->timeouts = atomic_load(&st->fleet_timeouts);

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "daemon.h"
 #include "remote_pack.h"
 #include "writer.h"
@@ -107,6 +107,6 @@ void pcd_remote_sync_devices(pcd_remote *remote, const uint8_t *keys, unsigned n
 void pcd_remote_sync_ask(pcd_remote *remote, pcd_job *job);
 
 /* Any thread: the remote's state for StatsReply.remote, from arena. */
-Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *remote, pcd_arena *arena);
+Pcachepb__RemoteStats *pcd_remote_stats(pcd_remote *remote, pcache__arena *arena);
 
 #endif

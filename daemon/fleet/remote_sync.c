@@ -70,7 +70,7 @@ void pcd_sync_counts_fill(Pcachepb__FleetSyncReply *reply, const pcd_sync_counts
  * with why). */
 static void answer_job(pcd_remote *r, pcd_job *job, const pcd_sync_counts *counts, uint64_t ms,
                        int joined, const char *why) {
-  Pcachepb__FleetSyncReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__FleetSyncReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   if (!counts || !reply) {
     pcd_reply_error(counts ? -ENOMEM : PCACHE_EUNAVAILABLE, why, &job->out);
     r->done(job);

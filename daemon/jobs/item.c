@@ -45,7 +45,7 @@ static int find_item_module(const pcd_item *item, const pcache__hash *hash, cons
 }
 
 int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
-                   pcd_arena *arena, int *ret_status, char **ret_message) {
+                   pcache__arena *arena, int *ret_status, char **ret_message) {
   pcache__hash sh, mods[PCACHE_DESC_MAX_MODULES];
   const void *codes[PCACHE_DESC_MAX_MODULES] = {0};
   size_t sizes[PCACHE_DESC_MAX_MODULES] = {0}, n_mods = 0;
@@ -99,7 +99,7 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
     if (r == PCACHE_ENOT_FOUND) {
       pcache__hash_format(&mods[i], hex);
       st = PCACHE_EMISSING_MODULE;
-      *ret_message = pcd_arena_printf(arena, "%s: %s", pcache_strerror(st), hex);
+      *ret_message = pcache__arena_printf(arena, "%s: %s", pcache_strerror(st), hex);
       goto out_refuse_msg;
     }
     if (r < 0)
@@ -159,7 +159,7 @@ int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item
   return 0;
 
 out_refuse:
-  *ret_message = pcd_arena_strdup(arena, why ? why : pcache_strerror(st));
+  *ret_message = pcache__arena_strdup(arena, why ? why : pcache_strerror(st));
 out_refuse_msg:
   *ret_status = st;
   return 0;

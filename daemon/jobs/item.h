@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "daemon.h"
 #include "common/devkey.h"
 #include "common/hash.h"
@@ -47,7 +47,7 @@ typedef struct pcd_item {
  * so there is nothing to build) or a transaction-spoiling code.
  */
 int pcd_item_store(pcd_txn *txn, const pcache__devkey *key, const pcd_item *item, uint64_t max_blob,
-                   pcd_arena *arena, int *ret_status, char **ret_message);
+                   pcache__arena *arena, int *ret_status, char **ret_message);
 
 /* Bytes an item counts against --max-size once stored: blob, description
  * and the modules it carries. */

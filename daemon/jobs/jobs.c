@@ -16,7 +16,7 @@ static int op_unserved(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   (void)txn;
   (void)config;
   job->resp.status = PCACHE_EUNAVAILABLE;
-  job->resp.message = pcd_arena_strdup(&job->arena, "this pcached runs no replay");
+  job->resp.message = pcache__arena_strdup(&job->arena, "this pcached runs no replay");
   return job->resp.message ? 0 : -ENOMEM;
 }
 

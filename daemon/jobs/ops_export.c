@@ -189,7 +189,7 @@ out_free:
 
 static int export_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   const Pcachepb__Export *req = job->req->export;
-  Pcachepb__ExportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__ExportReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   exportstate *st = job->slices;
   exportctx x = {.txn = txn, .app = req->app};
   const uint8_t *dev = NULL;
@@ -234,7 +234,7 @@ out_status:
   if (r == -ENOMEM || r == PCACHE_EFULL || r == PCACHE_ESTORE)
     return r;
   job->resp.status = r;
-  job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(r));
+  job->resp.message = pcache__arena_strdup(&job->arena, pcache_strerror(r));
   return 0;
 }
 

@@ -317,8 +317,8 @@ static void import_committed(pcd_job *job) {
 /* The reply, once the last slice is done: from the state, into the arena. */
 static int import_reply(pcd_job *job, int read_status) {
   importstate *st = job->slices;
-  pcd_arena *a = &job->arena;
-  Pcachepb__ImportReply *reply = pcd_arena_alloc(a, sizeof *reply);
+  pcache__arena *a = &job->arena;
+  Pcachepb__ImportReply *reply = pcache__arena_alloc(a, sizeof *reply);
   if (!reply)
     return -ENOMEM;
   pcachepb__import_reply__init(reply);
@@ -328,33 +328,33 @@ static int import_reply(pcd_job *job, int read_status) {
   reply->present = st->at.present;
   reply->refused = st->at.refused;
   if (st->at.n_problems) {
-    reply->problems = pcd_arena_alloc(a, st->at.n_problems * sizeof *reply->problems);
+    reply->problems = pcache__arena_alloc(a, st->at.n_problems * sizeof *reply->problems);
     if (!reply->problems)
       return -ENOMEM;
   }
   for (size_t i = 0; i < st->at.n_problems; i++) {
     const importproblem *ip = &st->problems[i];
-    Pcachepb__Problem *p = pcd_arena_alloc(a, sizeof *p);
+    Pcachepb__Problem *p = pcache__arena_alloc(a, sizeof *p);
     if (!p)
       return -ENOMEM;
     pcachepb__problem__init(p);
     if (ip->has_dev) {
-      p->device_key.data = pcd_arena_memdup(a, ip->dev, PCACHE_DEVKEY_SIZE);
+      p->device_key.data = pcache__arena_memdup(a, ip->dev, PCACHE_DEVKEY_SIZE);
       p->device_key.len = PCACHE_DEVKEY_SIZE;
     }
     if (ip->has_sh) {
-      p->state_hash.data = pcd_arena_memdup(a, ip->sh, PCACHE_HASH_SIZE);
+      p->state_hash.data = pcache__arena_memdup(a, ip->sh, PCACHE_HASH_SIZE);
       p->state_hash.len = PCACHE_HASH_SIZE;
     }
     p->status = ip->status;
-    p->message = pcd_arena_strdup(a, ip->message);
+    p->message = pcache__arena_strdup(a, ip->message);
     reply->problems[reply->n_problems++] = p;
   }
   if (read_status < 0) {
     job->resp.status = read_status;
     job->resp.message =
-        pcd_arena_printf(a, "%s (%llu entries imported before it)", pcache_strerror(read_status),
-                         (unsigned long long)reply->accepted);
+        pcache__arena_printf(a, "%s (%llu entries imported before it)",
+                             pcache_strerror(read_status), (unsigned long long)reply->accepted);
   }
   job->evicted = st->at.evicted;
   return a->failed ? -ENOMEM : 0;

@@ -158,7 +158,7 @@ static int purge_selector(pcd_job *job, struct purge_filter *f, const uint8_t **
      * wrap into a short one and purge fresh entries. */
     if (p->older_than_s > PCACHE_DURATION_MAX_S) {
       job->resp.status = PCACHE_EBAD_SIZE;
-      job->resp.message = pcd_arena_printf(
+      job->resp.message = pcache__arena_printf(
           &job->arena, "older_than_s %llu is out of range (at most %llu)",
           (unsigned long long)p->older_than_s, (unsigned long long)PCACHE_DURATION_MAX_S);
       return 1;
@@ -170,13 +170,13 @@ static int purge_selector(pcd_job *job, struct purge_filter *f, const uint8_t **
     return 0;
   default:
     job->resp.status = PCACHE_EPROTO;
-    job->resp.message = pcd_arena_strdup(&job->arena, "purge needs a selector");
+    job->resp.message = pcache__arena_strdup(&job->arena, "purge needs a selector");
     return 1;
   }
 
 out_bad_key:
   job->resp.status = PCACHE_EBAD_KEY;
-  job->resp.message = pcd_arena_strdup(&job->arena, pcache_strerror(PCACHE_EBAD_KEY));
+  job->resp.message = pcache__arena_strdup(&job->arena, pcache_strerror(PCACHE_EBAD_KEY));
   return 1;
 }
 
@@ -212,7 +212,7 @@ static int purge_rest(pcd_txn *txn, const Pcachepb__Purge *p, const uint8_t *dev
 
 static int op_purge(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Purge *p = job->req->purge;
-  Pcachepb__PurgeReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__PurgeReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   purgestate *st = job->slices;
   const uint8_t *dev;
   uint64_t before = 0, after = 0, entry_bytes;

@@ -69,7 +69,7 @@ static int replay_stages(const pcd_job *job) {
 
 static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
-  Pcachepb__PutReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__PutReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   pcache__devkey key, staged_key;
   uint64_t now = pcd_now_us(), staged = 0;
   pcd_admission admission = pcd_admission_start(0, 0);
@@ -89,18 +89,19 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   job->resp.put = reply;
   if (put->n_items > cfg->max_hashes) {
     job->resp.status = PCACHE_ETOO_MANY_HASHES;
-    job->resp.message =
-        pcd_arena_printf(&job->arena, "%zu items, the limit is %u", put->n_items, cfg->max_hashes);
+    job->resp.message = pcache__arena_printf(&job->arena, "%zu items, the limit is %u",
+                                             put->n_items, cfg->max_hashes);
     job->rejected = put->n_items;
     return 0;
   }
   if (strlen(app) > PCD_MAX_APP) {
     job->resp.status = PCACHE_EBAD_SIZE;
-    job->resp.message = pcd_arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
+    job->resp.message =
+        pcache__arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
     job->rejected = put->n_items;
     return 0;
   }
-  reply->results = pcd_arena_alloc(&job->arena, (put->n_items + 1) * sizeof *reply->results);
+  reply->results = pcache__arena_alloc(&job->arena, (put->n_items + 1) * sizeof *reply->results);
   if (!reply->results)
     return -ENOMEM;
   if (key_ok) {
@@ -120,11 +121,11 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       return r;
   } else {
     job->resp.status = PCACHE_EBAD_KEY;
-    job->resp.message = pcd_arena_strdup(&job->arena, "device key is not 32 bytes");
+    job->resp.message = pcache__arena_strdup(&job->arena, "device key is not 32 bytes");
   }
   for (size_t i = 0; i < put->n_items; i++) {
     const Pcachepb__PutItem *it = put->items[i];
-    Pcachepb__PutResult *res = pcd_arena_alloc(&job->arena, sizeof *res);
+    Pcachepb__PutResult *res = pcache__arena_alloc(&job->arena, sizeof *res);
     pcd_item item = {
         .state_hash = it->state_hash.data,
         .state_hash_len = it->state_hash.len,
@@ -156,15 +157,17 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
      * that follows would otherwise drop items just acknowledged. */
     if (key_ok && stage && !can_stage) {
       st = -EOPNOTSUPP;
-      msg = pcd_arena_strdup(&job->arena, "this pcached builds no staged items (replay is off or "
-                                          "pcache-replay is missing: HelloReply.stages)");
+      msg =
+          pcache__arena_strdup(&job->arena, "this pcached builds no staged items (replay is off or "
+                                            "pcache-replay is missing: HelloReply.stages)");
     } else if (key_ok && !pcd_admission_fits(&admission, cost)) {
       st = PCACHE_EFULL;
-      msg = pcd_arena_printf(&job->arena,
-                             "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
-                             "taken by this request)",
-                             (unsigned long long)cost, (unsigned long long)cfg->max_size,
-                             (unsigned long long)admission.taken);
+      msg =
+          pcache__arena_printf(&job->arena,
+                               "item of %llu bytes does not fit under --max-size (%llu bytes, %llu "
+                               "taken by this request)",
+                               (unsigned long long)cost, (unsigned long long)cfg->max_size,
+                               (unsigned long long)admission.taken);
     } else if (key_ok) {
       if ((r = pcd_item_store(txn, &key, &item, cfg->max_blob, &job->arena, &st, &msg)) < 0)
         return r;
@@ -174,7 +177,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       pcd_admission_take(&admission, cost);
     res->status = st;
     if (st < 0) {
-      res->message = msg ? msg : pcd_arena_strdup(&job->arena, pcache_strerror(st));
+      res->message = msg ? msg : pcache__arena_strdup(&job->arena, pcache_strerror(st));
       job->rejected++;
       log_debug("put: item %zu refused: %s", i, res->message);
     } else if (stage) {

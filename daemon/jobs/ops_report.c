@@ -15,7 +15,7 @@
 
 static int op_report(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Report *rep = job->req->report;
-  Pcachepb__ReportReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__ReportReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   uint8_t key[PCD_ENTRY_KEY_SIZE];
   uint64_t now = pcd_now_us();
   char hex[33];

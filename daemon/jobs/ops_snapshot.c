@@ -15,7 +15,7 @@
 
 static int snapshot_refuse(pcd_job *job, int status, const char *why) {
   job->resp.status = status;
-  job->resp.message = pcd_arena_strdup(&job->arena, why ? why : pcache_strerror(status));
+  job->resp.message = pcache__arena_strdup(&job->arena, why ? why : pcache_strerror(status));
   job->rejected = 1;
   log_debug("put snapshot: refused: %s", job->resp.message);
   return 0;
@@ -37,17 +37,19 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if (!ps->device || ps->device->key.len != PCACHE_DEVKEY_SIZE)
     return snapshot_refuse(job, PCACHE_EBAD_KEY, "device key is not 32 bytes");
   if (strlen(app) > PCD_MAX_APP) {
-    job->resp.message = pcd_arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
+    job->resp.message =
+        pcache__arena_printf(&job->arena, "app name longer than %d bytes", PCD_MAX_APP);
     return snapshot_refuse(job, PCACHE_EBAD_SIZE, job->resp.message);
   }
   if (ps->blob.len > cfg->max_snapshot) {
-    job->resp.message = pcd_arena_printf(&job->arena, "snapshot of %zu bytes, the limit is %llu",
-                                         ps->blob.len, (unsigned long long)cfg->max_snapshot);
+    job->resp.message =
+        pcache__arena_printf(&job->arena, "snapshot of %zu bytes, the limit is %llu", ps->blob.len,
+                             (unsigned long long)cfg->max_snapshot);
     return snapshot_refuse(job, PCACHE_EBLOB_TOO_LARGE, job->resp.message);
   }
   if (ps->n_state_hashes > PCD_MAX_SNAPSHOT_HASHES) {
-    job->resp.message = pcd_arena_printf(&job->arena, "%zu state hashes, the limit is %u",
-                                         ps->n_state_hashes, PCD_MAX_SNAPSHOT_HASHES);
+    job->resp.message = pcache__arena_printf(&job->arena, "%zu state hashes, the limit is %u",
+                                             ps->n_state_hashes, PCD_MAX_SNAPSHOT_HASHES);
     return snapshot_refuse(job, PCACHE_ETOO_MANY_HASHES, job->resp.message);
   }
   for (size_t i = 0; i < ps->n_state_hashes; i++)
@@ -56,7 +58,7 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   /* It would evict everything else and then itself. */
   pcd_admission admission = pcd_admission_start(cfg->max_size, 0);
   if (!pcd_admission_fits(&admission, ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE)) {
-    job->resp.message = pcd_arena_printf(
+    job->resp.message = pcache__arena_printf(
         &job->arena, "snapshot of %zu bytes is larger than --max-size (%llu bytes)",
         ps->blob.len + ps->n_state_hashes * PCACHE_HASH_SIZE, (unsigned long long)cfg->max_size);
     return snapshot_refuse(job, PCACHE_EFULL, job->resp.message);
@@ -93,7 +95,7 @@ static int op_put_snapshot(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if ((r = pcd_evict_keep(txn, cfg->max_size, key.bytes, snap.app, &n, NULL)) < 0)
     return r;
   job->evicted = n;
-  reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   if (!reply)
     return -ENOMEM;
   pcachepb__put_snapshot_reply__init(reply);

@@ -48,11 +48,11 @@ static int check_entry(pcd_txn *txn, const pcd_entry *e, const char **ret_why) {
 static int add_problem(pcd_job *job, Pcachepb__VerifyReply *reply, size_t *cap,
                        Pcachepb__Problem **ret_problem) {
   Pcachepb__Problem *pb;
-  reply->problems =
-      pcd_arena_grow(&job->arena, reply->problems, reply->n_problems, cap, sizeof *reply->problems);
+  reply->problems = pcache__arena_grow(&job->arena, reply->problems, reply->n_problems, cap,
+                                       sizeof *reply->problems);
   if (!reply->problems)
     return -ENOMEM;
-  pb = pcd_arena_alloc(&job->arena, sizeof *pb);
+  pb = pcache__arena_alloc(&job->arena, sizeof *pb);
   if (!pb)
     return -ENOMEM;
   pcachepb__problem__init(pb);
@@ -83,11 +83,11 @@ static int verify_snapshots(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
       continue;
     if ((r = add_problem(job, reply, cap, &pb)) < 0)
       break;
-    pb->device_key.data = pcd_arena_memdup(&job->arena, s->device_key, PCACHE_DEVKEY_SIZE);
+    pb->device_key.data = pcache__arena_memdup(&job->arena, s->device_key, PCACHE_DEVKEY_SIZE);
     pb->device_key.len = PCACHE_DEVKEY_SIZE;
     pb->status = st;
     pb->message =
-        pcd_arena_printf(&job->arena, "snapshot of app '%s': %s", s->app, pcache_strerror(st));
+        pcache__arena_printf(&job->arena, "snapshot of app '%s': %s", s->app, pcache_strerror(st));
     log_warn("verify: %s", pb->message ? pb->message : "snapshot");
     if (job->req->verify->repair) {
       r = pcd_snapshot_delete(txn, s->device_key, s->app, NULL);
@@ -114,7 +114,7 @@ static int verify_counters(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *re
     if ((r = add_problem(job, reply, cap, &pb)) < 0)
       break;
     pb->status = PCACHE_ESTORE;
-    pb->message = pcd_arena_printf(
+    pb->message = pcache__arena_printf(
         &job->arena, "size counter %s is %llu, but its records hold %llu bytes%s", drift[i].counter,
         (unsigned long long)drift[i].stored, (unsigned long long)drift[i].summed,
         repair ? "; set it to the sum" : ": run pcachectl verify --repair to set it to the sum");
@@ -141,16 +141,17 @@ static int verify_structure(pcd_txn *txn, pcd_job *job, Pcachepb__VerifyReply *r
   if ((r = add_problem(job, reply, cap, &pb)) < 0)
     return r;
   pb->status = PCACHE_ESTORE;
-  pb->message = pcd_arena_printf(&job->arena,
-                                 "the store's pages are damaged (%s); nothing was repaired: "
-                                 "restart pcached to move the store aside and start a fresh one",
-                                 why);
+  pb->message =
+      pcache__arena_printf(&job->arena,
+                           "the store's pages are damaged (%s); nothing was repaired: "
+                           "restart pcached to move the store aside and start a fresh one",
+                           why);
   log_error("verify: %s", pb->message ? pb->message : why);
   return job->arena.failed ? -ENOMEM : 1;
 }
 
 static int op_verify(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
-  Pcachepb__VerifyReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__VerifyReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   pcd_key_list list = {0};
   size_t cap = 0;
   int r;
@@ -182,26 +183,26 @@ static int op_verify(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       r = st;
       goto out_free;
     }
-    reply->problems = pcd_arena_grow(&job->arena, reply->problems, reply->n_problems, &cap,
-                                     sizeof *reply->problems);
+    reply->problems = pcache__arena_grow(&job->arena, reply->problems, reply->n_problems, &cap,
+                                         sizeof *reply->problems);
     if (!reply->problems) {
       r = -ENOMEM;
       goto out_free;
     }
-    pb = pcd_arena_alloc(&job->arena, sizeof *pb);
+    pb = pcache__arena_alloc(&job->arena, sizeof *pb);
     if (!pb) {
       r = -ENOMEM;
       goto out_free;
     }
     pcachepb__problem__init(pb);
     pb->device_key.data =
-        pcd_arena_memdup(&job->arena, list.keys.items[i].bytes, PCACHE_DEVKEY_SIZE);
+        pcache__arena_memdup(&job->arena, list.keys.items[i].bytes, PCACHE_DEVKEY_SIZE);
     pb->device_key.len = PCACHE_DEVKEY_SIZE;
-    pb->state_hash.data = pcd_arena_memdup(
+    pb->state_hash.data = pcache__arena_memdup(
         &job->arena, list.keys.items[i].bytes + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
     pb->state_hash.len = PCACHE_HASH_SIZE;
     pb->status = st;
-    pb->message = pcd_arena_strdup(&job->arena, why ? why : pcache_strerror(st));
+    pb->message = pcache__arena_strdup(&job->arena, why ? why : pcache_strerror(st));
     reply->problems[reply->n_problems++] = pb;
     {
       char hex[33];

@@ -51,7 +51,7 @@ void pcd_job_free(pcd_job *job) {
     pcachepb__replay_start_reply__free_unpacked(job->detected, &pcache__pb_allocator);
   pcd_push_free_all(job->pushes);
   pcache__free(job->touches);
-  pcd_arena_free(&job->arena);
+  pcache__arena_free(&job->arena);
   pcd_out_release(&job->out);
   if (job->ops->free_slices)
     job->ops->free_slices(job);
@@ -59,7 +59,7 @@ void pcd_job_free(pcd_job *job) {
 }
 
 static void reset_job(pcd_job *job) {
-  pcd_arena_free(&job->arena);
+  pcache__arena_free(&job->arena);
   pcachepb__response__init(&job->resp);
   job->stored = job->rejected = job->evicted = 0;
 }

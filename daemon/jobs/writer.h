@@ -8,7 +8,7 @@
 
 #include <uv.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "bulk.h"
 #include "daemon.h"
 
@@ -105,7 +105,7 @@ struct pcd_job {
                          * state between them, owned */
   int more;             /* set by the op: more slices to run */
   uint32_t slice_items; /* an alone job's items per slice (jobs.h) */
-  pcd_arena arena;
+  pcache__arena arena;
   Pcachepb__Response resp;
   uint64_t stored, rejected, evicted;
   pcd_out out; /* the encoded reply, when conn is set */

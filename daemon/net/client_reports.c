@@ -13,7 +13,7 @@
 
 #include <pcache/pcache.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "proto/client_report.h"
@@ -129,11 +129,11 @@ static ssize_t copy_slots(pcd_client_reports *r, const char *app, slot **ret_slo
 }
 
 /* A slot as a record of the reply; every pointer is into s or the arena. */
-static Pcachepb__ClientReportRecord *record_of(pcd_arena *a, slot *s) {
-  Pcachepb__ClientReportRecord *rec = pcd_arena_alloc(a, sizeof *rec);
-  Pcachepb__ClientReport *rep = pcd_arena_alloc(a, sizeof *rep);
+static Pcachepb__ClientReportRecord *record_of(pcache__arena *a, slot *s) {
+  Pcachepb__ClientReportRecord *rec = pcache__arena_alloc(a, sizeof *rec);
+  Pcachepb__ClientReport *rep = pcache__arena_alloc(a, sizeof *rep);
   Pcachepb__UnhashableReason **reasons =
-      pcd_arena_alloc(a, sizeof *reasons * (s->n_reasons ? s->n_reasons : 1));
+      pcache__arena_alloc(a, sizeof *reasons * (s->n_reasons ? s->n_reasons : 1));
   if (!rec || !rep || !reasons)
     return NULL;
   pcachepb__client_report_record__init(rec);
@@ -151,7 +151,7 @@ static Pcachepb__ClientReportRecord *record_of(pcd_arena *a, slot *s) {
   PCACHE_CLIENT_REPORT_COUNTERS(FROM_SLOT)
 #undef FROM_SLOT
   for (uint32_t i = 0; i < s->n_reasons; i++) {
-    Pcachepb__UnhashableReason *u = pcd_arena_alloc(a, sizeof *u);
+    Pcachepb__UnhashableReason *u = pcache__arena_alloc(a, sizeof *u);
     if (!u)
       return NULL;
     pcachepb__unhashable_reason__init(u);
@@ -169,7 +169,7 @@ void pcd_client_reports_list(pcd_conn *c, const Pcachepb__ListClientReports *req
   pcd_client_reports *r = c->srv->client_reports;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__ListClientReportsReply reply = PCACHEPB__LIST_CLIENT_REPORTS_REPLY__INIT;
-  pcd_arena arena = {0};
+  pcache__arena arena = {0};
   slot *slots = NULL;
   ssize_t n;
   if (!r) {
@@ -182,7 +182,7 @@ void pcd_client_reports_list(pcd_conn *c, const Pcachepb__ListClientReports *req
     return;
   }
   reply.capacity = PCD_CLIENT_REPORTS;
-  reply.reports = pcd_arena_alloc(&arena, sizeof *reply.reports * (n ? (size_t)n : 1));
+  reply.reports = pcache__arena_alloc(&arena, sizeof *reply.reports * (n ? (size_t)n : 1));
   for (ssize_t i = 0; i < n && reply.reports; i++) {
     if (!(reply.reports[i] = record_of(&arena, &slots[i])))
       break;
@@ -195,6 +195,6 @@ void pcd_client_reports_list(pcd_conn *c, const Pcachepb__ListClientReports *req
     resp.list_client_reports = &reply;
   }
   pcd_respond(c, &resp);
-  pcd_arena_free(&arena);
+  pcache__arena_free(&arena);
   pcache__free(slots);
 }

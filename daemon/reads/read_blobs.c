@@ -21,7 +21,7 @@
 #include <pcache/pcache.h>
 
 #include "app_order.h"
-#include "arena.h"
+#include "common/arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/vec.h"
@@ -40,7 +40,7 @@ typedef struct blob_set {
   pcd_server *srv;
   pcd_worker *w;
   pcd_txn *txn;
-  pcd_arena *arena;
+  pcache__arena *arena;
   Pcachepb__GetReply *reply;
   size_t cap;
   uint64_t bytes, now;
@@ -104,16 +104,17 @@ static int add_blob(blob_set *s, const blob_ref *e) {
     add_drop(s, e->key);
     return PCACHE_ENOT_FOUND;
   }
-  s->reply->blobs = pcd_arena_grow(s->arena, s->reply->blobs, s->reply->n_blobs, &s->cap,
-                                   sizeof *s->reply->blobs);
+  s->reply->blobs = pcache__arena_grow(s->arena, s->reply->blobs, s->reply->n_blobs, &s->cap,
+                                       sizeof *s->reply->blobs);
   if (!s->reply->blobs)
     return -ENOMEM;
-  b = pcd_arena_alloc(s->arena, sizeof *b);
+  b = pcache__arena_alloc(s->arena, sizeof *b);
   if (!b)
     return -ENOMEM;
   pcachepb__blob__init(b);
   b->state_hash.len = PCACHE_HASH_SIZE;
-  b->state_hash.data = pcd_arena_memdup(s->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  b->state_hash.data =
+      pcache__arena_memdup(s->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   /* Points into the read transaction's map: packed before it ends. */
   b->blob.data = (uint8_t *)blob;
   b->blob.len = size;
@@ -214,7 +215,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
   max_align_t first[2048 / sizeof(max_align_t)]; /* a Get of a few hashes fits */
-  pcd_arena arena = pcd_arena_in(first, sizeof first);
+  pcache__arena arena = pcache__arena_in(first, sizeof first);
   blob_set s = {.srv = srv, .w = c->worker, .arena = &arena, .reply = &reply, .now = pcd_now_us()};
   uint64_t bound = reply_bound(c);
   uint8_t *dup;
@@ -225,8 +226,8 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
     pcd_respond_error(c, r, NULL);
     return;
   }
-  reply.missing = pcd_arena_alloc(&arena, (g->n_state_hashes + 1) * sizeof *reply.missing);
-  dup = pcd_arena_alloc(&arena, g->n_state_hashes + 1);
+  reply.missing = pcache__arena_alloc(&arena, (g->n_state_hashes + 1) * sizeof *reply.missing);
+  dup = pcache__arena_alloc(&arena, g->n_state_hashes + 1);
   if (dup) {
     memset(dup, 0, g->n_state_hashes + 1);
     r = mark_repeats(g->state_hashes, g->n_state_hashes, dup);
@@ -266,7 +267,7 @@ void pcd_read_get(pcd_conn *c, const Pcachepb__Get *g) {
     resp.get = &reply;
   }
   finish_blobs(c, &s, &resp, g->window_taken);
-  pcd_arena_free(&arena);
+  pcache__arena_free(&arena);
   /* Reply structures and the request's hashes: ~128 bytes a blob. */
   pcd_server_trim(g->n_state_hashes * 128u);
 }
@@ -383,9 +384,9 @@ static void snap_reply(blob_set *s, const uint8_t *devkey, const snap_view *v) {
   size_t n = 0;
   if (!v->have)
     return;
-  b = pcd_arena_alloc(s->arena, sizeof *b);
+  b = pcache__arena_alloc(s->arena, sizeof *b);
   reply->snapshot_hashes =
-      pcd_arena_alloc(s->arena, (v->meta.n_hashes + 1) * sizeof *reply->snapshot_hashes);
+      pcache__arena_alloc(s->arena, (v->meta.n_hashes + 1) * sizeof *reply->snapshot_hashes);
   if (!b || !reply->snapshot_hashes)
     return; /* arena.failed: the reply becomes -ENOMEM */
   pcachepb__blob__init(b);
@@ -510,7 +511,7 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   pcd_server *srv = c->srv;
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__GetReply reply = PCACHEPB__GET_REPLY__INIT;
-  pcd_arena arena = {0};
+  pcache__arena arena = {0};
   blob_set s = {.srv = srv,
                 .w = c->worker,
                 .arena = &arena,
@@ -585,6 +586,6 @@ void pcd_read_prefetch(pcd_conn *c, const Pcachepb__Prefetch *p) {
   snap_view_free(&snap);
   size_t cap_bytes = ev.cap * sizeof *ev.items;
   pcache_vec_free(&ev);
-  pcd_arena_free(&arena);
+  pcache__arena_free(&arena);
   pcd_server_trim(cap_bytes + reply.n_blobs * 128u);
 }

@@ -10,7 +10,7 @@
 
 #include <pcache/pcache.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "remote.h"
@@ -47,7 +47,7 @@ void pcd_read_hello(pcd_conn *c, const Pcachepb__Hello *h) {
 }
 
 typedef struct list_ctx {
-  pcd_arena *arena;
+  pcache__arena *arena;
   Pcachepb__ListReply *reply;
   size_t cap_dev, cap_ent, cap_snap;
   const char *app;
@@ -57,10 +57,10 @@ typedef struct list_ctx {
 
 static int list_device(void *ctx, const pcd_device *d) {
   list_ctx *l = ctx;
-  Pcachepb__DeviceRecord *rec = pcd_arena_alloc(l->arena, sizeof *rec);
+  Pcachepb__DeviceRecord *rec = pcache__arena_alloc(l->arena, sizeof *rec);
   Pcachepb__DeviceInfo **un;
-  void *p = pcd_arena_grow(l->arena, l->reply->devices, l->reply->n_devices, &l->cap_dev,
-                           sizeof *l->reply->devices);
+  void *p = pcache__arena_grow(l->arena, l->reply->devices, l->reply->n_devices, &l->cap_dev,
+                               sizeof *l->reply->devices);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->devices = p;
@@ -89,18 +89,19 @@ static int list_entry(void *ctx, const pcd_entry *e) {
   void *p;
   if (l->app && *l->app && strcmp(e->app, l->app) != 0)
     return 0;
-  rec = pcd_arena_alloc(l->arena, sizeof *rec);
-  p = pcd_arena_grow(l->arena, l->reply->entries, l->reply->n_entries, &l->cap_ent,
-                     sizeof *l->reply->entries);
+  rec = pcache__arena_alloc(l->arena, sizeof *rec);
+  p = pcache__arena_grow(l->arena, l->reply->entries, l->reply->n_entries, &l->cap_ent,
+                         sizeof *l->reply->entries);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->entries = p;
   pcachepb__entry_record__init(rec);
-  rec->device_key.data = pcd_arena_memdup(l->arena, e->key, PCACHE_DEVKEY_SIZE);
+  rec->device_key.data = pcache__arena_memdup(l->arena, e->key, PCACHE_DEVKEY_SIZE);
   rec->device_key.len = PCACHE_DEVKEY_SIZE;
-  rec->state_hash.data = pcd_arena_memdup(l->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
+  rec->state_hash.data =
+      pcache__arena_memdup(l->arena, e->key + PCACHE_DEVKEY_SIZE, PCACHE_HASH_SIZE);
   rec->state_hash.len = PCACHE_HASH_SIZE;
-  rec->app = pcd_arena_strdup(l->arena, e->app);
+  rec->app = pcache__arena_strdup(l->arena, e->app);
   rec->kind = (Pcachepb__EntryKind)e->kind;
   rec->blob_size = e->blob_size;
   rec->desc_size = e->desc_size;
@@ -120,16 +121,16 @@ static int list_snapshot(void *ctx, const pcd_snapshot *s) {
   void *p;
   if (l->app && *l->app && strcmp(s->app, l->app) != 0)
     return 0;
-  rec = pcd_arena_alloc(l->arena, sizeof *rec);
-  p = pcd_arena_grow(l->arena, l->reply->snapshots, l->reply->n_snapshots, &l->cap_snap,
-                     sizeof *l->reply->snapshots);
+  rec = pcache__arena_alloc(l->arena, sizeof *rec);
+  p = pcache__arena_grow(l->arena, l->reply->snapshots, l->reply->n_snapshots, &l->cap_snap,
+                         sizeof *l->reply->snapshots);
   if (!rec || !p)
     return -ENOMEM;
   l->reply->snapshots = p;
   pcachepb__snapshot_record__init(rec);
-  rec->device_key.data = pcd_arena_memdup(l->arena, s->device_key, PCACHE_DEVKEY_SIZE);
+  rec->device_key.data = pcache__arena_memdup(l->arena, s->device_key, PCACHE_DEVKEY_SIZE);
   rec->device_key.len = PCACHE_DEVKEY_SIZE;
-  rec->app = pcd_arena_strdup(l->arena, s->app);
+  rec->app = pcache__arena_strdup(l->arena, s->app);
   rec->blob_size = s->blob_size;
   rec->hashes = s->n_hashes;
   rec->checksum = s->checksum;
@@ -141,7 +142,7 @@ static int list_snapshot(void *ctx, const pcd_snapshot *s) {
 void pcd_read_list(pcd_conn *c, const Pcachepb__List *req) {
   Pcachepb__Response resp = PCACHEPB__RESPONSE__INIT;
   Pcachepb__ListReply reply = PCACHEPB__LIST_REPLY__INIT;
-  pcd_arena arena = {0};
+  pcache__arena arena = {0};
   list_ctx l = {.arena = &arena, .reply = &reply, .app = req->app};
   const uint8_t *dev = NULL;
   pcd_txn *txn;
@@ -176,7 +177,7 @@ void pcd_read_list(pcd_conn *c, const Pcachepb__List *req) {
   for (size_t i = 0; i < l.n_unpacked; i++)
     pcachepb__device_info__free_unpacked(l.unpacked[i], &pcache__pb_allocator);
   pcache__free(l.unpacked);
-  pcd_arena_free(&arena);
+  pcache__arena_free(&arena);
 }
 
 /* Says why writes do not fit, and the commands that fix it (they work in
@@ -225,7 +226,7 @@ void pcd_read_stats(pcd_conn *c) {
   Pcachepb__StatsReply s = PCACHEPB__STATS_REPLY__INIT;
   pcd_totals t = {0};
   pcd_segment_stats seg;
-  pcd_arena arena = {0};
+  pcache__arena arena = {0};
   pcd_txn *txn;
   uint64_t snap_records = 0;
   int r = pcd_txn_begin(srv->store, 0, &txn);
@@ -238,7 +239,7 @@ void pcd_read_stats(pcd_conn *c) {
     pcd_txn_abort(txn);
   }
   if (r < 0) {
-    pcd_arena_free(&arena);
+    pcache__arena_free(&arena);
     pcd_respond_error(c, r, NULL);
     return;
   }
@@ -293,5 +294,5 @@ void pcd_read_stats(pcd_conn *c) {
   resp.body_case = PCACHEPB__RESPONSE__BODY_STATS;
   resp.stats = &s;
   pcd_respond(c, &resp);
-  pcd_arena_free(&arena);
+  pcache__arena_free(&arena);
 }

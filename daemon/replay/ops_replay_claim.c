@@ -37,7 +37,7 @@ static int fill_seed(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const uint8_t *
     return r == PCACHE_ENOT_FOUND ? 0 : r;
   if (size != e->blob_size || pcache__checksum64(blob, size) != e->checksum)
     return 0;
-  if (!(item->seed.data = pcd_arena_memdup(&job->arena, blob, size)))
+  if (!(item->seed.data = pcache__arena_memdup(&job->arena, blob, size)))
     return -ENOMEM;
   item->seed.len = size;
   return 0;
@@ -59,29 +59,29 @@ static int fill_item(pcd_replay *rp, pcd_txn *txn, pcd_job *job, const pcache__h
     goto out_bad;
   if ((r = pcache__desc_check(desc, desc_size, h, e.kind, mods, &n_mods)) < 0)
     goto out_bad;
-  item->old_key.data = pcd_arena_memdup(&job->arena, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
+  item->old_key.data = pcache__arena_memdup(&job->arena, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE);
   item->old_key.len = PCACHE_DEVKEY_SIZE;
-  item->state_hash.data = pcd_arena_memdup(&job->arena, h->bytes, PCACHE_HASH_SIZE);
+  item->state_hash.data = pcache__arena_memdup(&job->arena, h->bytes, PCACHE_HASH_SIZE);
   item->state_hash.len = PCACHE_HASH_SIZE;
-  item->app = pcd_arena_strdup(&job->arena, e.app);
+  item->app = pcache__arena_strdup(&job->arena, e.app);
   item->kind = (Pcachepb__EntryKind)e.kind;
-  item->desc.data = pcd_arena_memdup(&job->arena, desc, desc_size);
+  item->desc.data = pcache__arena_memdup(&job->arena, desc, desc_size);
   item->desc.len = desc_size;
   if ((r = fill_seed(rp, txn, job, k, &e, item)) < 0)
     return r;
-  item->modules = pcd_arena_alloc(&job->arena, (n_mods + 1) * sizeof *item->modules);
+  item->modules = pcache__arena_alloc(&job->arena, (n_mods + 1) * sizeof *item->modules);
   if (!item->modules)
     return -ENOMEM;
   for (size_t i = 0; i < n_mods; i++) {
-    Pcachepb__Module *m = pcd_arena_alloc(&job->arena, sizeof *m);
+    Pcachepb__Module *m = pcache__arena_alloc(&job->arena, sizeof *m);
     if (!m)
       return -ENOMEM;
     if ((r = pcd_module_get(txn, &mods[i], &code, &code_size)) < 0)
       goto out_bad;
     pcachepb__module__init(m);
-    m->hash.data = pcd_arena_memdup(&job->arena, mods[i].bytes, PCACHE_HASH_SIZE);
+    m->hash.data = pcache__arena_memdup(&job->arena, mods[i].bytes, PCACHE_HASH_SIZE);
     m->hash.len = PCACHE_HASH_SIZE;
-    m->code.data = pcd_arena_memdup(&job->arena, code, code_size);
+    m->code.data = pcache__arena_memdup(&job->arena, code, code_size);
     m->code.len = code_size;
     item->modules[item->n_modules++] = m;
   }
@@ -139,14 +139,14 @@ static int take_results(pcd_replay *rp, const Pcachepb__ReplayClaim *claim) {
 static int op_claim(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   pcd_replay *rp = pcd_replay_of(job);
   const Pcachepb__ReplayClaim *claim = job->req->replay_claim;
-  Pcachepb__ReplayClaimReply *reply = pcd_arena_alloc(&job->arena, sizeof *reply);
-  Pcachepb__ReplayItem *item = pcd_arena_alloc(&job->arena, sizeof *item);
+  Pcachepb__ReplayClaimReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
+  Pcachepb__ReplayItem *item = pcache__arena_alloc(&job->arena, sizeof *item);
   struct pcd_replay_pick p = {.rp = rp, .txn = txn};
   uint64_t now = pcache__mono_us();
   char want[PCD_EXE_NAME_MAX + 1];
   /* The order as it was before the walk that found the item: put back
    * when the item is another program's (below). */
-  pcd_replay_state *before = pcd_arena_alloc(&job->arena, sizeof *before);
+  pcd_replay_state *before = pcache__arena_alloc(&job->arena, sizeof *before);
   int r = 0, grant = 0, retried;
   (void)cfg;
   if (!reply || !item || !before)

@@ -12,14 +12,14 @@
 #include <pcache/pcache.h>
 
 struct dev_list {
-  pcd_arena *arena;
+  pcache__arena *arena;
   pcd_device *v;
   size_t n, cap;
 };
 
 static int collect_device(void *ctx, const pcd_device *d) {
   struct dev_list *l = ctx;
-  void *grown = pcd_arena_grow(l->arena, l->v, l->n, &l->cap, sizeof *l->v);
+  void *grown = pcache__arena_grow(l->arena, l->v, l->n, &l->cap, sizeof *l->v);
   if (!grown)
     return -ENOMEM;
   l->v = grown;
@@ -57,7 +57,7 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   int r, loaded;
   (void)cfg;
   if (job->conn) {
-    if (!(reply = pcd_arena_alloc(&job->arena, sizeof *reply)))
+    if (!(reply = pcache__arena_alloc(&job->arena, sizeof *reply)))
       return -ENOMEM;
     pcachepb__replay_start_reply__init(reply);
     job->resp.body_case = PCACHEPB__RESPONSE__BODY_REPLAY_START;

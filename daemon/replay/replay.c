@@ -133,7 +133,7 @@ void pcd_replay_unload(pcd_replay *rp) {
 typedef struct progress_ctx {
   pcd_replay *rp;
   pcd_txn *txn;
-  pcd_arena *arena;
+  pcache__arena *arena;
   Pcachepb__ReplayProgress **items;
   size_t n, cap;
   Pcachepb__ReplayProgress *cur;
@@ -150,15 +150,15 @@ static int add_failure(void *ctx, const pcache__hash *h, const char *reason, siz
   void *grown;
   if (it->n_failures == PROGRESS_MAX_FAILURES)
     return 1;
-  f = pcd_arena_alloc(p->arena, sizeof *f);
-  grown = pcd_arena_grow(p->arena, it->failures, it->n_failures, &p->cap_fail, sizeof *f);
+  f = pcache__arena_alloc(p->arena, sizeof *f);
+  grown = pcache__arena_grow(p->arena, it->failures, it->n_failures, &p->cap_fail, sizeof *f);
   if (!f || !grown)
     return -ENOMEM;
   it->failures = grown;
   pcachepb__replay_failure__init(f);
-  f->state_hash.data = pcd_arena_memdup(p->arena, h->bytes, PCACHE_HASH_SIZE);
+  f->state_hash.data = pcache__arena_memdup(p->arena, h->bytes, PCACHE_HASH_SIZE);
   f->state_hash.len = PCACHE_HASH_SIZE;
-  f->reason = pcd_arena_alloc(p->arena, len + 1);
+  f->reason = pcache__arena_alloc(p->arena, len + 1);
   if (!f->state_hash.data || !f->reason)
     return -ENOMEM;
   memcpy(f->reason, reason, len);
@@ -170,8 +170,8 @@ static int add_failure(void *ctx, const pcache__hash *h, const char *reason, siz
 static int add_progress(void *ctx, const pcd_replay_record *rec) {
   progress_ctx *p = ctx;
   pcd_replay *rp = p->rp;
-  Pcachepb__ReplayProgress *it = pcd_arena_alloc(p->arena, sizeof *it);
-  void *grown = pcd_arena_grow(p->arena, p->items, p->n, &p->cap, sizeof *p->items);
+  Pcachepb__ReplayProgress *it = pcache__arena_alloc(p->arena, sizeof *it);
+  void *grown = pcache__arena_grow(p->arena, p->items, p->n, &p->cap, sizeof *p->items);
   int live = rp->st.active && memcmp(rec->old_key, rp->st.rec.old_key, PCACHE_DEVKEY_SIZE) == 0 &&
              memcmp(rec->new_key, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE) == 0;
   int r;
@@ -179,8 +179,8 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
     return -ENOMEM;
   p->items = grown;
   pcachepb__replay_progress__init(it);
-  it->old_key.data = pcd_arena_memdup(p->arena, rec->old_key, PCACHE_DEVKEY_SIZE);
-  it->new_key.data = pcd_arena_memdup(p->arena, rec->new_key, PCACHE_DEVKEY_SIZE);
+  it->old_key.data = pcache__arena_memdup(p->arena, rec->old_key, PCACHE_DEVKEY_SIZE);
+  it->new_key.data = pcache__arena_memdup(p->arena, rec->new_key, PCACHE_DEVKEY_SIZE);
   if (!it->old_key.data || !it->new_key.data)
     return -ENOMEM;
   it->old_key.len = it->new_key.len = PCACHE_DEVKEY_SIZE;
@@ -200,17 +200,17 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
     it->replayer_pid = rp->running ? rp->pid : 0;
     if (rp->running) {
       const char *slash = strrchr(rp->replayer_path, '/');
-      it->replayer_name = pcd_arena_strdup(p->arena, rp->exe_name[0] ? rp->exe_name
-                                                     : slash         ? slash + 1
-                                                                     : rp->replayer_path);
+      it->replayer_name = pcache__arena_strdup(p->arena, rp->exe_name[0] ? rp->exe_name
+                                                         : slash         ? slash + 1
+                                                                         : rp->replayer_path);
     }
     it->restarts = rp->restarts;
     if (rate_done && since)
       it->eta_s = (uint64_t)((double)left * (double)since / (double)rate_done / 1e6) + 1;
     if (rp->st.paused[0])
-      it->paused = pcd_arena_strdup(p->arena, rp->st.paused);
+      it->paused = pcache__arena_strdup(p->arena, rp->st.paused);
     else if (rp->gave_up)
-      it->paused = pcd_arena_strdup(p->arena, rp->gave_up_why);
+      it->paused = pcache__arena_strdup(p->arena, rp->gave_up_why);
   }
   p->cur = it;
   p->cap_fail = 0;
@@ -221,7 +221,7 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
   return 0;
 }
 
-int pcd_replay_progress(pcd_replay *rp, pcd_txn *txn, pcd_arena *arena,
+int pcd_replay_progress(pcd_replay *rp, pcd_txn *txn, pcache__arena *arena,
                         Pcachepb__ReplayProgress ***ret_items, size_t *ret_n) {
   progress_ctx p = {.rp = rp, .txn = txn, .arena = arena};
   int r;

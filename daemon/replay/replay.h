@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "arena.h"
+#include "common/arena.h"
 #include "common/devkey.h"
 #include "common/hash.h"
 #include "proto/pcache.pb-c.h"
@@ -285,7 +285,7 @@ void pcd_replay_no_device(pcd_replay *replay);
 /* Stats: the progress of the replay under way and the records of the
  * others, read through txn (a read transaction), into arena. Returns 0,
  * -ENOMEM or PCACHE_ESTORE. */
-int pcd_replay_progress(pcd_replay *replay, pcd_txn *txn, pcd_arena *arena,
+int pcd_replay_progress(pcd_replay *replay, pcd_txn *txn, pcache__arena *arena,
                         Pcachepb__ReplayProgress ***ret_items, size_t *ret_n);
 
 #endif

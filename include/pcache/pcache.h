@@ -18,6 +18,10 @@
  *  - Thread-safety is stated per function. "Externally synchronized" has
  *    Vulkan's meaning: the caller must not use the object from two threads
  *    at once.
+ *
+ * Over 600 lines: the one installed public header, the whole API with its
+ * contract (return codes, lifetimes, thread-safety) beside each function;
+ * split, an app would include several headers for one library.
  */
 #ifndef PCACHE_PCACHE_H
 #define PCACHE_PCACHE_H
