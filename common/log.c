@@ -15,11 +15,11 @@
 static int log_level = PCACHE_LOG_INFO;
 static const char *log_ident = NULL;
 
-void pcache_log_set_level(int level) { log_level = level; }
-int pcache_log_get_level(void) { return log_level; }
-void pcache_log_set_ident(const char *ident) { log_ident = ident; }
+void pcache__log_set_level(int level) { log_level = level; }
+int pcache__log_get_level(void) { return log_level; }
+void pcache__log_set_ident(const char *ident) { log_ident = ident; }
 
-int pcache_log_parse_level(const char *name) {
+int pcache__log_parse_level(const char *name) {
   if (!strcmp(name, "error"))
     return PCACHE_LOG_ERR;
   if (!strcmp(name, "warn") || !strcmp(name, "warning"))
@@ -154,7 +154,7 @@ static int rate_allow(int level, uint64_t *ret_dropped) {
   return ok;
 }
 
-int pcache_log_stderr_is_journal(void) {
+int pcache__log_stderr_is_journal(void) {
   /* systemd sets $JOURNAL_STREAM to "DEVICE:INODE" of the stream it
    * connected stdout or stderr to (systemd.exec(5)): stderr is the journal
    * only when it is still that very stream. A child of a service
@@ -179,7 +179,7 @@ static void emit(int level, const char *fmt, va_list ap) {
   /* One write() per line so lines from threads never interleave. The
    * journal reads the level from a "<N>" prefix; a terminal, a pipe or a
    * file gets it as a word. */
-  if (pcache_log_stderr_is_journal()) {
+  if (pcache__log_stderr_is_journal()) {
     n = snprintf(line, sizeof line, "<%d>", level);
   } else {
     static const char *const words[] = {"emerg", "alert", "crit", "error", "warning",
@@ -212,7 +212,7 @@ static void emit_fmt(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
-void pcache_log(int level, const char *fmt, ...) {
+void pcache__log_at(int level, const char *fmt, ...) {
   uint64_t dropped;
   va_list ap;
   if (level > log_level || !rate_allow(level, &dropped))

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum pcache_log_level {
+enum pcache__log_level {
   PCACHE_LOG_ERR = 3,
   PCACHE_LOG_WARNING = 4,
   PCACHE_LOG_NOTICE = 5,
@@ -17,22 +17,22 @@ enum pcache_log_level {
   PCACHE_LOG_DEBUG = 7,
 };
 
-void pcache_log_set_level(int level);
-int pcache_log_get_level(void);
+void pcache__log_set_level(int level);
+int pcache__log_get_level(void);
 /* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
-int pcache_log_parse_level(const char *name);
-void pcache_log_set_ident(const char *ident);
+int pcache__log_parse_level(const char *name);
+void pcache__log_set_ident(const char *ident);
 /* 1 when stderr is the stream systemd connected to the journal
  * ($JOURNAL_STREAM is its device:inode), else 0. */
-int pcache_log_stderr_is_journal(void);
+int pcache__log_stderr_is_journal(void);
 
-void pcache_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pcache__log_at(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define log_error(...) pcache_log(PCACHE_LOG_ERR, __VA_ARGS__)
-#define log_warn(...) pcache_log(PCACHE_LOG_WARNING, __VA_ARGS__)
-#define log_notice(...) pcache_log(PCACHE_LOG_NOTICE, __VA_ARGS__)
-#define log_info(...) pcache_log(PCACHE_LOG_INFO, __VA_ARGS__)
-#define log_debug(...) pcache_log(PCACHE_LOG_DEBUG, __VA_ARGS__)
+#define log_error(...) pcache__log_at(PCACHE_LOG_ERR, __VA_ARGS__)
+#define log_warn(...) pcache__log_at(PCACHE_LOG_WARNING, __VA_ARGS__)
+#define log_notice(...) pcache__log_at(PCACHE_LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) pcache__log_at(PCACHE_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) pcache__log_at(PCACHE_LOG_DEBUG, __VA_ARGS__)
 
 /*
  * pcache__utf8_decode - the length of the well-formed UTF-8 sequence at s

@@ -683,7 +683,7 @@ int main(int argc, char **argv) {
   int r, code = 1, psi_started = 0;
   unsigned keep_max, keep_mb;
 
-  pcache_log_set_ident("pcache-replay");
+  pcache__log_set_ident("pcache-replay");
   /* pcached starts and supervises the replayer: once pcached is gone
    * (killed -9 included), one stuck in its driver must not live on, nor
    * one whose parent died before this line. */

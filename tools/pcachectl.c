@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
   char prog[64];
   int opt, r;
 
-  pcache_log_set_ident("pcachectl");
+  pcache__log_set_ident("pcachectl");
   /* "+": global options end at the verb, whose own parser takes the rest
    * (global options included). */
   while ((opt = getopt_long(argc, argv, "+" CTL_GLOBAL_SHORT, options, NULL)) != -1) {

@@ -307,7 +307,7 @@ int pcd_config_parse(int argc, char **argv, pcd_config *ret_config) {
       c.remote_prefix = optarg;
       break;
     case OPT_LOG_LEVEL:
-      c.log_level = pcache_log_parse_level(optarg);
+      c.log_level = pcache__log_parse_level(optarg);
       if (c.log_level < 0) {
         fprintf(stderr, "pcached: unknown log level '%s' (error, warn, info, debug)\n", optarg);
         return -EINVAL;

@@ -86,7 +86,7 @@ static void relay_line(const char *s, size_t n) {
     }
   }
   if (n)
-    pcache_log(level, "%.*s", (int)n, s);
+    pcache__log_at(level, "%.*s", (int)n, s);
 }
 
 static void relay_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {

@@ -62,8 +62,8 @@ int main(int argc, char **argv) {
   r = pcd_config_parse(argc, argv, &config);
   if (r != 0)
     return r > 0 ? 0 : 2;
-  pcache_log_set_level(config.log_level);
-  pcache_log_set_ident(NULL);
+  pcache__log_set_level(config.log_level);
+  pcache__log_set_ident(NULL);
   /* A client that goes away mid-reply must not kill us. */
   signal(SIGPIPE, SIG_IGN);
   umask(0077);

@@ -220,7 +220,7 @@ static void on_sigbus(int sig) {
 
 void pcd_store_guard_faults(void) {
   struct sigaction sa = {.sa_handler = on_sigbus, .sa_flags = SA_RESETHAND};
-  sigbus_to_journal = pcache_log_stderr_is_journal();
+  sigbus_to_journal = pcache__log_stderr_is_journal();
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, NULL);
 }

@@ -67,7 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   char *args[] = {"pcached", "--max-size", "4M", "--max-blob", "1M", NULL};
   (void)argc;
   (void)argv;
-  pcache_log_set_level(0); /* the importer logs every refusal */
+  pcache__log_set_level(0); /* the importer logs every refusal */
   CHECK(pcd_config_parse(5, args, &config) == 0);
   CHECK(pcd_store_open(fuzz_scratch_dir("archive"), 64ull << 20, &store) == 0);
   return 0;

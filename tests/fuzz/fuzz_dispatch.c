@@ -204,7 +204,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   const char *dir;
   (void)argc;
   (void)argv;
-  pcache_log_set_level(0); /* refusals are logged, and are the point */
+  pcache__log_set_level(0); /* refusals are logged, and are the point */
   CHECK(pcd_config_parse(9, args, &config) == 0);
   dir = fuzz_scratch_dir("dispatch");
   CHECK(uv_loop_init(&loop) == 0);

@@ -37,7 +37,7 @@ static void logged_as(int journal, const char *arg, char *out, size_t size) {
   ASSERT_OK(pipe(p));
   ASSERT_TRUE(dup2(p[1], STDERR_FILENO) >= 0);
   set_journal(p[1], journal);
-  pcache_log(PCACHE_LOG_WARNING, "app '%s'", arg);
+  pcache__log_at(PCACHE_LOG_WARNING, "app '%s'", arg);
   ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
   close(saved);
   close(p[1]);
@@ -54,7 +54,7 @@ static void logged(const char *arg, char *out, size_t size) {
 
 int main(void) {
   char line[4096];
-  pcache_log_set_level(PCACHE_LOG_DEBUG);
+  pcache__log_set_level(PCACHE_LOG_DEBUG);
 
   /* The "<N>" prefix is for the journal alone: a pipe or a file that is not
    * the stream $JOURNAL_STREAM names gets the level as a word. */
@@ -65,7 +65,7 @@ int main(void) {
   logged_as(JOURNAL_THIS, "x", line, sizeof line);
   ASSERT_STREQ(line, "<4>app 'x'\n");
   setenv("JOURNAL_STREAM", "garbage", 1);
-  ASSERT_EQ(pcache_log_stderr_is_journal(), 0);
+  ASSERT_EQ(pcache__log_stderr_is_journal(), 0);
 
   logged("game\n<0>forged", line, sizeof line);
   ASSERT_STREQ(line, "<4>app 'game\\x0a<0>forged'\n");
@@ -95,11 +95,11 @@ int main(void) {
     ASSERT_TRUE(dup2(p[1], STDERR_FILENO) >= 0);
     set_journal(p[1], JOURNAL_THIS);
     for (int i = 0; i < 1000; i++)
-      pcache_log(PCACHE_LOG_WARNING, "w%d", i);
+      pcache__log_at(PCACHE_LOG_WARNING, "w%d", i);
     for (int i = 0; i < 20; i++)
-      pcache_log(PCACHE_LOG_ERR, "e%d", i);
+      pcache__log_at(PCACHE_LOG_ERR, "e%d", i);
     usleep(100 * 1000);
-    pcache_log(PCACHE_LOG_WARNING, "after");
+    pcache__log_at(PCACHE_LOG_WARNING, "after");
     ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
     close(saved);
     close(p[1]);
