@@ -43,27 +43,21 @@ static void *build_main(void *arg) {
 }
 
 static void run(const char *mode) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   int more = strcmp(mode, "more") == 0, after = strcmp(mode, "after") == 0;
   int threads = strcmp(mode, "nopf-threads") == 0;
   int nopf = strcmp(mode, "nopf") == 0 || threads, handed;
   uint64_t sent = util_segments_sent();
 
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
+  util_app_open_device(&a, 5000);
   /* Whether this run was handed the segment (nothing else asks for one
    * meanwhile): one that went stale first is not, and asks the socket. */
   handed = util_segments_sent() > sent;
   /* Held with its lease (the daemon counts it until the mapping goes). */
   if (handed)
-    ASSERT_TRUE(device->segment.map && device->segment.map->lease_fd >= 0);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+    ASSERT_TRUE(a.device->segment.map && a.device->segment.map->lease_fd >= 0);
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "warm") == 0 || more) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
     ASSERT_EQ(st.prefetched, N_PIPELINES);
@@ -72,23 +66,23 @@ static void run(const char *mode) {
   } else {
     ASSERT_EQ(st.prefetched, 0);
   }
-  test_objects_create(&o, device);
+  test_objects_create(&a.o, a.device);
   if (threads) {
     pthread_barrier_t start;
     builder b[N_THREADS];
     ASSERT_EQ(pthread_barrier_init(&start, NULL, N_THREADS), 0);
     for (int i = 0; i < N_THREADS; i++) {
-      b[i] = (builder){.start = &start, .device = device, .o = &o};
+      b[i] = (builder){.start = &start, .device = a.device, .o = &a.o};
       ASSERT_EQ(pthread_create(&b[i].thread, NULL, build_main, &b[i]), 0);
     }
     for (int i = 0; i < N_THREADS; i++)
       ASSERT_EQ(pthread_join(b[i].thread, NULL), 0);
     pthread_barrier_destroy(&start);
   } else {
-    util_build_set(device, &o, N_GRAPHICS + (more || after ? 2 : 0), N_COMPUTE, NULL);
+    util_build_set(a.device, &a.o, N_GRAPHICS + (more || after ? 2 : 0), N_COMPUTE, NULL);
   }
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "cold") == 0) {
     ASSERT_EQ(st.compiles, N_PIPELINES);
   } else {
@@ -106,10 +100,7 @@ static void run(const char *mode) {
      * either; on lavapipe the load is too quick for that to be caught.) */
     ASSERT_EQ(st.snapshots_uploaded, 0);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 static Pcachepb__StatsReply stats(void) {

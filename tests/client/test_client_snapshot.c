@@ -31,11 +31,7 @@
  * segment's snapshot and refuses it), and with one, "seg-header-pf"
  * (creation refuses it, and asks the socket for no snapshot after). */
 static void run(const char *mode) {
-  test_vk vk;
-  pcache_client *client;
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   int seg = strncmp(mode, "seg-", 4) == 0;
 
@@ -46,11 +42,8 @@ static void run(const char *mode) {
     if (strcmp(mode, "seg-nosnap") == 0)
       setenv("PCACHE_NO_SNAPSHOT", "1", 1);
   }
-  client = util_client(5000);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  util_app_open_device(&a, 5000);
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "warm") == 0) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
     ASSERT_EQ(st.prefetched, N_PIPELINES);
@@ -72,10 +65,10 @@ static void run(const char *mode) {
     ASSERT_EQ(st.snapshot_loaded, 0);
     ASSERT_EQ(st.prefetched, 0);
   }
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  test_objects_create(&a.o, a.device);
+  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.misses, N_PIPELINES);
   if (strcmp(mode, "cold") == 0) {
     ASSERT_EQ(st.compiles, N_PIPELINES);
@@ -96,10 +89,7 @@ static void run(const char *mode) {
     ASSERT_EQ(st.prefetched, 0);
     ASSERT_EQ(st.rejected_blobs, 1);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_checksum,
