@@ -79,6 +79,20 @@ static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
   return more;
 }
 
+/* The set on a's device once its prefetch is in: every pipeline a daemon
+ * hit, none compiled; then its objects and the device go. */
+static void build_warm(util_app *a) {
+  pcache_stats st;
+  test_objects_create(&a->o, a->device);
+  util_build_set(a->device, &a->o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_get_stats(a->device, &st));
+  ASSERT_EQ(st.compiles, 0);
+  ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+  ASSERT_EQ(st.rejected_blobs, 0);
+  test_objects_destroy(&a->o);
+  pcache_device_destroy(a->device);
+}
+
 int main(void) {
   const char *args[] = {"--max-hashes", "3", NULL};
   test_env env;
@@ -103,13 +117,7 @@ int main(void) {
     ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
     ASSERT_OK(pcache_device_get_stats(a.device, &st));
     ASSERT_EQ(st.prefetched, N_PIPELINES);
-    test_objects_create(&a.o, a.device);
-    util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, NULL);
-    ASSERT_OK(pcache_device_get_stats(a.device, &st));
-    ASSERT_EQ(st.compiles, 0);
-    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
-    test_objects_destroy(&a.o);
-    pcache_device_destroy(a.device);
+    build_warm(&a);
   } else {
     fprintf(stderr, "SKIP part 1: the daemon does not page prefetch replies yet\n");
   }
@@ -133,14 +141,7 @@ int main(void) {
     ASSERT_OK(pcache_device_get_stats(a.device, &st));
   }
   ASSERT_EQ(st.prefetched, N_PIPELINES);
-  test_objects_create(&a.o, a.device);
-  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_get_stats(a.device, &st));
-  ASSERT_EQ(st.compiles, 0);
-  ASSERT_EQ(st.daemon_hits, N_PIPELINES);
-  ASSERT_EQ(st.rejected_blobs, 0);
-  test_objects_destroy(&a.o);
-  pcache_device_destroy(a.device);
+  build_warm(&a);
 
   /* 3. Destroy while the upload thread is in a background page call (it
    * has ten times the timeout): the call is cancelled, not waited out. The

@@ -113,6 +113,24 @@ static Pcachepb__StatsReply stats(void) {
   return s;
 }
 
+/* Runs mode in a child until a run is handed the segment, five runs at
+ * most: a run whose segment went stale meanwhile (a commit of the run
+ * before landed after the build) asks over the socket and for another
+ * build, which the next run waits for. *before and *after: the daemon's
+ * stats around the run that was handed it. */
+static void run_until_handed(const char *argv0, const char *mode, Pcachepb__StatsReply *before,
+                             Pcachepb__StatsReply *after) {
+  for (int i = 0;; i++) {
+    *before = stats();
+    util_run_self(argv0, mode);
+    *after = stats();
+    if (after->segment_sent > before->segment_sent)
+      return;
+    ASSERT_LT(i, 5);
+    util_wait_segment_builds(after->segment_builds + 1);
+  }
+}
+
 int main(int argc, char **argv) {
   test_env env;
   Pcachepb__StatsReply s0, s1;
@@ -135,18 +153,8 @@ int main(int argc, char **argv) {
 
   /* A later warm run: the Segment request is the one request for blobs.
    * (A commit of the first warm run, its flush, may land after the build
-   * and make that segment stale: then the next run takes the socket again
-   * and asks for another build, so the runs go on until one is handed the
-   * segment; five at most.) */
-  for (int i = 0;; i++) {
-    s0 = stats();
-    util_run_self(argv[0], "warm");
-    s1 = stats();
-    if (s1.segment_sent > s0.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s1.segment_builds + 1);
-  }
+   * and make that segment stale: run_until_handed.) */
+  run_until_handed(argv[0], "warm", &s0, &s1);
   ASSERT_EQ(s1.gets - s0.gets, 1);
   ASSERT_EQ(s1.prefetch_scans - s0.prefetch_scans, 0);
   ASSERT_EQ(s1.segment_builds, s0.segment_builds);
@@ -162,15 +170,7 @@ int main(int argc, char **argv) {
    * whose segment went stale meanwhile asks over the socket; the next one
    * is handed the rebuilt segment.) */
   setenv("PCACHE_NO_PREFETCH", "1", 1);
-  for (int i = 0;; i++) {
-    s1 = stats();
-    util_run_self(argv[0], "nopf");
-    s0 = stats();
-    if (s0.segment_sent > s1.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s0.segment_builds + 1);
-  }
+  run_until_handed(argv[0], "nopf", &s1, &s0);
   ASSERT_EQ(s0.gets - s1.gets, 1);
   ASSERT_EQ(s0.segment_builds, s1.segment_builds); /* shared: not built again */
   ASSERT_EQ(s0.segment_sent - s1.segment_sent, 1);
@@ -186,15 +186,7 @@ int main(int argc, char **argv) {
   util_wait_segment_builds(s0.segment_builds + 1);
   s1 = stats();
   ASSERT_EQ(s1.segments, 1);
-  for (int i = 0;; i++) { /* until a run finds the segment current */
-    s0 = stats();
-    util_run_self(argv[0], "after");
-    s1 = stats();
-    if (s1.segment_sent > s0.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s1.segment_builds + 1); /* the one this run asked for */
-  }
+  run_until_handed(argv[0], "after", &s0, &s1); /* until a run finds the segment current */
 
   /* Segments off: the socket path serves (a Prefetch). */
   setenv("PCACHE_NO_SEGMENT", "1", 1);

@@ -145,6 +145,15 @@ static void damage(const char *data_dir, int wrong_device) {
   free(data);
 }
 
+/* Stops the daemon, damages its snapshot as damage() does, starts it
+ * again and runs this test's mode in a child. */
+static void damage_and_run(test_env *env, int wrong_device, const char *argv0, const char *mode) {
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  damage(env->data_dir, wrong_device);
+  test_daemon_start(env, NULL);
+  util_run_self(argv0, mode);
+}
+
 /* Restarts the daemon with the snapshot given another device's header,
  * then runs children that neither load nor upload a snapshot until one is
  * handed a current segment (the first asks the daemon to build it; one
@@ -191,10 +200,7 @@ int main(int argc, char **argv) {
 
   /* A damaged body: the daemon never sends it and drops it; the run goes
    * blob by blob and uploads a new snapshot, which the next run loads. */
-  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
-  damage(env.data_dir, 0);
-  test_daemon_start(&env, NULL);
-  util_run_self(argv[0], "fallback");
+  damage_and_run(&env, 0, argv[0], "fallback");
   stats(&gets0, &snaps, &checksum, &reports);
   ASSERT_GE(checksum, 1);
   ASSERT_EQ(snaps, 1);
@@ -203,10 +209,7 @@ int main(int argc, char **argv) {
   /* Another device's header, checksum fixed: only the client can tell. It
    * refuses it before the driver, reports it (the daemon drops it), Gets
    * the covered pipelines one by one and uploads a good snapshot. */
-  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
-  damage(env.data_dir, 1);
-  test_daemon_start(&env, NULL);
-  util_run_self(argv[0], "header");
+  damage_and_run(&env, 1, argv[0], "header");
   stats(&gets1, &snaps, &checksum, &reports);
   ASSERT_GE(reports, 1);
   ASSERT_EQ(gets1, 1 + N_PIPELINES); /* the Prefetch, then a Get per pipeline */
