@@ -93,7 +93,6 @@ static void fill(void) {
 /* ------------------------------------------------------------------- get */
 
 typedef struct get_worker {
-  pthread_t thread;
   unsigned id;
   int window; /* through a reply window */
   uint64_t iters;
@@ -152,25 +151,20 @@ static void bench_get(unsigned clients, int window) {
   uint64_t *all = malloc(total * sizeof *all);
   bench_barrier *barrier = bench_barrier_new(clients + 1);
   char prefix[64];
-  uint64_t t0, wall;
+  uint64_t wall;
 
   if (!w || !all)
     bench_die("out of memory");
   for (unsigned i = 0; i < clients; i++) {
     w[i] = (get_worker){
         .id = i, .window = window, .iters = per, .lat = all + i * per, .barrier = barrier};
-    if (pthread_create(&w[i].thread, NULL, get_main, &w[i]) != 0)
-      bench_die("pthread_create: %s", strerror(errno));
   }
-  bench_barrier_wait(barrier);
-  t0 = bench_now_ns();
+  wall = bench_run_threads(get_main, w, sizeof *w, clients, barrier);
   for (unsigned i = 0; i < clients; i++) {
-    pthread_join(w[i].thread, NULL);
     if (w[i].error)
       bench_die("get: %s", pcache_strerror(w[i].error));
     windowed += w[i].windowed;
   }
-  wall = bench_now_ns() - t0;
   snprintf(prefix, sizeof prefix, "%sget_%sc%u_", opt.prefix, window ? "window_" : "", clients);
   bench_kv_u64(prefix, "requests", total);
   bench_kv_f(prefix, "p50_us", (double)bench_percentile(all, total, 0.50) / 1e3);

@@ -20,7 +20,6 @@ static uint64_t start_index = 100000000;
 static pcache__devkey devkey;
 
 typedef struct worker {
-  pthread_t thread;
   unsigned id;
   bench_barrier *barrier;
   uint64_t deadline;
@@ -57,7 +56,7 @@ static void run(unsigned clients) {
   worker *w = calloc(clients, sizeof *w);
   bench_barrier *barrier = bench_barrier_new(clients + 1);
   size_t cap = 2000000 / clients;
-  uint64_t total = 0, *all, t0, wall;
+  uint64_t total = 0, *all, wall;
   char prefix[32];
 
   if (!w)
@@ -72,20 +71,14 @@ static void run(unsigned clients) {
   }
   /* The deadline is set before the threads start; connecting is quick
    * next to the run. */
-  for (unsigned i = 0; i < clients; i++) {
+  for (unsigned i = 0; i < clients; i++)
     w[i].deadline = bench_now_ns() + (uint64_t)(seconds * 1e9);
-    if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0)
-      bench_die("pthread_create: %s", strerror(errno));
-  }
-  bench_barrier_wait(barrier);
-  t0 = bench_now_ns();
+  wall = bench_run_threads(worker_main, w, sizeof *w, clients, barrier);
   for (unsigned i = 0; i < clients; i++) {
-    pthread_join(w[i].thread, NULL);
     if (w[i].error)
       bench_die("put: %s", pcache_strerror(w[i].error));
     total += w[i].done;
   }
-  wall = bench_now_ns() - t0;
   all = malloc((total ? total : 1) * sizeof *all);
   if (!all)
     bench_die("out of memory");

@@ -31,7 +31,6 @@ static uint32_t n_hot;
 static uint64_t tier_iters = 20000000, info_iters = 200000;
 
 typedef struct worker {
-  pthread_t thread;
   int kind; /* 0 tier lookup, 1 create info, 2 miss */
   uint64_t iters;
   uint32_t miss_index;
@@ -75,20 +74,13 @@ static void *worker_main(void *arg) {
 /* Runs threads workers of kind; returns the wall time in ns. */
 static uint64_t run_workers(worker *w, unsigned threads) {
   bench_barrier *barrier = bench_barrier_new(threads + 1);
-  uint64_t t0, wall;
-  for (unsigned i = 0; i < threads; i++) {
+  uint64_t wall;
+  for (unsigned i = 0; i < threads; i++)
     w[i].barrier = barrier;
-    if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0)
-      bench_die("pthread_create: %s", strerror(errno));
-  }
-  bench_barrier_wait(barrier);
-  t0 = bench_now_ns();
-  for (unsigned i = 0; i < threads; i++) {
-    pthread_join(w[i].thread, NULL);
+  wall = bench_run_threads(worker_main, w, sizeof *w, threads, barrier);
+  for (unsigned i = 0; i < threads; i++)
     if (w[i].error)
       bench_die("pipeline lookup failed");
-  }
-  wall = bench_now_ns() - t0;
   bench_barrier_free(barrier);
   return wall;
 }

@@ -100,3 +100,20 @@ void bench_barrier_free(bench_barrier *b) {
   pthread_barrier_destroy(&b->b);
   free(b);
 }
+
+uint64_t bench_run_threads(void *(*fn)(void *), void *workers, size_t size, unsigned n,
+                           bench_barrier *barrier) {
+  pthread_t *threads = calloc(n ? n : 1, sizeof *threads);
+  uint64_t t0;
+  if (!threads)
+    bench_die("out of memory");
+  for (unsigned i = 0; i < n; i++)
+    if (pthread_create(&threads[i], NULL, fn, (char *)workers + i * size) != 0)
+      bench_die("pthread_create: %s", strerror(errno));
+  bench_barrier_wait(barrier);
+  t0 = bench_now_ns();
+  for (unsigned i = 0; i < n; i++)
+    pthread_join(threads[i], NULL);
+  free(threads);
+  return bench_now_ns() - t0;
+}

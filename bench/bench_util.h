@@ -31,5 +31,11 @@ typedef struct bench_barrier bench_barrier;
 bench_barrier *bench_barrier_new(unsigned count);
 void bench_barrier_wait(bench_barrier *b);
 void bench_barrier_free(bench_barrier *b);
+/* Runs fn on each of n workers (worker i at (char *)workers + i * size),
+ * a thread each, which wait on barrier (made for n + 1) before their
+ * work; returns the ns from that start until the last has ended. Dies
+ * when a thread cannot be made. */
+uint64_t bench_run_threads(void *(*fn)(void *), void *workers, size_t size, unsigned n,
+                           bench_barrier *barrier);
 
 #endif

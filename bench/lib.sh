@@ -1,4 +1,4 @@
-# Shared by run-all.sh and run-warm.sh (sourced, not run).
+# Shared by the bench scripts (sourced, not run).
 # Expects BUILD_DIR and WORK_DIR to be set.
 
 PCACHED=${PCACHED:-$BUILD_DIR/daemon/pcached}
@@ -66,6 +66,17 @@ wait_builds() {
   echo $((($(date +%s%N) - t0) / 1000000))
 }
 
+# median X...: the middle of the numbers (the upper one of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# clean_env [env options and VAR=VALUE...] CMD...: CMD through env(1)
+# without the layer switch or any driver cache setting the caller's
+# environment has, so that each run's cache is only what it names.
+clean_env() {
+  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
+    -u __GL_SHADER_DISK_CACHE_SKIP_CLEANUP -u __GL_SHADER_DISK_CACHE_SIZE -u XDG_CACHE_HOME "$@"
+}
+
 # kv FILE KEY: the value of KEY= in FILE (last one wins), empty if none.
 kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 
@@ -99,6 +110,21 @@ probe_driver() {
   "$BENCH_BIN/bench_warm" --probe >"$out" || die "bench_warm --probe failed"
   DRIVER_KIND=${DRIVER_KIND:-$(kv "$out" driver_kind)}
   export DRIVER_KIND
+}
+
+# layer_bench_setup: for the scripts that run the demo and bench_warm with
+# and without the layer: DEMO and LAYER_LIB (this build's, checked), the
+# layer's manifest under share=$WORK_DIR/share (for XDG_DATA_HOME), and
+# the driver probed (printed as driver_kind=).
+layer_bench_setup() {
+  DEMO=${DEMO:-$BUILD_DIR/examples/pcache-demo}
+  LAYER_LIB=$BUILD_DIR/layer/libVkLayer_pcache.so
+  [ -x "$DEMO" ] || die "no $DEMO"
+  [ -f "$LAYER_LIB" ] || die "no $LAYER_LIB"
+  share=$WORK_DIR/share
+  layer_manifest "$share" "$LAYER_LIB"
+  probe_driver
+  echo "driver_kind=$DRIVER_KIND"
 }
 
 # layer_manifest SHARE LAYER_LIB: the layer's implicit-layer manifest,

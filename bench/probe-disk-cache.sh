@@ -42,8 +42,6 @@ mkdir -p "$WORK_DIR"
 . "$HERE/lib.sh"
 DEMO=${DEMO:-$BUILD_DIR/examples/pcache-demo}
 
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 # one CONFIG OUT [--app] : a fresh process with CONFIG's environment
 one() {
   local config=$1 out=$2 app=${3:-} dir=$WORK_DIR/$1

@@ -17,7 +17,6 @@ BUILD_DIR=$B WORK_DIR=$W
 . "$(dirname "$0")/lib.sh"
 trap 'stop_daemon; rm -rf "$W"' EXIT
 layer_manifest "$W/share" "$B/layer/libVkLayer_pcache.so"
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # one SET CLIENT: one process in a fresh HOME; prints ms per pipeline.
 one() {
   local set=$1 client=$2

@@ -57,21 +57,7 @@ mkdir -p "$WORK_DIR"
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 trap stop_daemon EXIT
-DEMO=${DEMO:-$BUILD_DIR/examples/pcache-demo}
-LAYER_LIB=$BUILD_DIR/layer/libVkLayer_pcache.so
-[ -x "$DEMO" ] || die "no $DEMO"
-[ -f "$LAYER_LIB" ] || die "no $LAYER_LIB"
-
-# The layer's manifest, naming this build's library, where the loader
-# looks for implicit layers under XDG_DATA_HOME.
-share=$WORK_DIR/share
-layer_manifest "$share" "$LAYER_LIB"
-
-probe_driver
-echo "driver_kind=$DRIVER_KIND"
-
-# median of the arguments
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+layer_bench_setup
 
 # run SET N MODE OUT ENV...: one process of the set's program, without the
 # layer unless the ENV says PCACHE_LAYER=1.
@@ -94,9 +80,7 @@ run() {
           --cache-file "$WORK_DIR/app-cache-light-$n.bin" --app "pcache-bench-layer-$n")
     case $mode in filefill) args[4]=fill ;; esac
   fi
-  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
-    -u __GL_SHADER_DISK_CACHE_SKIP_CLEANUP -u __GL_SHADER_DISK_CACHE_SIZE -u XDG_CACHE_HOME \
-    XDG_DATA_HOME="$share" "$@" "${args[@]}" >"$out" 2>"$out.err" ||
+  clean_env XDG_DATA_HOME="$share" "$@" "${args[@]}" >"$out" 2>"$out.err" ||
     { cat "$out.err" >&2; die "$set $mode (n=$n) failed"; }
 }
 

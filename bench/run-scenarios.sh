@@ -73,16 +73,7 @@ WORK_DIR=$(cd "$WORK_DIR" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 trap stop_daemon EXIT
-DEMO=${DEMO:-$BUILD_DIR/examples/pcache-demo}
-LAYER_LIB=$BUILD_DIR/layer/libVkLayer_pcache.so
-[ -x "$DEMO" ] || die "no $DEMO"
-[ -f "$LAYER_LIB" ] || die "no $LAYER_LIB"
-share=$WORK_DIR/share
-layer_manifest "$share" "$LAYER_LIB"
-probe_driver
-echo "driver_kind=$DRIVER_KIND"
-
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+layer_bench_setup
 
 # run SET N CLIENT HOME OUT: one process. CLIENT: plain, layer or lib. The
 # driver's disk cache is at its defaults under HOME; nothing else is set.
@@ -104,9 +95,7 @@ run() {
     layer) envs=(PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
     lib) envs=(PCACHE_SOCKET="$DAEMON_SOCKET" PCACHE_APP_NAME="scen-$set") ;;
   esac
-  env -u PCACHE_LAYER -u __GL_SHADER_DISK_CACHE -u __GL_SHADER_DISK_CACHE_PATH \
-    -u __GL_SHADER_DISK_CACHE_SKIP_CLEANUP -u __GL_SHADER_DISK_CACHE_SIZE -u XDG_CACHE_HOME \
-    -u MESA_SHADER_CACHE_DIR -u MESA_SHADER_CACHE_DISABLE -u PCACHE_DISABLE \
+  clean_env -u MESA_SHADER_CACHE_DIR -u MESA_SHADER_CACHE_DISABLE -u PCACHE_DISABLE \
     HOME="$home" XDG_DATA_HOME="$share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" \
     "${args[@]}" >"$out" 2>"$out.err" || { cat "$out.err" >&2; die "$set $client failed"; }
 }

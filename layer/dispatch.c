@@ -12,18 +12,7 @@
 #include "common/alloc.h"
 #include "common/parse.h"
 #include "layer/layer.h"
-
-/* The loader's link for this layer in a create info's chain. */
-static void *find_link(const void *chain, VkStructureType stype) {
-  for (const VkBaseInStructure *s = chain; s; s = s->pNext) {
-    /* VkLayerInstanceCreateInfo and VkLayerDeviceCreateInfo share this
-     * layout: sType, pNext, then the function. */
-    const VkLayerInstanceCreateInfo *link = (const VkLayerInstanceCreateInfo *)s;
-    if (s->sType == stype && link->function == VK_LAYER_LINK_INFO)
-      return (void *)s;
-  }
-  return NULL;
-}
+#include "layer/link.h"
 
 static pcache_client *open_client(const VkInstanceCreateInfo *ci) {
   pcache_client_options options = PCACHE_STRUCT_INIT(pcache_client_options);
@@ -41,7 +30,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateInstance(const VkInstanceCreat
                                                            const VkAllocationCallbacks *allocator,
                                                            VkInstance *ret_instance) {
   VkLayerInstanceCreateInfo *link =
-      find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO);
+      layer_find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO);
   PFN_vkGetInstanceProcAddr next_gipa;
   PFN_vkCreateInstance create;
   layer_instance *li;
@@ -139,7 +128,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
                                                          const VkDeviceCreateInfo *ci,
                                                          const VkAllocationCallbacks *allocator,
                                                          VkDevice *ret_device) {
-  VkLayerDeviceCreateInfo *link = find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO);
+  VkLayerDeviceCreateInfo *link =
+      layer_find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO);
   layer_instance *li = layer_registry_instance(layer_key(physical_device));
   PFN_vkGetInstanceProcAddr next_gipa;
   PFN_vkGetDeviceProcAddr next_gdpa;

@@ -120,6 +120,25 @@ uint64_t util_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+void util_app_open_device(util_app *a, uint32_t timeout_ms) {
+  a->client = util_client(timeout_ms);
+  test_vk_init(&a->vk);
+  a->info = test_vk_device_info(&a->vk);
+  ASSERT_OK(pcache_device_create(a->client, &a->info, &a->device));
+}
+
+void util_app_open(util_app *a, uint32_t timeout_ms) {
+  util_app_open_device(a, timeout_ms);
+  test_objects_create(&a->o, a->device);
+}
+
+void util_app_close(util_app *a) {
+  test_objects_destroy(&a->o);
+  pcache_device_destroy(a->device);
+  pcache_client_close(a->client);
+  test_vk_fini(&a->vk);
+}
+
 void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_graphics,
                     uint32_t n_compute, VkPipeline *ret) {
   VkPipeline p;
@@ -142,20 +161,13 @@ void util_build_set(pcache_device *device, const test_objects *o, uint32_t n_gra
 }
 
 void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uint32_t hits) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
+  util_app_open(&a, 5000);
   if (strcmp(mode, "touch") != 0)
-    util_build_set(device, &o, n_graphics, n_compute, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+    util_build_set(a.device, &a.o, n_graphics, n_compute, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "warm") == 0) {
     ASSERT_EQ(st.daemon_hits, (uint64_t)hits);
     ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute - hits));
@@ -165,15 +177,12 @@ void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uin
   } else if (strcmp(mode, "staged") == 0) {
     /* Compiled as the program would, each staged (PCACHE_STAGE=all). */
     pcache_counters c = {0};
-    ASSERT_OK(pcache_device_get_counters(device, &c));
+    ASSERT_OK(pcache_device_get_counters(a.device, &c));
     ASSERT_EQ(st.compiles, (uint64_t)(n_graphics + n_compute));
     ASSERT_EQ(c.staged, (uint64_t)(n_graphics + n_compute));
     ASSERT_EQ(c.upload_dropped, 0);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 void util_rpc(const test_env *env, const Pcachepb__Request *req, Pcachepb__Response__BodyCase b,

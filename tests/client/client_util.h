@@ -31,6 +31,24 @@ size_t util_list_hashes(uint8_t (*ret_hashes)[16], size_t max);
  * it exits 0. */
 void util_run_self(const char *argv0, const char *arg);
 uint64_t util_now_ms(void);
+/* What most client tests run: the lavapipe device, a client of the daemon
+ * at $PCACHE_SOCKET, a pcache device on it and the test objects. */
+typedef struct util_app {
+  test_vk vk;
+  pcache_device_info info;
+  pcache_client *client;
+  pcache_device *device;
+  test_objects o;
+} util_app;
+/* The client (timeout_ms), the Vulkan device and the pcache device, not
+ * yet the objects: for tests that look at what device creation did
+ * (prefetch, snapshot) before anything is made through it. */
+void util_app_open_device(util_app *a, uint32_t timeout_ms);
+/* That, then the test objects. */
+void util_app_open(util_app *a, uint32_t timeout_ms);
+/* Destroys the objects and the device, closes the client and the Vulkan
+ * device: what util_app_open made, last first. */
+void util_app_close(util_app *a);
 /* Gets graphics pipelines 0..n_graphics-1, then compute pipelines
  * 0..n_compute-1 of the test set through device, asserting each succeeds
  * with a handle; their handles go to ret (n_graphics + n_compute) unless

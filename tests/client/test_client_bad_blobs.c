@@ -74,16 +74,11 @@ static void edit_store(const char *data_dir, const pcache__devkey *key, const pc
 
 int main(void) {
   test_env env;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   pcache__hash h0, h1;
   pcache__devkey key, other;
   uint8_t blob[PCACHE_BLOB_HEADER_SIZE], uuid[PCACHE_UUID_SIZE];
-  VkPipeline p;
   Pcachepb__Response *stats;
 
   /* Per-pipeline blobs are what this test damages: a (device, app)
@@ -91,45 +86,32 @@ int main(void) {
   setenv("PCACHE_NO_SNAPSHOT", "1", 1);
   test_env_init(&env, "client-bad-blobs");
   test_daemon_start(&env, NULL);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
 
   /* Cold: three entries. */
-  client = util_client(5000);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  for (uint32_t i = 0; i < 2; i++) {
-    test_graphics g;
-    test_graphics_info(&g, &o, i);
-    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
-  }
-  {
-    test_compute c;
-    test_compute_info(&c, &o, 0);
-    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
-  }
-  ASSERT_OK(pcache_device_flush(device));
+  util_app_open(&a, 5000);
+  util_build_set(a.device, &a.o, 2, 1, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
   ASSERT_EQ(util_count_entries(), 3);
-  key = device->core.key;
-  h0 = graphics_hash(device, &o, 0);
-  h1 = graphics_hash(device, &o, 1);
+  key = a.device->core.key;
+  h0 = graphics_hash(a.device, &a.o, 0);
+  h1 = graphics_hash(a.device, &a.o, 1);
 
   /* The client's checks, driven directly: nothing bad reaches the driver. */
   pcache__blob_write_header(&key, blob);
-  ASSERT_EQ(merge_reason(device, blob, sizeof blob, pcache__checksum64(blob, 32)), 0);
-  ASSERT_EQ(merge_reason(device, blob, sizeof blob, 12345),
+  ASSERT_EQ(merge_reason(a.device, blob, sizeof blob, pcache__checksum64(blob, 32)), 0);
+  ASSERT_EQ(merge_reason(a.device, blob, sizeof blob, 12345),
             PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
-  ASSERT_EQ(merge_reason(device, NULL, 0, 0), PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
+  ASSERT_EQ(merge_reason(a.device, NULL, 0, 0), PCACHEPB__REPORT_REASON__REPORT_REASON_CHECKSUM);
   memcpy(uuid, pcache__devkey_uuid(&key), sizeof uuid);
   uuid[0] ^= 0xff;
   pcache__devkey_make(uuid, pcache__devkey_vendor(&key), pcache__devkey_device(&key),
                       pcache__devkey_driver_version(&key), pcache__devkey_abi(&key), &other);
   pcache__blob_write_header(&other, blob);
-  ASSERT_EQ(merge_reason(device, blob, sizeof blob, pcache__checksum64(blob, 32)),
+  ASSERT_EQ(merge_reason(a.device, blob, sizeof blob, pcache__checksum64(blob, 32)),
             PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER);
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
+  test_objects_destroy(&a.o);
+  pcache_device_destroy(a.device);
+  pcache_client_close(a.client);
 
   /* Damage the store with the daemon stopped. */
   ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
@@ -141,13 +123,13 @@ int main(void) {
   test_daemon_start(&env, NULL);
 
   /* Warm: the prefetch gets the compute blob and the wrong-device one. */
-  client = util_client(5000);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  a.client = util_client(5000);
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.prefetched, 1);
   ASSERT_EQ(st.rejected_blobs, 1);
   /* The reports go from the upload thread; a flush waits for them. */
-  ASSERT_OK(pcache_device_flush(device));
+  ASSERT_OK(pcache_device_flush(a.device));
   ASSERT_EQ(util_count_entries(), 1); /* both bad entries dropped */
   stats = util_stats();
   ASSERT_GE(stats->stats->checksum_failures, 1);
@@ -155,29 +137,17 @@ int main(void) {
   pcache__response_free(stats);
 
   /* The app never notices: the two are compiled again and re-uploaded. */
-  test_objects_create(&o, device);
-  for (uint32_t i = 0; i < 2; i++) {
-    test_graphics g;
-    test_graphics_info(&g, &o, i);
-    ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
-  }
-  {
-    test_compute c;
-    test_compute_info(&c, &o, 0);
-    ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
-  }
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  test_objects_create(&a.o, a.device);
+  util_build_set(a.device, &a.o, 2, 1, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.compiles, 2);
   ASSERT_EQ(st.daemon_hits, 1);
   ASSERT_EQ(st.uploaded, 2);
   ASSERT_EQ(st.rejected_blobs, 1);
   ASSERT_EQ(util_count_entries(), 3);
 
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
   test_env_cleanup(&env);
   return 0;
 }

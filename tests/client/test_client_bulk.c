@@ -108,42 +108,33 @@ static void put_entries(pcache_device *device, const test_objects *o) {
 
 int main(void) {
   test_env env;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device, *warm;
-  test_objects o;
+  util_app a;
+  pcache_device *warm;
+  test_objects wo;
   pcache_stats st;
 
   test_env_init(&env, "client-bulk");
   test_daemon_start(&env, NULL);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  client = util_client(5000);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  put_entries(device, &o);
-  test_objects_destroy(&o);
+  util_app_open(&a, 5000);
+  put_entries(a.device, &a.o);
 
-  ASSERT_OK(pcache_device_create(client, &info, &warm));
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &warm));
   ASSERT_OK(pcache_device_get_stats(warm, &st));
   ASSERT_EQ(st.prefetched, N_ENTRIES);
   ASSERT_EQ(st.rejected_blobs, 0);
-  test_objects_create(&o, warm);
+  test_objects_create(&wo, warm);
   for (uint32_t i = 0; i < 4; i++) {
     test_graphics g;
     VkPipeline p;
-    test_graphics_info(&g, &o, i * 97);
+    test_graphics_info(&g, &wo, i * 97);
     ASSERT_VK(pcache_get_graphics_pipeline(warm, &g.info, &p));
   }
   ASSERT_OK(pcache_device_get_stats(warm, &st));
   ASSERT_EQ(st.daemon_hits, 4);
   ASSERT_EQ(st.compiles, 0);
-  test_objects_destroy(&o);
+  test_objects_destroy(&wo);
   pcache_device_destroy(warm);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
   test_env_cleanup(&env);
   return 0;
 }

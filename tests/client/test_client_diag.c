@@ -161,14 +161,9 @@ static void test_env_stderr(const test_vk *vk, const char *dir) {
   test_objects objs;
   VkShaderModule module;
   char path[512], text[8192], handle[32];
-  int fd, saved;
-  ssize_t n;
+  test_stderr redirected;
   snprintf(path, sizeof path, "%s/stderr.txt", dir);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  ASSERT_TRUE(fd >= 0);
-  fflush(stderr);
-  saved = dup(STDERR_FILENO);
-  ASSERT_TRUE(saved >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+  test_stderr_begin(&redirected, path);
   setenv("PCACHE_LOG", "warning", 1);
   ASSERT_OK(pcache_device_create(NULL, &info, &device));
   test_objects_create(&objs, device);
@@ -176,16 +171,7 @@ static void test_env_stderr(const test_vk *vk, const char *dir) {
   test_objects_destroy(&objs);
   pcache_device_destroy(device);
   unsetenv("PCACHE_LOG");
-  ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
-  close(saved);
-  close(fd);
-
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  ASSERT_TRUE(fd >= 0);
-  n = read(fd, text, sizeof text - 1);
-  close(fd);
-  ASSERT_TRUE(n > 0);
-  text[n] = '\0';
+  ASSERT_GT(test_stderr_end(&redirected, path, text, sizeof text), 0);
   fprintf(stderr, "stderr with PCACHE_LOG=warning:\n%s", text);
   snprintf(handle, sizeof handle, "0x%" PRIx64, (uint64_t)module);
   ASSERT_TRUE(strstr(text, "warning: pipeline not cached (unrecorded_shader_module)") != NULL);

@@ -79,94 +79,87 @@ static int daemon_pages(const pcache_device_info *info, const test_vk *vk) {
   return more;
 }
 
+/* The set on a's device once its prefetch is in: every pipeline a daemon
+ * hit, none compiled; then its objects and the device go. */
+static void build_warm(util_app *a) {
+  pcache_stats st;
+  test_objects_create(&a->o, a->device);
+  util_build_set(a->device, &a->o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_get_stats(a->device, &st));
+  ASSERT_EQ(st.compiles, 0);
+  ASSERT_EQ(st.daemon_hits, N_PIPELINES);
+  ASSERT_EQ(st.rejected_blobs, 0);
+  test_objects_destroy(&a->o);
+  pcache_device_destroy(a->device);
+}
+
 int main(void) {
   const char *args[] = {"--max-hashes", "3", NULL};
   test_env env;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   uint64_t t0;
 
   test_env_init(&env, "client-prefetch");
   test_daemon_start(&env, args);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  client = util_client(5000);
 
   /* Cold: compile and upload everything. */
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  util_app_open(&a, 5000);
+  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.uploaded, N_PIPELINES);
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
+  test_objects_destroy(&a.o);
+  pcache_device_destroy(a.device);
 
   /* 1. Pages within the timeout. */
-  if (daemon_pages(&info, &vk)) {
-    ASSERT_OK(pcache_device_create(client, &info, &device));
-    ASSERT_OK(pcache_device_get_stats(device, &st));
+  if (daemon_pages(&a.info, &a.vk)) {
+    ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
+    ASSERT_OK(pcache_device_get_stats(a.device, &st));
     ASSERT_EQ(st.prefetched, N_PIPELINES);
-    test_objects_create(&o, device);
-    util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-    ASSERT_OK(pcache_device_get_stats(device, &st));
-    ASSERT_EQ(st.compiles, 0);
-    ASSERT_EQ(st.daemon_hits, N_PIPELINES);
-    test_objects_destroy(&o);
-    pcache_device_destroy(device);
+    build_warm(&a);
   } else {
     fprintf(stderr, "SKIP part 1: the daemon does not page prefetch replies yet\n");
   }
-  pcache_client_close(client);
+  pcache_client_close(a.client);
 
   /* 2. The daemon stops answering: creation gives up in time, the rest
    * comes in the background once it answers again. */
-  client = util_client(TIMEOUT_MS);
-  ASSERT_TRUE(pcache_client_connected(client));
+  a.client = util_client(TIMEOUT_MS);
+  ASSERT_TRUE(pcache_client_connected(a.client));
   test_daemon_pause(&env);
   t0 = util_now_ms();
-  ASSERT_OK(pcache_device_create(client, &info, &device));
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
   ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.prefetched, 0);
   kill(env.daemon_pid, SIGCONT);
   t0 = util_now_ms();
   while (st.prefetched < N_PIPELINES && util_now_ms() - t0 < 8000) {
     struct timespec ts = {0, 20 * 1000000L};
     nanosleep(&ts, NULL);
-    ASSERT_OK(pcache_device_get_stats(device, &st));
+    ASSERT_OK(pcache_device_get_stats(a.device, &st));
   }
   ASSERT_EQ(st.prefetched, N_PIPELINES);
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
-  ASSERT_EQ(st.compiles, 0);
-  ASSERT_EQ(st.daemon_hits, N_PIPELINES);
-  ASSERT_EQ(st.rejected_blobs, 0);
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
+  build_warm(&a);
 
   /* 3. Destroy while the upload thread is in a background page call (it
    * has ten times the timeout): the call is cancelled, not waited out. The
    * thread retries after the client's one-second reconnect pause, so at
    * 1.3 s it is inside a call that could last until 2 s. */
   test_daemon_pause(&env);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
   {
     struct timespec ts = {1, 300 * 1000000L};
     nanosleep(&ts, NULL);
   }
   t0 = util_now_ms();
-  pcache_device_destroy(device);
+  pcache_device_destroy(a.device);
   ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
   kill(env.daemon_pid, SIGCONT);
 
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  pcache_client_close(a.client);
+  test_vk_fini(&a.vk);
   test_env_cleanup(&env);
   return 0;
 }

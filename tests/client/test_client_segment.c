@@ -43,27 +43,21 @@ static void *build_main(void *arg) {
 }
 
 static void run(const char *mode) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   int more = strcmp(mode, "more") == 0, after = strcmp(mode, "after") == 0;
   int threads = strcmp(mode, "nopf-threads") == 0;
   int nopf = strcmp(mode, "nopf") == 0 || threads, handed;
   uint64_t sent = util_segments_sent();
 
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
+  util_app_open_device(&a, 5000);
   /* Whether this run was handed the segment (nothing else asks for one
    * meanwhile): one that went stale first is not, and asks the socket. */
   handed = util_segments_sent() > sent;
   /* Held with its lease (the daemon counts it until the mapping goes). */
   if (handed)
-    ASSERT_TRUE(device->segment.map && device->segment.map->lease_fd >= 0);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+    ASSERT_TRUE(a.device->segment.map && a.device->segment.map->lease_fd >= 0);
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "warm") == 0 || more) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
     ASSERT_EQ(st.prefetched, N_PIPELINES);
@@ -72,23 +66,23 @@ static void run(const char *mode) {
   } else {
     ASSERT_EQ(st.prefetched, 0);
   }
-  test_objects_create(&o, device);
+  test_objects_create(&a.o, a.device);
   if (threads) {
     pthread_barrier_t start;
     builder b[N_THREADS];
     ASSERT_EQ(pthread_barrier_init(&start, NULL, N_THREADS), 0);
     for (int i = 0; i < N_THREADS; i++) {
-      b[i] = (builder){.start = &start, .device = device, .o = &o};
+      b[i] = (builder){.start = &start, .device = a.device, .o = &a.o};
       ASSERT_EQ(pthread_create(&b[i].thread, NULL, build_main, &b[i]), 0);
     }
     for (int i = 0; i < N_THREADS; i++)
       ASSERT_EQ(pthread_join(b[i].thread, NULL), 0);
     pthread_barrier_destroy(&start);
   } else {
-    util_build_set(device, &o, N_GRAPHICS + (more || after ? 2 : 0), N_COMPUTE, NULL);
+    util_build_set(a.device, &a.o, N_GRAPHICS + (more || after ? 2 : 0), N_COMPUTE, NULL);
   }
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "cold") == 0) {
     ASSERT_EQ(st.compiles, N_PIPELINES);
   } else {
@@ -106,10 +100,7 @@ static void run(const char *mode) {
      * either; on lavapipe the load is too quick for that to be caught.) */
     ASSERT_EQ(st.snapshots_uploaded, 0);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 static Pcachepb__StatsReply stats(void) {
@@ -120,6 +111,24 @@ static Pcachepb__StatsReply stats(void) {
   s.replay = NULL;
   pcache__response_free(r);
   return s;
+}
+
+/* Runs mode in a child until a run is handed the segment, five runs at
+ * most: a run whose segment went stale meanwhile (a commit of the run
+ * before landed after the build) asks over the socket and for another
+ * build, which the next run waits for. *before and *after: the daemon's
+ * stats around the run that was handed it. */
+static void run_until_handed(const char *argv0, const char *mode, Pcachepb__StatsReply *before,
+                             Pcachepb__StatsReply *after) {
+  for (int i = 0;; i++) {
+    *before = stats();
+    util_run_self(argv0, mode);
+    *after = stats();
+    if (after->segment_sent > before->segment_sent)
+      return;
+    ASSERT_LT(i, 5);
+    util_wait_segment_builds(after->segment_builds + 1);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -144,18 +153,8 @@ int main(int argc, char **argv) {
 
   /* A later warm run: the Segment request is the one request for blobs.
    * (A commit of the first warm run, its flush, may land after the build
-   * and make that segment stale: then the next run takes the socket again
-   * and asks for another build, so the runs go on until one is handed the
-   * segment; five at most.) */
-  for (int i = 0;; i++) {
-    s0 = stats();
-    util_run_self(argv[0], "warm");
-    s1 = stats();
-    if (s1.segment_sent > s0.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s1.segment_builds + 1);
-  }
+   * and make that segment stale: run_until_handed.) */
+  run_until_handed(argv[0], "warm", &s0, &s1);
   ASSERT_EQ(s1.gets - s0.gets, 1);
   ASSERT_EQ(s1.prefetch_scans - s0.prefetch_scans, 0);
   ASSERT_EQ(s1.segment_builds, s0.segment_builds);
@@ -171,15 +170,7 @@ int main(int argc, char **argv) {
    * whose segment went stale meanwhile asks over the socket; the next one
    * is handed the rebuilt segment.) */
   setenv("PCACHE_NO_PREFETCH", "1", 1);
-  for (int i = 0;; i++) {
-    s1 = stats();
-    util_run_self(argv[0], "nopf");
-    s0 = stats();
-    if (s0.segment_sent > s1.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s0.segment_builds + 1);
-  }
+  run_until_handed(argv[0], "nopf", &s1, &s0);
   ASSERT_EQ(s0.gets - s1.gets, 1);
   ASSERT_EQ(s0.segment_builds, s1.segment_builds); /* shared: not built again */
   ASSERT_EQ(s0.segment_sent - s1.segment_sent, 1);
@@ -195,15 +186,7 @@ int main(int argc, char **argv) {
   util_wait_segment_builds(s0.segment_builds + 1);
   s1 = stats();
   ASSERT_EQ(s1.segments, 1);
-  for (int i = 0;; i++) { /* until a run finds the segment current */
-    s0 = stats();
-    util_run_self(argv[0], "after");
-    s1 = stats();
-    if (s1.segment_sent > s0.segment_sent)
-      break;
-    ASSERT_LT(i, 5);
-    util_wait_segment_builds(s1.segment_builds + 1); /* the one this run asked for */
-  }
+  run_until_handed(argv[0], "after", &s0, &s1); /* until a run finds the segment current */
 
   /* Segments off: the socket path serves (a Prefetch). */
   setenv("PCACHE_NO_SEGMENT", "1", 1);

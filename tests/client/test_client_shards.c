@@ -71,11 +71,7 @@ static VkShaderModule frag_variant(pcache_device *device, uint32_t generator) {
 
 int main(void) {
   test_env env;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device;
-  test_objects o;
+  util_app a;
   pcache_stats st0, st;
   pthread_barrier_t start;
   worker workers[N_THREADS] = {0};
@@ -88,29 +84,29 @@ int main(void) {
 
   test_env_init(&env, "client-shards");
   test_daemon_start(&env, NULL);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  client = util_client(5000);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  ASSERT_OK(pcache_device_select_tier(device, 1, &tier));
-  test_graphics_info(&g, &o, 0);
+  util_app_open(&a, 5000);
+  ASSERT_OK(pcache_device_select_tier(a.device, 1, &tier));
+  test_graphics_info(&g, &a.o, 0);
   ASSERT_VK(pcache_tier_get_graphics_pipeline(tier, 7, &g.info, &by_key));
-  ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &by_info));
+  ASSERT_VK(pcache_get_graphics_pipeline(a.device, &g.info, &by_info));
   ASSERT_TRUE(by_key == by_info); /* same state */
-  pcache_device_end_frame(device);
+  pcache_device_end_frame(a.device);
 
   /* 1. Exact sums over the shards. */
-  ASSERT_OK(pcache_device_get_stats(device, &st0));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st0));
   pthread_barrier_init(&start, NULL, N_THREADS + 1);
   for (int i = 0; i < N_THREADS; i++)
-    workers[i] = (worker){.device = device, .objects = &o, .tier = tier, .expect_key = by_key,
-                          .expect_info = by_info, .start = &start};
+    workers[i] = (worker){.device = a.device,
+                          .objects = &a.o,
+                          .tier = tier,
+                          .expect_key = by_key,
+                          .expect_info = by_info,
+                          .start = &start};
   run_workers(workers, N_THREADS, &start);
   for (int i = 0; i < N_THREADS; i++)
     pthread_join(workers[i].thread, NULL);
   pthread_barrier_destroy(&start);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.hits_app_key - st0.hits_app_key, (uint64_t)N_THREADS * N_HITS);
   ASSERT_EQ(st.hits_create_info - st0.hits_create_info, (uint64_t)N_THREADS * N_HITS);
   ASSERT_EQ(st.misses, st0.misses);
@@ -119,8 +115,13 @@ int main(void) {
    * every ~30 of them it is rebuilt and the old table freed. */
   pthread_barrier_init(&start, NULL, 3);
   for (int i = 0; i < 2; i++)
-    workers[i] = (worker){.device = device, .objects = &o, .tier = tier, .expect_key = by_key,
-                          .expect_info = by_info, .start = &start, .stop = &stop};
+    workers[i] = (worker){.device = a.device,
+                          .objects = &a.o,
+                          .tier = tier,
+                          .expect_key = by_key,
+                          .expect_info = by_info,
+                          .start = &start,
+                          .stop = &stop};
   run_workers(workers, 2, &start);
   /* Churn until both readers have run alongside it for a while: on a
    * loaded machine the churn alone can finish before they are scheduled. */
@@ -132,9 +133,9 @@ int main(void) {
                                .maxLod = (float)(i % 8)};
     VkSampler samplers[4];
     for (int k = 0; k < 4; k++)
-      ASSERT_VK(pcache_create_sampler(device, &sci, NULL, &samplers[k]));
+      ASSERT_VK(pcache_create_sampler(a.device, &sci, NULL, &samplers[k]));
     for (int k = 0; k < 4; k++)
-      pcache_destroy_sampler(device, samplers[k], NULL);
+      pcache_destroy_sampler(a.device, samplers[k], NULL);
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < 2; i++) {
@@ -145,28 +146,25 @@ int main(void) {
 
   /* 3. Destroyed objects leave the map: a handle value the driver hands
    * out again names the new content, not the old. */
-  ASSERT_OK(pcache_device_get_stats(device, &st0));
-  m1 = frag_variant(device, 0x70636101);
+  ASSERT_OK(pcache_device_get_stats(a.device, &st0));
+  m1 = frag_variant(a.device, 0x70636101);
   h1 = (uint64_t)(uintptr_t)m1;
   g.stages[1].module = m1;
-  ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p1));
-  pcache_destroy_shader_module(device, m1, NULL);
-  m2 = frag_variant(device, 0x70636102);
+  ASSERT_VK(pcache_get_graphics_pipeline(a.device, &g.info, &p1));
+  pcache_destroy_shader_module(a.device, m1, NULL);
+  m2 = frag_variant(a.device, 0x70636102);
   h2 = (uint64_t)(uintptr_t)m2;
   g.stages[1].module = m2;
-  ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p2));
+  ASSERT_VK(pcache_get_graphics_pipeline(a.device, &g.info, &p2));
   ASSERT_TRUE(p1 != p2);
   ASSERT_TRUE(p1 != by_info && p2 != by_info);
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.misses - st0.misses, 2);
   ASSERT_EQ(st.unhashable, st0.unhashable);
   fprintf(stderr, "handle reused after destroy: %s\n", h1 == h2 ? "yes" : "no (checked less)");
-  pcache_destroy_shader_module(device, m2, NULL);
+  pcache_destroy_shader_module(a.device, m2, NULL);
 
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
   test_env_cleanup(&env);
   return 0;
 }

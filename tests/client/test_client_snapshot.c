@@ -31,11 +31,7 @@
  * segment's snapshot and refuses it), and with one, "seg-header-pf"
  * (creation refuses it, and asks the socket for no snapshot after). */
 static void run(const char *mode) {
-  test_vk vk;
-  pcache_client *client;
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   int seg = strncmp(mode, "seg-", 4) == 0;
 
@@ -46,11 +42,8 @@ static void run(const char *mode) {
     if (strcmp(mode, "seg-nosnap") == 0)
       setenv("PCACHE_NO_SNAPSHOT", "1", 1);
   }
-  client = util_client(5000);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  util_app_open_device(&a, 5000);
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   if (strcmp(mode, "warm") == 0) {
     ASSERT_EQ(st.snapshot_loaded, N_PIPELINES);
     ASSERT_EQ(st.prefetched, N_PIPELINES);
@@ -72,10 +65,10 @@ static void run(const char *mode) {
     ASSERT_EQ(st.snapshot_loaded, 0);
     ASSERT_EQ(st.prefetched, 0);
   }
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  test_objects_create(&a.o, a.device);
+  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.misses, N_PIPELINES);
   if (strcmp(mode, "cold") == 0) {
     ASSERT_EQ(st.compiles, N_PIPELINES);
@@ -96,10 +89,7 @@ static void run(const char *mode) {
     ASSERT_EQ(st.prefetched, 0);
     ASSERT_EQ(st.rejected_blobs, 1);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 static void stats(uint64_t *ret_gets, uint64_t *ret_snapshots, uint64_t *ret_checksum,
@@ -155,6 +145,15 @@ static void damage(const char *data_dir, int wrong_device) {
   free(data);
 }
 
+/* Stops the daemon, damages its snapshot as damage() does, starts it
+ * again and runs this test's mode in a child. */
+static void damage_and_run(test_env *env, int wrong_device, const char *argv0, const char *mode) {
+  ASSERT_EQ(test_daemon_stop(env, SIGTERM) & 0x7f, 0);
+  damage(env->data_dir, wrong_device);
+  test_daemon_start(env, NULL);
+  util_run_self(argv0, mode);
+}
+
 /* Restarts the daemon with the snapshot given another device's header,
  * then runs children that neither load nor upload a snapshot until one is
  * handed a current segment (the first asks the daemon to build it; one
@@ -201,10 +200,7 @@ int main(int argc, char **argv) {
 
   /* A damaged body: the daemon never sends it and drops it; the run goes
    * blob by blob and uploads a new snapshot, which the next run loads. */
-  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
-  damage(env.data_dir, 0);
-  test_daemon_start(&env, NULL);
-  util_run_self(argv[0], "fallback");
+  damage_and_run(&env, 0, argv[0], "fallback");
   stats(&gets0, &snaps, &checksum, &reports);
   ASSERT_GE(checksum, 1);
   ASSERT_EQ(snaps, 1);
@@ -213,10 +209,7 @@ int main(int argc, char **argv) {
   /* Another device's header, checksum fixed: only the client can tell. It
    * refuses it before the driver, reports it (the daemon drops it), Gets
    * the covered pipelines one by one and uploads a good snapshot. */
-  ASSERT_EQ(test_daemon_stop(&env, SIGTERM) & 0x7f, 0);
-  damage(env.data_dir, 1);
-  test_daemon_start(&env, NULL);
-  util_run_self(argv[0], "header");
+  damage_and_run(&env, 1, argv[0], "header");
   stats(&gets1, &snaps, &checksum, &reports);
   ASSERT_GE(reports, 1);
   ASSERT_EQ(gets1, 1 + N_PIPELINES); /* the Prefetch, then a Get per pipeline */

@@ -66,34 +66,26 @@ static void *work(void *arg) {
 
 int main(void) {
   test_env env;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   pthread_barrier_t start;
   worker workers[N_THREADS] = {0};
 
   test_env_init(&env, "client-threads");
   test_daemon_start(&env, NULL);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  client = util_client(5000);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
+  util_app_open(&a, 5000);
 
   pthread_barrier_init(&start, NULL, N_THREADS + 1);
   for (int i = 0; i < N_THREADS; i++) {
     workers[i].index = i;
-    workers[i].device = device;
-    workers[i].objects = &o;
+    workers[i].device = a.device;
+    workers[i].objects = &a.o;
     workers[i].start = &start;
     ASSERT_EQ(pthread_create(&workers[i].thread, NULL, work, &workers[i]), 0);
   }
   pthread_barrier_wait(&start);
   while (atomic_load(&done) < N_THREADS)
-    pcache_device_end_frame(device); /* publishing races the lookups */
+    pcache_device_end_frame(a.device); /* publishing races the lookups */
   for (int i = 0; i < N_THREADS; i++)
     pthread_join(workers[i].thread, NULL);
   pthread_barrier_destroy(&start);
@@ -103,8 +95,8 @@ int main(void) {
   for (int s = 0; s < N_STATES; s++)
     for (int t = 0; t < s; t++)
       ASSERT_TRUE(workers[0].got[s] != workers[0].got[t]);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.compiles, N_STATES);
   ASSERT_EQ(st.misses, N_STATES);
   ASSERT_EQ(st.pipelines, N_STATES);
@@ -114,10 +106,7 @@ int main(void) {
             (uint64_t)N_THREADS * ROUNDS * N_STATES);
   ASSERT_EQ(util_count_entries(), N_STATES);
 
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
   test_env_cleanup(&env);
   return 0;
 }

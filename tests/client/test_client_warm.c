@@ -20,27 +20,20 @@
 
 /* One process's run; cold or warm decides what the counters must say. */
 static void run(int warm) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   VkPipeline first[N_PIPELINES], again[N_PIPELINES];
   pcache_stats st;
 
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_TRUE(pcache_client_connected(client));
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, first);
+  util_app_open(&a, 5000);
+  ASSERT_TRUE(pcache_client_connected(a.client));
+  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, first);
   for (int i = 0; i < N_PIPELINES; i++)
     for (int j = 0; j < i; j++)
       ASSERT_TRUE(first[i] != first[j]);
-  util_build_set(device, &o, N_GRAPHICS, N_COMPUTE, again);
+  util_build_set(a.device, &a.o, N_GRAPHICS, N_COMPUTE, again);
   ASSERT_MEMEQ(first, again, sizeof first);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.misses, N_PIPELINES);
   ASSERT_EQ(st.hits_create_info, N_PIPELINES);
   ASSERT_EQ(st.pipelines, N_PIPELINES);
@@ -63,10 +56,7 @@ static void run(int warm) {
     ASSERT_EQ(st.compiles, 0);
     ASSERT_EQ(st.uploaded, 0);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }
 
 int main(int argc, char **argv) {

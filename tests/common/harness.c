@@ -304,3 +304,27 @@ int test_count_aside(const test_env *env) {
   closedir(d);
   return n;
 }
+
+void test_stderr_begin(test_stderr *c, const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_TRUE(fd >= 0);
+  fflush(stderr);
+  c->saved = dup(STDERR_FILENO);
+  ASSERT_TRUE(c->saved >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+  close(fd);
+}
+
+size_t test_stderr_end(test_stderr *c, const char *path, char *text, size_t size) {
+  ssize_t n;
+  int fd;
+  fflush(stderr);
+  ASSERT_TRUE(dup2(c->saved, STDERR_FILENO) >= 0);
+  close(c->saved);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  ASSERT_TRUE(fd >= 0);
+  n = read(fd, text, size - 1);
+  close(fd);
+  ASSERT_TRUE(n >= 0);
+  text[n] = '\0';
+  return (size_t)n;
+}

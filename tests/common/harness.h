@@ -76,4 +76,15 @@ struct Pcachepb__HelloReply;
 int test_open_hello(const test_env *env, const char *app, uint32_t timeout_ms,
                     struct Pcachepb__HelloReply *ret_hello);
 
+/* This process's stderr sent to a file, for a test that reads what a
+ * library or layer said there. */
+typedef struct test_stderr {
+  int saved; /* the stderr it replaced */
+} test_stderr;
+/* From now on stderr goes to path (made afresh, mode 0600). */
+void test_stderr_begin(test_stderr *c, const char *path);
+/* Puts stderr back and reads path into text (at most size - 1 bytes,
+ * NUL-terminated); returns how many bytes it read. */
+size_t test_stderr_end(test_stderr *c, const char *path, char *text, size_t size);
+
 #endif

@@ -1,19 +1,11 @@
 # Sourced by the suite's shell tests (examples/demo_test.sh,
 # tests/fakedriver/driver_first_test.sh): a scratch directory removed at
-# exit, the environment that keeps a test off the user's own daemon and
-# caches, a private pcached on it, and checks of key=value output. Set
-# TEST_NAME first.
+# exit (scratch.sh), the environment that keeps a test off the user's own
+# daemon and caches, a private pcached on it, and checks of key=value
+# output. Set TEST_NAME first.
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-$TEST_NAME-XXXXXX")
-daemon_pid=
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+# shellcheck source=scratch.sh
+. "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 
 fail() {
   echo "$TEST_NAME: FAIL: $*" >&2

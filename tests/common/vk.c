@@ -1,6 +1,7 @@
 #include "vk.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "test_shaders.h"
@@ -352,4 +353,15 @@ void test_gpl_link(test_gpl *t, const VkPipeline libraries[TEST_GPL_PARTS],
                                      .flags = flags,
                                      .layout = t->g.info.layout,
                                      .basePipelineIndex = -1};
+}
+
+void test_plain_program_pipeline(test_vk *vk, uint32_t variant) {
+  test_objects o;
+  test_graphics g;
+  VkPipeline p;
+  test_vk_init(vk);
+  test_objects_create_plain(&o, vk->device);
+  test_graphics_info(&g, &o, variant);
+  if (vkCreateGraphicsPipelines(vk->device, VK_NULL_HANDLE, 1, &g.info, NULL, &p) != VK_SUCCESS)
+    _exit(3);
 }

@@ -72,6 +72,12 @@ typedef struct test_graphics {
 
 void test_graphics_info(test_graphics *g, const test_objects *objects, uint32_t variant);
 
+/* What a plain program does in a layer test's child process: the Vulkan
+ * device (into vk), the objects made with plain Vulkan, and graphics
+ * pipeline variant; the child exits 3 when the driver refuses it. All of
+ * it is left alive: how the program ends is the caller's test. */
+void test_plain_program_pipeline(test_vk *vk, uint32_t variant);
+
 /* A compute create info; the variant is its specialization constant. */
 typedef struct test_compute {
   VkComputePipelineCreateInfo info;

@@ -10,16 +10,9 @@
 set -euo pipefail
 
 pcached=$1 pcachectl=$2 demo=${3:-}
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-no-runtime-dir-XXXXXX")
-daemon_pid=
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+TEST_NAME=no-runtime-dir
+# shellcheck source=../common/scratch.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/scratch.sh"
 fail() { echo "no_runtime_dir: FAIL: $*" >&2; exit 1; }
 
 # A user with a home and nothing else: no runtime dir, no pcache settings.

@@ -47,6 +47,7 @@
 
 #include "client/vkext.h"
 #include "common/hash.h"
+#include "layer/link.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_OBJECTS 4096
@@ -101,15 +102,6 @@ static void log_answer(const char *what) {
     /* a test that cannot count answers fails on the count */
   }
   close(fd);
-}
-
-static void *find_link(const void *chain, VkStructureType stype) {
-  for (const VkBaseInStructure *s = chain; s; s = s->pNext) {
-    const VkLayerInstanceCreateInfo *link = (const VkLayerInstanceCreateInfo *)s;
-    if (s->sType == stype && link->function == VK_LAYER_LINK_INFO)
-      return (void *)s;
-  }
-  return NULL;
 }
 
 /* The code hash of a module this layer saw made; zero when unknown. */
@@ -622,7 +614,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreate
                                                           const VkAllocationCallbacks *allocator,
                                                           VkInstance *ret_instance) {
   VkLayerInstanceCreateInfo *link =
-      find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO);
+      layer_find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO);
   PFN_vkCreateInstance create;
   VkResult vr;
   if (!link || !link->u.pLayerInfo)
@@ -648,7 +640,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice physica
                                                         const VkDeviceCreateInfo *ci,
                                                         const VkAllocationCallbacks *allocator,
                                                         VkDevice *ret_device) {
-  VkLayerDeviceCreateInfo *link = find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO);
+  VkLayerDeviceCreateInfo *link =
+      layer_find_link(ci->pNext, VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO);
   static const VkStructureType feature_types[2] = {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR,
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR};

@@ -7,21 +7,14 @@
 #include "vk.h"
 
 void fleet_app_run(int cold) {
-  test_vk vk;
-  pcache_client *client = util_client(5000);
-  pcache_device *device;
-  pcache_device_info info;
-  test_objects o;
+  util_app a;
   pcache_stats st;
 
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  ASSERT_TRUE(pcache_client_connected(client));
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
-  util_build_set(device, &o, FLEET_APP_GRAPHICS, FLEET_APP_COMPUTE, NULL);
-  ASSERT_OK(pcache_device_flush(device));
-  ASSERT_OK(pcache_device_get_stats(device, &st));
+  util_app_open(&a, 5000);
+  ASSERT_TRUE(pcache_client_connected(a.client));
+  util_build_set(a.device, &a.o, FLEET_APP_GRAPHICS, FLEET_APP_COMPUTE, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
   ASSERT_EQ(st.misses, FLEET_APP_PIPELINES);
   ASSERT_EQ(st.rejected_blobs, 0);
   if (cold) {
@@ -36,8 +29,5 @@ void fleet_app_run(int cold) {
     else
       ASSERT_EQ(st.prefetched, FLEET_APP_PIPELINES);
   }
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
 }

@@ -191,6 +191,27 @@ void fleet_sleep_ms(unsigned ms) {
   nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }
 
+void fleet_member_start(test_env *env, const char *name, const test_redis *rs, const char *key,
+                        const char *trusted, int probe) {
+  /* Generous: the tests that start members this way are about what is
+   * shared, not how fast (the fault test and bench/bench_fleet.c are
+   * about time). */
+  const char *args[] = {"--remote",
+                        rs->url,
+                        "--remote-timeout",
+                        "2000",
+                        "--remote-signing-key",
+                        key,
+                        "--remote-trusted-keys",
+                        trusted,
+                        NULL};
+  test_env_init(env, name);
+  if (probe)
+    unsetenv("PCACHE_REPLAY_DETECT");
+  test_daemon_start(env, args);
+  setenv("PCACHE_REPLAY_DETECT", "off", 1);
+}
+
 void fleet_begin(test_env *root, const char *name, test_redis *rs, test_fleet_key *keys, size_t n) {
   char dir[400];
   redis_require();

@@ -64,6 +64,13 @@ void fleet_trust_file(const char *path, const test_fleet_key *keys, size_t n);
 /* A fleet test's start: root, a scratch directory named after name; a
  * redis-server in it (rs); n writers' key pairs in root/keys-a, -b, ... */
 void fleet_begin(test_env *root, const char *name, test_redis *rs, test_fleet_key *keys, size_t n);
+/* Starts a fleet member in env (test_env_init: $PCACHE_SOCKET points at
+ * it) on rs, signing with the key file key and trusting the writers the
+ * file trusted lists, with a --remote-timeout of 2 s; probe: whether it
+ * probes its drivers at start (and so syncs; test_env_init turns that
+ * off). */
+void fleet_member_start(test_env *env, const char *name, const test_redis *rs, const char *key,
+                        const char *trusted, int probe);
 /* Runs a shell command line (printf format); returns its exit status. */
 int fleet_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

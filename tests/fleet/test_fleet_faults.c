@@ -26,61 +26,13 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "proto/rpc.h"
+#include "fleet_wire.h"
 #include "redis_util.h"
 #include "remote_trust.h"
 #include "test.h"
 #include "wire.h"
 
 #define N_ITEMS 4
-
-/* What a test reads of StatsReply.remote. */
-typedef struct remote_view {
-  char state[16], last_error[256];
-  uint64_t asks, fetched, stored, refused, pushed, reconnects, skipped, timeouts;
-  uint64_t entries;
-} remote_view;
-
-static remote_view view(const test_env *env, const char *app) {
-  int fd = wire_open(env, app);
-  wire_reply r;
-  remote_view v = {0};
-  wire_stats(fd, &r);
-  const Pcachepb__RemoteStats *m = r.resp->stats->remote;
-  ASSERT_TRUE(m != NULL);
-  snprintf(v.state, sizeof v.state, "%s", m->state);
-  snprintf(v.last_error, sizeof v.last_error, "%s", m->last_error);
-  v.asks = m->asks, v.fetched = m->fetched, v.stored = m->stored, v.refused = m->refused;
-  v.pushed = m->pushed, v.reconnects = m->reconnects, v.skipped = m->skipped;
-  v.timeouts = m->timeouts;
-  v.entries = r.resp->stats->entries;
-  wire_reply_free(&r);
-  close(fd);
-  return v;
-}
-
-/* Waits (10 s at most) until env's remote is in state. */
-static void wait_state(test_env *env, const char *state) {
-  for (int i = 0; i < 1000; i++) {
-    if (strcmp(view(env, "fleet").state, state) == 0)
-      return;
-    fleet_sleep_ms(10);
-  }
-  fprintf(stderr, "remote never became %s\n", state);
-  test_dump_daemon_log(env);
-  abort();
-}
-
-/* Waits until env has pushed at least n values. */
-static void wait_pushed(test_env *env, uint64_t n) {
-  for (int i = 0; i < 1000; i++) {
-    if (view(env, "fleet").pushed >= n)
-      return;
-    fleet_sleep_ms(10);
-  }
-  fprintf(stderr, "fewer than %llu values pushed\n", (unsigned long long)n);
-  test_dump_daemon_log(env);
-  abort();
-}
 
 /* A Get of items on a fresh connection within deadline_ms (the client's
  * own timeout): asserts the daemon answered in time; returns how many
@@ -172,6 +124,20 @@ static void damage(redisContext *c, const pcache__devkey *key, wire_item *items)
   freeReplyObject(v);
 }
 
+/* A socket listening (backlog) on a free loopback port: the fake Redis
+ * servers' below; url gets its redis:// address. */
+static int listen_loopback(int backlog, char url[64]) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  ASSERT_EQ(listen(fd, backlog), 0);
+  snprintf(url, 64, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+  return fd;
+}
+
 /* ------------------------------------------------------------- garbage */
 
 static int garbage_fd;
@@ -192,8 +158,6 @@ static void *garbage_server(void *arg) {
 }
 
 static void garbage_case(void) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
   pthread_t t;
   test_env env;
   pcache__devkey key;
@@ -201,16 +165,12 @@ static void garbage_case(void) {
   wire_reply r;
   char url[64];
   int fd;
-  garbage_fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_EQ(bind(garbage_fd, (struct sockaddr *)&a, sizeof a), 0);
-  ASSERT_EQ(getsockname(garbage_fd, (struct sockaddr *)&a, &len), 0);
-  ASSERT_EQ(listen(garbage_fd, 8), 0);
+  garbage_fd = listen_loopback(8, url);
   ASSERT_EQ(pthread_create(&t, NULL, garbage_server, NULL), 0);
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
   start_with(&env, "fleet-garbage", url, NULL);
   wire_guard(&env);
   fleet_sleep_ms(300);
-  remote_view v = view(&env, "fleet");
+  remote_view v = fleet_view(&env, "fleet");
   ASSERT_TRUE(strcmp(v.state, "up") != 0);
   ASSERT_GE(v.reconnects, 1);
   /* Serving goes on from the store alone, at once. */
@@ -258,50 +218,30 @@ static void *pong_server(void *arg) {
   }
 }
 
-/* How many lines of env's log hold text, debug lines left out (the test
- * daemons log at debug; a daemon logs at info by default). */
-static int log_count(const test_env *env, const char *text) {
-  char line[1024];
-  int n = 0;
-  FILE *f = fopen(env->log_path, "r");
-  ASSERT_TRUE(f != NULL);
-  while (fgets(line, sizeof line, f))
-    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 &&
-         strstr(line, text) != NULL;
-  fclose(f);
-  return n;
-}
-
 /* A server that answers PING and then sends garbage: the pause between
  * tries keeps doubling, since no connection ever did any work (answering
  * PING is not work), and the log says so once. Reconnecting at once after
  * each PONG made 331 connections in 45 s. */
 static void pong_garbage_case(void) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
   pthread_t t;
   test_env env;
   char url[64];
   remote_view v;
-  pong_fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_EQ(bind(pong_fd, (struct sockaddr *)&a, sizeof a), 0);
-  ASSERT_EQ(getsockname(pong_fd, (struct sockaddr *)&a, &len), 0);
-  ASSERT_EQ(listen(pong_fd, 64), 0);
+  pong_fd = listen_loopback(64, url);
   ASSERT_EQ(pthread_create(&t, NULL, pong_server, NULL), 0);
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
   start_with(&env, "fleet-pong", url, NULL);
   wire_guard(&env);
   /* 100 + 200 + 400 + 800 + 1600 ms: five or six tries in 3.5 s, where a
    * pause reset at each PONG makes one every 100 ms (over 30). */
   fleet_sleep_ms(3500);
-  v = view(&env, "fleet");
+  v = fleet_view(&env, "fleet");
   fprintf(stderr, "pong-garbage: %d connections, %llu reconnects in 3.5 s\n",
           atomic_load(&pong_accepted), (unsigned long long)v.reconnects);
   ASSERT_GE(v.reconnects, 3);
   ASSERT_LE(v.reconnects, 8);
   ASSERT_LE(atomic_load(&pong_accepted), 8);
-  ASSERT_EQ(log_count(&env, "before any fetch or write was answered"), 1);
-  ASSERT_LE(log_count(&env, "remote:"), 8);
+  ASSERT_EQ(fleet_log_count(&env, "before any fetch or write was answered"), 1);
+  ASSERT_LE(fleet_log_count(&env, "remote:"), 8);
   test_env_cleanup(&env);
   shutdown(pong_fd, SHUT_RDWR);
   close(pong_fd);
@@ -425,8 +365,6 @@ static uint64_t peak_kib(pid_t pid) {
  * bound (two frames and 1 MiB; 3 MiB here with --max-frame 1 MiB), drops
  * the connection saying why, and goes on serving from its store. */
 static void huge_case(void) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
   const char *args[] = {"--remote",    NULL,      "--remote-timeout",      "2000",
                         "--max-frame", "1048576", "--remote-trusted-keys", trusted_ab,
                         NULL};
@@ -436,23 +374,19 @@ static void huge_case(void) {
   wire_item it;
   char url[64];
   remote_view v;
-  huge_fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_EQ(bind(huge_fd, (struct sockaddr *)&a, sizeof a), 0);
-  ASSERT_EQ(getsockname(huge_fd, (struct sockaddr *)&a, &len), 0);
-  ASSERT_EQ(listen(huge_fd, 8), 0);
+  huge_fd = listen_loopback(8, url);
   ASSERT_EQ(pthread_create(&t, NULL, huge_server, NULL), 0);
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
   args[1] = url;
   test_env_init(&env, "fleet-huge");
   test_daemon_start(&env, args);
-  wait_state(&env, "up");
+  fleet_wait_state(&env, "fleet", "up");
   wire_devkey(8, &key);
   wire_item_make(&it, &key, 1, 4096);
   /* The miss asks the fleet, which answers without end. */
   ASSERT_EQ(get_within(&env, &key, &it, 1, 5000), 0);
-  for (int i = 0; i < 500 && view(&env, "fleet").reconnects == 0; i++)
+  for (int i = 0; i < 500 && fleet_view(&env, "fleet").reconnects == 0; i++)
     fleet_sleep_ms(10);
-  v = view(&env, "fleet");
+  v = fleet_view(&env, "fleet");
   ASSERT_GE(v.reconnects, 1);
   ASSERT_TRUE(strstr(v.last_error, "bound") != NULL);
   /* It took in no more than the bound and some slack, though it was sent
@@ -502,9 +436,9 @@ static void auth_case(const char *root) {
   chmod(file, 0600);
   start_with(&env, "fleet-authbad", rs.url, file);
   wire_guard(&env);
-  for (int i = 0; i < 500 && !view(&env, "fleet").reconnects; i++)
+  for (int i = 0; i < 500 && !fleet_view(&env, "fleet").reconnects; i++)
     fleet_sleep_ms(10);
-  remote_view v = view(&env, "fleet");
+  remote_view v = fleet_view(&env, "fleet");
   ASSERT_TRUE(strcmp(v.state, "up") != 0);
   ASSERT_TRUE(strstr(v.last_error, "AUTH") != NULL);
   test_env_cleanup(&env);
@@ -515,7 +449,7 @@ static void auth_case(const char *root) {
   close(fd);
   start_with(&env, "fleet-auth", rs.url, file);
   wire_guard(&env);
-  wait_state(&env, "up");
+  fleet_wait_state(&env, "fleet", "up");
   {
     pcache__devkey key;
     wire_item it;
@@ -526,7 +460,7 @@ static void auth_case(const char *root) {
     wire_put(fd, &key, &it, 1, &r);
     wire_reply_free(&r);
     close(fd);
-    wait_pushed(&env, 1);
+    fleet_wait_pushed(&env, "fleet", 1);
     wire_item_free(&it);
   }
   test_env_cleanup(&env);
@@ -560,7 +494,7 @@ int main(void) {
   }
   start_signed(&a, "fleet-a", rs.url, NULL, &key_a);
   wire_guard(&a);
-  wait_state(&a, "up");
+  fleet_wait_state(&a, "fleet", "up");
 
   /* A stores four entries: each is pushed, with its app's index. */
   wire_devkey(3, &key);
@@ -571,7 +505,7 @@ int main(void) {
   ASSERT_EQ(r.resp->put->stored, N_ITEMS);
   wire_reply_free(&r);
   close(fd);
-  wait_pushed(&a, N_ITEMS);
+  fleet_wait_pushed(&a, "fleet", N_ITEMS);
   c = redis_connect(&rs);
   ASSERT_EQ(redis_count_keys(c, "pcache:e:*"), N_ITEMS);
   ASSERT_EQ(redis_count_keys(c, "pcache:a:*"), 1);
@@ -580,9 +514,9 @@ int main(void) {
    * a local hit. */
   start_with(&b, "fleet-b", rs.url, NULL);
   wire_guard(&b);
-  wait_state(&b, "up");
+  fleet_wait_state(&b, "fleet", "up");
   ASSERT_EQ(get_within(&b, &key, &items[3], 1, 5000), 1);
-  remote_view v = view(&b, "fleet");
+  remote_view v = fleet_view(&b, "fleet");
   ASSERT_EQ(v.stored, 1);
   ASSERT_EQ(v.entries, 1);
   ASSERT_EQ(v.pushed, 0); /* never pushed back */
@@ -590,7 +524,7 @@ int main(void) {
   /* Damaged values are refused, each counted, none stored or served. */
   damage(c, &key, items);
   ASSERT_EQ(get_within(&b, &key, items, N_ITEMS, 5000), 1); /* items[3], local now */
-  v = view(&b, "fleet");
+  v = fleet_view(&b, "fleet");
   ASSERT_EQ(v.refused, 3);
   ASSERT_EQ(v.stored, 1);
   ASSERT_EQ(v.entries, 1);
@@ -601,18 +535,18 @@ int main(void) {
   kill(rs.pid, SIGSTOP);
   for (int i = 0; i < 5; i++)
     ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
-  wait_state(&b, "down");
+  fleet_wait_state(&b, "fleet", "down");
   ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
-  ASSERT_GE(view(&b, "fleet").skipped, 1);
-  ASSERT_GE(view(&b, "fleet").timeouts, 1);
+  ASSERT_GE(fleet_view(&b, "fleet").skipped, 1);
+  ASSERT_GE(fleet_view(&b, "fleet").timeouts, 1);
   kill(rs.pid, SIGCONT);
-  wait_state(&b, "up");
+  fleet_wait_state(&b, "fleet", "up");
 
   /* Redis killed midway: B serves what it has and stores uploads; once
    * Redis is back (empty: it kept nothing), B reconnects and pushes. */
   redisFree(c);
   redis_kill(&rs);
-  wait_state(&b, "down");
+  fleet_wait_state(&b, "fleet", "down");
   ASSERT_EQ(get_within(&b, &key, &items[3], 1, 1000), 1);
   ASSERT_EQ(get_within(&b, &key, &more, 1, 1000), 0);
   fd = wire_open(&b, "fleet");
@@ -621,15 +555,15 @@ int main(void) {
   wire_reply_free(&r);
   close(fd);
   redis_start(&rs, dir); /* the same port */
-  wait_state(&b, "up");
-  ASSERT_GE(view(&b, "fleet").reconnects, 2);
+  fleet_wait_state(&b, "fleet", "up");
+  ASSERT_GE(fleet_view(&b, "fleet").reconnects, 2);
   fd = wire_open(&b, "fleet");
   wire_item_free(&more);
   wire_item_make(&more, &key, 1000, 1024);
   wire_put(fd, &key, &more, 1, &r);
   wire_reply_free(&r);
   close(fd);
-  wait_pushed(&b, 1);
+  fleet_wait_pushed(&b, "fleet", 1);
 
   for (int i = 0; i < N_ITEMS; i++)
     wire_item_free(&items[i]);

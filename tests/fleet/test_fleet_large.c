@@ -22,6 +22,7 @@
 
 #include "common/hash.h"
 #include "proto/rpc.h"
+#include "fleet_wire.h"
 #include "redis_util.h"
 #include "test.h"
 #include "wire.h"
@@ -31,45 +32,14 @@
 #define N_GET 32
 #define APP "large"
 
-typedef struct remote_view {
-  char state[16];
-  uint64_t pushed, stored, refused, reconnects, entries;
-} remote_view;
-
-static remote_view view(const test_env *env) {
-  int fd = wire_open(env, APP);
-  wire_reply r;
-  remote_view v = {0};
-  wire_stats(fd, &r);
-  const Pcachepb__RemoteStats *m = r.resp->stats->remote;
-  ASSERT_TRUE(m != NULL);
-  snprintf(v.state, sizeof v.state, "%s", m->state);
-  v.pushed = m->pushed, v.stored = m->stored, v.refused = m->refused;
-  v.reconnects = m->reconnects;
-  v.entries = r.resp->stats->entries;
-  wire_reply_free(&r);
-  close(fd);
-  return v;
-}
-
-static void wait_up(test_env *env) {
-  for (int i = 0; i < 1000; i++) {
-    if (strcmp(view(env).state, "up") == 0)
-      return;
-    fleet_sleep_ms(10);
-  }
-  test_dump_daemon_log(env);
-  TEST_FAIL_("remote never up");
-}
-
 /* What env stores once the fleet's values stop arriving: the entry count
  * once it has stayed the same for 500 ms (30 s at most). */
 static uint64_t settled(const test_env *env) {
-  uint64_t last = view(env).entries;
+  uint64_t last = fleet_view(env, APP).entries;
   for (int same = 0, i = 0; same < 50 && i < 3000; i++) {
     uint64_t now;
     fleet_sleep_ms(10);
-    now = view(env).entries;
+    now = fleet_view(env, APP).entries;
     same = now == last ? same + 1 : 0;
     last = now;
   }
@@ -83,7 +53,7 @@ static void fill(test_env *env, const pcache__devkey *dev, const pcache__hash *h
                  uint64_t want) {
   remote_view v;
   wire_reply r;
-  for (int asks = 1; asks <= 6 && view(env).entries < want; asks++) {
+  for (int asks = 1; asks <= 6 && fleet_view(env, APP).entries < want; asks++) {
     int fd = wire_open(env, APP);
     if (n)
       wire_get(fd, dev, hashes, n, &r);
@@ -94,7 +64,7 @@ static void fill(test_env *env, const pcache__devkey *dev, const pcache__hash *h
     fprintf(stderr, "%s %d: member stores %llu of %llu entries\n", n ? "get" : "prefetch", asks,
             (unsigned long long)settled(env), (unsigned long long)want);
   }
-  v = view(env);
+  v = fleet_view(env, APP);
   if (v.entries != want || v.reconnects != 0)
     test_dump_daemon_log(env);
   ASSERT_EQ(v.entries, want);
@@ -116,7 +86,7 @@ static void reader(test_env *env, const char *name, const char *url, const char 
   test_env_init(env, name);
   test_daemon_start(env, args);
   wire_guard(env);
-  wait_up(env);
+  fleet_wait_state(env, APP, "up");
 }
 
 int main(void) {
@@ -154,7 +124,7 @@ int main(void) {
     test_env_init(&w, "large-w");
     test_daemon_start(&w, args);
     wire_guard(&w);
-    wait_up(&w);
+    fleet_wait_state(&w, APP, "up");
   }
   wire_devkey(1, &dev);
   for (size_t i = 0; i < N_ITEMS; i++) {
@@ -168,9 +138,9 @@ int main(void) {
     wire_reply_free(&r);
     close(fd);
   }
-  for (int i = 0; i < 3000 && view(&w).pushed < N_ITEMS; i++)
+  for (int i = 0; i < 3000 && fleet_view(&w, APP).pushed < N_ITEMS; i++)
     fleet_sleep_ms(10);
-  ASSERT_EQ(view(&w).pushed, N_ITEMS);
+  ASSERT_EQ(fleet_view(&w, APP).pushed, N_ITEMS);
 
   /* A fresh member's Prefetches store them all, the link kept. */
   reader(&m, "large-m", rs.url, trusted);

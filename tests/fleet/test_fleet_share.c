@@ -38,19 +38,7 @@ static char trusted[400];
 /* Starts a daemon of the fleet, signing with keys[signer]; test_env_init
  * points $PCACHE_SOCKET (this process's and the runs') at it. */
 static void start(test_env *env, const char *name, const test_redis *rs, int signer) {
-  /* Generous: this test is about what is shared, not how fast (the
-   * fault test and bench/bench_fleet.c are about time). */
-  const char *args[] = {"--remote",
-                        rs->url,
-                        "--remote-timeout",
-                        "2000",
-                        "--remote-signing-key",
-                        keys[signer].key,
-                        "--remote-trusted-keys",
-                        trusted,
-                        NULL};
-  test_env_init(env, name);
-  test_daemon_start(env, args);
+  fleet_member_start(env, name, rs, keys[signer].key, trusted, 0);
   for (int i = 0; i < 500; i++) {
     Pcachepb__Response *resp = util_stats();
     int up = resp->stats->remote && strcmp(resp->stats->remote->state, "up") == 0;

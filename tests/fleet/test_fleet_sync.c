@@ -47,20 +47,7 @@ static const Pcachepb__RemoteStats *remote_of(Pcachepb__Response **resp) {
  * lists; probe: whether it probes its drivers at start (and so syncs). */
 static void start(test_env *env, const char *name, const test_redis *rs, int signer,
                   const char *file, int probe) {
-  const char *args[] = {"--remote",
-                        rs->url,
-                        "--remote-timeout",
-                        "2000",
-                        "--remote-signing-key",
-                        keys[signer].key,
-                        "--remote-trusted-keys",
-                        file,
-                        NULL};
-  test_env_init(env, name);
-  if (probe)
-    unsetenv("PCACHE_REPLAY_DETECT");
-  test_daemon_start(env, args);
-  setenv("PCACHE_REPLAY_DETECT", "off", 1);
+  fleet_member_start(env, name, rs, keys[signer].key, file, probe);
 }
 
 /* Waits (30 s at most) for the member's first sync to end; returns its

@@ -36,6 +36,7 @@
 #include "common/hash.h"
 #include "proto/frame.h"
 #include "proto/rpc.h"
+#include "fleet_wire.h"
 #include "redis_util.h"
 #include "remote_trust.h"
 #include "test.h"
@@ -43,53 +44,6 @@
 
 #define N_ITEMS 4
 #define APPENDED 4096
-
-typedef struct remote_view {
-  char state[16], signing_key[32];
-  uint64_t asks, fetched, stored, refused, pushed, push_dropped;
-  uint64_t refused_unsigned, refused_untrusted, refused_signature;
-  uint32_t trusted_keys;
-  uint64_t entries;
-} remote_view;
-
-static remote_view view(const test_env *env) {
-  int fd = wire_open(env, "trust");
-  wire_reply r;
-  remote_view v = {0};
-  wire_stats(fd, &r);
-  const Pcachepb__RemoteStats *m = r.resp->stats->remote;
-  ASSERT_TRUE(m != NULL);
-  snprintf(v.state, sizeof v.state, "%s", m->state);
-  snprintf(v.signing_key, sizeof v.signing_key, "%s", m->signing_key);
-  v.asks = m->asks, v.fetched = m->fetched, v.stored = m->stored, v.refused = m->refused;
-  v.pushed = m->pushed, v.push_dropped = m->push_dropped;
-  v.refused_unsigned = m->refused_unsigned, v.refused_untrusted = m->refused_untrusted;
-  v.refused_signature = m->refused_signature, v.trusted_keys = m->trusted_keys;
-  v.entries = r.resp->stats->entries;
-  wire_reply_free(&r);
-  close(fd);
-  return v;
-}
-
-static void wait_up(test_env *env) {
-  for (int i = 0; i < 1000; i++) {
-    if (strcmp(view(env).state, "up") == 0)
-      return;
-    fleet_sleep_ms(10);
-  }
-  test_dump_daemon_log(env);
-  TEST_FAIL_("remote never up");
-}
-
-static void wait_pushed(test_env *env, uint64_t n) {
-  for (int i = 0; i < 1000; i++) {
-    if (view(env).pushed >= n)
-      return;
-    fleet_sleep_ms(10);
-  }
-  test_dump_daemon_log(env);
-  TEST_FAIL_("fewer than %llu values pushed", (unsigned long long)n);
-}
 
 /* A member of the fleet: signing with key (NULL: it only reads),
  * trusting the keys in trusted (NULL: no --remote-trusted-keys). */
@@ -104,7 +58,7 @@ static void member(test_env *env, const char *name, const char *url, const char 
   test_env_init(env, name);
   test_daemon_start(env, args);
   wire_guard(env);
-  wait_up(env);
+  fleet_wait_state(env, "trust", "up");
 }
 
 /* A Get of items on a fresh connection: how many blobs came back, and the
@@ -189,19 +143,6 @@ static uint8_t *tamper(const uint8_t *value, size_t size, size_t *ret_size) {
   return out;
 }
 
-/* How many lines of env's log hold text, debug lines left out. */
-static int log_count(const test_env *env, const char *text) {
-  char line[2048];
-  int n = 0;
-  FILE *f = fopen(env->log_path, "r");
-  ASSERT_TRUE(f != NULL);
-  while (fgets(line, sizeof line, f))
-    n += strncmp(line, "<7>", 3) != 0 && strncmp(line, "debug: ", 7) != 0 &&
-         strstr(line, text) != NULL;
-  fclose(f);
-  return n;
-}
-
 int main(void) {
   test_redis rs = {0};
   test_env root, a, reader, fresh, m3, m5, o, m4, lone, spell;
@@ -241,14 +182,14 @@ int main(void) {
 
   /* A writes four entries: each is pushed, signed with its key. */
   member(&a, "trust-a", rs.url, ka.key, trusted);
-  v = view(&a);
+  v = fleet_view(&a, "trust");
   ASSERT_TRUE(strlen(v.signing_key) == 16);
   memcpy(a_id, v.signing_key, sizeof a_id);
   wire_devkey(5, &dev);
   for (int i = 0; i < N_ITEMS; i++)
     wire_item_make(&items[i], &dev, 200 + (unsigned)i, 8192);
   put(&a, &dev, items, N_ITEMS);
-  wait_pushed(&a, N_ITEMS);
+  fleet_wait_pushed(&a, "trust", N_ITEMS);
   ASSERT_EQ(redis_count_keys(c, "pcache:e:*"), N_ITEMS);
   {
     redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, items[0].hash.bytes));
@@ -262,11 +203,11 @@ int main(void) {
   /* A fresh member that trusts A and has no signing key: A's entries
    * reach it and are served; what its own clients upload stays local. */
   member(&reader, "trust-reader", rs.url, NULL, trusted);
-  v = view(&reader);
+  v = fleet_view(&reader, "trust");
   ASSERT_EQ(v.signing_key[0], 0);
   ASSERT_EQ(v.trusted_keys, have_openssl ? 2u : 1u);
   ASSERT_EQ(get(&reader, &dev, items, N_ITEMS, NULL), N_ITEMS);
-  v = view(&reader);
+  v = fleet_view(&reader, "trust");
   ASSERT_EQ(v.stored, N_ITEMS);
   ASSERT_EQ(v.refused, 0);
   ASSERT_EQ(v.entries, N_ITEMS);
@@ -274,7 +215,7 @@ int main(void) {
     wire_item_make(&mine[i], &dev, 300 + (unsigned)i, 4096);
   put(&reader, &dev, mine, 2);
   fleet_sleep_ms(500);
-  v = view(&reader);
+  v = fleet_view(&reader, "trust");
   ASSERT_EQ(v.pushed, 0);
   ASSERT_EQ(v.push_dropped, 0);
   ASSERT_EQ(redis_count_keys(c, "pcache:e:*"), N_ITEMS);
@@ -295,14 +236,14 @@ int main(void) {
   }
   member(&fresh, "trust-fresh", rs.url, NULL, trusted);
   ASSERT_EQ(get(&fresh, &dev, items, N_ITEMS, NULL), 0);
-  v = view(&fresh);
+  v = fleet_view(&fresh, "trust");
   ASSERT_EQ(v.fetched, N_ITEMS);
   ASSERT_EQ(v.stored, 0);
   ASSERT_EQ(v.entries, 0);
   ASSERT_EQ(v.refused, N_ITEMS);
   ASSERT_EQ(v.refused_signature, N_ITEMS);
   /* Logged at the 1st, 2nd and 4th. */
-  ASSERT_EQ(log_count(&fresh, "signature does not hold"), 3);
+  ASSERT_EQ(fleet_log_count(&fresh, "signature does not hold"), 3);
   ASSERT_EQ(fleet_sh("'%s' --socket '%s' status | grep -q '%d with bad signatures'", PCACHECTL_PATH,
                      fresh.socket_path, N_ITEMS),
             0);
@@ -324,7 +265,7 @@ int main(void) {
     size_t first = 0;
     ASSERT_EQ(get(&fresh, &dev, items, N_ITEMS, &first), N_ITEMS);
     ASSERT_EQ(first, items[0].item.blob.len + APPENDED);
-    ASSERT_EQ(view(&fresh).stored, N_ITEMS);
+    ASSERT_EQ(fleet_view(&fresh, "trust").stored, N_ITEMS);
   }
 
   /* An unsigned value (format 1, as a pcached before signatures wrote
@@ -332,7 +273,7 @@ int main(void) {
   for (int i = 0; i < 2; i++)
     wire_item_make(&extra[i], &dev, 400 + (unsigned)i, 4096);
   put(&a, &dev, extra, 2);
-  wait_pushed(&a, N_ITEMS + 2);
+  fleet_wait_pushed(&a, "trust", N_ITEMS + 2);
   {
     redisReply *val = redis_get(c, fleet_entry_key(dev.bytes, extra[0].hash.bytes));
     size_t n = val->len - PCD_FLEET_HEADER;
@@ -360,7 +301,7 @@ int main(void) {
   }
   member(&m3, "trust-m3", rs.url, NULL, trusted);
   ASSERT_EQ(get(&m3, &dev, extra, 3, NULL), 0);
-  v = view(&m3);
+  v = fleet_view(&m3, "trust");
   ASSERT_EQ(v.fetched, 3);
   ASSERT_EQ(v.stored, 0);
   ASSERT_EQ(v.entries, 0);
@@ -368,7 +309,7 @@ int main(void) {
   ASSERT_EQ(v.refused_unsigned, 1);
   ASSERT_EQ(v.refused_untrusted, 1);
   ASSERT_EQ(v.refused_signature, 1);
-  ASSERT_EQ(log_count(&m3, "is unsigned"), 1);
+  ASSERT_EQ(fleet_log_count(&m3, "is unsigned"), 1);
   {
     /* The log names the stranger's key id: the first 16 hex digits of its
      * public key, as fleet.pub has it. */
@@ -377,7 +318,7 @@ int main(void) {
     ASSERT_TRUE(f != NULL && fgets(pub, sizeof pub, f) != NULL);
     fclose(f);
     snprintf(line, sizeof line, "is signed by key %.16s, which this daemon does not trust", pub);
-    ASSERT_EQ(log_count(&m3, line), 1);
+    ASSERT_EQ(fleet_log_count(&m3, line), 1);
   }
 
   /* Snapshots are signed too. A's snapshot of app "trust", its blob
@@ -406,7 +347,7 @@ int main(void) {
     wire_reply_free(&r);
     close(fd);
     free(blob);
-    wait_pushed(&a, N_ITEMS + 3);
+    fleet_wait_pushed(&a, "trust", N_ITEMS + 3);
     pcache__hex(dev.bytes, 32, hex);
     snprintf(sk, sizeof sk, "pcache:s:%s:trust", hex);
     snprintf(other, sizeof other, "pcache:s:%s:other", hex);
@@ -443,12 +384,12 @@ int main(void) {
 
     member(&m5, "trust-m5", rs.url, NULL, trusted);
     prefetch(&m5, "other", &dev, 0, 1);
-    ASSERT_EQ(view(&m5).refused_signature, 1);
+    ASSERT_EQ(fleet_view(&m5, "trust").refused_signature, 1);
     fd = wire_open(&m5, "trust");
     wire_prefetch(fd, &dev, 0, 0, 1, &pr);
     wire_reply_free(&pr);
     close(fd);
-    v = view(&m5);
+    v = fleet_view(&m5, "trust");
     ASSERT_EQ(v.refused_signature, 2); /* the snapshot; extra[2] is in no index */
     fd = wire_open(&m5, "trust");
     ASSERT_EQ(wire_stats_of(fd).snapshots, 0);
@@ -462,10 +403,10 @@ int main(void) {
     member(&o, "trust-o", rs.url, okey, trusted);
     wire_item_make(&from_o, &dev, 500, 4096);
     put(&o, &dev, &from_o, 1);
-    wait_pushed(&o, 1);
+    fleet_wait_pushed(&o, "trust", 1);
     member(&m4, "trust-m4", rs.url, NULL, trusted);
     ASSERT_EQ(get(&m4, &dev, &from_o, 1, NULL), 1);
-    ASSERT_EQ(view(&m4).stored, 1);
+    ASSERT_EQ(fleet_view(&m4, "trust").stored, 1);
     wire_item_free(&from_o);
     test_env_cleanup(&m4);
     test_env_cleanup(&o);
@@ -474,10 +415,10 @@ int main(void) {
   /* A member with neither a signing key nor trusted keys: it says so once
    * at start, with the fix, and asks the fleet nothing. */
   member(&lone, "trust-lone", rs.url, NULL, NULL);
-  ASSERT_EQ(log_count(&lone, "no writer is trusted"), 1);
-  ASSERT_EQ(log_count(&lone, "--remote-trusted-keys FILE"), 1);
+  ASSERT_EQ(fleet_log_count(&lone, "no writer is trusted"), 1);
+  ASSERT_EQ(fleet_log_count(&lone, "--remote-trusted-keys FILE"), 1);
   ASSERT_EQ(get(&lone, &dev, items, N_ITEMS, NULL), 0);
-  v = view(&lone);
+  v = fleet_view(&lone, "trust");
   ASSERT_EQ(v.asks, 0);
   ASSERT_EQ(v.trusted_keys, 0);
   ASSERT_EQ(v.stored, 0);
@@ -510,10 +451,10 @@ int main(void) {
     }
     member(&spell, "trust-spell", rs.url, NULL, trusted);
     prefetch(&spell, "spell", &dev, 100, 0);
-    v = view(&spell);
+    v = fleet_view(&spell, "trust");
     ASSERT_EQ(v.fetched, 1);
     ASSERT_EQ(v.stored + v.refused_signature + v.refused_unsigned + v.refused_untrusted, 1);
-    ASSERT_EQ(log_count(&spell, "not a state hash in lowercase hex"), 1);
+    ASSERT_EQ(fleet_log_count(&spell, "not a state hash in lowercase hex"), 1);
     test_env_cleanup(&spell);
   }
 

@@ -13,17 +13,10 @@
 set -euo pipefail
 
 build=$1 pcached=$2 demo=$3
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-layer-inactive-XXXXXX")
-daemon_pid=
 failed=0
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+TEST_NAME=layer-inactive
+# shellcheck source=../common/scratch.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/scratch.sh"
 
 fail() { echo "layer_inactive: FAIL: $*" >&2; failed=1; }
 

@@ -21,16 +21,9 @@ manifests=/usr/share/vulkan/implicit_layer.d
 icd=$(ls /usr/share/vulkan/icd.d/lvp_icd.*"$(uname -m)"*.json 2>/dev/null | head -n1 || true)
 [ -n "$icd" ] || skip "no lavapipe ICD (mesa-vulkan-drivers)"
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/pcache-stacking-XXXXXX")
-daemon_pid=
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+TEST_NAME=stacking
+# shellcheck source=../common/scratch.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/scratch.sh"
 fail() { echo "stacking: FAIL: $*" >&2; exit 1; }
 
 # A world of its own: nothing of the caller's layers, caches or pcache settings.

@@ -297,14 +297,7 @@ static void exit_without_cleanup(int leak_device, uint32_t variant) {
   ASSERT_TRUE(pid >= 0);
   if (pid == 0) {
     test_vk vk;
-    test_objects o;
-    test_graphics g;
-    VkPipeline p;
-    test_vk_init(&vk);
-    test_objects_create_plain(&o, vk.device);
-    test_graphics_info(&g, &o, variant);
-    if (vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g.info, NULL, &p) != VK_SUCCESS)
-      _exit(3);
+    test_plain_program_pipeline(&vk, variant);
     if (leak_device) {
       /* The layer ends the device's record here. The leaked device's
        * driver threads outlive the unloaded driver, which LeakSanitizer's

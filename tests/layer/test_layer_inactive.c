@@ -23,8 +23,7 @@ static int count(const char *text, const char *what) {
 int main(void) {
   test_env env;
   char path[400], text[16384];
-  int fd, saved;
-  ssize_t n;
+  test_stderr redirected;
 
   test_env_init(&env, "layer-inactive");
   setenv("XDG_DATA_HOME", PCACHE_LAYER_DATA_HOME, 1);
@@ -34,25 +33,13 @@ int main(void) {
   unsetenv("PCACHE_LAYER_DISABLE");
   /* No daemon was started: PCACHE_SOCKET names a socket nobody made. */
   snprintf(path, sizeof path, "%s/stderr", env.root);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  ASSERT_TRUE(fd >= 0);
-  saved = dup(STDERR_FILENO);
-  ASSERT_TRUE(dup2(fd, STDERR_FILENO) >= 0);
+  test_stderr_begin(&redirected, path);
   for (int i = 0; i < 3; i++) {
     test_vk vk;
     test_vk_init(&vk);
     test_vk_fini(&vk);
   }
-  ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
-  close(saved);
-  close(fd);
-
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  ASSERT_TRUE(fd >= 0);
-  n = read(fd, text, sizeof text - 1);
-  close(fd);
-  ASSERT_TRUE(n >= 0);
-  text[n] = '\0';
+  test_stderr_end(&redirected, path, text, sizeof text);
   fprintf(stderr, "what the program's stderr got:\n%s", text);
   ASSERT_EQ(count(text, "the Vulkan layer is inactive"), 1);
   ASSERT_TRUE(strstr(text, env.socket_path) != NULL);

@@ -31,18 +31,11 @@ static pid_t start_program(uint32_t variant, int own) {
   ASSERT_TRUE(pid >= 0);
   if (pid == 0) {
     test_vk vk;
-    test_objects o;
-    test_graphics g;
-    VkPipeline p;
     struct sigaction sa;
     close(ready[0]);
     if (own)
       signal(SIGTERM, own_handler);
-    test_vk_init(&vk);
-    test_objects_create_plain(&o, vk.device);
-    test_graphics_info(&g, &o, variant);
-    if (vkCreateGraphicsPipelines(vk.device, VK_NULL_HANDLE, 1, &g.info, NULL, &p) != VK_SUCCESS)
-      _exit(3);
+    test_plain_program_pipeline(&vk, variant);
     sigaction(SIGTERM, NULL, &sa);
     if (own && sa.sa_handler != own_handler)
       _exit(4);

@@ -60,11 +60,7 @@ static void reap(killer *k) {
 
 int main(void) {
   long rounds = 3;
-  test_vk vk;
-  pcache_device_info info;
-  pcache_client *client;
-  pcache_device *device;
-  test_objects o;
+  util_app a;
   pcache_stats st;
   VkPipeline p;
   uint32_t made = 0;
@@ -75,11 +71,7 @@ int main(void) {
   test_env_init(&env, "rel-client-kill");
   wire_guard(&env);
   test_daemon_start(&env, NULL);
-  test_vk_init(&vk);
-  info = test_vk_device_info(&vk);
-  client = util_client(TIMEOUT_MS);
-  ASSERT_OK(pcache_device_create(client, &info, &device));
-  test_objects_create(&o, device);
+  util_app_open(&a, TIMEOUT_MS);
 
   for (long round = 0; round < rounds; round++) {
     killer k;
@@ -92,25 +84,25 @@ int main(void) {
     test_daemon_pause(&env);
     for (int i = 0; i < 2; i++, made++) {
       test_graphics g;
-      test_graphics_info(&g, &o, made);
+      test_graphics_info(&g, &a.o, made);
       t0 = util_now_ms();
-      ASSERT_VK(pcache_get_graphics_pipeline(device, &g.info, &p));
+      ASSERT_VK(pcache_get_graphics_pipeline(a.device, &g.info, &p));
       ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
     }
     kill_in(&k, 30 + (unsigned)(round * 17) % 100);
     t0 = util_now_ms();
-    rc = pcache_device_flush(device);
+    rc = pcache_device_flush(a.device);
     ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
     ASSERT_TRUE(rc < 0); /* nothing can acknowledge it */
     reap(&k);
 
     /* 2. A device context's prefetch in flight when the daemon dies. */
     test_daemon_start(&env, NULL);
-    flush_until_done(device); /* reconnects, uploads resume */
+    flush_until_done(a.device); /* reconnects, uploads resume */
     test_daemon_pause(&env);
     kill_in(&k, 20 + (unsigned)(round * 29) % 100);
     t0 = util_now_ms();
-    ASSERT_OK(pcache_device_create(client, &info, &d2));
+    ASSERT_OK(pcache_device_create(a.client, &a.info, &d2));
     ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
     reap(&k);
     pcache_device_destroy(d2);
@@ -118,14 +110,14 @@ int main(void) {
     /* 3. Pipelines while no daemon runs at all, then back. */
     for (int i = 0; i < 2; i++, made++) {
       test_compute c;
-      test_compute_info(&c, &o, made);
+      test_compute_info(&c, &a.o, made);
       t0 = util_now_ms();
-      ASSERT_VK(pcache_get_compute_pipeline(device, &c.info, &p));
+      ASSERT_VK(pcache_get_compute_pipeline(a.device, &c.info, &p));
       ASSERT_LT(util_now_ms() - t0, TIMEOUT_MS + SLACK_MS);
     }
     test_daemon_start(&env, NULL);
-    flush_until_done(device);
-    ASSERT_OK(pcache_device_get_stats(device, &st));
+    flush_until_done(a.device);
+    ASSERT_OK(pcache_device_get_stats(a.device, &st));
     ASSERT_EQ(st.compiles, made);
     ASSERT_EQ(st.upload_queue, 0);
     ASSERT_EQ(st.uploaded, made);
@@ -134,10 +126,7 @@ int main(void) {
   }
   ASSERT_EQ(util_count_entries(), made);
 
-  test_objects_destroy(&o);
-  pcache_device_destroy(device);
-  pcache_client_close(client);
-  test_vk_fini(&vk);
+  util_app_close(&a);
   test_env_cleanup(&env);
   return 0;
 }
