@@ -312,8 +312,9 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
    * a driver whose caches never answer (lavapipe: its probe cost warm
    * starts a fifth) is not asked for what the prefetch brought once its
    * probe has only missed. */
+  int known = d->core.client && pcache__prefetch_known(d, &keys->state_hash);
   int ask = !b->driver_asked;
-  if (ask && d->core.client && pcache__prefetch_known(d, &keys->state_hash))
+  if (ask && known)
     ask = atomic_load(&d->core.stats.driver_hits) > 0 ||
           atomic_load(&d->build.probe_misses) < PCACHE__PROBE_MISSES;
   if (ask && pcache__build_driver_first(d, b, ret_pipeline) == 1) {
@@ -321,7 +322,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     *ret_held = BUILT_BY_DRIVER;
     /* The daemon sent it: it is in use, whoever served it (its entry's
      * place in the LRU). */
-    if (d->core.client && pcache__prefetch_known(d, &keys->state_hash))
+    if (known)
       pcache__upload_used(d, &keys->state_hash);
     else
       (void)pcache__build_stage_hit(d, b, keys, desc);
