@@ -9,7 +9,7 @@
  *
  * Only the key changes: blobs, descriptions and modules are copied as they
  * are, so the replay works from exactly what the app stored. Prints
- * key=value lines (devices, modules, entries). The input is mapped and
+ * key=value lines (devices, modules, entries, programs). The input is mapped and
  * the output streamed, so an archive of any size takes little memory. */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +29,7 @@
 typedef struct rekey {
   pcache__archive_writer *w;
   int32_t delta;
-  uint64_t devices, modules, entries, bad;
+  uint64_t devices, modules, entries, programs, bad;
 } rekey;
 
 static void move_version(const rekey *rk, uint8_t key[PCACHE_DEVKEY_SIZE]) {
@@ -65,6 +65,13 @@ static int on_entry(void *ctx, const pcache__archive_entry *e) {
   return pcache__archive_add_entry(rk->w, &copy);
 }
 
+/* Program names are not per device: copied as they are. */
+static int on_program(void *ctx, const char *app, const char *exe) {
+  rekey *rk = ctx;
+  rk->programs++;
+  return pcache__archive_add_program(rk->w, app, exe);
+}
+
 static int on_bad(void *ctx, uint64_t index, int err) {
   rekey *rk = ctx;
   fprintf(stderr, "<4>bench_rekey: record %" PRIu64 " skipped: %s\n", index, pcache_strerror(err));
@@ -81,7 +88,7 @@ static int usage(FILE *f, int code) {
 
 int main(int argc, char **argv) {
   rekey rk = {.delta = 1};
-  pcache__archive_visitor v = {on_device, on_module, on_entry, on_bad};
+  pcache__archive_visitor v = {on_device, on_module, on_entry, on_bad, on_program};
   const char *in_path = NULL, *out_path = NULL;
   struct stat st;
   uint8_t *no_data;
@@ -128,8 +135,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   printf("rekey_devices=%" PRIu64 "\nrekey_modules=%" PRIu64 "\nrekey_entries=%" PRIu64
-         "\nrekey_bad_records=%" PRIu64 "\nrekey_bytes=%zu\n",
-         rk.devices, rk.modules, rk.entries, rk.bad, out_size);
+         "\nrekey_programs=%" PRIu64 "\nrekey_bad_records=%" PRIu64 "\nrekey_bytes=%zu\n",
+         rk.devices, rk.modules, rk.entries, rk.programs, rk.bad, out_size);
   code = rk.entries ? 0 : 1;
   if (!rk.entries)
     fprintf(stderr, "<3>bench_rekey: %s has no entries\n", in_path);

@@ -29,6 +29,7 @@ enum archive_record_type {
   ARCHIVE_RECORD_MODULE = 2,
   ARCHIVE_RECORD_ENTRY = 3,
   ARCHIVE_RECORD_END = 4,
+  ARCHIVE_RECORD_PROGRAM = 5, /* added within version 1: older readers skip it */
 };
 
 struct pcache__archive_writer {
@@ -199,6 +200,13 @@ int pcache__archive_add_entry(pcache__archive_writer *writer, const pcache__arch
   return r;
 }
 
+int pcache__archive_add_program(pcache__archive_writer *writer, const char *app, const char *exe) {
+  Pcachepb__ArchiveProgram msg = PCACHEPB__ARCHIVE_PROGRAM__INIT;
+  msg.app = (char *)app;
+  msg.exe = (char *)exe;
+  return writer_add(writer, ARCHIVE_RECORD_PROGRAM, &msg.base);
+}
+
 int pcache__archive_finish(pcache__archive_writer *writer, uint8_t **ret_data, size_t *ret_size) {
   Pcachepb__ArchiveEnd end = PCACHEPB__ARCHIVE_END__INIT;
   int r;
@@ -296,6 +304,19 @@ out_free:
   return r;
 }
 
+static int visit_program(const pcache__archive_visitor *visitor, void *ctx, uint64_t index,
+                         const uint8_t *payload, size_t size) {
+  Pcachepb__ArchiveProgram *msg =
+      pcachepb__archive_program__unpack(&pcache__pb_allocator, size, payload);
+  int r;
+  if (!msg)
+    return bad(visitor, ctx, index, PCACHE_EPROTO);
+  r = visitor->program ? visitor->program(ctx, msg->app ? msg->app : "", msg->exe ? msg->exe : "")
+                       : 0;
+  pcachepb__archive_program__free_unpacked(msg, &pcache__pb_allocator);
+  return r;
+}
+
 int pcache__archive_read(const void *data, size_t size, const pcache__archive_visitor *visitor,
                          void *ctx) {
   pcache_archive_cursor cursor = {0};
@@ -358,6 +379,9 @@ int pcache__archive_read_from(const void *data, size_t size, pcache_archive_curs
     case ARCHIVE_RECORD_ENTRY:
       cursor->entries++;
       r = visit_entry(visitor, ctx, index, payload, length);
+      break;
+    case ARCHIVE_RECORD_PROGRAM:
+      r = visit_program(visitor, ctx, index, payload, length);
       break;
     case ARCHIVE_RECORD_END: {
       Pcachepb__ArchiveEnd *end =

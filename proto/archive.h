@@ -43,6 +43,9 @@ int pcache__archive_add_device(pcache__archive_writer *writer, const Pcachepb__D
 int pcache__archive_add_module(pcache__archive_writer *writer, const pcache__hash *hash,
                                const void *code, size_t size);
 int pcache__archive_add_entry(pcache__archive_writer *writer, const pcache__archive_entry *entry);
+/* A program record: app's pipelines were built by an executable named exe
+ * (its basename). The writer does not judge the names; the importer does. */
+int pcache__archive_add_program(pcache__archive_writer *writer, const char *app, const char *exe);
 
 /* Ends the archive and hands its bytes (pcache__malloc'ed) to the caller;
  * a streaming writer gives NULL and the archive's size in its file.
@@ -58,6 +61,9 @@ typedef struct pcache__archive_visitor {
   /* A record that failed its checksum or does not parse; err says how.
    * The reader skips it and goes on when it can find the next record. */
   int (*bad_record)(void *ctx, uint64_t index, int err);
+  /* A program record (pcache__archive_add_program); app and exe are
+   * NUL-terminated, possibly empty, and unchecked. NULL skips them. */
+  int (*program)(void *ctx, const char *app, const char *exe);
 } pcache__archive_visitor;
 
 /*

@@ -24,6 +24,11 @@ static int merge_module(void *ctx, const pcache__hash *hash, const void *code, s
 static int merge_entry(void *ctx, const pcache__archive_entry *entry) {
   return pcache__archive_add_entry(ctx, entry);
 }
+/* A program record may come once per export, as a module shared by two
+ * devices does: the importer takes the first and passes over the rest. */
+static int merge_program(void *ctx, const char *app, const char *exe) {
+  return pcache__archive_add_program(ctx, app, exe);
+}
 static int merge_bad(void *ctx, uint64_t index, int err) {
   return err; /* the daemon just made it: damage means something is badly wrong */
 }
@@ -114,7 +119,7 @@ static int export_one(ctl *c, const pcache__devkey *key, const char *app,
   *entry_bytes += e->entry_bytes;
   if (merge) {
     static const pcache__archive_visitor visitor = {merge_device, merge_module, merge_entry,
-                                                    merge_bad};
+                                                    merge_bad, merge_program};
     r = pcache__archive_read(data, size, &visitor, merge);
     pcache__reply_release(&reply);
     if (r != 0) {

@@ -41,6 +41,7 @@ typedef struct importproblem {
 typedef struct importprogress {
   pcache_archive_cursor cursor;
   uint64_t accepted, present, refused, evicted;
+  uint64_t programs;       /* program names recorded (importprogram) */
   pcd_admission admission; /* what the import has stored, under --max-size */
   size_t n_problems, n_devices;
 } importprogress;
@@ -279,6 +280,39 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
   return slice_step(x);
 }
 
+/* What a program record costs under the cap: its info record (key and
+ * value) at their longest. */
+#define PROGRAM_COST (16 + PCD_MAX_APP + 16 + PCD_EXE_NAME_MAX)
+
+/* A program name for an app (docs/archive.md): recorded unless this store
+ * knows one already. The name this machine saw its own clients run under
+ * wins over an archive's word; a name that could not be a file name, or
+ * an app name too long, is refused like a bad entry. */
+static int importprogram(void *ctx, const char *app, const char *exe) {
+  importctx *x = ctx;
+  char known[PCD_EXE_NAME_MAX + 1], msg[160];
+  int r;
+  if (!*app || strlen(app) > PCD_MAX_APP || !pcd_exe_name_ok(exe, strlen(exe))) {
+    snprintf(msg, sizeof msg,
+             "program record refused: an app of 1 to %d bytes and a program name of 1 to %d "
+             "bytes of [A-Za-z0-9._+-]",
+             PCD_MAX_APP, PCD_EXE_NAME_MAX);
+    return add_problem(x, NULL, NULL, PCACHE_EBAD_SIZE, msg);
+  }
+  r = pcd_app_exe_get(x->txn, app, known);
+  if (r == 0)
+    return slice_step(x);
+  if (r != PCACHE_ENOT_FOUND)
+    return x->fatal = r;
+  if (!pcd_admission_fits(&x->st->at.admission, PROGRAM_COST))
+    return add_problem(x, NULL, NULL, PCACHE_EFULL, "the import holds more than --max-size");
+  pcd_admission_take(&x->st->at.admission, PROGRAM_COST);
+  if ((r = pcd_app_exe_put(x->txn, app, exe, x->now_us / 1000000)) < 0)
+    return x->fatal = r;
+  x->st->at.programs++;
+  return slice_step(x);
+}
+
 static int importbad(void *ctx, uint64_t index, int err) {
   importctx *x = ctx;
   char msg[96];
@@ -364,7 +398,7 @@ static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   const Pcachepb__Import *req = job->req->import;
   importstate *st = job->slices;
   importctx x = {.txn = txn, .config = config, .job = job, .now_us = pcd_now_us()};
-  pcache__archive_visitor v = {importdevice, importmodule, importentry, importbad};
+  pcache__archive_visitor v = {importdevice, importmodule, importentry, importbad, importprogram};
   int r;
 
   if (!st) {
@@ -401,10 +435,12 @@ static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
       return x.fatal;
   if ((r = import_reply(job, r)) < 0)
     return r;
-  log_info("import: %llu accepted (%llu new, %llu already stored), %llu refused",
+  log_info("import: %llu accepted (%llu new, %llu already stored), %llu refused, %llu program "
+           "names",
            (unsigned long long)st->at.accepted,
            (unsigned long long)(st->at.accepted - st->at.present),
-           (unsigned long long)st->at.present, (unsigned long long)st->at.refused);
+           (unsigned long long)st->at.present, (unsigned long long)st->at.refused,
+           (unsigned long long)st->at.programs);
   return 0;
 }
 

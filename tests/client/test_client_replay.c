@@ -97,9 +97,13 @@ static int rk_entry(void *ctx, const pcache__archive_entry *e) {
   return pcache__archive_add_entry(((rekey *)ctx)->w, &copy);
 }
 
+static int rk_program(void *ctx, const char *app, const char *exe) {
+  return pcache__archive_add_program(((rekey *)ctx)->w, app, exe);
+}
+
 static void rekey_bytes(const uint8_t *in, size_t in_size, uint8_t **out, size_t *out_size) {
   rekey rk;
-  pcache__archive_visitor v = {rk_device, rk_module, rk_entry, NULL};
+  pcache__archive_visitor v = {rk_device, rk_module, rk_entry, NULL, rk_program};
   ASSERT_OK(pcache__archive_writer_new(&rk.w));
   ASSERT_OK(pcache__archive_read(in, in_size, &v, &rk));
   ASSERT_OK(pcache__archive_finish(rk.w, out, out_size));

@@ -133,7 +133,7 @@ static void purge_all(const test_env *env) {
 static void make_set(const test_env *env, const char *argv0, set *s) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
-  pcache__archive_visitor v = {on_device, on_module, on_entry, NULL};
+  pcache__archive_visitor v = {on_device, on_module, on_entry, NULL, NULL};
   pcache__reply reply = {0};
   const uint8_t *archive;
   size_t size;

@@ -1,7 +1,11 @@
 /* Export and Import: an exported device round-trips through purge and
  * import (in a bulk reply when large), and Import refuses each bad entry
- * with the same checks as Put. */
+ * with the same checks as Put. Program names (docs/archive.md) go with
+ * the apps exported: pcached learnt this test's own executable name from
+ * its Hello; an import records a name the store lacks, keeps the one it
+ * has, and refuses one that could not be a file name. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +26,39 @@ static wire_reply import_bytes(int fd, const uint8_t *data, size_t size) {
   req.import = &im;
   wire_call(fd, &req, &rep);
   return rep;
+}
+
+/* The program records of an archive, "app=exe;" each, into out. */
+static int on_program(void *ctx, const char *app, const char *exe) {
+  char *out = ctx;
+  size_t n = strlen(out);
+  snprintf(out + n, 512 - n, "%s=%s;", app, exe);
+  return 0;
+}
+
+static void programs_of(const uint8_t *data, size_t size, char out[512]) {
+  pcache__archive_visitor v = {.program = on_program};
+  out[0] = '\0';
+  ASSERT_OK(pcache__archive_read(data, size, &v, out));
+}
+
+/* Exports app's entries and lists the archive's program records. */
+static void export_programs(int fd, const char *app, char out[512]) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
+  const Pcachepb__ExportReply *er;
+  wire_reply rep;
+  ex.app = (char *)app;
+  req.body_case = PCACHEPB__REQUEST__BODY_EXPORT;
+  req.export = &ex;
+  wire_call(fd, &req, &rep);
+  ASSERT_EQ(rep.resp->status, 0);
+  er = rep.resp->export;
+  if (rep.fd >= 0)
+    programs_of(rep.map + er->archive_offset, er->archive_size, out);
+  else
+    programs_of(er->archive.data, er->archive.len, out);
+  wire_reply_free(&rep);
 }
 
 int main(void) {
@@ -70,6 +107,11 @@ int main(void) {
     archive = malloc(archive_size);
     memcpy(archive, rep.map + er->archive_offset, archive_size);
     wire_reply_free(&rep);
+    {
+      char progs[512];
+      programs_of(archive, archive_size, progs);
+      ASSERT_STREQ(progs, "exporter=test_daemon_archive;");
+    }
   }
 
   /* Purge everything, import it back. */
@@ -141,16 +183,35 @@ int main(void) {
       e.desc_size = list[i]->item.desc.len;
       ASSERT_OK(pcache__archive_add_entry(w, &e));
     }
+    /* Program names: one new, one the store knows otherwise, and two that
+     * could not be file names. */
+    ASSERT_OK(pcache__archive_add_program(w, "imported", "game.x86_64"));
+    ASSERT_OK(pcache__archive_add_program(w, "exporter", "impostor"));
+    ASSERT_OK(pcache__archive_add_program(w, "other", "../../bin/sh"));
+    ASSERT_OK(pcache__archive_add_program(w, "", "empty-app"));
     ASSERT_OK(pcache__archive_finish(w, &data, &size));
     pcache__archive_writer_free(w);
     rep = import_bytes(fd, data, size);
     ASSERT_EQ(rep.resp->status, 0);
     ASSERT_EQ(rep.resp->import->accepted, 1);
-    ASSERT_EQ(rep.resp->import->refused, 2);
-    ASSERT_EQ(rep.resp->import->n_problems, 2);
+    ASSERT_EQ(rep.resp->import->refused, 4);
+    ASSERT_EQ(rep.resp->import->n_problems, 4);
     ASSERT_ERR(rep.resp->import->problems[0]->status, PCACHE_EWRONG_DEVICE);
     ASSERT_ERR(rep.resp->import->problems[1]->status, PCACHE_EMISSING_MODULE);
+    ASSERT_ERR(rep.resp->import->problems[2]->status, PCACHE_EBAD_SIZE);
+    ASSERT_ERR(rep.resp->import->problems[3]->status, PCACHE_EBAD_SIZE);
     wire_reply_free(&rep);
+    {
+      char progs[512];
+      export_programs(fd, "imported", progs);
+      ASSERT_STREQ(progs, "imported=game.x86_64;");
+      export_programs(fd, "exporter", progs);
+      ASSERT_STREQ(progs, "exporter=test_daemon_archive;");
+      export_programs(fd, "", progs); /* the whole store: both apps */
+      ASSERT_TRUE(strstr(progs, "imported=game.x86_64;") &&
+                  strstr(progs, "exporter=test_daemon_archive;"));
+      ASSERT_EQ(strlen(progs), strlen("imported=game.x86_64;exporter=test_daemon_archive;"));
+    }
     /* A damaged archive is refused as a whole or record by record. */
     data[size / 2] ^= 0xff;
     rep = import_bytes(fd, data, size);

@@ -52,6 +52,12 @@ static int on_entry(void *ctx, const pcache__archive_entry *e) {
   return 0;
 }
 
+static int on_program(void *ctx, const char *app, const char *exe) {
+  walk *w = ctx;
+  w->sum += strlen(app) + strlen(exe);
+  return 0;
+}
+
 static int on_bad(void *ctx, uint64_t index, int err) {
   walk *w = ctx;
   CHECK(err < 0);
@@ -74,7 +80,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  pcache__archive_visitor v = {on_device, on_module, on_entry, on_bad};
+  pcache__archive_visitor v = {on_device, on_module, on_entry, on_bad, on_program};
   walk w = {0, 0};
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Import imp = PCACHEPB__IMPORT__INIT;

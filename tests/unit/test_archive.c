@@ -70,7 +70,7 @@ static int on_bad(void *ctx, uint64_t index, int err) {
   return 0;
 }
 
-static const pcache__archive_visitor visitor = {on_device, on_module, on_entry, on_bad};
+static const pcache__archive_visitor visitor = {on_device, on_module, on_entry, on_bad, NULL};
 
 static void make_key(uint8_t seed, pcache__devkey *ret_key) {
   uint8_t uuid[PCACHE_UUID_SIZE];
@@ -334,8 +334,44 @@ static void test_every_flip(void) {
   pcache__free(data);
 }
 
+static int on_program(void *ctx, const char *app, const char *exe) {
+  char *out = ctx;
+  size_t n = strlen(out);
+  snprintf(out + n, 128 - n, "%s=%s;", app, exe);
+  return 0;
+}
+
+/* Program records (a type added within version 1): read back by a reader
+ * that takes them, and skipped, with the archive still whole, by one
+ * that does not (as a reader older than them does). */
+static void test_program(void) {
+  pcache__archive_writer *w;
+  pcache__archive_visitor with = {.program = on_program};
+  char out[128] = "";
+  uint8_t *data;
+  size_t size;
+  seen s;
+  ASSERT_OK(pcache__archive_writer_new(&w));
+  ASSERT_OK(pcache__archive_add_program(w, "game", "game.x86_64"));
+  ASSERT_OK(pcache__archive_add_program(w, "", "../unchecked"));
+  ASSERT_OK(pcache__archive_finish(w, &data, &size));
+  pcache__archive_writer_free(w);
+  ASSERT_OK(pcache__archive_read(data, size, &with, out));
+  ASSERT_STREQ(out, "game=game.x86_64;=../unchecked;");
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(pcache__archive_read(data, size, &visitor, &s));
+  ASSERT_EQ(s.bad + s.entries + s.devices + s.modules, 0);
+  /* A damaged one is a bad record like any other. */
+  data[16 + 16] ^= 0xff;
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(pcache__archive_read(data, size, &visitor, &s));
+  ASSERT_EQ(s.bad, 1);
+  pcache__free(data);
+}
+
 int main(void) {
   test_round_trip();
+  test_program();
   test_empty();
   test_bad_record();
   test_truncated();
