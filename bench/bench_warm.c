@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
   pcache_device *pdev = NULL;
   VkPipeline *pipes;
   bench_pipeset *set;
-  uint64_t t_device, t0, t_setup, t1, hits = 0;
+  uint64_t t_device, t0, t_setup, t_objects, t1, hits = 0;
   size_t cache_bytes = 0;
   int c, use_pcache;
 
@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
   t_setup = bench_now_ns();
 
   set = bench_pipeset_create(&vk, pdev, opt.n);
+  t_objects = bench_now_ns();
   for (uint32_t i = 0; i < opt.n; i++) {
     if (use_pcache) {
       VkResult vr = bench_pipeset_is_compute(set, i)
@@ -206,6 +207,10 @@ int main(int argc, char **argv) {
   bench_kv_str(NULL, "device_name", vk.props.deviceName);
   bench_kv_f(NULL, "total_ms", (double)(t1 - t0) / 1e6);
   bench_kv_f(NULL, "setup_ms", (double)(t_setup - t0) / 1e6);
+  /* Shader modules, layouts and render passes (through libpcache in modes
+   * d and e): inside total_ms too. */
+  bench_kv_f(NULL, "objects_ms", (double)(t_objects - t_setup) / 1e6);
+  bench_kv_f(NULL, "pipelines_ms", (double)(t1 - t_objects) / 1e6);
   /* Instance and device creation: outside total_ms, which the modes above
    * compare; the Vulkan layer seeds its cache inside vkCreateDevice, so
    * its start-up is device_ms + total_ms (bench/run-layer.sh). */

@@ -326,6 +326,7 @@ direct() {
 }
 tlist="1"; [ "$THREADS" -gt 1 ] && tlist="1 $THREADS"
 declare -A round_ratios direct_all
+first_launches=() warm_launches=() first_ratios=()
 for round in $(seq 1 "$ROUNDS"); do
 for t in $tlist; do
   direct_pid=""
@@ -375,28 +376,45 @@ for t in $tlist; do
       sed 's/modules made/modules_made/; s/[;,]/ /g' |
       awk -v t="$t" '{ for (i = 1; i + 1 <= NF; i += 2) printf "replay_t%s_item_%s=%s\n", t, $i, $(i + 1) }'
   fi
-  if [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ] && [ "$SELF_DETECT" = 1 ]; then
+  if [ "$t" = "${tlist##* }" ] && [ "$SELF_DETECT" = 1 ]; then
     # The first launch after the update, no program before it, the replay
     # done, and the driver's disk cache at its defaults (empty: a new
-    # driver's); then warm launches with it at its defaults.
+    # driver's); then warm launches with it at its defaults. Every round
+    # (each its own update and replay): one first launch is one sample,
+    # and a launch's wall time moves by tens of ms from one process to
+    # the next; the ratio is the median of the rounds'.
     rm -rf "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
     mkdir -p "$WORK_DIR/xdg-first" "$WORK_DIR/xdg-warm"
     first_xdg=$WORK_DIR/xdg-first
     [ "$FILL_DRIVER_CACHE" = 1 ] && first_xdg=$LAST_XDG
     DISK="XDG_CACHE_HOME=$first_xdg" demo "$WORK_DIR/first.txt"
-    echo "replay_first_default_launch_ms=$(kv "$WORK_DIR/first.txt" launch_ms)"
-    echo "replay_first_default_create_ms=$(kv "$WORK_DIR/first.txt" create_ms)"
-    echo "replay_first_default_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
-    echo "replay_first_default_compiles=$(kv "$WORK_DIR/first.txt" compiles)"
-    echo "replay_first_default_driver_hits=$(kv "$WORK_DIR/first.txt" driver_hits)"
+    f=$WORK_DIR/first.txt
+    # Where a launch's time went: instance and device, pcache's start
+    # (connection, prefetch), the pipelines.
+    echo "replay_round${round}_first_default launch_ms=$(kv "$f" launch_ms)" \
+      "device_ms=$(kv "$f" device_ms) setup_ms=$(kv "$f" setup_ms) create_ms=$(kv "$f" create_ms)" \
+      "daemon_hits=$(kv "$f" daemon_hits) compiles=$(kv "$f" compiles) driver_hits=$(kv "$f" driver_hits)"
+    first_launches+=("$(kv "$f" launch_ms)")
     DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$WORK_DIR/warm-default.txt"
     wd=()
     for k in $(seq 1 "$REPEATS"); do
-      DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$WORK_DIR/warm-default.txt"
-      wd+=("$(kv "$WORK_DIR/warm-default.txt" launch_ms)")
+      f=$WORK_DIR/warm-default.txt
+      DISK="XDG_CACHE_HOME=$WORK_DIR/xdg-warm" demo "$f"
+      wd+=("$(kv "$f" launch_ms)")
+      echo "replay_round${round}_warm_default_repeat$k launch_ms=$(kv "$f" launch_ms)" \
+        "device_ms=$(kv "$f" device_ms) setup_ms=$(kv "$f" setup_ms) create_ms=$(kv "$f" create_ms)"
     done
-    echo "replay_warm_default_launch_ms=$(median "${wd[@]}")"
-    echo "replay_ratio_first_over_warm_default_launch=$(ratio "$(kv "$WORK_DIR/first.txt" launch_ms)" "$(median "${wd[@]}")")"
+    warm_launches+=("$(median "${wd[@]}")")
+    first_ratios+=("$(ratio "${first_launches[-1]}" "${warm_launches[-1]}")")
+    if [ "$round" -eq "$ROUNDS" ]; then
+      echo "replay_first_default_launch_ms=$(median "${first_launches[@]}")"
+      echo "replay_first_default_daemon_hits=$(kv "$WORK_DIR/first.txt" daemon_hits)"
+      echo "replay_first_default_compiles=$(kv "$WORK_DIR/first.txt" compiles)"
+      echo "replay_first_default_driver_hits=$(kv "$WORK_DIR/first.txt" driver_hits)"
+      echo "replay_warm_default_launch_ms=$(median "${warm_launches[@]}")"
+      echo "replay_rounds_first_over_warm_default_launch=$(echo "${first_ratios[@]}" | tr ' ' ',')"
+      echo "replay_ratio_first_over_warm_default_launch=$(median "${first_ratios[@]}")"
+    fi
   elif [ "$round" -eq "$ROUNDS" ] && [ "$t" = "${tlist##* }" ]; then
     # The first launch after the update, the replay done.
     demo "$WORK_DIR/first.txt"

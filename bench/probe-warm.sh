@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# probe-warm.sh BUILD_DIR [ROUNDS] - where a warm run's time goes, the
+# light set (bench_warm, 2048 pipelines) with pcached holding what its
+# first run staged and the replayer built (run-scenarios.sh's "warm"), the
+# driver's disk cache at its defaults in a HOME of its own. Interleaved
+# process by process, ROUNDS rounds (5): plain (mode a), libpcache (mode
+# d), libpcache without prefetch or snapshot, through the layer, and
+# through the layer without prefetch or snapshot. Each prints
+# total_ms (bench_warm's span: libpcache's pcache_device_create is in it,
+# the layer's work in vkCreateDevice is not), device_ms (instance and
+# device creation: where the layer prefetches) and setup_ms (mode d's
+# pcache_client_open and pcache_device_create).
+set -u
+B=$(cd "$1" && pwd)
+ROUNDS=${2:-5}
+W=$(mktemp -d /tmp/pcache-probe-warm.XXXXXX)
+mkdir -p "$W/home/.cache"
+export BUILD_DIR=$B WORK_DIR=$W
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+layer_manifest "$W/share" "$B/layer/libVkLayer_pcache.so"
+trap 'stop_daemon; rm -rf "$W"' EXIT
+saved=$HOME; export HOME=$W/home
+start_daemon warm
+export HOME=$saved
+run() {
+  local mode=$1; shift
+  clean_env HOME="$W/home" XDG_DATA_HOME="$W/share" PCACHE_SOCKET="$DAEMON_SOCKET" "$@" \
+    "$B/bench/bench_warm" --mode "$mode" --phase measure --n 2048 --app pw >"$W/out.txt" 2>/dev/null
+  echo "total=$(kv "$W/out.txt" total_ms) device=$(kv "$W/out.txt" device_ms) setup=$(kv "$W/out.txt" setup_ms) prefetched=$(kv "$W/out.txt" prefetched) snapshot=$(kv "$W/out.txt" snapshot_loaded)"
+}
+# As run-scenarios.sh's warm: libpcache's first run ever, its driver
+# cache empty, compiles what it misses and stages it (on NVIDIA), and the
+# replayer builds it into the store; then one plain run.
+run d >/dev/null
+echo "probe_warm_first: $(cat "$W/out.txt" | tr '\n' ' ')"
+echo "probe_warm_builds_ms=$(wait_builds)"
+run a PCACHE_DISABLE=1 >/dev/null
+for k in $(seq 1 "$ROUNDS"); do
+  echo "round $k plain: $(run a PCACHE_DISABLE=1)"
+  echo "round $k lib: $(run d)"
+  echo "round $k lib_noprefetch: $(run d PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
+  echo "round $k layer: $(run a PCACHE_LAYER=1)"
+  echo "round $k layer_noprefetch: $(run a PCACHE_LAYER=1 PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
+done
