@@ -9,6 +9,9 @@
  *   d  libpcache with pcached, prefetch at pcache_device_create
  *   e  libpcache with pcached, fetching per miss (PCACHE_NO_PREFETCH=1)
  *
+ * --app-owned: modes d and e with PCACHE_PIPELINES_APP (a pipeline per
+ * call, no tiers), destroyed by the bench as in modes a-c.
+ *
  * The timed span starts before the cache is loaded (reading the file, or
  * pcache_device_create's prefetch and merge) and ends when the last
  * pipeline exists, so every mode pays for its own cache. Object creation
@@ -31,6 +34,7 @@ typedef struct options {
   const char *cache_file;
   const char *app;
   int probe;
+  int app_owned; /* modes d, e: PCACHE_PIPELINES_APP */
 } options;
 
 static VkPipeline create_plain(const bench_vk *vk, const bench_pipeset *set, uint32_t i,
@@ -90,17 +94,17 @@ static void write_file(const char *path, const void *data, size_t size) {
 
 static void usage(void) {
   fprintf(stderr, "usage: bench_warm --mode a|b|c|d|e --phase fill|measure --n N\n"
-                  "                  [--cache-file PATH] [--app NAME]\n"
+                  "                  [--cache-file PATH] [--app NAME] [--app-owned]\n"
                   "       bench_warm --probe\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"mode", required_argument, NULL, 'm'},       {"phase", required_argument, NULL, 'p'},
-      {"n", required_argument, NULL, 'n'},          {"cache-file", required_argument, NULL, 'c'},
-      {"app", required_argument, NULL, 'a'},        {"probe", no_argument, NULL, 'P'},
-      {NULL, 0, NULL, 0}};
+      {"mode", required_argument, NULL, 'm'}, {"phase", required_argument, NULL, 'p'},
+      {"n", required_argument, NULL, 'n'},    {"cache-file", required_argument, NULL, 'c'},
+      {"app", required_argument, NULL, 'a'},  {"probe", no_argument, NULL, 'P'},
+      {"app-owned", no_argument, NULL, 'O'},  {NULL, 0, NULL, 0}};
   options opt = {.n = 256, .app = "pcache-bench-warm"};
   const char *phase = "measure";
   bench_vk vk;
@@ -121,6 +125,9 @@ int main(int argc, char **argv) {
     case 'c': opt.cache_file = optarg; break;
     case 'a': opt.app = optarg; break;
     case 'P': opt.probe = 1; break;
+    case 'O':
+      opt.app_owned = 1;
+      break;
     default: usage();
     }
   }
@@ -173,7 +180,9 @@ int main(int argc, char **argv) {
                                .device = vk.device,
                                .creation_feedback = vk.creation_feedback,
                                .instance_api_version = VK_API_VERSION_1_3, /* pipeset.c asks 1.3 */
-                               .cache_control = vk.cache_control};
+                               .cache_control = vk.cache_control,
+                               .pipeline_ownership =
+                                   opt.app_owned ? PCACHE_PIPELINES_APP : PCACHE_PIPELINES_SHARED};
     int r = pcache_client_open(&copt, &client);
     if (r < 0)
       bench_die("pcache_client_open: %s", pcache_strerror(r));
@@ -269,7 +278,7 @@ int main(int argc, char **argv) {
       bench_die("pcache_device_flush: %s", pcache_strerror(r));
   }
 
-  if (!use_pcache)
+  if (!use_pcache || opt.app_owned)
     for (uint32_t i = 0; i < opt.n; i++)
       vkDestroyPipeline(vk.device, pipes[i], NULL);
   bench_pipeset_destroy(set);

@@ -4,7 +4,8 @@
 # first run staged and the replayer built (run-scenarios.sh's "warm"), the
 # driver's disk cache at its defaults in a HOME of its own. Interleaved
 # process by process, ROUNDS rounds (5): plain (mode a), libpcache (mode
-# d), libpcache without prefetch or snapshot, through the layer, and
+# d), libpcache without prefetch or snapshot, libpcache with
+# PCACHE_PIPELINES_APP (--app-owned), through the layer, and
 # through the layer without prefetch or snapshot. Each prints
 # total_ms (bench_warm's span: libpcache's pcache_device_create is in it,
 # the layer's work in vkCreateDevice is not), device_ms (instance and
@@ -23,11 +24,19 @@ trap 'stop_daemon; rm -rf "$W"' EXIT
 saved=$HOME; export HOME=$W/home
 start_daemon warm
 export HOME=$saved
+# run MODE [VAR=VALUE...] [-- BENCH_WARM_ARGS...]
 run() {
-  local mode=$1; shift
-  clean_env HOME="$W/home" XDG_DATA_HOME="$W/share" PCACHE_SOCKET="$DAEMON_SOCKET" "$@" \
-    "$B/bench/bench_warm" --mode "$mode" --phase measure --n 2048 --app pw >"$W/out.txt" 2>/dev/null
-  echo "total=$(kv "$W/out.txt" total_ms) device=$(kv "$W/out.txt" device_ms) setup=$(kv "$W/out.txt" setup_ms) prefetched=$(kv "$W/out.txt" prefetched) snapshot=$(kv "$W/out.txt" snapshot_loaded)"
+  local mode=$1 envs=() args=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && args=("$@")
+  clean_env HOME="$W/home" XDG_DATA_HOME="$W/share" PCACHE_SOCKET="$DAEMON_SOCKET" "${envs[@]}" \
+    "$B/bench/bench_warm" --mode "$mode" --phase measure --n 2048 --app pw "${args[@]}" \
+    >"$W/out.txt" 2>/dev/null
+  echo "total=$(kv "$W/out.txt" total_ms) device=$(kv "$W/out.txt" device_ms)" \
+    "setup=$(kv "$W/out.txt" setup_ms) objects=$(kv "$W/out.txt" objects_ms)" \
+    "pipelines=$(kv "$W/out.txt" pipelines_ms) prefetched=$(kv "$W/out.txt" prefetched)" \
+    "snapshot=$(kv "$W/out.txt" snapshot_loaded)"
 }
 # As run-scenarios.sh's warm: libpcache's first run ever, its driver
 # cache empty, compiles what it misses and stages it (on NVIDIA), and the
@@ -40,6 +49,7 @@ for k in $(seq 1 "$ROUNDS"); do
   echo "round $k plain: $(run a PCACHE_DISABLE=1)"
   echo "round $k lib: $(run d)"
   echo "round $k lib_noprefetch: $(run d PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
+  echo "round $k lib_app_owned: $(run d -- --app-owned)"
   echo "round $k layer: $(run a PCACHE_LAYER=1)"
   echo "round $k layer_noprefetch: $(run a PCACHE_LAYER=1 PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
 done

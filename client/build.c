@@ -28,6 +28,7 @@
 #include "client/record.h"
 #include "client/segment.h"
 #include "client/snapshot.h"
+#include "client/reports.h"
 #include "client/upload.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -259,6 +260,29 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   return 1;
 }
 
+int pcache__build_probe_first(pcache_device *d, pcache__build *b, VkPipeline *ret_pipeline) {
+  pcache__desc_buf buf;
+  pcache__desc_keys keys;
+  int asked;
+  if (b->graphics && (b->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))
+    return 0;
+  asked = pcache__build_driver_first(d, b, ret_pipeline);
+  if (asked == 1) {
+    /* Described only in the app's first run under pcache (stage_hits), so
+     * that the store learns what the driver served; other runs keep the
+     * hit at the driver's own cost. */
+    if (d->build.stage_hits) {
+      pcache__desc_buf_init(&buf);
+      if (pcache__build_describe(d, b, &buf, &keys) == 0)
+        (void)pcache__build_stage_hit(d, b, &keys, &buf);
+      pcache__desc_buf_release(&buf);
+    }
+    return 1;
+  }
+  b->driver_asked = asked == 0;
+  return 0;
+}
+
 /* The device cache holds the pipeline (prefetched, or built earlier here):
  * an app cache still needs this pipeline's own entry, which only the
  * daemon has as a blob of its own: fetched now, or handed to the caller
@@ -289,7 +313,7 @@ int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
     atomic_fetch_add(&d->core.stats.daemon_hits, 1);
     /* The daemon sent it unasked: tell it this one was used (once: the
      * built table sends later builds to create_held directly). */
-    pcache__upload_used(d, &keys->state_hash);
+    pcache__used_queue(d, &keys->state_hash);
     return PCACHE__DAEMON_PREFETCHED;
   }
   if (fetch_from_daemon(d, b, &keys->state_hash, 1, ret_in_app_cache)) {
@@ -323,7 +347,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
     /* The daemon sent it: it is in use, whoever served it (its entry's
      * place in the LRU). */
     if (known)
-      pcache__upload_used(d, &keys->state_hash);
+      pcache__used_queue(d, &keys->state_hash);
     else
       (void)pcache__build_stage_hit(d, b, keys, desc);
     return VK_SUCCESS;

@@ -76,6 +76,21 @@ int pcache__build_driver_first(pcache_device *device, const pcache__build *build
                                VkPipeline *ret_pipeline);
 
 /*
+ * pcache__build_probe_first - the driver first, before anything is
+ * described: what the layer does for every create info, and libpcache for
+ * PCACHE_PIPELINES_APP, where no tier needs the state hash first. A hit
+ * then costs the program what it costs without pcache (describing and
+ * hashing cost 1.5-3 us a pipeline on the H200's host against a 15-20 us
+ * driver hit: bench/RESULTS.md). A library is not asked (0): pipelines
+ * that link it are described through its description (record.h). Returns
+ * 1 with the pipeline (the caller's; staged first when stage_hits, which
+ * needs it described), or 0, with build->driver_asked set when the driver
+ * was asked and did not have it, so that the build does not ask again.
+ */
+int pcache__build_probe_first(pcache_device *device, pcache__build *build,
+                              VkPipeline *ret_pipeline);
+
+/*
  * Staging: what goes to the daemon as a staged build (Put.stage,
  * docs/client.md "Staging"), a description without a blob that the
  * daemon's replayer builds in the background, when the daemon says it can

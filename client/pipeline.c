@@ -88,11 +88,12 @@ static VkResult create_direct(pcache_device *d, const pipeline_request *req,
  * owned as the context's ownership says. */
 static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                             const pcache__desc_keys *keys, const pcache__desc_buf *desc,
-                            VkPipeline *ret_pipeline) {
+                            int driver_asked, VkPipeline *ret_pipeline) {
   pcache__build b = {.kind = req->kind,
                      .graphics = req->graphics,
                      .compute = req->compute,
-                     .allocator = d->core.allocator};
+                     .allocator = d->core.allocator,
+                     .driver_asked = driver_asked};
   pcache__build_source source;
   pcache__fastlink_job *job = NULL;
   VkPipeline pipeline;
@@ -125,14 +126,27 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkResult vr;
   int r;
-  pcache__build b = {.kind = req->kind, .graphics = req->graphics, .compute = req->compute};
+  pcache__build b = {.kind = req->kind,
+                     .graphics = req->graphics,
+                     .compute = req->compute,
+                     .allocator = d->core.allocator};
 
   if (d->core.passthrough)
     return create_direct(d, req, ret_pipeline);
+  /* A pipeline per call: no tier needs the state hash, so the driver is
+   * asked before anything is described, as the layer does; a hit costs
+   * what it costs without pcache. */
+  if (d->core.ownership == PCACHE_PIPELINES_APP && pcache__build_probe_first(d, &b, &pipeline)) {
+    atomic_fetch_add(&d->core.stats.misses, 1);
+    vr = own(d, pipeline);
+    if (vr == VK_SUCCESS)
+      *ret_pipeline = pipeline;
+    return vr;
+  }
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(d, &b, &buf, &keys);
   if (r == PCACHE_EUNHASHABLE) {
-    vr = build_owned(d, req, NULL, NULL, ret_pipeline);
+    vr = build_owned(d, req, NULL, NULL, b.driver_asked, ret_pipeline);
     goto out;
   }
   if (r < 0) {
@@ -140,9 +154,9 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     goto out;
   }
   if (d->core.ownership == PCACHE_PIPELINES_APP) {
-    /* A pipeline per call: the tiers, which hand one out many times, are
-     * skipped; the device cache still makes a repeat cheap. */
-    vr = build_owned(d, req, &keys, &buf, ret_pipeline);
+    /* The tiers, which hand one pipeline out many times, are skipped; the
+     * device cache still makes a repeat cheap. */
+    vr = build_owned(d, req, &keys, &buf, b.driver_asked, ret_pipeline);
     goto out;
   }
   tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->tiers.by_hash, keys.tier1_key, 0,
@@ -165,7 +179,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = vk_result_of(v);
     break;
   case PCACHE__TABLE_CLAIMED:
-    vr = build_owned(d, req, &keys, &buf, &pipeline);
+    vr = build_owned(d, req, &keys, &buf, 0, &pipeline);
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
     if (vr == VK_SUCCESS) {

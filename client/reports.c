@@ -1,10 +1,20 @@
-/* Reports of refused blobs: see reports.h. */
+/* Reports of uses and of refused blobs: see reports.h. */
 #include <string.h>
 
 #include "client/device.h"
 #include "client/client.h"
 #include "client/reports.h"
 #include "common/alloc.h"
+#include "common/clock.h"
+
+/* Uses of prefetched pipelines wait for one Report this long, or until a
+ * Report's worth is queued: a warm start's pipelines arrive every 15-20
+ * us on NVIDIA, and a Report for each woke this thread and pcached's
+ * writer while the program was still loading. A use is only the entry's
+ * place in the LRU; a flush sends them at once. */
+#define USED_DELAY_MS 250u
+#define USED_BATCH 1024u
+#define USED_MAX 4096u /* the upload queue's bound in items (upload.c) */
 
 void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
@@ -89,5 +99,60 @@ void pcache__refused_send_locked(pcache_device *d) {
   pcache__free(taken);
   pthread_mutex_lock(&d->upload.lock);
   d->upload.refused_in_flight = 0;
+  pthread_cond_broadcast(&d->upload.drained);
+}
+
+void pcache__used_queue(pcache_device *d, const pcache__hash *state_hash) {
+  if (!d->upload.running)
+    return;
+  pthread_mutex_lock(&d->upload.lock);
+  /* Bounded like the upload queue: a daemon away for long loses hits. The
+   * thread hears of the first (it times the wait from it) and of a
+   * Report's worth, not of each. */
+  if (d->upload.used.n < USED_MAX && pcache_vec_push(&d->upload.used, *state_hash) == 0) {
+    if (d->upload.used.n == 1)
+      d->upload.used_since_ms = pcache__mono_ms();
+    if (d->upload.used.n == 1 || d->upload.used.n == USED_BATCH)
+      pthread_cond_signal(&d->upload.wake);
+  }
+  pthread_mutex_unlock(&d->upload.lock);
+}
+
+int pcache__used_due_locked(const pcache_device *d, uint64_t *ret_wait_ms) {
+  uint64_t now = pcache__mono_ms(), due = d->upload.used_since_ms + USED_DELAY_MS;
+  *ret_wait_ms = due > now ? due - now : 0;
+  return d->upload.used_now || d->upload.used.n >= USED_BATCH || now >= due;
+}
+
+void pcache__used_send_locked(pcache_device *d) {
+  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
+  ProtobufCBinaryData *hashes;
+  pcache__hash *taken;
+  size_t n, max;
+  d->upload.used_in_flight = 1;
+  pthread_mutex_unlock(&d->upload.lock);
+  max = pcache__client_max_hashes(d->core.client);
+  pthread_mutex_lock(&d->upload.lock);
+  n = d->upload.used.n < max ? d->upload.used.n : max;
+  taken = pcache__malloc(n * (sizeof *taken + sizeof *hashes));
+  if (taken) {
+    memcpy(taken, d->upload.used.items, n * sizeof *taken);
+    memmove(d->upload.used.items, d->upload.used.items + n, (d->upload.used.n - n) * sizeof *taken);
+    d->upload.used.n -= n;
+  } else {
+    d->upload.used.n = 0; /* hits lost, nothing else */
+  }
+  pthread_mutex_unlock(&d->upload.lock);
+  if (taken) {
+    hashes = (ProtobufCBinaryData *)(taken + n);
+    for (size_t i = 0; i < n; i++)
+      hashes[i] = (ProtobufCBinaryData){.len = PCACHE_HASH_SIZE, .data = taken[i].bytes};
+    report.used = hashes;
+    report.n_used = n;
+    pcache__report_send(d, &report);
+    pcache__free(taken);
+  }
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.used_in_flight = 0;
   pthread_cond_broadcast(&d->upload.drained);
 }

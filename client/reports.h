@@ -1,4 +1,5 @@
-/* Reports of refused blobs (reports.c): whoever refused a blob from the
+/* Reports to the daemon (reports.c): the uses of prefetched pipelines,
+ * and refused blobs. Whoever refused a blob from the
  * daemon (a Get, a prefetch page, the mapped segment, a snapshot) queues
  * its report;
  * the device's upload thread sends the queue in one Report over the
@@ -28,6 +29,22 @@ void pcache__refused_queue(pcache_device *device, const Pcachepb__ReportItem *co
  * pcache__refused_queue does a blob's. Any thread; takes upload_lock. */
 void pcache__refused_snapshot_queue(pcache_device *device, Pcachepb__ReportReason reason,
                                     uint64_t checksum);
+
+/* A pipeline was built from the prefetched blob of state_hash: the
+ * daemon counts a use (the entry's place in its LRU) only when told.
+ * Queued, at most the upload queue's bound, for one Report a while
+ * (USED_DELAY_MS) or a Report's worth (USED_BATCH): not a Report, and a
+ * wakeup of the upload thread, for each pipeline of a warm start. Any
+ * thread; takes upload_lock. */
+void pcache__used_queue(pcache_device *device, const pcache__hash *state_hash);
+/* Whether the uses queued go now: a flush wants them (used_now), a
+ * Report's worth waits, or the first waited USED_DELAY_MS; else
+ * *ret_wait_ms is how long they may wait. Under upload_lock. */
+int pcache__used_due_locked(const pcache_device *device, uint64_t *ret_wait_ms);
+/* From the upload thread, under upload_lock: one Report of the uses
+ * queued (at most max_hashes), best effort: what the daemon does not take
+ * is dropped, not retried. Drops the lock while the Report goes. */
+void pcache__used_send_locked(pcache_device *device);
 
 /* Whether reports are queued, not yet sent. Under upload_lock. */
 int pcache__refused_queued_locked(const pcache_device *device);

@@ -278,52 +278,6 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
   pthread_mutex_unlock(&d->upload.lock);
 }
 
-void pcache__upload_used(pcache_device *d, const pcache__hash *state_hash) {
-  if (!d->upload.running)
-    return;
-  pthread_mutex_lock(&d->upload.lock);
-  /* Bounded like the upload queue: a daemon away for long loses hits. */
-  if (d->upload.used.n < QUEUE_MAX && pcache_vec_push(&d->upload.used, *state_hash) == 0)
-    pthread_cond_signal(&d->upload.wake);
-  pthread_mutex_unlock(&d->upload.lock);
-}
-
-/* One Report of the uses queued (at most max_hashes), best effort: what
- * the daemon does not take is dropped, not retried. Called and returns
- * with the lock held; drops it while the Report goes. */
-static void send_used(pcache_device *d) {
-  Pcachepb__Report report = PCACHEPB__REPORT__INIT;
-  ProtobufCBinaryData *hashes;
-  pcache__hash *taken;
-  size_t n, max;
-  d->upload.used_in_flight = 1;
-  pthread_mutex_unlock(&d->upload.lock);
-  max = pcache__client_max_hashes(d->core.client);
-  pthread_mutex_lock(&d->upload.lock);
-  n = d->upload.used.n < max ? d->upload.used.n : max;
-  taken = pcache__malloc(n * (sizeof *taken + sizeof *hashes));
-  if (taken) {
-    memcpy(taken, d->upload.used.items, n * sizeof *taken);
-    memmove(d->upload.used.items, d->upload.used.items + n, (d->upload.used.n - n) * sizeof *taken);
-    d->upload.used.n -= n;
-  } else {
-    d->upload.used.n = 0; /* hits lost, nothing else */
-  }
-  pthread_mutex_unlock(&d->upload.lock);
-  if (taken) {
-    hashes = (ProtobufCBinaryData *)(taken + n);
-    for (size_t i = 0; i < n; i++)
-      hashes[i] = (ProtobufCBinaryData){.len = PCACHE_HASH_SIZE, .data = taken[i].bytes};
-    report.used = hashes;
-    report.n_used = n;
-    pcache__report_send(d, &report);
-    pcache__free(taken);
-  }
-  pthread_mutex_lock(&d->upload.lock);
-  d->upload.used_in_flight = 0;
-  pthread_cond_broadcast(&d->upload.drained);
-}
-
 static void *upload_main(void *arg) {
   pcache_device *d = arg;
   uint64_t backoff = 0, retry_at = 0;
@@ -339,14 +293,16 @@ static void *upload_main(void *arg) {
     pcache__put_queue batch, retry;
     pcache__put_item *u;
     size_t n, max_items;
-    uint64_t acked = 0;
+    uint64_t acked = 0, used_wait_ms = 0;
     int r;
     if (d->upload.prefetch_pending) {
       prefetch_rest(d);
       continue;
     }
-    if (d->upload.used.n) {
-      send_used(d);
+    if (d->upload.used.n && pcache__used_due_locked(d, &used_wait_ms)) {
+      pcache__used_send_locked(d);
+      if (!d->upload.used.n)
+        d->upload.used_now = 0;
       continue;
     }
     if (pcache__refused_queued_locked(d)) {
@@ -366,7 +322,13 @@ static void *upload_main(void *arg) {
       continue;
     }
     if (pcache_queue_empty(&d->upload.batcher.queue)) {
-      pthread_cond_wait(&d->upload.wake, &d->upload.lock);
+      if (d->upload.used.n) {
+        struct timespec ts;
+        pcache__timespec_in(CLOCK_MONOTONIC, used_wait_ms, &ts);
+        pthread_cond_timedwait(&d->upload.wake, &d->upload.lock, &ts);
+      } else {
+        pthread_cond_wait(&d->upload.wake, &d->upload.lock);
+      }
       continue;
     }
     if (d->upload.retry_now) {
@@ -520,6 +482,7 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   pcache__timespec_in(CLOCK_MONOTONIC, timeout_ms, &ts);
   pthread_mutex_lock(&d->upload.lock);
   d->upload.retry_now = 1;
+  d->upload.used_now = 1;
   pthread_cond_signal(&d->upload.wake);
   while (upload_pending(d) && r != ETIMEDOUT)
     r = pthread_cond_timedwait(&d->upload.drained, &d->upload.lock, &ts);
@@ -544,6 +507,7 @@ int pcache__upload_drain(pcache_device *d, uint32_t budget_ms, int at_exit) {
   }
   failures = d->upload.failures;
   d->upload.retry_now = 1;
+  d->upload.used_now = 1;
   pthread_cond_signal(&d->upload.wake);
   while (upload_pending(d) && d->upload.failures == failures && r != ETIMEDOUT)
     r = pthread_cond_timedwait(&d->upload.drained, &d->upload.lock, &ts);

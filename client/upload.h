@@ -47,9 +47,15 @@ typedef struct pcache__uploader {
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
   /* State hashes of prefetched blobs that pipelines were built from, for
-   * the next Report (used): the daemon counts a use only when told. */
+   * the next Report (used, reports.h): the daemon counts a use only when
+   * told. */
   PCACHE_VEC(pcache__hash) used;
   int used_in_flight;
+  /* When the first of them was queued (monotonic ms), and whether a flush
+   * wants them sent now: they go in one Report per USED_DELAY_MS, not one
+   * per pipeline (reports.c). */
+  uint64_t used_since_ms;
+  int used_now;
   /* Reports of refused blobs, for the next Report (reports.c). */
   PCACHE_VEC(pcache__refused) refused;
   uint32_t refused_snapshot;          /* a Pcachepb__ReportReason; 0: none to report */
@@ -80,10 +86,6 @@ void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
-/* Queues a Report that the pipeline of this state hash was built from a
- * prefetched blob (its hit, for the daemon); dropped when out of memory,
- * and when the daemon does not take it. */
-void pcache__upload_used(pcache_device *device, const pcache__hash *state_hash);
 /* Asks the upload thread for a snapshot upload when the device cache
  * changed since the loaded snapshot (after the queued pipelines). */
 void pcache__upload_want_snapshot(pcache_device *device);

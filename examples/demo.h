@@ -36,6 +36,7 @@ typedef struct demo_options {
   int destroy_each;       /* --plain: each pipeline destroyed once made */
   int alternate;          /* --plain: the probes above on every other pipeline */
   int read_each;          /* --plain: a fresh cache's data read after each pipeline */
+  int app_owned;          /* PCACHE_PIPELINES_APP: a pipeline per call, the demo's */
 } demo_options;
 
 /* Programs log with sd-daemon "<N>" prefixes when stderr is the journal,

@@ -69,6 +69,8 @@ static void usage(FILE *f) {
           "                   pcache-replay makes them from a description (a probe)\n"
           "  --destroy-each   with --plain: destroy each pipeline as soon as it is made,\n"
           "                   as a replayer that keeps none alive would (a probe)\n"
+          "  --app-owned      PCACHE_PIPELINES_APP: a new pipeline per call, the demo's to\n"
+          "                   destroy (no tier pass)\n"
           "  --alternate      with --plain: the probes above but --shuffle on every other\n"
           "                   pipeline of a thread only, each half's time reported\n"
           "                   apart: what a probe costs, measured within one process\n",
@@ -99,6 +101,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       opts.no_daemon = 1;
     } else if (!strcmp(a, "--plain")) {
       opts.plain = 1;
+    } else if (!strcmp(a, "--app-owned")) {
+      opts.app_owned = 1;
     } else if (!strcmp(a, "--shuffle")) {
       opts.shuffle = 1;
     } else if (!strcmp(a, "--fresh-caches") && !opts.fresh_caches) {
@@ -142,6 +146,8 @@ static int parse_args(int argc, char **argv, demo_options *ret_opts) {
       !opts.plain)
     goto out_usage;
   if (opts.read_each && !opts.fresh_caches)
+    goto out_usage;
+  if (opts.app_owned && opts.plain)
     goto out_usage;
   *ret_opts = opts;
   return 0;
@@ -213,6 +219,7 @@ int main(int argc, char **argv) {
       .creation_feedback = vk.creation_feedback,
       .instance_api_version = vk.api_version,
       .cache_control = vk.cache_control,
+      .pipeline_ownership = opts.app_owned ? PCACHE_PIPELINES_APP : PCACHE_PIPELINES_SHARED,
   };
   r = pcache_device_create(client, &dinfo, &pdev);
   if (r < 0) {
@@ -246,6 +253,8 @@ int main(int argc, char **argv) {
    * hash; after end_frame every lookup is one lock-free probe.
    */
   t0 = now_ms();
+  if (opts.app_owned)
+    goto pass2_done; /* the tiers hand out the context's pipelines */
   r = pcache_device_select_tier(pdev, DEMO_GLOBAL_KEY, &tier);
   if (r < 0) {
     log_err("pcache_device_select_tier: %s", pcache_strerror(r));
@@ -270,6 +279,7 @@ int main(int argc, char **argv) {
     else if (p != pipelines[i])
       tier_mismatch++;
   }
+pass2_done:
   tier_ms = now_ms() - t0;
   pcache_device_end_frame(pdev);
 
@@ -351,6 +361,10 @@ int main(int argc, char **argv) {
   exit_code = 0;
 
 out_objects:
+  /* The demo's own with --app-owned, as vkCreateGraphicsPipelines' are. */
+  for (uint32_t i = 0; opts.app_owned && i < opts.pipelines; i++)
+    if (pipelines[i] != VK_NULL_HANDLE)
+      vkDestroyPipeline(vk.device, pipelines[i], NULL);
   demo_objects_destroy(pdev, &vk, &objs);
 out_device:
   pcache_device_destroy(pdev);

@@ -10,6 +10,7 @@
 #include "client/record.h"
 #include "client/upload.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/parse.h"
 #include "layer/layer.h"
 #include "layer/link.h"
@@ -189,8 +190,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     /* Fails only for want of memory or of a core entry point; the device
      * then passes everything through. */
     pcache_device *pc = NULL;
+    uint64_t t0 = pcache__mono_ns();
     if (pcache__device_create(li->client, &info, next_gipa, next_gdpa, &pc) == 0)
       ld->pc = pc;
+    ld->setup_us = (pcache__mono_ns() - t0) / 1000;
   }
   layer_signals_watch(report_all_at_exit);
   return VK_SUCCESS;

@@ -120,6 +120,10 @@ typedef struct layer_device {
   /* The client core's context; NULL when it could not be made, and then
    * every call passes straight through. */
   pcache_device *pc;
+  /* Microseconds vkCreateDevice spent making it (connection, segment,
+   * prefetch): start-up the program pays that no pipeline's time shows
+   * (the report's setup_us). */
+  uint64_t setup_us;
   layer_stats stats;
 } layer_device;
 

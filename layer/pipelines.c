@@ -122,24 +122,10 @@ static VkResult create_one(layer_device *ld, VkPipelineCache cache, layer_cache 
   }
   /* Driver first, before anything is described: a pipeline the driver's
    * own caches hold then costs the program what it costs without the
-   * layer. A library is described all the same: pipelines that link it
-   * are described through it (record.h). */
-  if (!(p->graphics && (p->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))) {
-    int asked = pcache__build_driver_first(ld->pc, &b, ret_pipeline);
-    if (asked == 1) {
-      atomic_fetch_add(&ld->stats.driver_hits, 1);
-      /* Described only in the app's first run under pcache (stage_hits),
-       * so that the store learns what the driver served; other runs keep
-       * the hit at the driver's own cost. */
-      if (ld->pc->build.stage_hits) {
-        pcache__desc_buf_init(&buf);
-        if (pcache__build_describe(ld->pc, &b, &buf, &keys) == 0)
-          (void)pcache__build_stage_hit(ld->pc, &b, &keys, &buf);
-        pcache__desc_buf_release(&buf);
-      }
-      return VK_SUCCESS;
-    }
-    b.driver_asked = asked == 0;
+   * layer. */
+  if (pcache__build_probe_first(ld->pc, &b, ret_pipeline)) {
+    atomic_fetch_add(&ld->stats.driver_hits, 1);
+    return VK_SUCCESS;
   }
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(ld->pc, &b, &buf, &keys);

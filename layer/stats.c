@@ -75,6 +75,7 @@ typedef struct layer_report {
 #define LAYER_REPORT_FIELD(name) uint64_t name;
   PCACHE_CLIENT_REPORT_COUNTERS(LAYER_REPORT_FIELD)
 #undef LAYER_REPORT_FIELD
+  uint64_t setup_us; /* text only: not a counter the daemon keeps */
   size_t n_reasons;
   layer_unhashable reasons[LAYER_MAX_REASONS]; /* reason words are static strings */
 } layer_report;
@@ -101,6 +102,7 @@ static void collect(layer_device *ld, layer_report *r) {
   r->app_cache_entries = atomic_load(&s->app_cache_entries);
   r->upload_dropped = counters.upload_dropped;
   r->staged = counters.staged;
+  r->setup_us = ld->setup_us;
   pthread_mutex_lock(&s->reasons_lock);
   r->n_reasons = s->n_reasons;
   memcpy(r->reasons, s->reasons, s->n_reasons * sizeof *s->reasons);
@@ -114,7 +116,7 @@ static size_t format_text(const layer_report *r, char *buf, size_t cap) {
   len = append(buf, len, cap, " " #name "=%llu", (unsigned long long)r->name);
   PCACHE_CLIENT_REPORT_COUNTERS(LAYER_REPORT_TEXT)
 #undef LAYER_REPORT_TEXT
-  len = append(buf, len, cap, "\n");
+  len = append(buf, len, cap, " setup_us=%llu\n", (unsigned long long)r->setup_us);
   for (size_t i = 0; i < r->n_reasons; i++)
     len = append(buf, len, cap, "pcache-layer-unhashable pid=%ld reason=%s stype=%u count=%llu\n",
                  (long)r->pid, r->reasons[i].reason, r->reasons[i].stype,

@@ -16,7 +16,8 @@
 #      learned from the run it did not serve, serve every pipeline, and the
 #      driver is never asked (they were prefetched);
 #   4. the driver's cache warm again, the store knows the app: nothing is
-#      staged again;
+#      staged again; with PCACHE_PIPELINES_APP the driver is asked before
+#      anything is described, and once a pipeline when it misses;
 #   5. through the Vulkan layer, a plain program over a warm driver cache:
 #      driver hits in the layer's report, staged for a new app name and
 #      built, then served by the daemon with the driver's cache emptied;
@@ -86,6 +87,22 @@ PCACHE_DISABLE=1 run refill-app --plain
 PCACHE_STAGE=learn run known
 expect "$scratch/known" staged -eq 0
 expect "$scratch/known" compiles -eq 0
+
+# 4b. PCACHE_PIPELINES_APP (pcache-demo --app-owned): no tier needs the
+#     state hash, so the driver is asked before anything is described, as
+#     the layer does; with its cache emptied the daemon serves, and the
+#     driver was asked once a pipeline, not again by the build after it.
+run app-owned --app-owned
+expect "$scratch/app-owned" driver_hits -eq "$n"
+expect "$scratch/app-owned" compiles -eq 0
+[ "$(answers hit)" -eq "$n" ] || fail "app-owned: the driver answered $(answers hit) hits, expected $n"
+rm -f "$scratch/driver"/*
+run app-owned-served --app-owned
+expect "$scratch/app-owned-served" daemon_hits -eq "$n"
+expect "$scratch/app-owned-served" compiles -eq 0
+expect "$scratch/app-owned-served" driver_hits -eq 0
+[ "$(answers miss)" -eq "$n" ] ||
+  fail "app-owned, driver cache emptied: the driver was asked $(answers miss) times, expected $n"
 
 # 5. A plain program through the layer, the driver's cache warm again.
 PCACHE_DISABLE=1 run refill --plain
