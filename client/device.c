@@ -222,9 +222,16 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     /* A daemon too slow for the segment is too slow for pages too: they
      * are all left to the upload thread, so creation waits one timeout. */
     int more = 0;
-    if (!d->core.binary && !pcache__prefetch_disabled(info) &&
-        !pcache__segment_prefetch(d, &offset) &&
-        (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
+    if (!d->core.binary && !pcache__prefetch_disabled(info) && pcache__prefetch_in_background(d)) {
+      /* The driver's own caches answer first: loading the prefetch here
+       * would only make the program's start wait for what a warm start
+       * never uses. The upload thread does all of it. */
+      more = 1;
+      d->core.creating = 0;
+      pcache__upload_prefetch_all(d);
+    } else if (!d->core.binary && !pcache__prefetch_disabled(info) &&
+               !pcache__segment_prefetch(d, &offset) &&
+               (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
       /* From here the upload thread may fetch the first page: the app may
        * hold the cache by then, so a late snapshot is merged, not swapped
        * in. */

@@ -53,4 +53,17 @@ int pcache__prefetch_at_create(pcache_device *device, const pcache_device_info *
 /* Prefetch is off: info->no_prefetch, or PCACHE_NO_PREFETCH=1. */
 int pcache__prefetch_disabled(const pcache_device_info *info);
 
+/*
+ * pcache__prefetch_in_background - whether the start-up prefetch (the
+ * segment's blobs and snapshot, then the pages) is the upload thread's
+ * from the start rather than pcache_device_create's: on a driver whose own
+ * caches answer the driver-first probe, a warm start never uses what the
+ * prefetch loads into the device cache, and loading it was most of
+ * pcache's start-up (docs/client.md "The start-up prefetch"). By default
+ * on the vendors measured so (NVIDIA), with driver first on and no
+ * PCACHE_STAGE=learn (whose first run needs to know at creation whether
+ * the store had anything); PCACHE_PREFETCH=background or =now chooses.
+ */
+int pcache__prefetch_in_background(const pcache_device *device);
+
 #endif

@@ -111,9 +111,17 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   uint32_t n;
   int snapshot_loaded;
   *ret_offset = 0;
+  int untried = PCACHE__SEG_SNAPSHOT_UNTRIED;
   if (!seg)
     return 0;
-  snapshot_loaded = load_snapshot(d, seg);
+  /* Once: when the upload thread does this (a background prefetch), a
+   * miss on an app thread may be loading it already (snapshot_on_miss);
+   * the blobs below then include the ones it covers, merged twice at
+   * worst. */
+  snapshot_loaded =
+      atomic_compare_exchange_strong(&d->segment.snapshot, &untried, PCACHE__SEG_SNAPSHOT_LOADING)
+          ? load_snapshot(d, seg)
+          : atomic_load(&d->segment.snapshot) == PCACHE__SEG_SNAPSHOT_LOADED;
   /* With the snapshot, the blobs it does not cover (they come first);
    * without it, all of them. */
   n = snapshot_loaded ? seg->n_uncovered : seg->n_entries;

@@ -16,6 +16,7 @@
 #include "client/device.h"
 #include "client/prefetch.h"
 #include "client/reports.h"
+#include "client/segment.h"
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
@@ -221,6 +222,19 @@ out:
  * lock held; drops it while a page is fetched and merged. */
 static void prefetch_rest(pcache_device *d) {
   int tries = 0;
+  if (d->upload.prefetch_segment) {
+    uint32_t offset = 0;
+    int complete;
+    d->upload.prefetch_segment = 0;
+    pthread_mutex_unlock(&d->upload.lock);
+    /* What device creation does otherwise (device.c): the mapped segment
+     * first, and pages only for what it did not hold. */
+    complete = pcache__segment_prefetch(d, &offset);
+    pthread_mutex_lock(&d->upload.lock);
+    d->upload.prefetch_offset = offset;
+    if (complete)
+      d->upload.prefetch_pending = 0;
+  }
   while (d->upload.prefetch_pending && !d->upload.stop) {
     uint32_t offset = d->upload.prefetch_offset, next = offset;
     uint64_t retry_at;
@@ -276,6 +290,13 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
   d->upload.prefetch_pending = 1;
   pthread_cond_signal(&d->upload.wake);
   pthread_mutex_unlock(&d->upload.lock);
+}
+
+void pcache__upload_prefetch_all(pcache_device *d) {
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.prefetch_segment = 1;
+  pthread_mutex_unlock(&d->upload.lock);
+  pcache__upload_prefetch_rest(d, 0);
 }
 
 static void *upload_main(void *arg) {

@@ -44,6 +44,9 @@ typedef struct pcache__uploader {
    * fetches them, from prefetch_offset, before any upload. */
   int prefetch_pending;
   uint32_t prefetch_offset;
+  /* The whole prefetch is the thread's (pcache__prefetch_in_background):
+   * the segment's blobs and snapshot first, then pages. */
+  int prefetch_segment;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
   /* State hashes of prefetched blobs that pipelines were built from, for
@@ -86,6 +89,9 @@ void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
+/* Hands the whole prefetch, the segment's part first, to the upload
+ * thread (pcache__prefetch_in_background). */
+void pcache__upload_prefetch_all(pcache_device *device);
 /* Asks the upload thread for a snapshot upload when the device cache
  * changed since the loaded snapshot (after the queued pipelines). */
 void pcache__upload_want_snapshot(pcache_device *device);

@@ -17,7 +17,9 @@
 #      driver is never asked (they were prefetched);
 #   4. the driver's cache warm again, the store knows the app: nothing is
 #      staged again; with PCACHE_PIPELINES_APP the driver is asked before
-#      anything is described, and once a pipeline when it misses;
+#      anything is described, and once a pipeline when it misses; with
+#      the prefetch in the upload thread, the daemon and the driver serve
+#      as before;
 #   5. through the Vulkan layer, a plain program over a warm driver cache:
 #      driver hits in the layer's report, staged for a new app name and
 #      built, then served by the daemon with the driver's cache emptied;
@@ -103,6 +105,21 @@ expect "$scratch/app-owned-served" compiles -eq 0
 expect "$scratch/app-owned-served" driver_hits -eq 0
 [ "$(answers miss)" -eq "$n" ] ||
   fail "app-owned, driver cache emptied: the driver was asked $(answers miss) times, expected $n"
+
+# 4c. The prefetch in the background (PCACHE_PREFETCH=background, the
+#     default on NVIDIA): device creation loads nothing into the device
+#     cache. With the driver's cache still empty the daemon serves every
+#     pipeline all the same (the upload thread's prefetch, the segment's
+#     snapshot at the first miss, or a Get), and nothing is compiled; with
+#     it warm again the driver serves them.
+rm -f "$scratch/driver"/*
+PCACHE_PREFETCH=background run background-served
+expect "$scratch/background-served" daemon_hits -eq "$n"
+expect "$scratch/background-served" compiles -eq 0
+PCACHE_DISABLE=1 run refill-background --plain
+PCACHE_PREFETCH=background run background-warm
+expect "$scratch/background-warm" driver_hits -eq "$n"
+expect "$scratch/background-warm" compiles -eq 0
 
 # 5. A plain program through the layer, the driver's cache warm again.
 PCACHE_DISABLE=1 run refill --plain
