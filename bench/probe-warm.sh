@@ -4,13 +4,15 @@
 # first run staged and the replayer built (run-scenarios.sh's "warm"), the
 # driver's disk cache at its defaults in a HOME of its own. Interleaved
 # process by process, ROUNDS rounds (5): plain (mode a), libpcache (mode
-# d), libpcache without prefetch or snapshot, libpcache with
-# PCACHE_PIPELINES_APP (--app-owned), through the layer, and
-# through the layer without prefetch or snapshot. Each prints
+# d), libpcache with the prefetch in pcache_device_create
+# (PCACHE_PREFETCH=now; NVIDIA's default leaves it to the driver's first
+# miss), libpcache with PCACHE_PIPELINES_APP (--app-owned), through the
+# layer, and through the layer with PCACHE_PREFETCH=now. Each prints
 # total_ms (bench_warm's span: libpcache's pcache_device_create is in it,
-# the layer's work in vkCreateDevice is not), device_ms (instance and
-# device creation: where the layer prefetches) and setup_ms (mode d's
-# pcache_client_open and pcache_device_create).
+# the layer's work in vkCreateDevice is not: layer_setup_us, from its
+# report), device_ms (instance and device creation), setup_ms (mode d's
+# pcache_client_open and pcache_device_create), objects_ms and
+# pipelines_ms (the two parts of the span after setup).
 set -u
 B=$(cd "$1" && pwd)
 ROUNDS=${2:-5}
@@ -32,8 +34,9 @@ run() {
   [ $# -gt 0 ] && shift && args=("$@")
   clean_env HOME="$W/home" XDG_DATA_HOME="$W/share" PCACHE_SOCKET="$DAEMON_SOCKET" "${envs[@]}" \
     "$B/bench/bench_warm" --mode "$mode" --phase measure --n 2048 --app pw "${args[@]}" \
-    >"$W/out.txt" 2>/dev/null
+    >"$W/out.txt" 2>"$W/err.txt"
   echo "total=$(kv "$W/out.txt" total_ms) device=$(kv "$W/out.txt" device_ms)" \
+    "layer_setup_us=$(sed -n 's/^pcache-layer .* setup_us=\([0-9]*\).*/\1/p' "$W/err.txt" | tail -n 1)" \
     "setup=$(kv "$W/out.txt" setup_ms) objects=$(kv "$W/out.txt" objects_ms)" \
     "pipelines=$(kv "$W/out.txt" pipelines_ms) prefetched=$(kv "$W/out.txt" prefetched)" \
     "snapshot=$(kv "$W/out.txt" snapshot_loaded)"
@@ -48,8 +51,8 @@ run a PCACHE_DISABLE=1 >/dev/null
 for k in $(seq 1 "$ROUNDS"); do
   echo "round $k plain: $(run a PCACHE_DISABLE=1)"
   echo "round $k lib: $(run d)"
-  echo "round $k lib_noprefetch: $(run d PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
+  echo "round $k lib_prefetch_now: $(run d PCACHE_PREFETCH=now)"
   echo "round $k lib_app_owned: $(run d -- --app-owned)"
-  echo "round $k layer: $(run a PCACHE_LAYER=1)"
-  echo "round $k layer_noprefetch: $(run a PCACHE_LAYER=1 PCACHE_NO_PREFETCH=1 PCACHE_NO_SNAPSHOT=1)"
+  echo "round $k layer: $(run a PCACHE_LAYER=1 PCACHE_LAYER_STATS=1)"
+  echo "round $k layer_prefetch_now: $(run a PCACHE_LAYER=1 PCACHE_LAYER_STATS=1 PCACHE_PREFETCH=now)"
 done

@@ -254,6 +254,9 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   }
   if (vr != VK_SUCCESS) {
     atomic_fetch_add(&d->build.probe_misses, 1);
+    /* The driver's caches do not hold everything: the prefetch left for
+     * this (pcache__prefetch_in_background) starts now. */
+    pcache__upload_prefetch_on_miss(d);
     return 0;
   }
   atomic_fetch_add(&d->core.stats.driver_hits, 1);

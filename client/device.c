@@ -225,10 +225,11 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     if (!d->core.binary && !pcache__prefetch_disabled(info) && pcache__prefetch_in_background(d)) {
       /* The driver's own caches answer first: loading the prefetch here
        * would only make the program's start wait for what a warm start
-       * never uses. The upload thread does all of it. */
+       * never uses. The upload thread does all of it once the driver
+       * first misses. */
       more = 1;
       d->core.creating = 0;
-      pcache__upload_prefetch_all(d);
+      pcache__upload_prefetch_defer(d);
     } else if (!d->core.binary && !pcache__prefetch_disabled(info) &&
                !pcache__segment_prefetch(d, &offset) &&
                (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {

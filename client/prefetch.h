@@ -55,8 +55,9 @@ int pcache__prefetch_disabled(const pcache_device_info *info);
 
 /*
  * pcache__prefetch_in_background - whether the start-up prefetch (the
- * segment's blobs and snapshot, then the pages) is the upload thread's
- * from the start rather than pcache_device_create's: on a driver whose own
+ * segment's blobs and snapshot, then the pages) is the upload thread's,
+ * from the driver's first miss, rather than pcache_device_create's
+ * (upload.h, pcache__upload_prefetch_defer): on a driver whose own
  * caches answer the driver-first probe, a warm start never uses what the
  * prefetch loads into the device cache, and loading it was most of
  * pcache's start-up (docs/client.md "The start-up prefetch"). By default

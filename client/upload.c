@@ -292,7 +292,14 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
   pthread_mutex_unlock(&d->upload.lock);
 }
 
-void pcache__upload_prefetch_all(pcache_device *d) {
+void pcache__upload_prefetch_defer(pcache_device *d) {
+  atomic_store(&d->upload.prefetch_deferred, 1);
+}
+
+void pcache__upload_prefetch_on_miss(pcache_device *d) {
+  if (!atomic_load_explicit(&d->upload.prefetch_deferred, memory_order_relaxed) ||
+      !atomic_exchange(&d->upload.prefetch_deferred, 0))
+    return;
   pthread_mutex_lock(&d->upload.lock);
   d->upload.prefetch_segment = 1;
   pthread_mutex_unlock(&d->upload.lock);

@@ -47,6 +47,8 @@ typedef struct pcache__uploader {
   /* The whole prefetch is the thread's (pcache__prefetch_in_background):
    * the segment's blobs and snapshot first, then pages. */
   int prefetch_segment;
+  /* ...and it waits for the driver's first miss (prefetch_on_miss). */
+  atomic_int prefetch_deferred;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
   /* State hashes of prefetched blobs that pipelines were built from, for
@@ -89,9 +91,12 @@ void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
-/* Hands the whole prefetch, the segment's part first, to the upload
- * thread (pcache__prefetch_in_background). */
-void pcache__upload_prefetch_all(pcache_device *device);
+/* The whole prefetch, the segment's part first, is the upload thread's
+ * once the driver first misses (pcache__prefetch_in_background): a warm
+ * start, which the driver's own caches serve, never loads it.
+ * pcache__upload_prefetch_on_miss hands it over, once; any thread. */
+void pcache__upload_prefetch_defer(pcache_device *device);
+void pcache__upload_prefetch_on_miss(pcache_device *device);
 /* Asks the upload thread for a snapshot upload when the device cache
  * changed since the loaded snapshot (after the queued pipelines). */
 void pcache__upload_want_snapshot(pcache_device *device);

@@ -108,10 +108,11 @@ expect "$scratch/app-owned-served" driver_hits -eq 0
 
 # 4c. The prefetch in the background (PCACHE_PREFETCH=background, the
 #     default on NVIDIA): device creation loads nothing into the device
-#     cache. With the driver's cache still empty the daemon serves every
-#     pipeline all the same (the upload thread's prefetch, the segment's
-#     snapshot at the first miss, or a Get), and nothing is compiled; with
-#     it warm again the driver serves them.
+#     cache; the upload thread prefetches from the driver's first miss.
+#     With the driver's cache empty the daemon serves every pipeline all
+#     the same (the prefetch, the segment's snapshot at the first miss, or
+#     a Get), and nothing is compiled; with it warm again the driver serves
+#     them, and nothing is prefetched.
 rm -f "$scratch/driver"/*
 PCACHE_PREFETCH=background run background-served
 expect "$scratch/background-served" daemon_hits -eq "$n"
@@ -120,6 +121,7 @@ PCACHE_DISABLE=1 run refill-background --plain
 PCACHE_PREFETCH=background run background-warm
 expect "$scratch/background-warm" driver_hits -eq "$n"
 expect "$scratch/background-warm" compiles -eq 0
+expect "$scratch/background-warm" prefetched -eq 0
 
 # 5. A plain program through the layer, the driver's cache warm again.
 PCACHE_DISABLE=1 run refill --plain
