@@ -42,6 +42,15 @@ stop_daemon() {
   DAEMON_SOCKET=""
 }
 
+# daemon_settle: waits for pcached's own start-up work, its probe of the
+# installed drivers (a Vulkan device made in a process of its own,
+# docs/replay.md "When a replay starts"), as a user's pcached, started at
+# login, has long done it by a program's first launch: a first run that
+# shared the machine with it measured the probe, not pcache.
+daemon_settle() {
+  "$BUILD_DIR/tools/pcachectl" --socket "$DAEMON_SOCKET" --timeout 120 replay --detect >/dev/null 2>&1 || true
+}
+
 # wait_builds [TIMEOUT_S]: waits until the daemon at DAEMON_SOCKET has no
 # replay left unfinished (staged builds included: docs/replay.md "Staged
 # builds"), as a user's machine would be by the next launch; prints the

@@ -29,6 +29,7 @@ one() {
   fi
   if [ "$client" = layer ]; then
     start_daemon "first-$set"
+    daemon_settle
     envs=(PCACHE_LAYER=1 PCACHE_SOCKET="$DAEMON_SOCKET")
   else
     envs=(PCACHE_DISABLE=1)

@@ -141,6 +141,7 @@ start_daemon_home() {
   done
   export HOME=$home
   start_daemon "$@"
+  daemon_settle
   export HOME=$saved
   for v in "${saved_env[@]}"; do export "${v?}"; done
 }
