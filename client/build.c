@@ -310,6 +310,9 @@ int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
   *ret_in_app_cache = 0;
   if (!d->core.client)
     return 0;
+  /* A prefetch left for the first miss starts now, whatever asked: a
+   * chain the driver-first probe skips, or driver first off. */
+  pcache__upload_prefetch_on_miss(d);
   /* Without a prefetch, the first miss the snapshot covers loads it. */
   pcache__segment_snapshot_on_miss(d, &keys->state_hash);
   if (pcache__prefetch_known(d, &keys->state_hash)) {
@@ -339,7 +342,7 @@ static VkResult build_first(pcache_device *d, const pcache__build *b, const pcac
    * a driver whose caches never answer (lavapipe: its probe cost warm
    * starts a fifth) is not asked for what the prefetch brought once its
    * probe has only missed. */
-  int known = d->core.client && pcache__prefetch_known(d, &keys->state_hash);
+  int known = d->core.client && pcache__segment_known(d, &keys->state_hash);
   int ask = !b->driver_asked;
   if (ask && known)
     ask = atomic_load(&d->core.stats.driver_hits) > 0 ||

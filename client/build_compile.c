@@ -16,6 +16,7 @@
 #include "client/build_internal.h"
 #include "client/device.h"
 #include "client/prefetch.h"
+#include "client/segment.h"
 #include "client/snapshot.h"
 #include "client/upload.h"
 #include "common/alloc.h"
@@ -242,7 +243,7 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
-  if (!d->build.stage_hits || pcache__prefetch_known(d, &keys->state_hash))
+  if (!d->build.stage_hits || pcache__segment_known(d, &keys->state_hash))
     return 0;
   stage(d, b, keys, desc, 0);
   return 1;

@@ -222,7 +222,10 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     /* A daemon too slow for the segment is too slow for pages too: they
      * are all left to the upload thread, so creation waits one timeout. */
     int more = 0;
-    if (!d->core.binary && !pcache__prefetch_disabled(info) && pcache__prefetch_in_background(d)) {
+    /* Only with the daemon there: one away would hold the upload thread
+     * in retries at the first miss, its uploads behind them. */
+    if (!d->core.binary && !pcache__prefetch_disabled(info) && !slow &&
+        atomic_load(&d->core.client->connected) && pcache__prefetch_in_background(d)) {
       /* The driver's own caches answer first: loading the prefetch here
        * would only make the program's start wait for what a warm start
        * never uses. The upload thread does all of it once the driver

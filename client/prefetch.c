@@ -27,8 +27,8 @@ int pcache__prefetch_disabled(const pcache_device_info *info) {
 
 /* Vendors whose driver-first probe was measured answering a warm start
  * from the driver's own disk cache at its floor, so that the prefetch's
- * loading is off the program's path: NVIDIA (H200, driver 580: 1.2-3.3 ms
- * of pcache_device_create for a snapshot of 64-205 pipelines, 9-10 ms for
+ * loading is off the program's path: NVIDIA (H200, driver 580: 2.4-3.8 ms
+ * of pcache_device_create for a snapshot of 205 pipelines, 9-12 ms for
  * 205 blobs without one; bench/RESULTS.md). */
 static const uint32_t background_vendors[] = {0x10de};
 

@@ -5,6 +5,7 @@
  * before pcache__blob_load's checks: the tables are checked whole when
  * mapped, each blob when used. */
 #include <errno.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "client/device.h"
@@ -114,14 +115,22 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   int untried = PCACHE__SEG_SNAPSHOT_UNTRIED;
   if (!seg)
     return 0;
-  /* Once: when the upload thread does this (a background prefetch), a
-   * miss on an app thread may be loading it already (snapshot_on_miss);
-   * the blobs below then include the ones it covers, merged twice at
-   * worst. */
-  snapshot_loaded =
-      atomic_compare_exchange_strong(&d->segment.snapshot, &untried, PCACHE__SEG_SNAPSHOT_LOADING)
-          ? load_snapshot(d, seg)
-          : atomic_load(&d->segment.snapshot) == PCACHE__SEG_SNAPSHOT_LOADED;
+  /* Once: when the upload thread does this (a background prefetch), the
+   * miss that handed it over has usually begun loading the snapshot
+   * itself (snapshot_on_miss). The upload thread then waits for that
+   * load rather than merge every blob the snapshot covers a second time,
+   * list them all for a new snapshot, and fetch every page again. */
+  if (atomic_compare_exchange_strong(&d->segment.snapshot, &untried,
+                                     PCACHE__SEG_SNAPSHOT_LOADING)) {
+    snapshot_loaded = load_snapshot(d, seg);
+  } else {
+    /* A load is a few ms of driver work; the bound only keeps a driver
+     * that never returns from holding this thread for ever. */
+    for (int i = 0; i < 20000 && atomic_load(&d->segment.snapshot) == PCACHE__SEG_SNAPSHOT_LOADING;
+         i++)
+      (void)nanosleep(&(struct timespec){.tv_nsec = 500000}, NULL);
+    snapshot_loaded = atomic_load(&d->segment.snapshot) == PCACHE__SEG_SNAPSHOT_LOADED;
+  }
   /* With the snapshot, the blobs it does not cover (they come first);
    * without it, all of them. */
   n = snapshot_loaded ? seg->n_uncovered : seg->n_entries;
@@ -148,6 +157,15 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
   *ret_offset = snapshot_loaded ? seg->n_uncovered : 0;
   return snapshot_loaded == !d->core.no_snapshot && (seg->flags & PCACHE_SEG_COMPLETE) &&
          (snapshot_loaded || !seg->snapshot);
+}
+
+int pcache__segment_known(pcache_device *d, const pcache__hash *hash) {
+  pcache__seg_blob b;
+  if (pcache__prefetch_known(d, hash))
+    return 1;
+  if (!d->segment.map || !pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
+    return 0;
+  return !atomic_load(&d->segment.refused[index_of(&d->segment.map->seg, b.hash)]);
 }
 
 void pcache__segment_snapshot_on_miss(pcache_device *d, const pcache__hash *hash) {

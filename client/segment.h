@@ -76,6 +76,14 @@ int pcache__segment_snapshot_holds(pcache_device *device, const pcache__hash *ha
 int pcache__segment_find(pcache_device *device, const pcache__hash *hash,
                          VkPipelineCache *ret_cache);
 
+/* Whether the daemon holds hash's blob for this (device, app) as far as
+ * the context knows without asking: prefetched (merged), or listed by the
+ * mapped segment and not refused (a prefetch left to the upload thread
+ * has merged nothing yet: pcache__prefetch_in_background). A driver hit
+ * of such a pipeline is a use to report, and no news to stage. Nothing is
+ * loaded. Lock-free; any thread. */
+int pcache__segment_known(pcache_device *device, const pcache__hash *hash);
+
 /* Marks hash's blob in the segment refused (the driver would not merge
  * it): later misses ask the daemon. */
 void pcache__segment_refuse(pcache_device *device, const pcache__hash *hash);

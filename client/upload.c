@@ -242,13 +242,16 @@ static void prefetch_rest(pcache_device *d) {
     pthread_mutex_unlock(&d->upload.lock);
     /* The app's connection, where the first pages went: the daemon keeps
      * a prefetch's page order per connection (daemon/prefetch_cursor.h),
-     * so the rest continues it rather than sorting the entries again. The
+     * so the rest continues it rather than sorting the entries again. A
+     * prefetch left to the driver's first miss began no order there, and
+     * takes the background connection, where no app thread's Get waits
+     * behind its pages. The
      * background timeout: nobody waits on it, and pcache__upload_stop
      * cancels it (a Get that races it waits no longer than its own
      * timeout). */
-    r = pcache__prefetch_page(d, PCACHE__LANE_APP, offset,
-                              pcache__client_background_timeout_ms(d->core.client), &next, &more,
-                              NULL);
+    r = pcache__prefetch_page(
+        d, d->upload.prefetch_background_lane ? PCACHE__LANE_BACKGROUND : PCACHE__LANE_APP, offset,
+        pcache__client_background_timeout_ms(d->core.client), &next, &more, NULL);
     pthread_mutex_lock(&d->upload.lock);
     if (r == 0) {
       tries = 0;
@@ -302,6 +305,7 @@ void pcache__upload_prefetch_on_miss(pcache_device *d) {
     return;
   pthread_mutex_lock(&d->upload.lock);
   d->upload.prefetch_segment = 1;
+  d->upload.prefetch_background_lane = 1;
   pthread_mutex_unlock(&d->upload.lock);
   pcache__upload_prefetch_rest(d, 0);
 }
@@ -515,6 +519,8 @@ int pcache__upload_flush(pcache_device *d, uint32_t timeout_ms) {
   while (upload_pending(d) && r != ETIMEDOUT)
     r = pthread_cond_timedwait(&d->upload.drained, &d->upload.lock, &ts);
   r = upload_pending(d) ? -ETIMEDOUT : 0;
+  if (!d->upload.used.n)
+    d->upload.used_now = 0; /* uses queued after this wait for their Report */
   pthread_mutex_unlock(&d->upload.lock);
   return r;
 }

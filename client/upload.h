@@ -47,8 +47,12 @@ typedef struct pcache__uploader {
   /* The whole prefetch is the thread's (pcache__prefetch_in_background):
    * the segment's blobs and snapshot first, then pages. */
   int prefetch_segment;
-  /* ...and it waits for the driver's first miss (prefetch_on_miss). */
+  /* ...and it waits for the driver's first miss (prefetch_on_miss), and
+   * then goes over the background connection: no Prefetch began on the
+   * app's at creation, and an app thread's Get must not wait behind a
+   * page. */
   atomic_int prefetch_deferred;
+  int prefetch_background_lane;
   int snapshot_wanted; /* flush/destroy asked for a snapshot upload */
   int snapshot_in_flight;
   /* State hashes of prefetched blobs that pipelines were built from, for

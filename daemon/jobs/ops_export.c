@@ -1,13 +1,13 @@
 /* Export: the store (or one device's or app's part of it) into a portable
  * archive (proto/archive.h), streamed into a memfd in slices. */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <pcache/pcache.h>
 
+#include "app_set.h"
 #include "bulk.h"
 #include "common/alloc.h"
 #include "common/log.h"
@@ -33,11 +33,9 @@ typedef struct exportstate {
   pcache__hash *mods; /* modules written, so each goes once */
   size_t n_mods, cap_mods;
   pcd_pos_index index;
-  /* The apps the exported entries name, each once: their program names go
-   * in at the end (export_programs). */
-  char (*apps)[PCD_MAX_APP + 1];
-  size_t n_apps, cap_apps;
-  pcd_pos_index app_index;
+  /* The apps the exported entries name: their program names go in at the
+   * end (export_programs). */
+  pcd_app_set apps;
   uint64_t entries, entry_bytes, size; /* entry_bytes: pcd_entry_size summed */
 } exportstate;
 
@@ -85,52 +83,17 @@ static int export_module(exportctx *x, const pcache__hash *h) {
   return 0;
 }
 
-static uint64_t app_key(const char *app) { return pcache__checksum64(app, strlen(app)); }
-
-static uint64_t exp_app_hash_at(const void *ctx, size_t pos) {
-  return app_key(((const exportstate *)ctx)->apps[pos]);
-}
-
-struct exp_app_probe {
-  const exportstate *st;
-  const char *app;
-};
-
-static int exp_app_at(const void *ctx, size_t pos) {
-  const struct exp_app_probe *p = ctx;
-  return strcmp(p->st->apps[pos], p->app) == 0;
-}
-
-/* Remembers app (an exported entry's) unless it is known already. */
-static int export_app(exportstate *st, const char *app) {
-  struct exp_app_probe p = {st, app};
-  uint64_t h;
-  if (!*app || strlen(app) > PCD_MAX_APP)
-    return 0;
-  h = app_key(app);
-  if (pcd_pos_index_find(&st->app_index, h, exp_app_at, &p) >= 0)
-    return 0;
-  if (pcache__vec_reserve((void **)&st->apps, &st->cap_apps, st->n_apps + 1, sizeof *st->apps, 16) <
-      0)
-    return -ENOMEM;
-  snprintf(st->apps[st->n_apps], sizeof st->apps[0], "%s", app);
-  if (pcd_pos_index_add(&st->app_index, h, st->n_apps, exp_app_hash_at, st) < 0)
-    return -ENOMEM;
-  st->n_apps++;
-  return 0;
-}
-
 /* Program records for the apps exported whose program name this store
  * knows, so that a store filled from the archive builds under that name
  * too (docs/replay.md "Builds under the program's name"). */
 static int export_programs(pcd_txn *txn, exportstate *st) {
   char exe[PCD_EXE_NAME_MAX + 1];
   int r;
-  for (size_t i = 0; i < st->n_apps; i++) {
-    r = pcd_app_exe_get(txn, st->apps[i], exe);
+  for (size_t i = 0; i < st->apps.n; i++) {
+    r = pcd_app_exe_get(txn, st->apps.apps[i], exe);
     if (r == PCACHE_ENOT_FOUND)
       continue;
-    if (r < 0 || (r = pcache__archive_add_program(st->w, st->apps[i], exe)) < 0)
+    if (r < 0 || (r = pcache__archive_add_program(st->w, st->apps.apps[i], exe)) < 0)
       return r;
   }
   return 0;
@@ -185,7 +148,7 @@ static int exportvisit(void *ctx, const pcd_entry *e) {
   ae.compile_ns = e->compile_ns;
   {
     int er = pcache__archive_add_entry(st->w, &ae);
-    if (er < 0 || (er = export_app(st, e->app)) < 0)
+    if (er < 0 || (er = pcd_app_set_add(&st->apps, e->app)) < 0)
       return er;
   }
   st->entries++;
@@ -215,8 +178,7 @@ static void export_free(exportstate *st) {
     close(st->fd);
   pcache__free(st->mods);
   pcd_pos_index_free(&st->index);
-  pcache__free(st->apps);
-  pcd_pos_index_free(&st->app_index);
+  pcd_app_set_free(&st->apps);
   pcache__free(st);
 }
 

@@ -10,6 +10,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/vec.h"
+#include "app_set.h"
 #include "ops.h"
 #include "pos_index.h"
 #include "proto/archive.h"
@@ -57,7 +58,18 @@ typedef struct importstate {
   importmod *mods;
   size_t n_mods, cap_mods;
   pcd_pos_index index;
+  /* Apps this import stored (or found) entries of: an archive's program
+   * name is recorded only for one of them (importprogram). Names that
+   * came before their app's entries wait in programs, at most
+   * IMPORT_MAX_PROGRAMS, for the end. */
+  pcd_app_set apps;
+  struct importprogram_rec {
+    char app[PCD_MAX_APP + 1], exe[PCD_EXE_NAME_MAX + 1];
+  } * programs;
+  size_t n_programs, cap_programs;
 } importstate;
+
+#define IMPORT_MAX_PROGRAMS 256
 
 typedef struct importctx {
   pcd_txn *txn;
@@ -272,6 +284,8 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
       return x->fatal = r;
     return add_problem(x, e->device_key.bytes, e->state_hash.bytes, st, msg);
   }
+  if (pcd_app_set_add(&x->st->apps, e->app) < 0)
+    return x->fatal = -ENOMEM;
   x->st->at.accepted++;
   x->st->at.present += present;
   pcd_admission_take(&x->st->at.admission, cost);
@@ -284,32 +298,59 @@ static int importentry(void *ctx, const pcache__archive_entry *e) {
  * value) at their longest. */
 #define PROGRAM_COST (16 + PCD_MAX_APP + 16 + PCD_EXE_NAME_MAX)
 
-/* A program name for an app (docs/archive.md): recorded unless this store
- * knows one already. The name this machine saw its own clients run under
- * wins over an archive's word; a name that could not be a file name, or
- * an app name too long, is refused like a bad entry. */
-static int importprogram(void *ctx, const char *app, const char *exe) {
-  importctx *x = ctx;
-  char known[PCD_EXE_NAME_MAX + 1], msg[160];
-  int r;
-  if (!*app || strlen(app) > PCD_MAX_APP || !pcd_exe_name_ok(exe, strlen(exe))) {
-    snprintf(msg, sizeof msg,
-             "program record refused: an app of 1 to %d bytes and a program name of 1 to %d "
-             "bytes of [A-Za-z0-9._+-]",
-             PCD_MAX_APP, PCD_EXE_NAME_MAX);
-    return add_problem(x, NULL, NULL, PCACHE_EBAD_SIZE, msg);
-  }
-  r = pcd_app_exe_get(x->txn, app, known);
+/* Records app's program name unless this store knows one already: the
+ * name this machine saw its own clients run under wins over an archive's
+ * word. */
+static int program_apply(importctx *x, const char *app, const char *exe) {
+  char known[PCD_EXE_NAME_MAX + 1];
+  int r = pcd_app_exe_get(x->txn, app, known);
   if (r == 0)
-    return slice_step(x);
+    return 0;
   if (r != PCACHE_ENOT_FOUND)
     return x->fatal = r;
-  if (!pcd_admission_fits(&x->st->at.admission, PROGRAM_COST))
-    return add_problem(x, NULL, NULL, PCACHE_EFULL, "the import holds more than --max-size");
+  if (!pcd_admission_fits(&x->st->at.admission, PROGRAM_COST)) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "program record for app '%.40s': the import holds more than --max-size", app);
+    return add_problem(x, NULL, NULL, PCACHE_EFULL, msg);
+  }
   pcd_admission_take(&x->st->at.admission, PROGRAM_COST);
   if ((r = pcd_app_exe_put(x->txn, app, exe, x->now_us / 1000000)) < 0)
     return x->fatal = r;
   x->st->at.programs++;
+  return 0;
+}
+
+/* A program name for an app (docs/archive.md). Only an app the import
+ * stores entries of gets one (a name for no entry would be an info record
+ * nothing ever removes); a record before its app's entries waits for the
+ * end. A name that could not be a file name, or an app name out of range,
+ * is refused like a bad entry. */
+static int importprogram(void *ctx, const char *app, const char *exe) {
+  importctx *x = ctx;
+  importstate *st = x->st;
+  char msg[200];
+  int r;
+  if (!*app || strlen(app) > PCD_MAX_APP || !pcd_exe_name_ok(exe, strlen(exe))) {
+    snprintf(msg, sizeof msg,
+             "program record for app '%.40s' refused: an app of 1 to %d bytes and a program "
+             "name of 1 to %d bytes of [A-Za-z0-9._+-]",
+             app, PCD_MAX_APP, PCD_EXE_NAME_MAX);
+    return add_problem(x, NULL, NULL, PCACHE_EBAD_SIZE, msg);
+  }
+  if (pcd_app_set_has(&st->apps, app)) {
+    if ((r = program_apply(x, app, exe)) != 0)
+      return r;
+    return slice_step(x);
+  }
+  if (st->n_programs >= IMPORT_MAX_PROGRAMS)
+    return slice_step(x); /* more names than any archive of ours has apps: dropped */
+  if (pcache__vec_reserve((void **)&st->programs, &st->cap_programs, st->n_programs + 1,
+                          sizeof *st->programs, 16) < 0)
+    return x->fatal = -ENOMEM;
+  snprintf(st->programs[st->n_programs].app, sizeof st->programs[0].app, "%s", app);
+  snprintf(st->programs[st->n_programs].exe, sizeof st->programs[0].exe, "%s", exe);
+  st->n_programs++;
   return slice_step(x);
 }
 
@@ -337,6 +378,8 @@ static void import_free_slices(pcd_job *job) {
     pcache__free(st->mods[i].code);
   pcache__free(st->mods);
   pcd_pos_index_free(&st->index);
+  pcd_app_set_free(&st->apps);
+  pcache__free(st->programs);
   pcache__free(st);
   job->slices = NULL;
 }
@@ -433,6 +476,13 @@ static int import_run(pcd_txn *txn, const pcd_config *config, pcd_job *job) {
   for (size_t i = 0; i < st->at.n_devices; i++)
     if ((x.fatal = pcd_device_forget(txn, st->devices[i])) < 0)
       return x.fatal;
+  /* Program names that came before their app's entries; those of apps
+   * with none stored are dropped. */
+  for (size_t i = 0; i < st->n_programs; i++)
+    if (pcd_app_set_has(&st->apps, st->programs[i].app) &&
+        program_apply(&x, st->programs[i].app, st->programs[i].exe) < 0 && x.fatal)
+      return x.fatal;
+  st->n_programs = 0;
   if ((r = import_reply(job, r)) < 0)
     return r;
   log_info("import: %llu accepted (%llu new, %llu already stored), %llu refused, %llu program "

@@ -369,10 +369,12 @@ enum {
 
 /*
  * pcache_device_create - the context for one VkDevice. Creates its
- * VkPipelineCache and seeds it with the daemon's Prefetch for (device, app):
- * each blob is checked (checksum, then header against this device) before
- * the driver sees it, loaded into its own cache and merged separately, so a
- * bad blob loses only itself and is reported. client may be NULL (local
+ * VkPipelineCache and seeds it with the daemon's Prefetch for (device, app)
+ * (on NVIDIA with driver first, the device's upload thread does that from
+ * the driver's first miss instead: docs/client.md "The start-up
+ * prefetch"): each blob is checked (checksum, then header against this
+ * device) before the driver sees it, loaded into its own cache and merged
+ * separately, so a bad blob loses only itself and is reported. client may be NULL (local
  * only). Never fails because of the daemon, nor because of cache_path.
  * When get_instance_proc_addr is NULL, vkGetInstanceProcAddr is taken from
  * libvulkan.so.1, loaded with dlopen (libpcache does not link it and never

@@ -28,6 +28,23 @@ static wire_reply import_bytes(int fd, const uint8_t *data, size_t size) {
   return rep;
 }
 
+/* it as an archive entry of app, filed under device key c. */
+static void add_entry(pcache__archive_writer *w, const pcache__devkey *c, const wire_item *it,
+                      const char *app) {
+  pcache__archive_entry e;
+  memset(&e, 0, sizeof e);
+  e.device_key = *c;
+  e.state_hash = it->hash;
+  e.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
+  e.app = app;
+  e.blob = it->item.blob.data;
+  e.blob_size = it->item.blob.len;
+  e.checksum = pcache__checksum64(e.blob, e.blob_size);
+  e.desc = it->item.desc.data;
+  e.desc_size = it->item.desc.len;
+  ASSERT_OK(pcache__archive_add_entry(w, &e));
+}
+
 /* The program records of an archive, "app=exe;" each, into out. */
 static int on_program(void *ctx, const char *app, const char *exe) {
   char *out = ctx;
@@ -59,6 +76,13 @@ static void export_programs(int fd, const char *app, char out[512]) {
   else
     programs_of(er->archive.data, er->archive.len, out);
   wire_reply_free(&rep);
+}
+
+/* app's export names exactly the program records want. */
+static void expect_programs(int fd, const char *app, const char *want) {
+  char progs[512];
+  export_programs(fd, app, progs);
+  ASSERT_STREQ(progs, want);
 }
 
 int main(void) {
@@ -147,7 +171,6 @@ int main(void) {
   /* An archive with one good entry and two bad ones. */
   {
     pcache__archive_writer *w;
-    pcache__archive_entry e;
     wire_item bad_uuid, no_module, good; /* bad_uuid: a header of device a */
     pcache__devkey c;
     uint8_t *data;
@@ -170,19 +193,8 @@ int main(void) {
     ASSERT_OK(pcache__archive_add_module(w, &good.module_hash, good.module.code.data,
                                          good.module.code.len));
     wire_item *list[3] = {&good, &bad_uuid, &no_module};
-    for (int i = 0; i < 3; i++) {
-      memset(&e, 0, sizeof e);
-      e.device_key = c;
-      e.state_hash = list[i]->hash;
-      e.kind = PCACHEPB__ENTRY_KIND__ENTRY_KIND_GRAPHICS;
-      e.app = "imported";
-      e.blob = list[i]->item.blob.data;
-      e.blob_size = list[i]->item.blob.len;
-      e.checksum = pcache__checksum64(e.blob, e.blob_size);
-      e.desc = list[i]->item.desc.data;
-      e.desc_size = list[i]->item.desc.len;
-      ASSERT_OK(pcache__archive_add_entry(w, &e));
-    }
+    for (int i = 0; i < 3; i++)
+      add_entry(w, &c, list[i], "imported");
     /* Program names: one new, one the store knows otherwise, and two that
      * could not be file names. */
     ASSERT_OK(pcache__archive_add_program(w, "imported", "game.x86_64"));
@@ -201,16 +213,54 @@ int main(void) {
     ASSERT_ERR(rep.resp->import->problems[2]->status, PCACHE_EBAD_SIZE);
     ASSERT_ERR(rep.resp->import->problems[3]->status, PCACHE_EBAD_SIZE);
     wire_reply_free(&rep);
+    expect_programs(fd, "imported", "imported=game.x86_64;");
+    expect_programs(fd, "exporter", "exporter=test_daemon_archive;");
     {
       char progs[512];
-      export_programs(fd, "imported", progs);
-      ASSERT_STREQ(progs, "imported=game.x86_64;");
-      export_programs(fd, "exporter", progs);
-      ASSERT_STREQ(progs, "exporter=test_daemon_archive;");
       export_programs(fd, "", progs); /* the whole store: both apps */
       ASSERT_TRUE(strstr(progs, "imported=game.x86_64;") &&
                   strstr(progs, "exporter=test_daemon_archive;"));
       ASSERT_EQ(strlen(progs), strlen("imported=game.x86_64;exporter=test_daemon_archive;"));
+    }
+    /* A name before its app's entries (as a hand-made archive may put it)
+     * is kept once they are stored; a name for an app the archive stores
+     * nothing of is not kept, so a later entry of that app finds none. */
+    {
+      const char *apps[2] = {"later", "nobody"};
+      for (int k = 0; k < 2; k++) {
+        pcache__archive_writer *w2;
+        wire_item late;
+        uint8_t *d2;
+        size_t s2;
+        wire_item_make(&late, &c, 3010 + (uint64_t)k, 64);
+        ASSERT_OK(pcache__archive_writer_new(&w2));
+        ASSERT_OK(pcache__archive_add_program(w2, apps[k], k == 0 ? "late.bin" : "ghost"));
+        ASSERT_OK(pcache__archive_add_module(w2, &late.module_hash, late.module.code.data,
+                                             late.module.code.len));
+        if (k == 0)
+          add_entry(w2, &c, &late, apps[k]);
+        ASSERT_OK(pcache__archive_finish(w2, &d2, &s2));
+        pcache__archive_writer_free(w2);
+        rep = import_bytes(fd, d2, s2);
+        ASSERT_EQ(rep.resp->status, 0);
+        ASSERT_EQ(rep.resp->import->refused, 0);
+        ASSERT_EQ(rep.resp->import->accepted, k == 0 ? 1 : 0);
+        wire_reply_free(&rep);
+        pcache__free(d2);
+        if (k == 1) {
+          /* nobody's entry, with no program record */
+          wire_put_msg m;
+          wire_put_msg_init(&m, &c, "test device", &late, 1);
+          m.put.app = (char *)"nobody";
+          wire_call(fd, &m.req, &rep);
+          wire_put_msg_free(&m);
+          ASSERT_EQ(rep.resp->put->stored, 1);
+          wire_reply_free(&rep);
+        }
+        wire_item_free(&late);
+      }
+      expect_programs(fd, "later", "later=late.bin;");
+      expect_programs(fd, "nobody", "");
     }
     /* A damaged archive is refused as a whole or record by record. */
     data[size / 2] ^= 0xff;
