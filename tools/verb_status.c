@@ -169,6 +169,7 @@ static int cmd_status(ctl *c, int argc, char **argv) {
     ctl_json_kv_uint(&j, "window_bytes", s->window_bytes);
     ctl_json_kv_uint(&j, "window_replies", s->window_replies);
     ctl_json_kv_uint(&j, "window_busy", s->window_busy);
+    ctl_json_kv_uint(&j, "prefetch_scans", s->prefetch_scans);
     ctl_replay_show(s, &j);
     if (s->remote)
       json_remote(&j, s->remote);

@@ -113,15 +113,31 @@ expect "$scratch/app-owned-served" driver_hits -eq 0
 #     the same (the prefetch, the segment's snapshot at the first miss, or
 #     a Get), and nothing is compiled; with it warm again the driver serves
 #     them, and nothing is prefetched.
+#     Without the segment (PCACHE_NO_SEGMENT=1) the prefetch is pages,
+#     which pcached counts (prefetch_scans): one when a miss started it,
+#     none in the warm run.
+scans() { "$pcachectl" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["prefetch_scans"])'; }
 rm -f "$scratch/driver"/*
 PCACHE_PREFETCH=background run background-served
 expect "$scratch/background-served" daemon_hits -eq "$n"
 expect "$scratch/background-served" compiles -eq 0
+rm -f "$scratch/driver"/*
+before=$(scans)
+PCACHE_PREFETCH=background PCACHE_NO_SEGMENT=1 run background-pages
+expect "$scratch/background-pages" daemon_hits -eq "$n"
+expect "$scratch/background-pages" compiles -eq 0
+after=$(scans)
+[ "$after" -gt "$before" ] || fail "a miss did not start the background prefetch (prefetch_scans $before -> $after)"
 PCACHE_DISABLE=1 run refill-background --plain
-PCACHE_PREFETCH=background run background-warm
+before=$(scans)
+PCACHE_PREFETCH=background PCACHE_NO_SEGMENT=1 run background-warm
 expect "$scratch/background-warm" driver_hits -eq "$n"
 expect "$scratch/background-warm" compiles -eq 0
 expect "$scratch/background-warm" prefetched -eq 0
+after=$(scans)
+[ "$after" -eq "$before" ] || fail "a warm run prefetched (prefetch_scans $before -> $after)"
+PCACHE_PREFETCH=now PCACHE_NO_SEGMENT=1 run prefetch-now
+[ "$(scans)" -gt "$after" ] || fail "PCACHE_PREFETCH=now did not prefetch at creation" 
 
 # 5. A plain program through the layer, the driver's cache warm again.
 PCACHE_DISABLE=1 run refill --plain
