@@ -254,9 +254,6 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   }
   if (vr != VK_SUCCESS) {
     atomic_fetch_add(&d->build.probe_misses, 1);
-    /* The driver's caches do not hold everything: the prefetch left for
-     * this (pcache__prefetch_in_background) starts now. */
-    pcache__upload_prefetch_on_miss(d);
     return 0;
   }
   atomic_fetch_add(&d->core.stats.driver_hits, 1);
@@ -310,8 +307,10 @@ int pcache__build_from_daemon(pcache_device *d, const pcache__build *b,
   *ret_in_app_cache = 0;
   if (!d->core.client)
     return 0;
-  /* A prefetch left for the first miss starts now, whatever asked: a
-   * chain the driver-first probe skips, or driver first off. */
+  /* The driver's caches do not hold everything: a prefetch left for the
+   * first miss (pcache__prefetch_in_background) starts now. Every miss
+   * that wants the daemon's blob comes here, whether the driver-first
+   * probe missed it, skipped its chain, or is off. */
   pcache__upload_prefetch_on_miss(d);
   /* Without a prefetch, the first miss the snapshot covers loads it. */
   pcache__segment_snapshot_on_miss(d, &keys->state_hash);

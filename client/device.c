@@ -222,26 +222,25 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     /* A daemon too slow for the segment is too slow for pages too: they
      * are all left to the upload thread, so creation waits one timeout. */
     int more = 0;
-    /* Only with the daemon there: one away would hold the upload thread
-     * in retries at the first miss, its uploads behind them. */
-    if (!d->core.binary && !pcache__prefetch_disabled(info) && !slow &&
-        atomic_load(&d->core.client->connected) && pcache__prefetch_in_background(d)) {
-      /* The driver's own caches answer first: loading the prefetch here
-       * would only make the program's start wait for what a warm start
-       * never uses. The upload thread does all of it once the driver
-       * first misses. */
-      more = 1;
-      d->core.creating = 0;
-      pcache__upload_prefetch_defer(d);
-    } else if (!d->core.binary && !pcache__prefetch_disabled(info) &&
-               !pcache__segment_prefetch(d, &offset) &&
-               (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
-      /* From here the upload thread may fetch the first page: the app may
-       * hold the cache by then, so a late snapshot is merged, not swapped
-       * in. */
-      more = 1;
-      d->core.creating = 0;
-      pcache__upload_prefetch_rest(d, offset);
+    if (!d->core.binary && !pcache__prefetch_disabled(info)) {
+      /* Only with the daemon there: one away would hold the upload thread
+       * in retries at the first miss, its uploads behind them. */
+      if (!slow && atomic_load(&d->core.client->connected) && pcache__prefetch_in_background(d)) {
+        /* The driver's own caches answer first: loading the prefetch here
+         * would only make the program's start wait for what a warm start
+         * never uses. The upload thread does all of it once the driver
+         * first misses (after creation, which ends with creating at 0). */
+        more = 1;
+        pcache__upload_prefetch_defer(d);
+      } else if (!pcache__segment_prefetch(d, &offset) &&
+                 (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
+        /* From here the upload thread may fetch the first page: the app
+         * may hold the cache by then, so a late snapshot is merged, not
+         * swapped in. */
+        more = 1;
+        d->core.creating = 0;
+        pcache__upload_prefetch_rest(d, offset);
+      }
     }
     d->core.creating = 0;
     /* The daemon answered and had nothing of this (device, app): its first

@@ -14,7 +14,6 @@
  * place in the LRU; a flush sends them at once. */
 #define USED_DELAY_MS 250u
 #define USED_BATCH 1024u
-#define USED_MAX 4096u /* the upload queue's bound in items (upload.c) */
 
 void pcache__report_send(pcache_device *d, Pcachepb__Report *report) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
@@ -109,7 +108,8 @@ void pcache__used_queue(pcache_device *d, const pcache__hash *state_hash) {
   /* Bounded like the upload queue: a daemon away for long loses hits. The
    * thread hears of the first (it times the wait from it) and of a
    * Report's worth, not of each. */
-  if (d->upload.used.n < USED_MAX && pcache_vec_push(&d->upload.used, *state_hash) == 0) {
+  if (d->upload.used.n < PCACHE__UPLOAD_QUEUE_MAX &&
+      pcache_vec_push(&d->upload.used, *state_hash) == 0) {
     if (d->upload.used.n == 1)
       d->upload.used_since_ms = pcache__mono_ms();
     if (d->upload.used.n == 1 || d->upload.used.n == USED_BATCH)

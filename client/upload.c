@@ -22,7 +22,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 
-#define QUEUE_MAX 4096u
+#define QUEUE_MAX PCACHE__UPLOAD_QUEUE_MAX
 /* And in bytes: what the queued items own (blob and description; the
  * SPIR-V they name is shared with the context's objects). A daemon away
  * for long must not make the app hold gigabytes of uploads. */

@@ -25,14 +25,19 @@ typedef struct pcache__refused {
 } pcache__refused;
 #define PCACHE__REFUSED_MAX 4096u
 
+/* The upload queue's bound in items, which the uses queued for a Report
+ * (reports.c) share: a daemon away for long costs the app no more. */
+#define PCACHE__UPLOAD_QUEUE_MAX 4096u
+
 /* The upload thread and everything queued for it, all under lock (only
  * when a client may reach a daemon). */
 typedef struct pcache__uploader {
   pthread_mutex_t lock;
   pthread_cond_t wake;    /* work arrived, or stop */
   pthread_cond_t drained; /* queue drained */
-  /* The queue, bounded in items and bytes (upload.c, QUEUE_MAX and
-   * QUEUE_MAX_BYTES); a batch never mixes staged builds with others. */
+  /* The queue, bounded in items and bytes (PCACHE__UPLOAD_QUEUE_MAX and
+   * upload.c's QUEUE_MAX_BYTES); a batch never mixes staged builds with
+   * others. */
   pcache__put_batcher batcher;
   size_t in_flight;  /* items in the batch being sent */
   uint64_t failures; /* batches the daemon did not take (away, slow, refused) */
