@@ -192,3 +192,16 @@ void util_rpc(const test_env *env, const Pcachepb__Request *req, Pcachepb__Respo
   ASSERT_OK(pcache__rpc(fd, req, b, 64u << 20, pcache__mono_ms() + 20000, ret));
   close(fd);
 }
+
+void util_purge_all(const test_env *env) {
+  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
+  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
+  pcache__reply reply = {0};
+  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
+  req.purge = &purge;
+  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
+  purge.all = 1;
+  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
+  pcache__reply_release(&reply);
+  ASSERT_EQ(util_count_entries(), 0);
+}

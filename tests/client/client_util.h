@@ -66,5 +66,8 @@ void util_run_set(const char *mode, uint32_t n_graphics, uint32_t n_compute, uin
 struct test_env;
 void util_rpc(const struct test_env *env, const Pcachepb__Request *req,
               Pcachepb__Response__BodyCase b, pcache__reply *ret);
+/* Empties env's daemon's store (a Purge of everything) and checks that
+ * pcachectl list then shows no entry. */
+void util_purge_all(const struct test_env *env);
 
 #endif

@@ -26,11 +26,8 @@
  *            pcached that did not probe at its start
  *   detect-none   a probe that finds no device (VK_ICD_FILENAMES at
  *            nothing), one that hangs, and one with replay off: pcached
- *            serves, and pcachectl replay --detect says what happened
- *   rekey IN OUT  writes OUT, the archive IN with every device key's driver
- *            version lowered by one (the benchmark's simulated update) */
+ *            serves, and pcachectl replay --detect says what happened */
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -110,33 +107,11 @@ static void rekey_bytes(const uint8_t *in, size_t in_size, uint8_t **out, size_t
   pcache__archive_writer_free(rk.w);
 }
 
-static int rekey_files(const char *in_path, const char *out_path) {
-  struct stat st;
-  uint8_t *in, *out;
-  size_t out_size;
-  int fd = open(in_path, O_RDONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(fstat(fd, &st), 0);
-  in = malloc((size_t)st.st_size + 1);
-  ASSERT_TRUE(in != NULL);
-  ASSERT_EQ(read(fd, in, (size_t)st.st_size), st.st_size);
-  close(fd);
-  rekey_bytes(in, (size_t)st.st_size, &out, &out_size);
-  fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(write(fd, out, out_size), (ssize_t)out_size);
-  close(fd);
-  free(in);
-  pcache__free(out);
-  return 0;
-}
-
 /* The store as after a driver update: the cold run's entries filed under
  * the previous driver version of the same device, and nothing else. */
 static void make_old_store(const test_env *env, const char *argv0) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
   Pcachepb__Export ex = PCACHEPB__EXPORT__INIT;
-  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
   Pcachepb__Import im = PCACHEPB__IMPORT__INIT;
   pcache__reply reply = {0};
   const uint8_t *archive;
@@ -153,12 +128,7 @@ static void make_old_store(const test_env *env, const char *argv0) {
   ASSERT_TRUE(archive != NULL);
   rekey_bytes(archive, size, &old, &old_size);
   pcache__reply_release(&reply);
-  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
-  req.purge = &purge;
-  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
-  purge.all = 1;
-  rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
-  pcache__reply_release(&reply);
+  util_purge_all(env);
   req.body_case = PCACHEPB__REQUEST__BODY_IMPORT;
   req.import = &im;
   im.archive.data = old;
@@ -548,8 +518,6 @@ int main(int argc, char **argv) {
   const char *crash_reason = "crashed";
   int hogged = 0;
   test_env env;
-  if (strcmp(mode, "rekey") == 0 && argc == 4)
-    return rekey_files(argv[2], argv[3]);
   if (strcmp(mode, "cold") == 0 || strcmp(mode, "touch") == 0 || strcmp(mode, "warm") == 0) {
     run(mode, N_PIPELINES);
     return 0;

@@ -115,20 +115,6 @@ static void set_free(set *s) {
   pcachepb__device_info__free_unpacked(s->device, NULL);
 }
 
-/* Empties the store. */
-static void purge_all(const test_env *env) {
-  Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
-  Pcachepb__Purge purge = PCACHEPB__PURGE__INIT;
-  pcache__reply reply = {0};
-  req.body_case = PCACHEPB__REQUEST__BODY_PURGE;
-  req.purge = &purge;
-  purge.selector_case = PCACHEPB__PURGE__SELECTOR_ALL;
-  purge.all = 1;
-  util_rpc(env, &req, PCACHEPB__RESPONSE__BODY_PURGE, &reply);
-  pcache__reply_release(&reply);
-  ASSERT_EQ(util_count_entries(), 0);
-}
-
 /* A cold run, its export, and then an empty store. */
 static void make_set(const test_env *env, const char *argv0, set *s) {
   Pcachepb__Request req = PCACHEPB__REQUEST__INIT;
@@ -151,7 +137,7 @@ static void make_set(const test_env *env, const char *argv0, set *s) {
   pcache__reply_release(&reply);
   ASSERT_EQ(s->n_entries, N_PIPELINES);
   ASSERT_TRUE(s->device != NULL);
-  purge_all(env);
+  util_purge_all(env);
 }
 
 /* seeds: NULL, descriptions alone; else each item's seed (seed_sizes[i]
@@ -452,7 +438,7 @@ static void as_program(test_env *env, const char *argv0, const set *s, int on) {
   /* A second app, whose program is a copy of this one named pcx-other
    * (it names the app in its Hello: "touch"), staged while the first
    * app's build runs. */
-  purge_all(env);
+  util_purge_all(env);
   copy_self(env, argv0, "pcx-other", other, sizeof other);
   setenv("PCACHE_APP_NAME", "app-other", 1);
   run_program(other, "touch");
