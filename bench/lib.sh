@@ -89,6 +89,10 @@ clean_env() {
 # kv FILE KEY: the value of KEY= in FILE (last one wins), empty if none.
 kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 
+# layer_kv FILE KEY: KEY's number in the last Vulkan layer report line of
+# FILE (PCACHE_LAYER_STATS=1, docs/layer.md), empty if none.
+layer_kv() { sed -n "s/^pcache-layer .* $2=\([0-9]*\).*/\1/p" "$1" | tail -n 1; }
+
 # ratio A B: A / B with 4 significant digits, or "na".
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN { num = "^[0-9.]+([eE][-+]?[0-9]+)?$";

@@ -36,7 +36,7 @@ run() {
     "$B/bench/bench_warm" --mode "$mode" --phase measure --n 2048 --app pw "${args[@]}" \
     >"$W/out.txt" 2>"$W/err.txt"
   echo "total=$(kv "$W/out.txt" total_ms) device=$(kv "$W/out.txt" device_ms)" \
-    "layer_setup_us=$(sed -n 's/^pcache-layer .* setup_us=\([0-9]*\).*/\1/p' "$W/err.txt" | tail -n 1)" \
+    "layer_setup_us=$(layer_kv "$W/err.txt" setup_us)" \
     "setup=$(kv "$W/out.txt" setup_ms) objects=$(kv "$W/out.txt" objects_ms)" \
     "pipelines=$(kv "$W/out.txt" pipelines_ms) prefetched=$(kv "$W/out.txt" prefetched)" \
     "snapshot=$(kv "$W/out.txt" snapshot_loaded)"

@@ -113,7 +113,7 @@ ms() {
   local f=$1 span n setup=0 u
   span=$(kv "$f" create_ms); n=$(kv "$f" pipelines)
   if [ -z "$span" ]; then span=$(kv "$f" total_ms); n=$(kv "$f" n); fi
-  u=$(sed -n 's/^pcache-layer .* setup_us=\([0-9]*\).*/\1/p' "$f.err" | tail -n 1)
+  u=$(layer_kv "$f.err" setup_us)
   if [ -n "$u" ]; then
     setup=$(awk -v u="$u" 'BEGIN { print u / 1000 }')
   elif [ -n "$(kv "$f" setup_ms)" ] && [ -z "$(kv "$f" mode)" ]; then
@@ -126,7 +126,7 @@ ms() {
 count() {
   local v
   v=$(kv "$1" "$2")
-  [ -n "$v" ] || v=$(sed -n "s/^pcache-layer .* $2=\([0-9]*\).*/\1/p" "$1.err" | tail -n 1)
+  [ -n "$v" ] || v=$(layer_kv "$1.err" "$2")
   echo "${v:-0}"
 }
 fresh_home() { rm -rf "$1"; mkdir -p "$1/.cache"; }
