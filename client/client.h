@@ -54,6 +54,9 @@ struct pcache_client {
    * build staged pipelines in the background (build.h, "Staging"). */
   atomic_int stages;
   atomic_int connected; /* the last exchange, on either lane, succeeded */
+  /* The app's lane was started at open and its Hello is unanswered
+   * (client.c, start_locked): the daemon took the connection. */
+  atomic_int app_pending;
   int told_connected;   /* what the log last said of the app's lane: 1 up, 0 down,
                          * -1 nothing yet (under that lane's lock) */
   int told_background;  /* the same for the background lane (under its lock) */
@@ -101,6 +104,10 @@ static inline uint32_t pcache__client_background_timeout_ms(const pcache_client 
   uint64_t ms = (uint64_t)client->timeout_ms * PCACHE__BACKGROUND_TIMEOUT_FACTOR;
   return ms > 600000u ? 600000u : (uint32_t)ms;
 }
+
+/* 1 when the daemon is there as far as the client knows without waiting:
+ * connected, or the app's connection made and its Hello unanswered. */
+int pcache__client_reachable(pcache_client *client);
 
 /* The daemon's limit on items per request (default when unknown). */
 uint32_t pcache__client_max_hashes(pcache_client *client);

@@ -1,5 +1,6 @@
 /* The client side of the connection: connect, check who listens, Hello,
- * and the reply window when asked for. Every request after that, Hello
+ * and the reply window when asked for, the two sent together and their
+ * answers read when the connection is first needed. Every request after that, Hello
  * included, goes through pcache__rpc (rpc.c), every reply through the
  * connection's receive buffer (pcache__rx); with a window, each Get and
  * Prefetch says what the client took of it and each reply's window bytes
@@ -33,7 +34,17 @@ struct pcache__transport {
    * (reply_bounds), and how many those are. */
   pcache__reply_bounds bounds;
   unsigned unanswered;
+  /* Hello's exchange, while its replies are unread (pcache__transport_start):
+   * PENDING_HELLO, plus PENDING_WINDOW when a ReplyWindow went after it.
+   * hello_sent: what sending the Hello gave (a refusing daemon may have
+   * closed already; its reason is still there to read). */
+  unsigned pending;
+  int hello_sent;
+  uint64_t started_ms; /* when the Hello went: the daemon's quiet starts there */
 };
+
+#define PENDING_HELLO 1u
+#define PENDING_WINDOW 2u
 
 /* What a reply adds to the bytes of the items it carries: each Blob's or
  * PutResult's fields (a result's message included), and the rest. */
@@ -106,7 +117,8 @@ int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request
   Pcachepb__Prefetch prefetch;
   pcache__reply_bounds b;
   int r;
-  if (!transport || transport->fd < 0)
+  /* Pending: its answers come first, read by pcache__transport_finish. */
+  if (!transport || transport->fd < 0 || transport->pending)
     return -EINVAL;
   /* What we took of the window goes with every request that may fill it:
    * a shallow copy, the caller's request stays as it was. */
@@ -163,18 +175,21 @@ int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request 
   return pcache__transport_recv(transport, expect, deadline_ms, ret_reply);
 }
 
-int pcache__transport_open_window(pcache__transport *transport, uint64_t deadline_ms) {
+static int window_send(pcache__transport *transport, uint64_t deadline_ms) {
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__ReplyWindow rw = PCACHEPB__REPLY_WINDOW__INIT;
-  pcache__reply reply;
-  pcache__window *w = NULL;
-  int r;
-  if (transport && transport->window)
-    return 1; /* one per connection (the daemon answers a second -EEXIST) */
   request.body_case = PCACHEPB__REQUEST__BODY_REPLY_WINDOW;
   request.reply_window = &rw;
-  r = pcache__transport_rpc(transport, &request, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW, deadline_ms,
-                            &reply);
+  return pcache__transport_send(transport, &request, deadline_ms);
+}
+
+/* The ReplyWindow's answer: 1 with a window, 0 without, or a failure of
+ * the exchange. */
+static int window_take(pcache__transport *transport, uint64_t deadline_ms) {
+  pcache__reply reply;
+  pcache__window *w = NULL;
+  int r =
+      pcache__transport_recv(transport, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW, deadline_ms, &reply);
   if (r < 0) {
     /* The daemon answered (an older one: PCACHE_EUNKNOWN_REQUEST): the
      * connection is in step, only without a window. */
@@ -195,6 +210,14 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
     return r;
   transport->window = w;
   return w != NULL;
+}
+
+int pcache__transport_open_window(pcache__transport *transport, uint64_t deadline_ms) {
+  int r;
+  if (transport && transport->window)
+    return 1; /* one per connection (the daemon answers a second -EEXIST) */
+  r = window_send(transport, deadline_ms);
+  return r < 0 ? r : window_take(transport, deadline_ms);
 }
 
 /* Connecting to a Unix socket completes at once or fails at once, except
@@ -260,11 +283,11 @@ out_close:
   return r;
 }
 
-int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
-                           pcache__transport **ret_transport, char **ret_message) {
+int pcache__transport_start(const char *socket_path, const char *app, uint32_t timeout_ms,
+                            int want_window, pcache__transport **ret_transport,
+                            char **ret_message) {
   uint64_t deadline = pcache__mono_ms() + timeout_ms;
   pcache__transport *t;
-  pcache__reply reply = {0};
   Pcachepb__Request request = PCACHEPB__REQUEST__INIT;
   Pcachepb__Hello hello = PCACHEPB__HELLO__INIT;
   long peer_uid = -1;
@@ -300,15 +323,38 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   hello.client_version = (char *)PCACHE_VERSION_STRING;
   request.body_case = PCACHEPB__REQUEST__BODY_HELLO;
   request.hello = &hello;
-  r = pcache__transport_rpc(t, &request, PCACHEPB__RESPONSE__BODY_HELLO, deadline, &reply);
+  t->started_ms = pcache__mono_ms();
+  r = pcache__transport_send(t, &request, deadline);
   /* A daemon that refuses a connection (--max-connections) answers at
    * once and closes: the Hello may find the socket closed, and the reason
-   * is still there to read. */
-  if ((r == -EPIPE || r == -ECONNRESET) && !reply.response) {
-    int refused = pcache__transport_recv(t, PCACHEPB__RESPONSE__BODY_HELLO, deadline, &reply);
-    if (reply.response && refused < 0)
-      r = refused;
-  }
+   * is still there to read (pcache__transport_finish). */
+  if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+    goto out_free;
+  t->hello_sent = r;
+  /* Sent behind the Hello, not after its answer: one round trip for both
+   * (the daemon reads a connection's requests in order). */
+  t->pending =
+      PENDING_HELLO | (r == 0 && want_window && window_send(t, deadline) == 0 ? PENDING_WINDOW : 0);
+  *ret_transport = t;
+  return 0;
+
+out_free:
+  pcache__transport_close(t);
+  return r;
+}
+
+int pcache__transport_pending(const pcache__transport *transport) {
+  return transport && transport->pending != 0;
+}
+
+int pcache__transport_finish(pcache__transport *t, uint64_t deadline, char **ret_message) {
+  pcache__reply reply = {0};
+  int r;
+  if (!t || !t->pending)
+    return t ? 0 : -EINVAL;
+  r = pcache__transport_recv(t, PCACHEPB__RESPONSE__BODY_HELLO, deadline, &reply);
+  if (r < 0 && !reply.response && t->hello_sent < 0)
+    r = t->hello_sent; /* closed on us, and no reason left to read */
   if (r < 0) {
     /* A refusal (our version, our uid) comes with the daemon's reason. */
     if (reply.response && ret_message && reply.response->message && *reply.response->message)
@@ -329,13 +375,30 @@ int pcache__transport_open(const char *socket_path, const char *app, uint32_t ti
   if (t->max_frame < t->recv_frame)
     t->recv_frame = t->max_frame;
   t->hello = reply.response;
-  *ret_transport = t;
-  return 0;
+  if (t->pending & PENDING_WINDOW) {
+    r = window_take(t, deadline);
+    if (r > 0)
+      r = 0;
+  }
+  t->pending = 0;
+  /* The daemon's idea of how long the connection has been quiet starts
+   * at its answers, not at our reading them (pcache__transport_closed_idle). */
+  t->last_reply_ms = t->started_ms;
+  return r;
 
 out_release:
   pcache__reply_release(&reply);
-out_free:
-  pcache__transport_close(t);
+  return r;
+}
+
+int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
+                           pcache__transport **ret_transport, char **ret_message) {
+  pcache__transport *t = NULL;
+  int r = pcache__transport_start(socket_path, app, timeout_ms, 0, &t, ret_message);
+  if (r == 0 && (r = pcache__transport_finish(t, t->started_ms + timeout_ms, ret_message)) < 0)
+    pcache__transport_close(t);
+  if (r == 0)
+    *ret_transport = t;
   return r;
 }
 
@@ -352,6 +415,10 @@ void pcache__transport_close(pcache__transport *transport) {
 
 int pcache__transport_closed_idle(const pcache__transport *transport, uint64_t now_ms) {
   struct pollfd p = {.fd = transport->fd, .events = POLLIN | POLLRDHUP};
+  /* Its Hello unanswered: a hang-up there is a refusal to read, not an
+   * idle close (pcache__transport_finish). */
+  if (transport->pending)
+    return 0;
   /* The daemon closes only connections quiet for a second: one used
    * since costs no poll (a Get's path is tens of microseconds). */
   if (now_ms - transport->last_reply_ms < PCACHE_IDLE_CLOSE_MIN_MS)

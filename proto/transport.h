@@ -14,7 +14,8 @@ typedef struct pcache__transport pcache__transport;
 
 /*
  * pcache__transport_open - connect to socket_path and exchange Hello
- * (protocol PCACHE_PROTOCOL_VERSION, app, pid), all within timeout_ms.
+ * (protocol PCACHE_PROTOCOL_VERSION, app, pid), all within timeout_ms:
+ * pcache__transport_start, then pcache__transport_finish.
  * Returns 0; PCACHE_EUNAVAILABLE when no daemon listens (ENOENT,
  * ECONNREFUSED); -ETIMEDOUT; PCACHE_EVERSION when the daemon refuses our
  * version (the daemon's message is then in *ret_message if non-NULL,
@@ -25,6 +26,35 @@ typedef struct pcache__transport pcache__transport;
  */
 int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
                            pcache__transport **ret_transport, char **ret_message);
+
+/*
+ * pcache__transport_start - the first half of pcache__transport_open:
+ * connects and checks who listens (both at once on a Unix socket), sends
+ * the Hello and, with want_window, a ReplyWindow request behind it, and
+ * returns without waiting for the answers. Returns 0 with *ret_transport
+ * set (pending: pcache__transport_finish reads the answers), or what
+ * pcache__transport_open returns for a failure it can see without an
+ * answer: PCACHE_EUNAVAILABLE, PCACHE_EPEER (*ret_message), -ETIMEDOUT,
+ * -ENOMEM, a send failure. A daemon's refusal shows at finish.
+ */
+int pcache__transport_start(const char *socket_path, const char *app, uint32_t timeout_ms,
+                            int want_window, pcache__transport **ret_transport, char **ret_message);
+
+/*
+ * pcache__transport_finish - reads the answers to what
+ * pcache__transport_start sent, by deadline_ms (pcache__mono_ms()).
+ * Returns 0 (a window, when asked for, is mapped if the daemon gave one:
+ * pcache__transport_open_window's 0 is no failure), at once for a
+ * transport that is not pending; or what pcache__transport_open returns
+ * for the Hello (a refusal's reason in *ret_message), or a failure of the
+ * window's exchange: close the transport then. Not thread-safe, like
+ * every call on a transport.
+ */
+int pcache__transport_finish(pcache__transport *transport, uint64_t deadline_ms,
+                             char **ret_message);
+
+/* 1 while a started transport's Hello is unanswered (not finished). */
+int pcache__transport_pending(const pcache__transport *transport);
 void pcache__transport_close(pcache__transport *transport);
 
 /* pcached closes a connection that stands in another's way only once it
@@ -40,7 +70,8 @@ void pcache__transport_close(pcache__transport *transport);
  */
 int pcache__transport_closed_idle(const pcache__transport *transport, uint64_t now_ms);
 
-/* The daemon's Hello reply (limits, version). Valid until close. */
+/* The daemon's Hello reply (limits, version); NULL while pending. Valid
+ * until close. */
 const Pcachepb__HelloReply *pcache__transport_hello(const pcache__transport *transport);
 
 /*
@@ -56,7 +87,8 @@ int pcache__transport_rpc(pcache__transport *transport, const Pcachepb__Request 
 
 /* The two halves of pcache__transport_rpc (pcache__rpc_send and
  * pcache__rpc_recv), for a caller that works while the daemon answers.
- * -EINVAL for a NULL transport. A request sent before the last reply was
+ * -EINVAL for a NULL transport, and for a send on a pending one (its
+ * answers come first: pcache__transport_finish). A request sent before the last reply was
  * received gets its blobs inline, never through the window. */
 int pcache__transport_send(pcache__transport *transport, const Pcachepb__Request *request,
                            uint64_t deadline_ms);

@@ -214,8 +214,10 @@ typedef struct pcache_client_options {
  * pcache_client_open - create a client. Never fails because the daemon is
  * absent, slow or refuses: the client then works locally and retries the
  * connection later by itself (at most once a second, from a call that
- * needs it). options may be NULL for all defaults; the strings are copied.
- * Returns 0, -ENOMEM or -EINVAL. Thread-safe.
+ * needs it). It connects and sends its Hello without waiting for the
+ * answer, which the first call that needs the daemon reads (or
+ * pcache_client_connected). options may be NULL for all defaults; the
+ * strings are copied. Returns 0, -ENOMEM or -EINVAL. Thread-safe.
  */
 PCACHE_API int pcache_client_open(const pcache_client_options *options,
                                   pcache_client **ret_client);
@@ -228,7 +230,9 @@ PCACHE_API void pcache_client_close(pcache_client *client);
 
 /*
  * pcache_client_connected - 1 when the last exchange with the daemon
- * succeeded, 0 otherwise (absent, disabled, timed out). Does not connect.
+ * succeeded, 0 otherwise (absent, disabled, timed out, refused). Does not
+ * connect, but reads the answer to the Hello that pcache_client_open sent
+ * if no call has (waiting for it at most the client's timeout).
  * Thread-safe.
  */
 PCACHE_API int pcache_client_connected(const pcache_client *client);

@@ -1,0 +1,56 @@
+/* Opening a client, and creating a device that leaves the daemon's blobs
+ * to its upload thread (a driver-first device, PCACHE_PREFETCH=background),
+ * wait for no answer from the daemon (docs/client.md, "Configuration" and
+ * "The start-up prefetch"): the Hello, the reply window and the segment
+ * are answered later, to the first call that needs them.
+ *   - A daemon stopped with SIGSTOP takes connections and answers none:
+ *     pcache_client_open and that pcache_device_create return far within
+ *     the client's timeout, which a waited answer would have taken whole.
+ *   - Woken, pcache_client_connected reads the Hello's answer: 1, and the
+ *     device works on: its misses compile and reach the daemon. */
+#include <signal.h>
+#include <stdlib.h>
+
+#include "client_util.h"
+#include "harness.h"
+#include "test.h"
+#include "vk.h"
+
+#define TIMEOUT_MS 3000
+/* Far below the timeout: neither call may have waited for it. */
+#define QUICK_MS 1000
+
+int main(void) {
+  test_env env;
+  util_app a;
+  pcache_stats st;
+  uint64_t t0;
+
+  test_env_init(&env, "client-open");
+  test_daemon_start(&env, NULL);
+  test_daemon_pause(&env);
+
+  t0 = util_now_ms();
+  a.client = util_client(TIMEOUT_MS);
+  ASSERT_LT(util_now_ms() - t0, QUICK_MS);
+
+  setenv("PCACHE_PREFETCH", "background", 1);
+  test_vk_init(&a.vk);
+  a.info = test_vk_device_info(&a.vk);
+  t0 = util_now_ms();
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
+  ASSERT_LT(util_now_ms() - t0, QUICK_MS);
+  test_objects_create(&a.o, a.device);
+
+  kill(env.daemon_pid, SIGCONT);
+  ASSERT_TRUE(pcache_client_connected(a.client));
+  util_build_set(a.device, &a.o, 4, 1, NULL);
+  ASSERT_OK(pcache_device_flush(a.device));
+  ASSERT_OK(pcache_device_get_stats(a.device, &st));
+  ASSERT_EQ(st.compiles, 5);
+  ASSERT_EQ(st.uploaded, 5);
+  util_app_close(&a);
+  ASSERT_EQ(util_count_entries(), 5);
+  test_env_cleanup(&env);
+  return 0;
+}
