@@ -223,8 +223,10 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
   uint32_t vendor = pcache__devkey_vendor(&d->core.key);
   d->build.stage_hits = d->build.stage_compiles = 0;
   /* Binary mode's keys are binary keys, which the replayer does not build. */
-  if (!d->core.client || d->core.binary || d->core.passthrough ||
-      !atomic_load(&d->core.client->stages) || (env && strcmp(env, "off") == 0))
+  /* Whether the daemon builds staged pipelines (its Hello's stages) is
+   * asked where each is staged: a driver-first device's Hello may still be
+   * unanswered here (client.c). */
+  if (!d->core.client || d->core.binary || d->core.passthrough || (env && strcmp(env, "off") == 0))
     return;
   if (env && strcmp(env, "all") == 0) {
     d->build.stage_hits = d->build.stage_compiles = 1;
@@ -243,7 +245,8 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
-  if (!d->build.stage_hits || pcache__segment_known(d, &keys->state_hash))
+  if (!d->build.stage_hits || !atomic_load(&d->core.client->stages) ||
+      pcache__segment_known(d, &keys->state_hash))
     return 0;
   stage(d, b, keys, desc, 0);
   return 1;

@@ -1,5 +1,6 @@
-/* The device's shared-memory segment: fetched once at device creation,
- * mapped read-only, never changed after (a newer one from the daemon is
+/* The device's shared-memory segment: fetched once, at device creation or
+ * (driver first, the daemon's blobs off a warm start's path) by the upload
+ * thread right after it, mapped read-only, never changed after (a newer one from the daemon is
  * for the next device context; this mapping stays valid however the
  * daemon replaces or drops its own). Nothing from it reaches the driver
  * before pcache__blob_load's checks: the tables are checked whole when
@@ -15,6 +16,11 @@
 #include "client/snapshot.h"
 #include "common/alloc.h"
 
+/* The mapping and its refused flags are written before it is published. */
+static pcache__seg_map *seg_map(const pcache_device *d) {
+  return atomic_load_explicit(&((pcache_device *)d)->segment.map, memory_order_acquire);
+}
+
 static int segments_disabled(void) {
   const char *env = getenv("PCACHE_NO_SEGMENT");
   return env && env[0] == '1';
@@ -27,7 +33,7 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   pcache__seg_map *m;
   const char *why = "";
   int r;
-  if (!d->core.client || segments_disabled())
+  if (!d->core.client || segments_disabled() || seg_map(d))
     return 0;
   sg.device_key.data = d->core.key.bytes;
   sg.device_key.len = PCACHE_DEVKEY_SIZE;
@@ -75,7 +81,7 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
     pcache__free(m);
     goto out;
   }
-  d->segment.map = m;
+  atomic_store_explicit(&d->segment.map, m, memory_order_release);
 out:
   pcache__reply_release(&reply); /* the mapping outlives the memfd */
   return r;
@@ -107,7 +113,8 @@ static int load_snapshot(pcache_device *d, const pcache__seg *seg) {
 }
 
 int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
-  const pcache__seg *seg = d->segment.map ? &d->segment.map->seg : NULL;
+  pcache__seg_map *m = seg_map(d);
+  const pcache__seg *seg = m ? &m->seg : NULL;
   pcache__prefetch_blob *blobs;
   uint32_t n;
   int snapshot_loaded;
@@ -160,40 +167,43 @@ int pcache__segment_prefetch(pcache_device *d, uint32_t *ret_offset) {
 }
 
 int pcache__segment_known(pcache_device *d, const pcache__hash *hash) {
+  pcache__seg_map *m = seg_map(d);
   pcache__seg_blob b;
   if (pcache__prefetch_known(d, hash))
     return 1;
-  if (!d->segment.map || !pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
+  if (!m || !pcache__seg_find(&m->seg, hash->bytes, &b))
     return 0;
-  return !atomic_load(&d->segment.refused[index_of(&d->segment.map->seg, b.hash)]);
+  return !atomic_load(&d->segment.refused[index_of(&m->seg, b.hash)]);
 }
 
 void pcache__segment_snapshot_on_miss(pcache_device *d, const pcache__hash *hash) {
   int untried = PCACHE__SEG_SNAPSHOT_UNTRIED;
+  pcache__seg_map *m = seg_map(d);
   pcache__seg_blob b;
-  if (!d->segment.map || atomic_load(&d->segment.snapshot) != PCACHE__SEG_SNAPSHOT_UNTRIED)
+  if (!m || atomic_load(&d->segment.snapshot) != PCACHE__SEG_SNAPSHOT_UNTRIED)
     return;
-  if (!pcache__seg_find(&d->segment.map->seg, hash->bytes, &b) || !(b.flags & PCACHE_SEG_COVERED))
+  if (!pcache__seg_find(&m->seg, hash->bytes, &b) || !(b.flags & PCACHE_SEG_COVERED))
     return;
   if (atomic_compare_exchange_strong(&d->segment.snapshot, &untried, PCACHE__SEG_SNAPSHOT_LOADING))
-    (void)load_snapshot(d, &d->segment.map->seg);
+    (void)load_snapshot(d, &m->seg);
 }
 
 int pcache__segment_snapshot_holds(pcache_device *d, const pcache__hash *hash) {
   int state = atomic_load(&d->segment.snapshot);
+  pcache__seg_map *m = seg_map(d);
   pcache__seg_blob b;
-  return d->segment.map &&
-         (state == PCACHE__SEG_SNAPSHOT_LOADING || state == PCACHE__SEG_SNAPSHOT_LOADED) &&
-         pcache__seg_find(&d->segment.map->seg, hash->bytes, &b) && (b.flags & PCACHE_SEG_COVERED);
+  return m && (state == PCACHE__SEG_SNAPSHOT_LOADING || state == PCACHE__SEG_SNAPSHOT_LOADED) &&
+         pcache__seg_find(&m->seg, hash->bytes, &b) && (b.flags & PCACHE_SEG_COVERED);
 }
 
 int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineCache *ret_cache) {
   Pcachepb__ReportReason reason = 0;
+  pcache__seg_map *m = seg_map(d);
   pcache__seg_blob b;
   size_t at;
-  if (!d->segment.map || !pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
+  if (!m || !pcache__seg_find(&m->seg, hash->bytes, &b))
     return 0;
-  at = index_of(&d->segment.map->seg, b.hash);
+  at = index_of(&m->seg, b.hash);
   if (atomic_load(&d->segment.refused[at]))
     return 0;
   if (pcache__blob_load(d, b.data, (size_t)b.size, b.checksum, ret_cache, &reason) == 0)
@@ -211,17 +221,20 @@ int pcache__segment_find(pcache_device *d, const pcache__hash *hash, VkPipelineC
 }
 
 void pcache__segment_refuse(pcache_device *d, const pcache__hash *hash) {
+  pcache__seg_map *m = seg_map(d);
   pcache__seg_blob b;
-  if (d->segment.map && pcache__seg_find(&d->segment.map->seg, hash->bytes, &b))
-    atomic_store(&d->segment.refused[index_of(&d->segment.map->seg, b.hash)], 1);
+  if (m && pcache__seg_find(&m->seg, hash->bytes, &b))
+    atomic_store(&d->segment.refused[index_of(&m->seg, b.hash)], 1);
 }
 
+/* After the upload thread has stopped: nobody else reads it then. */
 void pcache__segment_release(pcache_device *d) {
-  if (!d->segment.map)
+  pcache__seg_map *m = seg_map(d);
+  if (!m)
     return;
-  pcache__seg_map_close(d->segment.map);
-  pcache__free(d->segment.map);
+  pcache__seg_map_close(m);
+  pcache__free(m);
   pcache__free((void *)d->segment.refused);
-  d->segment.map = NULL;
+  atomic_store(&d->segment.map, NULL);
   d->segment.refused = NULL;
 }

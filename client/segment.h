@@ -10,7 +10,10 @@
 /* The (device, app) shared-memory segment mapped at creation, or NULL;
  * read-only and unchanged until the device is destroyed. */
 typedef struct pcache__segment_state {
-  pcache__seg_map *map;
+  /* Set once, with release order, by whoever fetches it (device creation,
+   * or the upload thread on a driver-first device while the app already
+   * builds): read it through pcache__segment_map. */
+  pcache__seg_map *_Atomic map;
   /* Per index entry of the segment: its blob was refused (checks or the
    * driver) and was reported; a miss then asks the daemon, not it again. */
   _Atomic unsigned char *refused;
@@ -25,7 +28,9 @@ typedef struct pcache__segment_state {
  * checks (proto/segment.h) is refused: logged, counted
  * (stats.segment_refused), and the socket serves instead. None at all
  * (an old daemon, no entries, PCACHE_NO_SEGMENT=1) is not an error.
- * Device creation only, before the device is shared. Returns -ETIMEDOUT
+ * Once a device: at its creation, or as the upload thread's first job
+ * (pcache__upload_segment_later), while app threads may already read it.
+ * Returns -ETIMEDOUT
  * when the daemon did not answer in time (slow, not absent), else 0.
  */
 int pcache__segment_fetch(pcache_device *device, uint32_t timeout_ms);

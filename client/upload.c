@@ -299,6 +299,13 @@ void pcache__upload_prefetch_defer(pcache_device *d) {
   atomic_store(&d->upload.prefetch_deferred, 1);
 }
 
+void pcache__upload_segment_later(pcache_device *d) {
+  pthread_mutex_lock(&d->upload.lock);
+  d->upload.segment_wanted = 1;
+  pthread_cond_signal(&d->upload.wake);
+  pthread_mutex_unlock(&d->upload.lock);
+}
+
 void pcache__upload_prefetch_on_miss(pcache_device *d) {
   if (!atomic_load_explicit(&d->upload.prefetch_deferred, memory_order_relaxed) ||
       !atomic_exchange(&d->upload.prefetch_deferred, 0))
@@ -327,6 +334,15 @@ static void *upload_main(void *arg) {
     size_t n, max_items;
     uint64_t acked = 0, used_wait_ms = 0;
     int r;
+    if (d->upload.segment_wanted) {
+      /* Before a prefetch, which reads it. The app's lane and timeout, as
+       * at creation: a miss's Get waits behind it at most that. */
+      d->upload.segment_wanted = 0;
+      pthread_mutex_unlock(&d->upload.lock);
+      (void)pcache__segment_fetch(d, d->core.client->timeout_ms);
+      pthread_mutex_lock(&d->upload.lock);
+      continue;
+    }
     if (d->upload.prefetch_pending) {
       prefetch_rest(d);
       continue;
