@@ -68,7 +68,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateInstance(const VkInstanceCreat
     pcache__free(li);
     return VK_ERROR_OUT_OF_HOST_MEMORY;
   }
-  li->client = open_client(ci);
+  {
+    uint64_t t0 = pcache__mono_ns();
+    li->client = open_client(ci);
+    li->open_us = (pcache__mono_ns() - t0) / 1000;
+  }
   return VK_SUCCESS;
 }
 
@@ -193,7 +197,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     uint64_t t0 = pcache__mono_ns();
     if (pcache__device_create(li->client, &info, next_gipa, next_gdpa, &pc) == 0)
       ld->pc = pc;
-    ld->setup_us = (pcache__mono_ns() - t0) / 1000;
+    ld->setup_us = (pcache__mono_ns() - t0) / 1000 + li->open_us;
   }
   layer_signals_watch(report_all_at_exit);
   return VK_SUCCESS;

@@ -58,6 +58,7 @@ typedef struct layer_instance {
   PFN_vkCreateDevice CreateDevice;
   uint32_t api_version;  /* what the app asked for (VkApplicationInfo), at least 1.0 */
   pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
+  uint64_t open_us;      /* what opening it cost vkCreateInstance (setup_us) */
 } layer_instance;
 
 /* Extensions the layer may add to a device's list: a copy of the
@@ -120,9 +121,9 @@ typedef struct layer_device {
   /* The client core's context; NULL when it could not be made, and then
    * every call passes straight through. */
   pcache_device *pc;
-  /* Microseconds vkCreateDevice spent making it (connection, segment,
-   * prefetch): start-up the program pays that no pipeline's time shows
-   * (the report's setup_us). */
+  /* Microseconds vkCreateDevice spent making it (segment, prefetch), and
+   * its instance's open_us (the connection): start-up the program pays
+   * that no pipeline's time shows (the report's setup_us). */
   uint64_t setup_us;
   layer_stats stats;
 } layer_device;
