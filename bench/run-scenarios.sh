@@ -2,15 +2,22 @@
 # run-scenarios.sh - what pcache costs or saves a user, scenario by
 # scenario, against the same program with no pcache and the driver's disk
 # cache at its defaults (a HOME with a ~/.cache, nothing set): the user's
-# baseline. Each side has a HOME of its own; each figure is the median of
-# REPEATS fresh processes (3), and each repeat of a scenario that starts
-# from nothing starts from nothing again (a new HOME, a new store).
+# baseline. Each side has a HOME of its own; each repeat of a scenario
+# that starts from nothing starts from nothing again (a new HOME, a new
+# store). The two sides run in pairs, side by side: in each of REPEATS (3)
+# repeats a client's runs sit next to plain runs of the same scenario
+# (first runs one after the other, WARM_RUNS (3) warm processes a side
+# taken in turn, the emptied runs together, and for "enabled" the
+# program's own warm run just before pcache was enabled). A ratio is the
+# median of the repeats' ratios; an ms figure the median of the repeats'.
+# A machine that drifts over the minutes a set takes (it did: up to 0.74
+# between two runs of the same code) moves both sides of a pair alike.
 #
 # Scenarios (key infix):
 #   first     first run ever: empty driver cache, empty store
 #   enabled   first run after enabling pcache over a warm driver cache
-#             (the program ran once without pcache first); set against the
-#             plain program's warm run
+#             (the program ran twice without pcache first); set against
+#             the second of those, a plain warm run
 #   warm      the driver's cache and the store warm
 #   emptied   the driver's cache emptied (same driver), the store warm
 #   relearned (after "enabled") the driver's cache emptied: what the store
@@ -50,12 +57,12 @@
 #   run-scenarios.sh --build-dir DIR [--heavy N] [--light N] [--work-dir DIR]
 #                    [--clients "layer lib"] [--fleet | --fleet-only]
 #
-# Env: PCACHED, BENCH_BIN (lib.sh), REPEATS.
+# Env: PCACHED, BENCH_BIN (lib.sh), REPEATS, WARM_RUNS.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD_DIR="" WORK_DIR="" HEAVY=256 LIGHT=2048 CLIENTS="layer lib" FLEET=0 ONLY_FLEET=0
-REPEATS=${REPEATS:-3}
+REPEATS=${REPEATS:-3} WARM_RUNS=${WARM_RUNS:-3}
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -149,43 +156,50 @@ start_daemon_home() {
 empty_driver_cache() { rm -rf "${1:?}/.cache"; mkdir -p "$1/.cache"; }
 
 one_set() {
-  local set=$1 n=$2 p="scen_$1"
-  local first=() warm=() emptied=() h=$WORK_DIR/home-plain-$set
-  # The baseline: the program alone.
-  for k in $(seq 1 "$REPEATS"); do
-    fresh_home "$h"
-    run "$set" "$n" plain "$h" "$WORK_DIR/plain-first.txt"
-    first+=("$(ms "$WORK_DIR/plain-first.txt")")
-    run "$set" "$n" plain "$h" "$WORK_DIR/plain-warm.txt"
-    warm+=("$(ms "$WORK_DIR/plain-warm.txt")")
-    empty_driver_cache "$h"
-    run "$set" "$n" plain "$h" "$WORK_DIR/plain-emptied.txt"
-    emptied+=("$(ms "$WORK_DIR/plain-emptied.txt")")
-  done
-  local pf pw pe
-  pf=$(median "${first[@]}"); pw=$(median "${warm[@]}"); pe=$(median "${emptied[@]}")
-  echo "${p}_plain_first_ms=$pf"
-  echo "${p}_plain_warm_ms=$pw"
-  echo "${p}_plain_emptied_ms=$pe"
-  echo "${p}_plain_runs_first=${first[*]} warm=${warm[*]} emptied=${emptied[*]}"
+  local set=$1 n=$2 p="scen_$1" hp=$WORK_DIR/home-plain-$1
+  local pfa=() pwa=() pea=()
   for client in $CLIENTS; do
     local cf=() ce=() cw=() cx=() cr=() bf=() be=() q="${p}_${client}" hc=$WORK_DIR/home-$client-$set
+    local rf=() re=() rw=() rx=() rr=()
     for k in $(seq 1 "$REPEATS"); do
-      # first run ever, then warm, then the driver's cache emptied
+      local pf pw pe pb w_p=() w_c=()
+      # First run ever, both sides from nothing, one after the other (in
+      # turn, the plain one first in odd repeats); the daemon's builds
+      # after pcache's first run are waited for before anything else runs.
+      fresh_home "$hp"
       fresh_home "$hc"
       start_daemon_home "$hc" "scen-$set-$client"
-      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-first.txt"
-      cf+=("$(ms "$WORK_DIR/$client-first.txt")")
-      bf+=("$(wait_builds)")
-      run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-warm.txt"
-      cw+=("$(ms "$WORK_DIR/$client-warm.txt")")
+      if [ $((k % 2)) = 1 ]; then
+        run "$set" "$n" plain "$hp" "$WORK_DIR/plain-first.txt"
+        run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-first.txt"
+        bf+=("$(wait_builds)")
+      else
+        run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-first.txt"
+        bf+=("$(wait_builds)")
+        run "$set" "$n" plain "$hp" "$WORK_DIR/plain-first.txt"
+      fi
+      pf=$(ms "$WORK_DIR/plain-first.txt"); cf+=("$(ms "$WORK_DIR/$client-first.txt")")
+      # Warm: WARM_RUNS processes a side, alternating, each side's median.
+      for i in $(seq 1 "$WARM_RUNS"); do
+        run "$set" "$n" plain "$hp" "$WORK_DIR/plain-warm.txt"
+        w_p+=("$(ms "$WORK_DIR/plain-warm.txt")")
+        run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-warm.txt"
+        w_c+=("$(ms "$WORK_DIR/$client-warm.txt")")
+      done
+      pw=$(median "${w_p[@]}"); cw+=("$(median "${w_c[@]}")")
+      # The driver's cache emptied on both sides; pcache's store stays.
+      empty_driver_cache "$hp"
       empty_driver_cache "$hc"
+      run "$set" "$n" plain "$hp" "$WORK_DIR/plain-emptied.txt"
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-emptied.txt"
-      cx+=("$(ms "$WORK_DIR/$client-emptied.txt")")
+      pe=$(ms "$WORK_DIR/plain-emptied.txt"); cx+=("$(ms "$WORK_DIR/$client-emptied.txt")")
       stop_daemon
-      # enabling pcache over a warm driver cache: the program ran before
+      # Enabling pcache over a warm driver cache: the program ran before,
+      # twice; its second run, warm, is this scenario's plain side.
       fresh_home "$hc"
       run "$set" "$n" plain "$hc" "$WORK_DIR/$client-before.txt"
+      run "$set" "$n" plain "$hc" "$WORK_DIR/$client-before-warm.txt"
+      pb=$(ms "$WORK_DIR/$client-before-warm.txt")
       start_daemon_home "$hc" "scen-$set-$client-enabled"
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-enabled.txt"
       ce+=("$(ms "$WORK_DIR/$client-enabled.txt")")
@@ -195,7 +209,13 @@ one_set() {
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-relearned.txt"
       cr+=("$(ms "$WORK_DIR/$client-relearned.txt")")
       stop_daemon
-      echo "# $q repeat $k: first ${cf[-1]} enabled ${ce[-1]} warm ${cw[-1]} emptied ${cx[-1]}" \
+      pfa+=("$pf"); pwa+=("$pw" "$pb"); pea+=("$pe")
+      rf+=("$(ratio "${cf[-1]}" "$pf")"); re+=("$(ratio "${ce[-1]}" "$pb")")
+      rw+=("$(ratio "${cw[-1]}" "$pw")"); rx+=("$(ratio "$pe" "${cx[-1]}")")
+      rr+=("$(ratio "$pe" "${cr[-1]}")")
+      echo "# $q repeat $k (pcache / plain): first ${cf[-1]} / $pf = ${rf[-1]};" \
+        "enabled ${ce[-1]} / $pb = ${re[-1]}; warm ${cw[-1]} / $pw = ${rw[-1]}" \
+        "(runs ${w_c[*]} / ${w_p[*]}); emptied ${cx[-1]} / $pe = ${rx[-1]}x faster;" \
         "relearned ${cr[-1]} (enabled run: driver hits" \
         "$(count "$WORK_DIR/$client-enabled.txt" driver_hits)," \
         "staged=$(count "$WORK_DIR/$client-enabled.txt" staged)," \
@@ -203,22 +223,23 @@ one_set() {
         "$(count "$WORK_DIR/$client-first.txt" staged); relearned run compiles" \
         "$(count "$WORK_DIR/$client-relearned.txt" compiles); builds waited ${bf[-1]} and ${be[-1]} ms)"
     done
-    local mf me mw mx mr
-    mf=$(median "${cf[@]}"); me=$(median "${ce[@]}"); mw=$(median "${cw[@]}"); mx=$(median "${cx[@]}")
-    mr=$(median "${cr[@]}")
-    echo "${q}_first_ms=$mf"
-    echo "${q}_enabled_ms=$me"
-    echo "${q}_warm_ms=$mw"
-    echo "${q}_emptied_ms=$mx"
-    echo "${q}_relearned_ms=$mr"
+    echo "${q}_first_ms=$(median "${cf[@]}")"
+    echo "${q}_enabled_ms=$(median "${ce[@]}")"
+    echo "${q}_warm_ms=$(median "${cw[@]}")"
+    echo "${q}_emptied_ms=$(median "${cx[@]}")"
+    echo "${q}_relearned_ms=$(median "${cr[@]}")"
     echo "${q}_builds_first_ms=$(median "${bf[@]}")"
     echo "${q}_builds_enabled_ms=$(median "${be[@]}")"
-    echo "${q}_ratio_first=$(ratio "$mf" "$pf")"
-    echo "${q}_ratio_enabled=$(ratio "$me" "$pw")"
-    echo "${q}_ratio_warm=$(ratio "$mw" "$pw")"
-    echo "${q}_speedup_emptied=$(ratio "$pe" "$mx")"
-    echo "${q}_speedup_relearned=$(ratio "$pe" "$mr")"
+    echo "${q}_ratio_first=$(median "${rf[@]}")"
+    echo "${q}_ratio_enabled=$(median "${re[@]}")"
+    echo "${q}_ratio_warm=$(median "${rw[@]}")"
+    echo "${q}_speedup_emptied=$(median "${rx[@]}")"
+    echo "${q}_speedup_relearned=$(median "${rr[@]}")"
   done
+  echo "${p}_plain_first_ms=$(median "${pfa[@]}")"
+  echo "${p}_plain_warm_ms=$(median "${pwa[@]}")"
+  echo "${p}_plain_emptied_ms=$(median "${pea[@]}")"
+  echo "${p}_plain_runs_first=${pfa[*]} warm=${pwa[*]} emptied=${pea[*]}"
 }
 
 # run_timed ...: run's arguments; prints the process's wall time in ms.
