@@ -101,6 +101,10 @@ int pcache__upload_drain(pcache_device *device, uint32_t budget_ms, int at_exit)
 void pcache__upload_stop(pcache_device *device);
 void pcache__upload_free(pcache__upload *item);
 uint64_t pcache__upload_queue_len(pcache_device *device);
+/* The upload thread's prefetch job, segment_wanted's or prefetch_pending's
+ * (upload_prefetch.c). With the upload lock held; drops it while the
+ * daemon answers and blobs are merged. */
+void pcache__upload_prefetch_locked(pcache_device *device);
 /* Hands the prefetch pages from offset on to the upload thread. */
 void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
 /* The whole prefetch, the segment's part first, is the upload thread's
