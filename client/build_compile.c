@@ -245,7 +245,7 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
 
 int pcache__build_stage_hit(pcache_device *d, const pcache__build *b, const pcache__desc_keys *keys,
                             const pcache__desc_buf *desc) {
-  if (!d->build.stage_hits || !atomic_load(&d->core.client->stages) ||
+  if (!d->build.stage_hits || !pcache__client_stages(d->core.client) ||
       pcache__segment_known(d, &keys->state_hash))
     return 0;
   stage(d, b, keys, desc, 0);
@@ -387,7 +387,7 @@ VkResult pcache__build_compile(pcache_device *d, const pcache__build *b,
     return compile_binary(d, b, keys, desc, ret_pipeline);
   /* The daemon may have lost its replayer since creation (a restart
    * without one): its Hello says so. */
-  if (d->build.stage_compiles && atomic_load(&d->core.client->stages)) {
+  if (d->build.stage_compiles && pcache__client_stages(d->core.client)) {
     *ret_held = BUILT_STAGED;
     return compile_staged(d, b, keys, desc, ret_pipeline);
   }

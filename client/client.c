@@ -120,6 +120,19 @@ static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
   atomic_store(&client->connected, 0);
 }
 
+/* A call its own thread cancelled (an upload thread stopped by
+ * pcache_device_destroy, maybe in the middle of the Hello's answer) leaves
+ * the stream out of step, but says nothing of the daemon: the connection
+ * goes, with no pause before the next and nothing said. */
+static void drop_cancelled_locked(pcache_client *client, pcache__lane_id id) {
+  pcache__lane *lane = &client->lanes[id];
+  pcache__transport_close(lane->transport);
+  lane->transport = NULL;
+  lane->attempted = 0;
+  if (id == PCACHE__LANE_APP)
+    atomic_store(&client->app_pending, 0);
+}
+
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* Says when the daemon comes or goes, as each lane sees it, not each
@@ -164,14 +177,22 @@ static void tell_state_locked(pcache_client *client, pcache__lane_id id, int up,
               client->socket_path, pcache_strerror(err));
 }
 
+static int start_locked(pcache_client *client, pcache__lane_id id, uint64_t deadline_ms);
+
 /* Reads the answers to the lane's Hello (and window request), and takes
  * the daemon's limits from them. Under the lane's lock. */
 static int finish_locked(pcache_client *client, pcache__lane_id id, uint64_t deadline_ms) {
   pcache__lane *lane = &client->lanes[id];
   const Pcachepb__HelloReply *hello;
   int r = pcache__transport_finish(lane->transport, deadline_ms, NULL);
-  if (id == PCACHE__LANE_APP)
-    atomic_store(&client->app_pending, 0);
+  if (r == -ECANCELED) {
+    /* The app's lane as open left it: started, its answer to come
+     * (pcache__client_reachable, pcache_client_connected). */
+    drop_cancelled_locked(client, id);
+    if (id == PCACHE__LANE_APP)
+      (void)start_locked(client, id, pcache__mono_ms() + client->timeout_ms);
+    return r;
+  }
   if (r < 0) {
     /* Closes the transport when only the window failed. */
     drop_transport_locked(client, id);
@@ -203,7 +224,11 @@ static int finish_locked(pcache_client *client, pcache__lane_id id, uint64_t dea
                 (unsigned long long)(PCACHE_CLIENT_MAX_SNAPSHOT >> 20));
   atomic_store(&client->max_frame, hello ? hello->max_frame : 0);
   atomic_store(&client->stages, hello ? hello->stages : 0);
+  /* connected before pending clears: pcache__client_reachable is never 0
+   * in between. */
   atomic_store(&client->connected, 1);
+  if (id == PCACHE__LANE_APP)
+    atomic_store(&client->app_pending, 0);
   tell_state_locked(client, id, 1, 0);
   return 0;
 }
@@ -307,7 +332,10 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
    * ours: one meant for an earlier request, or sent unasked, and every
    * later reply would be one behind. Either way the connection goes, and
    * the next call makes a fresh one. (A refusal, status < 0, keeps it.) */
-  if (r < 0 && (!ret_reply->response || (r == PCACHE_EPROTO && ret_reply->response->status >= 0))) {
+  if (r == -ECANCELED && !ret_reply->response) {
+    drop_cancelled_locked(client, id);
+  } else if (r < 0 &&
+             (!ret_reply->response || (r == PCACHE_EPROTO && ret_reply->response->status >= 0))) {
     drop_transport_locked(client, id);
     tell_state_locked(client, id, 0, r);
   } else

@@ -109,6 +109,14 @@ static inline uint32_t pcache__client_background_timeout_ms(const pcache_client 
  * connected, or the app's connection made and its Hello unanswered. */
 int pcache__client_reachable(pcache_client *client);
 
+/* Whether the daemon builds staged pipelines (HelloReply.stages); 1 while
+ * the app's Hello is unanswered: a daemon without a replayer takes a
+ * staged Put's items as no one's (daemon/jobs/ops_put.c), and the Hello is
+ * read by the time the first miss asks the daemon. */
+static inline int pcache__client_stages(pcache_client *client) {
+  return atomic_load(&client->stages) || atomic_load(&client->app_pending);
+}
+
 /* The daemon's limit on items per request (default when unknown). */
 uint32_t pcache__client_max_hashes(pcache_client *client);
 

@@ -7,12 +7,13 @@
 #include "client/core.h"
 #include "proto/segment.h"
 
-/* The (device, app) shared-memory segment mapped at creation, or NULL;
- * read-only and unchanged until the device is destroyed. */
+/* The (device, app) shared-memory segment, mapped once (at creation, or
+ * by the upload thread just after), or NULL; read-only and unchanged
+ * until the device is destroyed. */
 typedef struct pcache__segment_state {
   /* Set once, with release order, by whoever fetches it (device creation,
    * or the upload thread on a driver-first device while the app already
-   * builds): read it through pcache__segment_map. */
+   * builds): segment.c reads it with acquire order. */
   pcache__seg_map *_Atomic map;
   /* Per index entry of the segment: its blob was refused (checks or the
    * driver) and was reported; a miss then asks the daemon, not it again. */

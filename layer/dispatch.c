@@ -197,7 +197,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL layer_CreateDevice(VkPhysicalDevice physic
     uint64_t t0 = pcache__mono_ns();
     if (pcache__device_create(li->client, &info, next_gipa, next_gdpa, &pc) == 0)
       ld->pc = pc;
-    ld->setup_us = (pcache__mono_ns() - t0) / 1000 + li->open_us;
+    /* The connection's cost counted once, with the instance's first device. */
+    ld->setup_us = (pcache__mono_ns() - t0) / 1000 + atomic_exchange(&li->open_us, 0);
   }
   layer_signals_watch(report_all_at_exit);
   return VK_SUCCESS;

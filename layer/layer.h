@@ -58,7 +58,9 @@ typedef struct layer_instance {
   PFN_vkCreateDevice CreateDevice;
   uint32_t api_version;  /* what the app asked for (VkApplicationInfo), at least 1.0 */
   pcache_client *client; /* NULL: no daemon (disabled, or out of memory) */
-  uint64_t open_us;      /* what opening it cost vkCreateInstance (setup_us) */
+  /* What opening it cost vkCreateInstance, until its first device's
+   * setup_us takes it. */
+  _Atomic uint64_t open_us;
 } layer_instance;
 
 /* Extensions the layer may add to a device's list: a copy of the

@@ -333,8 +333,18 @@ int pcache__transport_start(const char *socket_path, const char *app, uint32_t t
   t->hello_sent = r;
   /* Sent behind the Hello, not after its answer: one round trip for both
    * (the daemon reads a connection's requests in order). */
-  t->pending =
-      PENDING_HELLO | (r == 0 && want_window && window_send(t, deadline) == 0 ? PENDING_WINDOW : 0);
+  if (r == 0 && want_window) {
+    /* Closed on us: the Hello's answer may say why. Anything else may
+     * have sent part of the request: the stream is out of step. */
+    int w = window_send(t, deadline);
+    if (w == 0)
+      t->pending = PENDING_WINDOW;
+    else if (w != -EPIPE && w != -ECONNRESET) {
+      r = w;
+      goto out_free;
+    }
+  }
+  t->pending |= PENDING_HELLO; /* last: sends on a pending transport are refused */
   *ret_transport = t;
   return 0;
 
@@ -393,9 +403,10 @@ out_release:
 
 int pcache__transport_open(const char *socket_path, const char *app, uint32_t timeout_ms,
                            pcache__transport **ret_transport, char **ret_message) {
+  uint64_t deadline = pcache__mono_ms() + timeout_ms; /* connect() included */
   pcache__transport *t = NULL;
   int r = pcache__transport_start(socket_path, app, timeout_ms, 0, &t, ret_message);
-  if (r == 0 && (r = pcache__transport_finish(t, t->started_ms + timeout_ms, ret_message)) < 0)
+  if (r == 0 && (r = pcache__transport_finish(t, deadline, ret_message)) < 0)
     pcache__transport_close(t);
   if (r == 0)
     *ret_transport = t;

@@ -6,10 +6,14 @@
  *   - A daemon stopped with SIGSTOP takes connections and answers none:
  *     pcache_client_open and that pcache_device_create return far within
  *     the client's timeout, which a waited answer would have taken whole.
- *   - Woken, pcache_client_connected reads the Hello's answer: 1, and the
- *     device works on: its misses compile and reach the daemon. */
+ *   - A device destroyed while its upload thread waits for the segment
+ *     (and the Hello's answer) cancels that wait without counting it
+ *     against the daemon: woken, pcache_client_connected reads a fresh
+ *     Hello's answer at once, 1, with no reconnect pause.
+ *   - The next device works: its misses compile and reach the daemon. */
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "client_util.h"
 #include "harness.h"
@@ -17,12 +21,13 @@
 #include "vk.h"
 
 #define TIMEOUT_MS 3000
-/* Far below the timeout: neither call may have waited for it. */
+/* Far below the timeout: none of these calls may have waited for it. */
 #define QUICK_MS 1000
 
 int main(void) {
   test_env env;
   util_app a;
+  pcache_device *first;
   pcache_stats st;
   uint64_t t0;
 
@@ -38,12 +43,18 @@ int main(void) {
   test_vk_init(&a.vk);
   a.info = test_vk_device_info(&a.vk);
   t0 = util_now_ms();
-  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &first));
   ASSERT_LT(util_now_ms() - t0, QUICK_MS);
-  test_objects_create(&a.o, a.device);
+  /* Its upload thread is in the segment's request by now. */
+  nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+  t0 = util_now_ms();
+  pcache_device_destroy(first);
+  ASSERT_LT(util_now_ms() - t0, QUICK_MS);
 
   kill(env.daemon_pid, SIGCONT);
   ASSERT_TRUE(pcache_client_connected(a.client));
+  ASSERT_OK(pcache_device_create(a.client, &a.info, &a.device));
+  test_objects_create(&a.o, a.device);
   util_build_set(a.device, &a.o, 4, 1, NULL);
   ASSERT_OK(pcache_device_flush(a.device));
   ASSERT_OK(pcache_device_get_stats(a.device, &st));
