@@ -75,7 +75,7 @@ wait_builds() {
   echo $((($(date +%s%N) - t0) / 1000000))
 }
 
-# median X...: the middle of the numbers (the upper one of an even count).
+# median X...: the middle of the numbers (the lower one of an even count).
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # clean_env [env options and VAR=VALUE...] CMD...: CMD through env(1)

@@ -72,11 +72,13 @@ while [ $# -gt 0 ]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --fleet) FLEET=1; shift ;;
     --fleet-only) FLEET=1 ONLY_FLEET=1; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "run-scenarios.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$BUILD_DIR" ] || { echo "run-scenarios.sh: --build-dir is required" >&2; exit 2; }
+[ "$REPEATS" -ge 1 ] && [ "$WARM_RUNS" -ge 1 ] ||
+  { echo "run-scenarios.sh: REPEATS and WARM_RUNS must be at least 1" >&2; exit 2; }
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 WORK_DIR=${WORK_DIR:-$BUILD_DIR/bench-work/scenarios}
 mkdir -p "$WORK_DIR"
@@ -162,7 +164,7 @@ one_set() {
     local cf=() ce=() cw=() cx=() cr=() bf=() be=() q="${p}_${client}" hc=$WORK_DIR/home-$client-$set
     local rf=() re=() rw=() rx=() rr=()
     for k in $(seq 1 "$REPEATS"); do
-      local pf pw pe pb w_p=() w_c=()
+      local pf pw pe pb i w_p=() w_c=()
       # First run ever, both sides from nothing, one after the other (in
       # turn, the plain one first in odd repeats); the daemon's builds
       # after pcache's first run are waited for before anything else runs.
@@ -209,7 +211,7 @@ one_set() {
       run "$set" "$n" "$client" "$hc" "$WORK_DIR/$client-relearned.txt"
       cr+=("$(ms "$WORK_DIR/$client-relearned.txt")")
       stop_daemon
-      pfa+=("$pf"); pwa+=("$pw" "$pb"); pea+=("$pe")
+      pfa+=("$pf"); pwa+=("$pw"); pea+=("$pe")
       rf+=("$(ratio "${cf[-1]}" "$pf")"); re+=("$(ratio "${ce[-1]}" "$pb")")
       rw+=("$(ratio "${cw[-1]}" "$pw")"); rx+=("$(ratio "$pe" "${cx[-1]}")")
       rr+=("$(ratio "$pe" "${cr[-1]}")")
