@@ -232,7 +232,8 @@ PCACHE_API void pcache_client_close(pcache_client *client);
  * pcache_client_connected - 1 when the last exchange with the daemon
  * succeeded, 0 otherwise (absent, disabled, timed out, refused). Does not
  * connect, but reads the answer to the Hello that pcache_client_open sent
- * if no call has (waiting for it at most the client's timeout).
+ * if no call has: it may wait for a call in flight on the connection, then
+ * for that answer at most the client's timeout.
  * Thread-safe.
  */
 PCACHE_API int pcache_client_connected(const pcache_client *client);
