@@ -284,6 +284,46 @@ static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t de
   return finish_locked(client, id, deadline_ms);
 }
 
+/* Another thread's request holds the connection: wait for it no longer
+ * than our own budget, and no longer than a cancel (an upload thread's
+ * stop) allows: in short slices, the cancel fd checked between them.
+ * (timedlock's realtime clock rather than pthread_mutex_clocklock:
+ * sanitizers do not know the latter; each slice is short enough that a
+ * clock step costs little.) 0 with the lane's lock held. */
+static int lock_lane(pcache__lane *lane, uint64_t deadline_ms) {
+  for (;;) {
+    struct timespec slice;
+    uint64_t now = pcache__mono_ms();
+    int r;
+    if (pcache__rpc_cancelled())
+      return -ECANCELED;
+    if (now >= deadline_ms)
+      return -ETIMEDOUT;
+    pcache__timespec_in(CLOCK_REALTIME,
+                        deadline_ms - now < LOCK_SLICE_MS ? deadline_ms - now : LOCK_SLICE_MS,
+                        &slice);
+    r = pthread_mutex_timedlock(&lane->lock, &slice);
+    if (r == 0)
+      return 0;
+    if (r != ETIMEDOUT)
+      return -r;
+  }
+}
+
+void pcache__client_settle(pcache_client *client) {
+  pcache__lane *lane;
+  uint64_t deadline_ms;
+  if (!client || !atomic_load(&client->app_pending))
+    return;
+  lane = &client->lanes[PCACHE__LANE_APP];
+  deadline_ms = pcache__mono_ms() + client->timeout_ms;
+  if (lock_lane(lane, deadline_ms) < 0)
+    return;
+  if (pcache__transport_pending(lane->transport))
+    (void)finish_locked(client, PCACHE__LANE_APP, deadline_ms);
+  pthread_mutex_unlock(&lane->lock);
+}
+
 int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb__Request *request,
                        Pcachepb__Response__BodyCase expect, uint32_t timeout_ms,
                        pcache__reply *ret_reply) {
@@ -296,28 +336,8 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
   if ((unsigned)id >= PCACHE__LANE_COUNT)
     return -EINVAL;
   lane = &client->lanes[id];
-  /* Another thread's request holds the connection: wait for it no longer
-   * than our own budget, and no longer than a cancel (an upload thread's
-   * stop) allows: in short slices, the cancel fd checked between them.
-   * (timedlock's realtime clock rather than pthread_mutex_clocklock:
-   * sanitizers do not know the latter; each slice is short enough that a
-   * clock step costs little.) */
-  for (;;) {
-    struct timespec slice;
-    uint64_t now = pcache__mono_ms();
-    if (pcache__rpc_cancelled())
-      return -ECANCELED;
-    if (now >= deadline_ms)
-      return -ETIMEDOUT;
-    pcache__timespec_in(CLOCK_REALTIME,
-                        deadline_ms - now < LOCK_SLICE_MS ? deadline_ms - now : LOCK_SLICE_MS,
-                        &slice);
-    r = pthread_mutex_timedlock(&lane->lock, &slice);
-    if (r == 0)
-      break;
-    if (r != ETIMEDOUT)
-      return -r;
-  }
+  if ((r = lock_lane(lane, deadline_ms)) < 0)
+    return r;
   r = connect_locked(client, id, deadline_ms);
   if (r < 0)
     goto out_unlock;

@@ -105,6 +105,13 @@ static inline uint32_t pcache__client_background_timeout_ms(const pcache_client 
   return ms > 600000u ? 600000u : (uint32_t)ms;
 }
 
+/* Reads the answer to the Hello that open sent, if nothing has: from a
+ * device's upload thread as it starts, so that the daemon's limits, and a
+ * refusal (said, for the layer, as its being inactive), are known soon
+ * after open even when no app call needs the daemon. At most the
+ * client's timeout; a cancel (pcache__rpc_set_cancel_fd) ends it. */
+void pcache__client_settle(pcache_client *client);
+
 /* 1 when the daemon is there as far as the client knows without waiting:
  * connected, or the app's connection made and its Hello unanswered. */
 int pcache__client_reachable(pcache_client *client);

@@ -237,6 +237,7 @@ static void *upload_main(void *arg) {
   /* Destroy must not wait out a long call (a background prefetch page has
    * ten times the timeout): pcache__upload_stop cancels it. */
   pcache__rpc_set_cancel_fd(d->upload.cancel_fd);
+  pcache__client_settle(d->core.client);
   pthread_mutex_lock(&d->upload.lock);
   while (!d->upload.stop) {
     pcache__put_queue batch, retry;
