@@ -30,6 +30,7 @@ WHAT = {
     "binary": "bench_binary (driver-first probe)",
     "busypoll": "bench_delivery, busy poll",
     "cache": "replay compile probes",
+    "callgrind": "instructions a pipeline costs libpcache (callgrind)",
     "caches": "replay compile probes",
     "alternate": "replay against the program, alternating",
     "compare": "the whole set, old against new code",
