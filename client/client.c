@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/abi.h"
 #include "client/client.h"
@@ -123,14 +124,22 @@ static void drop_transport_locked(pcache_client *client, pcache__lane_id id) {
 /* A call its own thread cancelled (an upload thread stopped by
  * pcache_device_destroy, maybe in the middle of the Hello's answer) leaves
  * the stream out of step, but says nothing of the daemon: the connection
- * goes, with no pause before the next and nothing said. */
-static void drop_cancelled_locked(pcache_client *client, pcache__lane_id id) {
+ * goes, with nothing said, and the next may be made at once, once a
+ * second: a program that makes and destroys devices while the daemon is
+ * stopped must not pile connections into its backlog. 1 when the next
+ * may be made now. */
+static int drop_cancelled_locked(pcache_client *client, pcache__lane_id id) {
   pcache__lane *lane = &client->lanes[id];
+  uint64_t now = pcache__mono_ms();
+  int again = !lane->cancelled_ms || now - lane->cancelled_ms >= RECONNECT_INTERVAL_MS;
   pcache__transport_close(lane->transport);
   lane->transport = NULL;
-  lane->attempted = 0;
+  lane->cancelled_ms = now;
+  lane->attempted = !again;
+  lane->last_attempt_ms = now;
   if (id == PCACHE__LANE_APP)
     atomic_store(&client->app_pending, 0);
+  return again;
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -188,8 +197,7 @@ static int finish_locked(pcache_client *client, pcache__lane_id id, uint64_t dea
   if (r == -ECANCELED) {
     /* The app's lane as open left it: started, its answer to come
      * (pcache__client_reachable, pcache_client_connected). */
-    drop_cancelled_locked(client, id);
-    if (id == PCACHE__LANE_APP)
+    if (drop_cancelled_locked(client, id) && id == PCACHE__LANE_APP)
       (void)start_locked(client, id, pcache__mono_ms() + client->timeout_ms);
     return r;
   }
@@ -263,9 +271,12 @@ static int connect_locked(pcache_client *client, pcache__lane_id id, uint64_t de
   pcache__lane *lane = &client->lanes[id];
   uint64_t now;
   int r;
-  /* Started at open (pcache__client_open_flags): its answers first. */
+  /* Started at open (pcache__client_open_flags): its answers first, within
+   * the client's timeout even for a background call, whose own is ten
+   * times that: an app thread may be waiting for this lane. */
   if (pcache__transport_pending(lane->transport) &&
-      (r = finish_locked(client, id, deadline_ms)) < 0)
+      (r = finish_locked(client, id,
+                         min_u64(deadline_ms, pcache__mono_ms() + client->timeout_ms))) < 0)
     return r;
   now = pcache__mono_ms();
   if (lane->transport && pcache__transport_closed_idle(lane->transport, now)) {
@@ -313,7 +324,7 @@ static int lock_lane(pcache__lane *lane, uint64_t deadline_ms) {
 void pcache__client_settle(pcache_client *client) {
   pcache__lane *lane;
   uint64_t deadline_ms;
-  if (!client || !atomic_load(&client->app_pending))
+  if (!client || !atomic_load(&client->app_pending) || client->pid != getpid())
     return;
   lane = &client->lanes[PCACHE__LANE_APP];
   deadline_ms = pcache__mono_ms() + client->timeout_ms;
@@ -331,7 +342,9 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
   pcache__lane *lane;
   int r;
   *ret_reply = (pcache__reply){0};
-  if (!client || client->disabled || !client->socket_path)
+  /* A forked child shares the parent's sockets: a word of its own there
+   * would put the parent's stream out of step (docs/client.md). */
+  if (!client || client->disabled || !client->socket_path || client->pid != getpid())
     return PCACHE_EDISABLED;
   if ((unsigned)id >= PCACHE__LANE_COUNT)
     return -EINVAL;
@@ -414,6 +427,7 @@ int pcache__client_open_flags(const pcache_client_options *caller_options, unsig
     pcache__free(client);
     return -ENOMEM;
   }
+  client->pid = getpid();
   client->told_connected = -1;
   client->told_background = -1;
   client->say_inactive = (flags & PCACHE__CLIENT_SAY_INACTIVE) != 0;
@@ -482,15 +496,20 @@ PCACHE_API void pcache_client_close(pcache_client *client) {
 
 PCACHE_API int pcache_client_connected(const pcache_client *client) {
   pcache_client *c = (pcache_client *)client;
-  if (!c)
+  uint64_t deadline_ms;
+  if (!c || c->pid != getpid())
     return 0;
-  /* The Hello sent at open is the last exchange: its answer decides. */
+  /* The Hello sent at open is the last exchange: its answer decides. A
+   * call in flight on the lane is waited for no longer than the timeout
+   * too (it reads the answer itself). */
   if (atomic_load(&c->app_pending)) {
     pcache__lane *lane = &c->lanes[PCACHE__LANE_APP];
-    pthread_mutex_lock(&lane->lock);
-    if (pcache__transport_pending(lane->transport))
-      (void)finish_locked(c, PCACHE__LANE_APP, pcache__mono_ms() + c->timeout_ms);
-    pthread_mutex_unlock(&lane->lock);
+    deadline_ms = pcache__mono_ms() + c->timeout_ms;
+    if (lock_lane(lane, deadline_ms) == 0) {
+      if (pcache__transport_pending(lane->transport))
+        (void)finish_locked(c, PCACHE__LANE_APP, deadline_ms);
+      pthread_mutex_unlock(&lane->lock);
+    }
   }
   return atomic_load(&c->connected);
 }

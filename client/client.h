@@ -37,6 +37,7 @@ typedef struct pcache__lane {
   pcache__transport *transport;
   uint64_t last_attempt_ms; /* of the last failed connect or call */
   int attempted;
+  uint64_t cancelled_ms; /* when a cancelled call last closed it (client.c) */
 } pcache__lane;
 
 struct pcache_client {
@@ -61,6 +62,7 @@ struct pcache_client {
                          * -1 nothing yet (under that lane's lock) */
   int told_background;  /* the same for the background lane (under its lock) */
   int say_inactive;     /* PCACHE__CLIENT_SAY_INACTIVE */
+  pid_t pid;            /* the process that opened it: a forked child may not use it */
   pcache__logger log;
 };
 

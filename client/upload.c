@@ -171,8 +171,11 @@ static int send_batch(pcache_device *d, pcache__put_item *batch, size_t n, pcach
                          PCACHEPB__RESPONSE__BODY_PUT,
                          pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r < 0) {
-    if (reply.response) {
-      /* Refused as a whole (limits, malformed): retrying would not help. */
+    /* Refused as a whole (limits, malformed): retrying would not help. A
+     * Response it was not refused with (another kind, a status not ours)
+     * answered something else: out of step, the connection is gone, and
+     * the batch is tried again (pcache__client_rpc). */
+    if (reply.response && !(r == PCACHE_EPROTO && reply.response->status >= 0)) {
       dropped(d, n, DROP_REFUSED, 0, r, reply.response->message);
       r = 0;
     } else if (r == PCACHE_EFRAME_TOO_LARGE) {

@@ -8,7 +8,6 @@
 #include "transport.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -191,11 +190,13 @@ static int window_take(pcache__transport *transport, uint64_t deadline_ms) {
   int r =
       pcache__transport_recv(transport, PCACHEPB__RESPONSE__BODY_REPLY_WINDOW, deadline_ms, &reply);
   if (r < 0) {
-    /* The daemon answered (an older one: PCACHE_EUNKNOWN_REQUEST): the
-     * connection is in step, only without a window. */
-    int answered = reply.response != NULL;
+    /* The daemon refused it (an older one: PCACHE_EUNKNOWN_REQUEST): the
+     * connection is in step, only without a window. A Response it did
+     * not refuse with but that is not the answer (another kind, a status
+     * not ours) is out of step, as pcache__client_rpc judges. */
+    int refused = reply.response != NULL && !(r == PCACHE_EPROTO && reply.response->status >= 0);
     pcache__reply_release(&reply);
-    return answered ? 0 : r;
+    return refused ? 0 : r;
   }
   /* first_seq 0: a window no client can name (a daemon of this
    * feature's first days); go on without it. */
@@ -220,28 +221,24 @@ int pcache__transport_open_window(pcache__transport *transport, uint64_t deadlin
   return r < 0 ? r : window_take(transport, deadline_ms);
 }
 
-/* Connecting to a Unix socket completes at once or fails at once, except
- * when the listen backlog is full: then a blocking connect waits up to
- * SO_SNDTIMEO, which bounds it by our timeout. */
+/* Connecting to a Unix socket completes at once or fails at once. A full
+ * listen backlog is the one wait a blocking connect() would add: a daemon
+ * that accepts nobody (stopped, hung) for long enough, its backlog filled
+ * by clients that gave up. Non-blocking, that is EAGAIN at once, said as
+ * the timeout a silent daemon gives: nothing waits on it, and a cancel
+ * (pcache_device_destroy) need not interrupt it. */
 static int connect_unix(const char *path, uint32_t timeout_ms, int *ret_fd, long *ret_peer_uid) {
   struct sockaddr_un sun = {.sun_family = AF_UNIX};
   size_t len = strlen(path);
   int fd, r;
-  struct timeval tv;
   if (len == 0 || len >= sizeof sun.sun_path)
     return -ENAMETOOLONG;
   memcpy(sun.sun_path, path, len + 1);
-  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -errno;
   if (timeout_ms == 0) {
     r = -ETIMEDOUT;
-    goto out_close;
-  }
-  tv.tv_sec = timeout_ms / 1000;
-  tv.tv_usec = (long)(timeout_ms % 1000) * 1000;
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0) {
-    r = -errno;
     goto out_close;
   }
   while (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
@@ -249,8 +246,8 @@ static int connect_unix(const char *path, uint32_t timeout_ms, int *ret_fd, long
       continue;
     if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR)
       r = PCACHE_EUNAVAILABLE;
-    else if (errno == EAGAIN || errno == EINPROGRESS)
-      r = -ETIMEDOUT;
+    else if (errno == EAGAIN)
+      r = -ETIMEDOUT; /* there, but answering nobody: as a daemon that does not answer */
     else
       r = -errno;
     goto out_close;
@@ -272,10 +269,6 @@ static int connect_unix(const char *path, uint32_t timeout_ms, int *ret_fd, long
     }
   }
   /* All further I/O is non-blocking with poll() deadlines. */
-  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-    r = -errno;
-    goto out_close;
-  }
   *ret_fd = fd;
   return 0;
 out_close:

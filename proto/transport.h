@@ -17,7 +17,8 @@ typedef struct pcache__transport pcache__transport;
  * (protocol PCACHE_PROTOCOL_VERSION, app, pid), all within timeout_ms:
  * pcache__transport_start, then pcache__transport_finish.
  * Returns 0; PCACHE_EUNAVAILABLE when no daemon listens (ENOENT,
- * ECONNREFUSED); -ETIMEDOUT; PCACHE_EVERSION when the daemon refuses our
+ * ECONNREFUSED); -ETIMEDOUT, at once too when the daemon's listen backlog
+ * is full (it accepts nobody); PCACHE_EVERSION when the daemon refuses our
  * version (the daemon's message is then in *ret_message if non-NULL,
  * pcache__malloc'ed); PCACHE_EPEER when the daemon refuses our uid, or
  * when the process listening on socket_path runs as another uid than our

@@ -10,10 +10,14 @@
  *     (and the Hello's answer) cancels that wait without counting it
  *     against the daemon: woken, pcache_client_connected reads a fresh
  *     Hello's answer at once, 1, with no reconnect pause.
- *   - The next device works: its misses compile and reach the daemon. */
+ *   - The next device works: its misses compile and reach the daemon.
+ *   - A forked child does not speak on the parent's connection: it finds
+ *     the daemon disabled, and the Hello's answer is left to the parent. */
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client_util.h"
 #include "harness.h"
@@ -62,6 +66,19 @@ int main(void) {
   ASSERT_EQ(st.uploaded, 5);
   util_app_close(&a);
   ASSERT_EQ(util_count_entries(), 5);
+
+  {
+    pcache_client *shared = util_client(TIMEOUT_MS);
+    int status;
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0)
+      _exit(pcache_client_connected(shared) == 0 ? 0 : 1);
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_TRUE(pcache_client_connected(shared));
+    pcache_client_close(shared);
+  }
   test_env_cleanup(&env);
   return 0;
 }
