@@ -137,8 +137,6 @@ static int drop_cancelled_locked(pcache_client *client, pcache__lane_id id) {
   lane->cancelled_ms = now;
   lane->attempted = !again;
   lane->last_attempt_ms = now;
-  if (id == PCACHE__LANE_APP)
-    atomic_store(&client->app_pending, 0);
   return again;
 }
 
@@ -198,7 +196,9 @@ static int finish_locked(pcache_client *client, pcache__lane_id id, uint64_t dea
     /* The app's lane as open left it: started, its answer to come
      * (pcache__client_reachable, pcache_client_connected). */
     if (drop_cancelled_locked(client, id) && id == PCACHE__LANE_APP)
-      (void)start_locked(client, id, pcache__mono_ms() + client->timeout_ms);
+      (void)start_locked(client, id, pcache__mono_ms() + client->timeout_ms); /* still pending */
+    else if (id == PCACHE__LANE_APP)
+      atomic_store(&client->app_pending, 0);
     return r;
   }
   if (r < 0) {
@@ -344,7 +344,7 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
   *ret_reply = (pcache__reply){0};
   /* A forked child shares the parent's sockets: a word of its own there
    * would put the parent's stream out of step (docs/client.md). */
-  if (!client || client->disabled || !client->socket_path || client->pid != getpid())
+  if (!pcache__client_usable(client))
     return PCACHE_EDISABLED;
   if ((unsigned)id >= PCACHE__LANE_COUNT)
     return -EINVAL;
@@ -367,8 +367,7 @@ int pcache__client_rpc(pcache_client *client, pcache__lane_id id, const Pcachepb
    * the next call makes a fresh one. (A refusal, status < 0, keeps it.) */
   if (r == -ECANCELED && !ret_reply->response) {
     drop_cancelled_locked(client, id);
-  } else if (r < 0 &&
-             (!ret_reply->response || (r == PCACHE_EPROTO && ret_reply->response->status >= 0))) {
+  } else if (r < 0 && (!ret_reply->response || pcache__reply_out_of_step(r, ret_reply))) {
     drop_transport_locked(client, id);
     tell_state_locked(client, id, 0, r);
   } else
@@ -514,8 +513,13 @@ PCACHE_API int pcache_client_connected(const pcache_client *client) {
   return atomic_load(&c->connected);
 }
 
+int pcache__client_usable(const pcache_client *client) {
+  return client && !client->disabled && client->socket_path && client->pid == getpid();
+}
+
 int pcache__client_reachable(pcache_client *client) {
-  return atomic_load(&client->connected) || atomic_load(&client->app_pending);
+  /* app_pending first: finish_locked sets connected before it clears it. */
+  return atomic_load(&client->app_pending) || atomic_load(&client->connected);
 }
 
 PCACHE_API const char *pcache_client_app_name(const pcache_client *client) {

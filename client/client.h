@@ -114,6 +114,10 @@ static inline uint32_t pcache__client_background_timeout_ms(const pcache_client 
  * client's timeout; a cancel (pcache__rpc_set_cancel_fd) ends it. */
 void pcache__client_settle(pcache_client *client);
 
+/* 1 when the client may speak to a daemon: not disabled, a socket path,
+ * and this is the process that opened it (not a forked child). */
+int pcache__client_usable(const pcache_client *client);
+
 /* 1 when the daemon is there as far as the client knows without waiting:
  * connected, or the app's connection made and its Hello unanswered. */
 int pcache__client_reachable(pcache_client *client);

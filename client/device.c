@@ -116,9 +116,9 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     return -ENOMEM;
   d->core.passthrough = info->passthrough != 0;
   d->core.ownership = info->pipeline_ownership;
-  /* Pass-through talks to nobody and keeps nothing. */
-  d->core.client =
-      client && !client->disabled && client->socket_path && !d->core.passthrough ? client : NULL;
+  /* Pass-through talks to nobody and keeps nothing; neither does a device
+   * of a forked child on its parent's client. */
+  d->core.client = pcache__client_usable(client) && !d->core.passthrough ? client : NULL;
   d->core.log = pcache__client_logger(client);
   if (d->core.passthrough)
     d->core.given_cache = info->pipeline_cache;

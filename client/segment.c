@@ -46,9 +46,12 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
                          PCACHEPB__RESPONSE__BODY_SEGMENT, timeout_ms, &reply);
   if (r == -ETIMEDOUT)
     goto out;
-  r = 0;
-  if (!reply.response || !reply.has_passed_fd)
+  /* Anything but the answer (a refusal, out of step): no segment. */
+  if (r < 0 || !reply.response || !reply.has_passed_fd) {
+    r = 0;
     goto out;
+  }
+  r = 0;
   m = pcache__calloc(1, sizeof *m);
   if (!m)
     goto out;

@@ -174,7 +174,7 @@ out_unlock:
                          pcache__client_background_timeout_ms(d->core.client), &reply);
   if (r == 0)
     atomic_fetch_add(&d->core.stats.snapshots_uploaded, 1);
-  else if (reply.response)
+  else if (reply.response && !pcache__reply_out_of_step(r, &reply))
     r = 0; /* refused (limits, an old daemon): trying again would not help */
   pcache__reply_release(&reply);
   if (r < 0)

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 
 #define QUEUE_MAX PCACHE__UPLOAD_QUEUE_MAX
+#define OUT_OF_STEP_MAX 3u
 /* And in bytes: what the queued items own (blob and description; the
  * SPIR-V they name is shared with the context's objects). A daemon away
  * for long must not make the app hold gigabytes of uploads. */
@@ -174,8 +175,11 @@ static int send_batch(pcache_device *d, pcache__put_item *batch, size_t n, pcach
     /* Refused as a whole (limits, malformed): retrying would not help. A
      * Response it was not refused with (another kind, a status not ours)
      * answered something else: out of step, the connection is gone, and
-     * the batch is tried again (pcache__client_rpc). */
-    if (reply.response && !(r == PCACHE_EPROTO && reply.response->status >= 0)) {
+     * the batch is tried again (pcache__client_rpc), OUT_OF_STEP_MAX
+     * times. */
+    int again = pcache__reply_out_of_step(r, &reply) && ++d->upload.out_of_step < OUT_OF_STEP_MAX;
+    if (reply.response && !again) {
+      d->upload.out_of_step = 0;
       dropped(d, n, DROP_REFUSED, 0, r, reply.response->message);
       r = 0;
     } else if (r == PCACHE_EFRAME_TOO_LARGE) {
@@ -183,6 +187,7 @@ static int send_batch(pcache_device *d, pcache__put_item *batch, size_t n, pcach
     }
     goto out_release;
   }
+  d->upload.out_of_step = 0;
   for (pcache__put_item *p = batch; p && i < n; p = p->next, i++) {
     const Pcachepb__PutReply *pr = reply.response->put;
     pcache__upload *u = upload_of(p);

@@ -41,6 +41,10 @@ typedef struct pcache__uploader {
   pcache__put_batcher batcher;
   size_t in_flight;  /* items in the batch being sent */
   uint64_t failures; /* batches the daemon did not take (away, slow, refused) */
+  /* Answers out of step in a row (another kind to a Put): the upload
+   * thread's alone. A daemon that never answers in step cannot hold the
+   * head of the queue for ever. */
+  unsigned out_of_step;
   int stop, running;
   int retry_now; /* a flush wants the next try now, not after the backoff */
   pthread_t thread;

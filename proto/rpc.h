@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pcache/pcache.h>
+
 #include "proto/frame.h"
 
 /* A Response and what came with it; release with pcache__reply_release
@@ -125,6 +127,15 @@ const char *pcache__reply_why(const pcache__reply *reply, int err);
 /* Frees the response, unmaps and closes the bulk memfd. Accepts a zeroed
  * reply; leaves it zeroed. */
 void pcache__reply_release(pcache__reply *reply);
+
+/* 1 when a call's result r came with a Response that is not the daemon's
+ * refusal but the answer to something else (another kind, a status not
+ * ours, pcache__rpc's PCACHE_EPROTO with status >= 0): the stream is out of
+ * step. A refusal (status < 0) is final for that request; out of step is
+ * the connection's fault, and the request may be tried again on a new one. */
+static inline int pcache__reply_out_of_step(int r, const pcache__reply *reply) {
+  return r == PCACHE_EPROTO && reply->response && reply->response->status >= 0;
+}
 
 /*
  * pcache__reply_bytes - the bytes a Blob (or an ExportReply archive) stands

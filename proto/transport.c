@@ -194,7 +194,7 @@ static int window_take(pcache__transport *transport, uint64_t deadline_ms) {
      * connection is in step, only without a window. A Response it did
      * not refuse with but that is not the answer (another kind, a status
      * not ours) is out of step, as pcache__client_rpc judges. */
-    int refused = reply.response != NULL && !(r == PCACHE_EPROTO && reply.response->status >= 0);
+    int refused = reply.response != NULL && !pcache__reply_out_of_step(r, &reply);
     pcache__reply_release(&reply);
     return refused ? 0 : r;
   }
@@ -246,7 +246,7 @@ static int connect_unix(const char *path, uint32_t timeout_ms, int *ret_fd, long
       continue;
     if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR)
       r = PCACHE_EUNAVAILABLE;
-    else if (errno == EAGAIN)
+    else if (errno == EAGAIN || errno == EINPROGRESS)
       r = -ETIMEDOUT; /* there, but answering nobody: as a daemon that does not answer */
     else
       r = -errno;

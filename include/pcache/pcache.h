@@ -216,8 +216,10 @@ typedef struct pcache_client_options {
  * connection later by itself (at most once a second, from a call that
  * needs it). It connects and sends its Hello without waiting for the
  * answer, which the first call that needs the daemon reads (or
- * pcache_client_connected). options may be NULL for all defaults; the
- * strings are copied. Returns 0, -ENOMEM or -EINVAL. Thread-safe.
+ * pcache_client_connected). A client is its process's: after fork(), the
+ * child's calls leave the daemon alone (open another client there).
+ * options may be NULL for all defaults; the strings are copied. Returns 0,
+ * -ENOMEM or -EINVAL. Thread-safe.
  */
 PCACHE_API int pcache_client_open(const pcache_client_options *options,
                                   pcache_client **ret_client);
@@ -232,8 +234,9 @@ PCACHE_API void pcache_client_close(pcache_client *client);
  * pcache_client_connected - 1 when the last exchange with the daemon
  * succeeded, 0 otherwise (absent, disabled, timed out, refused). Does not
  * connect, but reads the answer to the Hello that pcache_client_open sent
- * if no call has: it may wait for a call in flight on the connection, then
- * for that answer at most the client's timeout.
+ * if no call has, waiting at most the client's timeout in all (for a call
+ * in flight on the connection, then for the answer; 0 if it still has
+ * none). In a forked child, 0: the child must open a client of its own.
  * Thread-safe.
  */
 PCACHE_API int pcache_client_connected(const pcache_client *client);

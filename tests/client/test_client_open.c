@@ -8,8 +8,9 @@
  *     the client's timeout, which a waited answer would have taken whole.
  *   - A device destroyed while its upload thread waits for the segment
  *     (and the Hello's answer) cancels that wait without counting it
- *     against the daemon: woken, pcache_client_connected reads a fresh
- *     Hello's answer at once, 1, with no reconnect pause.
+ *     against the daemon: the connection is started again at once (the
+ *     first cancel within a second), and woken, pcache_client_connected
+ *     reads its Hello's answer, 1.
  *   - The next device works: its misses compile and reach the daemon.
  *   - A forked child does not speak on the parent's connection: it finds
  *     the daemon disabled, and the Hello's answer is left to the parent. */
