@@ -324,7 +324,9 @@ static int lock_lane(pcache__lane *lane, uint64_t deadline_ms) {
 void pcache__client_settle(pcache_client *client) {
   pcache__lane *lane;
   uint64_t deadline_ms;
-  if (!client || !atomic_load(&client->app_pending) || client->pid != getpid())
+  /* A call in flight on the lane is waited for no longer than the timeout
+   * either (it reads the answer itself). */
+  if (!pcache__client_usable(client) || !atomic_load(&client->app_pending))
     return;
   lane = &client->lanes[PCACHE__LANE_APP];
   deadline_ms = pcache__mono_ms() + client->timeout_ms;
@@ -495,21 +497,10 @@ PCACHE_API void pcache_client_close(pcache_client *client) {
 
 PCACHE_API int pcache_client_connected(const pcache_client *client) {
   pcache_client *c = (pcache_client *)client;
-  uint64_t deadline_ms;
   if (!c || c->pid != getpid())
     return 0;
-  /* The Hello sent at open is the last exchange: its answer decides. A
-   * call in flight on the lane is waited for no longer than the timeout
-   * too (it reads the answer itself). */
-  if (atomic_load(&c->app_pending)) {
-    pcache__lane *lane = &c->lanes[PCACHE__LANE_APP];
-    deadline_ms = pcache__mono_ms() + c->timeout_ms;
-    if (lock_lane(lane, deadline_ms) == 0) {
-      if (pcache__transport_pending(lane->transport))
-        (void)finish_locked(c, PCACHE__LANE_APP, deadline_ms);
-      pthread_mutex_unlock(&lane->lock);
-    }
-  }
+  /* The Hello sent at open is the last exchange: its answer decides. */
+  pcache__client_settle(c);
   return atomic_load(&c->connected);
 }
 

@@ -107,8 +107,9 @@ static inline uint32_t pcache__client_background_timeout_ms(const pcache_client 
   return ms > 600000u ? 600000u : (uint32_t)ms;
 }
 
-/* Reads the answer to the Hello that open sent, if nothing has: from a
- * device's upload thread as it starts, so that the daemon's limits, and a
+/* Reads the answer to the Hello that open sent, if nothing has: for
+ * pcache_client_connected, and from a device's upload thread as it
+ * starts, so that the daemon's limits, and a
  * refusal (said, for the layer, as its being inactive), are known soon
  * after open even when no app call needs the daemon. At most the
  * client's timeout; a cancel (pcache__rpc_set_cancel_fd) ends it. */

@@ -214,11 +214,10 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
     d->core.no_snapshot = (env && env[0] == '1') || d->core.binary;
     d->core.creating = 1;
     uint32_t offset = 0;
-    int slow = 0, more = 0;
+    int slow = 0, more = 0, prefetch = !d->core.binary && !pcache__prefetch_disabled(info);
     /* Only with the daemon there: one away would hold the upload thread
      * in retries at the first miss, its uploads behind them. */
-    if (!d->core.binary && !pcache__prefetch_disabled(info) &&
-        pcache__client_reachable(d->core.client) && pcache__prefetch_in_background(d)) {
+    if (prefetch && pcache__client_reachable(d->core.client) && pcache__prefetch_in_background(d)) {
       /* The driver's own caches answer first: loading the prefetch here
        * would only make the program's start wait for what a warm start
        * never uses, and so would the segment's round trip. The upload
@@ -226,7 +225,6 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
        * first misses (after creation, which ends with creating at 0). */
       more = 1;
       pcache__upload_prefetch_defer(d);
-      pcache__upload_segment_later(d);
     } else {
       /* The segment first, prefetch or not: a miss looks there before it
        * asks the daemon. When it holds all a prefetch would bring, no
@@ -234,8 +232,7 @@ int pcache__device_create(pcache_client *client, const pcache_device_info *info,
       slow = !d->core.binary && pcache__segment_fetch(d, d->core.client->timeout_ms) == -ETIMEDOUT;
       /* A daemon too slow for the segment is too slow for pages too: they
        * are all left to the upload thread, so creation waits one timeout. */
-      if (!d->core.binary && !pcache__prefetch_disabled(info) &&
-          !pcache__segment_prefetch(d, &offset) &&
+      if (prefetch && !pcache__segment_prefetch(d, &offset) &&
           (slow || pcache__prefetch_at_create(d, info, offset, &offset))) {
         /* From here the upload thread may fetch the first page: the app
          * may hold the cache by then, so a late snapshot is merged, not

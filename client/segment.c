@@ -32,7 +32,7 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   pcache__reply reply = {0};
   pcache__seg_map *m;
   const char *why = "";
-  int r;
+  int r, ok;
   if (!d->core.client || segments_disabled() || seg_map(d))
     return 0;
   sg.device_key.data = d->core.key.bytes;
@@ -47,11 +47,10 @@ int pcache__segment_fetch(pcache_device *d, uint32_t timeout_ms) {
   if (r == -ETIMEDOUT)
     goto out;
   /* Anything but the answer (a refusal, out of step): no segment. */
-  if (r < 0 || !reply.response || !reply.has_passed_fd) {
-    r = 0;
-    goto out;
-  }
+  ok = r == 0 && reply.response && reply.has_passed_fd;
   r = 0;
+  if (!ok)
+    goto out;
   m = pcache__calloc(1, sizeof *m);
   if (!m)
     goto out;

@@ -30,7 +30,7 @@ typedef struct pcache__segment_state {
  * (stats.segment_refused), and the socket serves instead. None at all
  * (an old daemon, no entries, PCACHE_NO_SEGMENT=1) is not an error.
  * Once a device: at its creation, or as the upload thread's first job
- * (pcache__upload_segment_later), while app threads may already read it.
+ * (pcache__upload_prefetch_defer), while app threads may already read it.
  * Returns -ETIMEDOUT
  * when the daemon did not answer in time (slow, not absent), else 0.
  */

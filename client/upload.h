@@ -57,7 +57,7 @@ typedef struct pcache__uploader {
    * the segment's blobs and snapshot first, then pages. */
   int prefetch_segment;
   /* Mapping the segment is the thread's first job, not creation's
-   * (pcache__upload_segment_later). */
+   * (pcache__upload_prefetch_defer). */
   int segment_wanted;
   /* ...and it waits for the driver's first miss (prefetch_on_miss), and
    * then goes over the background connection: no Prefetch began on the
@@ -114,13 +114,11 @@ void pcache__upload_prefetch_rest(pcache_device *device, uint32_t offset);
 /* The whole prefetch, the segment's part first, is the upload thread's
  * once the driver first misses (pcache__prefetch_in_background): a warm
  * start, which the driver's own caches serve, never loads it.
- * pcache__upload_prefetch_on_miss hands it over, once; any thread. */
+ * pcache__upload_prefetch_on_miss hands it over, once; any thread. The
+ * segment itself the thread maps at once (pcache__segment_fetch), so that
+ * uses of what the store holds are reported and a miss finds its blob
+ * there, while the program's start waits for no round trip. */
 void pcache__upload_prefetch_defer(pcache_device *device);
-/* With the prefetch deferred: the upload thread maps the segment at once
- * (pcache__segment_fetch), so that uses of what the store holds are
- * reported and a miss finds its blob there, while the program's start
- * waits for no round trip. */
-void pcache__upload_segment_later(pcache_device *device);
 void pcache__upload_prefetch_on_miss(pcache_device *device);
 /* Asks the upload thread for a snapshot upload when the device cache
  * changed since the loaded snapshot (after the queued pipelines). */

@@ -98,9 +98,6 @@ void pcache__upload_prefetch_rest(pcache_device *d, uint32_t offset) {
 
 void pcache__upload_prefetch_defer(pcache_device *d) {
   atomic_store(&d->upload.prefetch_deferred, 1);
-}
-
-void pcache__upload_segment_later(pcache_device *d) {
   pthread_mutex_lock(&d->upload.lock);
   d->upload.segment_wanted = 1;
   pthread_cond_signal(&d->upload.wake);
