@@ -388,6 +388,12 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   int held;
   VkResult vr;
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
+  if (b->claimed && !pcache__table_peek(&d->build.built, k0, k1)) {
+    vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
+    if (vr == VK_SUCCESS && held != BUILT_BY_DRIVER)
+      (void)pcache__table_insert(&d->build.built, k0, k1, (uint64_t)held);
+    goto out;
+  }
   switch (pcache__table_acquire(&d->build.built, k0, k1, &v, &claim)) {
   case PCACHE__TABLE_FOUND:
     *ret_source = PCACHE__BUILT_LOCAL;
@@ -428,6 +434,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     break;
   }
+out:
   /* A library, wherever it came from, is recorded by its description, so
    * that pipelines linking it can be described. */
   if (vr == VK_SUCCESS && b->graphics && (b->graphics->flags & VK_PIPELINE_CREATE_LIBRARY_BIT_KHR))

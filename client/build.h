@@ -58,6 +58,13 @@ typedef struct pcache__build {
   /* The caller asked the driver first (pcache__build_driver_first) and it
    * had nothing: the build does not ask again. */
   int driver_asked;
+  /* The caller holds a claim on this state hash that makes this the one
+   * build of it (a tier's, pipeline.c): pcache__build_hashed takes no
+   * claim of `built`, and records in it only what the driver's own
+   * caches did not serve, as the next build after a release asks the
+   * driver first anyway. Keeps a lock, an allocation and their cache
+   * misses off a warm start's every pipeline. */
+  int claimed;
 } pcache__build;
 
 /*

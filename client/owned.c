@@ -13,12 +13,63 @@ typedef struct owned_ref {
   uint64_t k0, k1;
 } owned_ref;
 
+/* Most pipelines are found under one or two keys (their state hash, a
+ * draw key): those live in the entry, so owning one costs one allocation
+ * on the hit path's first build. */
+#define INLINE_REFS 2
+
 struct pcache__owned_entry {
   pcache__owned_entry *next;
   VkPipeline pipeline;
   size_t n_refs, cap_refs;
-  owned_ref *refs;
+  owned_ref *refs; /* inline_refs, or a heap array past INLINE_REFS */
+  owned_ref inline_refs[INLINE_REFS];
 };
+
+static pcache__owned_entry *entry_new(VkPipeline pipeline) {
+  pcache__owned_entry *e = pcache__calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  e->pipeline = pipeline;
+  e->refs = e->inline_refs;
+  e->cap_refs = INLINE_REFS;
+  return e;
+}
+
+static void refs_free(pcache__owned_entry *e) {
+  if (e->refs != e->inline_refs)
+    pcache__free(e->refs);
+  e->refs = e->inline_refs;
+  e->n_refs = 0;
+  e->cap_refs = INLINE_REFS;
+}
+
+/* Room for one more key in e's list. 0, or -ENOMEM. */
+static int refs_room(pcache__owned_entry *e) {
+  size_t cap = e->cap_refs * 2;
+  owned_ref *refs;
+  if (e->n_refs < e->cap_refs)
+    return 0;
+  refs = e->refs == e->inline_refs ? pcache__malloc(cap * sizeof *refs)
+                                   : pcache__realloc(e->refs, cap * sizeof *refs);
+  if (!refs)
+    return -ENOMEM;
+  if (e->refs == e->inline_refs)
+    memcpy(refs, e->inline_refs, e->n_refs * sizeof *refs);
+  e->refs = refs;
+  e->cap_refs = cap;
+  return 0;
+}
+
+/* Records that table maps (k0, k1) to e's pipeline; without memory, the
+ * entry is removed from table again, so that no table outlives it. */
+static void refs_add(pcache__owned_entry *e, pcache__table *table, uint64_t k0, uint64_t k1) {
+  if (refs_room(e) < 0) {
+    pcache__table_remove(table, k0, k1, pcache__pipeline_to_u64(e->pipeline));
+    return;
+  }
+  e->refs[e->n_refs++] = (owned_ref){.table = table, .k0 = k0, .k1 = k1};
+}
 
 static size_t bucket_of(const pcache__owned *o, VkPipeline p) {
   uint64_t x = pcache__pipeline_to_u64(p) * 0x9e3779b97f4a7c15ull;
@@ -66,31 +117,33 @@ static void forget_refs(pcache__owned_entry *e) {
   e->n_refs = 0;
 }
 
-VkResult pcache__owned_add(pcache__owned *own, VkPipeline pipeline) {
+VkResult pcache__owned_add(pcache__owned *own, VkPipeline pipeline, pcache__table *table,
+                           uint64_t k0, uint64_t k1) {
   pcache__owned *o = own;
   pcache__owned_entry **pp, *e;
   VkResult vr = VK_SUCCESS;
   pthread_mutex_lock(&own->lock);
   pp = find(o, pipeline);
-  if (*pp) {
+  e = *pp;
+  if (e) {
     /* The table entries name a pipeline of other state that no longer
      * exists: keeping them would hand this one out for that state. */
-    forget_refs(*pp);
+    forget_refs(e);
     atomic_fetch_add(&own->core->stats.reused_handles, 1);
-    goto out_count;
+  } else {
+    e = entry_new(pipeline);
+    if (!e) {
+      vr = VK_ERROR_OUT_OF_HOST_MEMORY;
+      goto out_unlock;
+    }
+    e->next = *pp;
+    *pp = e;
+    if (++o->count > o->n_buckets)
+      grow(o);
+    atomic_fetch_add(&own->core->stats.pipelines, 1);
   }
-  e = pcache__calloc(1, sizeof *e);
-  if (!e) {
-    vr = VK_ERROR_OUT_OF_HOST_MEMORY;
-    goto out_unlock;
-  }
-  e->pipeline = pipeline;
-  e->next = *pp;
-  *pp = e;
-  if (++o->count > o->n_buckets)
-    grow(o);
-  atomic_fetch_add(&own->core->stats.pipelines, 1);
-out_count:
+  if (table)
+    refs_add(e, table, k0, k1);
   atomic_fetch_add(&own->core->stats.pipelines_this_frame, 1);
 out_unlock:
   pthread_mutex_unlock(&own->lock);
@@ -102,20 +155,8 @@ void pcache__owned_note(pcache__owned *own, VkPipeline pipeline, pcache__table *
   pcache__owned_entry *e;
   pthread_mutex_lock(&own->lock);
   e = *find(own, pipeline);
-  if (!e)
-    goto out_unlock;
-  if (e->n_refs == e->cap_refs) {
-    size_t cap = e->cap_refs ? e->cap_refs * 2 : 2;
-    owned_ref *refs = pcache__realloc(e->refs, cap * sizeof *refs);
-    if (!refs) {
-      pcache__table_remove(table, k0, k1, pcache__pipeline_to_u64(pipeline));
-      goto out_unlock;
-    }
-    e->refs = refs;
-    e->cap_refs = cap;
-  }
-  e->refs[e->n_refs++] = (owned_ref){.table = table, .k0 = k0, .k1 = k1};
-out_unlock:
+  if (e)
+    refs_add(e, table, k0, k1);
   pthread_mutex_unlock(&own->lock);
 }
 
@@ -134,14 +175,13 @@ int pcache__owned_swap(pcache__owned *own, VkPipeline old_pipeline, VkPipeline n
     forget_refs(*pp);
     atomic_fetch_add(&own->core->stats.reused_handles, 1);
     e = *pp;
-    pcache__free(e->refs);
+    refs_free(e);
   } else {
-    e = pcache__calloc(1, sizeof *e);
+    e = entry_new(new_pipeline);
     if (!e) {
       r = -ENOMEM;
       goto out_unlock;
     }
-    e->pipeline = new_pipeline;
     e->next = *pp;
     *pp = e;
     if (++own->count > own->n_buckets)
@@ -154,11 +194,16 @@ int pcache__owned_swap(pcache__owned *own, VkPipeline old_pipeline, VkPipeline n
     pcache__table_replace(old->refs[i].table, old->refs[i].k0, old->refs[i].k1,
                           pcache__pipeline_to_u64(old_pipeline),
                           pcache__pipeline_to_u64(new_pipeline));
-  e->refs = old->refs;
+  if (old->refs == old->inline_refs) {
+    memcpy(e->inline_refs, old->inline_refs, sizeof e->inline_refs);
+  } else {
+    e->refs = old->refs;
+    e->cap_refs = old->cap_refs;
+  }
   e->n_refs = old->n_refs;
-  e->cap_refs = old->cap_refs;
-  old->refs = NULL;
-  old->n_refs = old->cap_refs = 0;
+  old->refs = old->inline_refs;
+  old->n_refs = 0;
+  old->cap_refs = INLINE_REFS;
 out_unlock:
   pthread_mutex_unlock(&own->lock);
   return r;
@@ -182,7 +227,7 @@ int pcache__owned_release(pcache__owned *own, VkPipeline pipeline) {
   own->core->DestroyPipeline(own->core->vk_device, pipeline, own->core->allocator);
   atomic_fetch_sub(&own->core->stats.pipelines, 1);
   atomic_fetch_add(&own->core->stats.released, 1);
-  pcache__free(e->refs);
+  refs_free(e);
   pcache__free(e);
   return 0;
 }
@@ -194,7 +239,7 @@ void pcache__owned_fini(pcache__owned *own) {
       pcache__owned_entry *e = o->buckets[b];
       o->buckets[b] = e->next;
       own->core->DestroyPipeline(own->core->vk_device, e->pipeline, own->core->allocator);
-      pcache__free(e->refs);
+      refs_free(e);
       pcache__free(e);
     }
   pcache__free(o->buckets);

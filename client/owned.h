@@ -18,12 +18,16 @@ typedef struct pcache__owned {
 
 int pcache__owned_init(pcache__owned *owned, pcache__core *core);
 
-/* The context takes pipeline. If it already owned that handle, the app
- * destroyed the old pipeline itself and the driver reused the value: the
- * old one's table entries are forgotten and reused_handles counts it.
- * VK_SUCCESS, or VK_ERROR_OUT_OF_HOST_MEMORY (then the caller destroys
- * it). */
-VkResult pcache__owned_add(pcache__owned *owned, VkPipeline pipeline);
+/* The context takes pipeline, and when table is not NULL, notes (as
+ * pcache__owned_note does) that table is to map (k0, k1) to it: one lock
+ * for both, before the caller completes that entry (nobody else holds the
+ * handle yet, so nobody can release it in between). If the context
+ * already owned that handle, the app destroyed the old pipeline itself and
+ * the driver reused the value: the old one's table entries are forgotten
+ * and reused_handles counts it. VK_SUCCESS, or
+ * VK_ERROR_OUT_OF_HOST_MEMORY (then the caller destroys it). */
+VkResult pcache__owned_add(pcache__owned *owned, VkPipeline pipeline, pcache__table *table,
+                           uint64_t k0, uint64_t k1);
 
 /* table now maps (k0, k1) to pipeline. A pipeline the context does not
  * own (released meanwhile) is left alone; without memory to note it, the

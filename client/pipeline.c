@@ -28,11 +28,12 @@ static void add_tier(pcache_device *device, pcache_tier *tier) {
   pthread_mutex_unlock(&device->tiers.lock);
 }
 
-static pcache_tier *tier_new(pcache_device *device) {
+static pcache_tier *tier_new(pcache_device *device, uint64_t key) {
   pcache_tier *tier = pcache__calloc(1, sizeof *tier);
   if (!tier)
     return NULL;
   tier->device = device;
+  tier->key = key;
   if (pcache__table_init(&tier->table) < 0) {
     pcache__free(tier);
     return NULL;
@@ -41,7 +42,31 @@ static pcache_tier *tier_new(pcache_device *device) {
   return tier;
 }
 
-static uint64_t make_tier(void *ctx) { return (uint64_t)(uintptr_t)tier_new(ctx); }
+typedef struct tier_making {
+  pcache_device *device;
+  uint64_t key;
+} tier_making;
+
+static uint64_t make_tier(void *ctx) {
+  tier_making *m = ctx;
+  return (uint64_t)(uintptr_t)tier_new(m->device, m->key);
+}
+
+static pcache_tier *get_tier(pcache_device *d, pcache__table *table, uint64_t key) {
+  tier_making m = {d, key};
+  return (pcache_tier *)(uintptr_t)pcache__table_get_or_make(table, key, 0, make_tier, &m);
+}
+
+/* The by_hash tier of a state's tier-1 key, the last one first. */
+static pcache_tier *tier_by_hash(pcache_device *d, uint64_t tier1_key) {
+  pcache_tier *tier = atomic_load_explicit(&d->tiers.last, memory_order_acquire);
+  if (tier && tier->key == tier1_key)
+    return tier;
+  tier = get_tier(d, &d->tiers.by_hash, tier1_key);
+  if (tier)
+    atomic_store_explicit(&d->tiers.last, tier, memory_order_release);
+  return tier;
+}
 
 /* Tier values are pipelines the device's owned set destroys. */
 static void free_tier(uint64_t value, void *ctx) {
@@ -51,15 +76,24 @@ static void free_tier(uint64_t value, void *ctx) {
   pcache__free(tier);
 }
 
+/* Where a pipeline built for a claim of a tier's table will be found: the
+ * owned set notes it with the pipeline, under one lock. */
+typedef struct tier_key {
+  pcache__table *table;
+  uint64_t k0, k1;
+} tier_key;
+
 /* A new pipeline for the caller: the context's with shared ownership (or
- * none, without memory to track it), else the app's as it is. */
-static VkResult own(pcache_device *d, VkPipeline pipeline) {
+ * none, without memory to track it), found under key when there is one,
+ * else the app's as it is. */
+static VkResult own(pcache_device *d, VkPipeline pipeline, const tier_key *key) {
   VkResult vr;
   if (d->core.ownership == PCACHE_PIPELINES_APP) {
     atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
     return VK_SUCCESS;
   }
-  vr = pcache__owned_add(&d->owned, pipeline);
+  vr = key ? pcache__owned_add(&d->owned, pipeline, key->table, key->k0, key->k1)
+           : pcache__owned_add(&d->owned, pipeline, NULL, 0, 0);
   if (vr != VK_SUCCESS)
     d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
   return vr;
@@ -78,22 +112,25 @@ static VkResult create_direct(pcache_device *d, const pipeline_request *req,
   atomic_fetch_add(&d->core.stats.misses, 1);
   if (vr != VK_SUCCESS)
     return vr;
-  vr = own(d, pipeline);
+  vr = own(d, pipeline, NULL);
   if (vr == VK_SUCCESS)
     *ret_pipeline = pipeline;
   return vr;
 }
 
 /* Built (build.c) with the device cache and the context's allocator, then
- * owned as the context's ownership says. */
+ * owned as the context's ownership says. claim: the caller holds a tier's
+ * claim on the state hash (so this is the one build of it), under which
+ * the pipeline will be found; NULL when none. */
 static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                             const pcache__desc_keys *keys, const pcache__desc_buf *desc,
-                            int driver_asked, VkPipeline *ret_pipeline) {
+                            int driver_asked, const tier_key *claim, VkPipeline *ret_pipeline) {
   pcache__build b = {.kind = req->kind,
                      .graphics = req->graphics,
                      .compute = req->compute,
                      .allocator = d->core.allocator,
-                     .driver_asked = driver_asked};
+                     .driver_asked = driver_asked,
+                     .claimed = claim != NULL};
   pcache__build_source source;
   pcache__fastlink_job *job = NULL;
   VkPipeline pipeline;
@@ -103,7 +140,7 @@ static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                     : pcache__build_hashed(d, &b, keys, desc, &pipeline, &source);
   if (vr != VK_SUCCESS)
     return vr;
-  vr = own(d, pipeline);
+  vr = own(d, pipeline, claim);
   if (vr == VK_SUCCESS)
     *ret_pipeline = pipeline;
   /* A fast-linked pipeline's optimization, once the context knows the
@@ -138,7 +175,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
    * what it costs without pcache. */
   if (d->core.ownership == PCACHE_PIPELINES_APP && pcache__build_probe_first(d, &b, &pipeline)) {
     atomic_fetch_add(&d->core.stats.misses, 1);
-    vr = own(d, pipeline);
+    vr = own(d, pipeline, NULL);
     if (vr == VK_SUCCESS)
       *ret_pipeline = pipeline;
     return vr;
@@ -146,7 +183,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   pcache__desc_buf_init(&buf);
   r = pcache__build_describe(d, &b, &buf, &keys);
   if (r == PCACHE_EUNHASHABLE) {
-    vr = build_owned(d, req, NULL, NULL, b.driver_asked, ret_pipeline);
+    vr = build_owned(d, req, NULL, NULL, b.driver_asked, NULL, ret_pipeline);
     goto out;
   }
   if (r < 0) {
@@ -156,11 +193,10 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   if (d->core.ownership == PCACHE_PIPELINES_APP) {
     /* The tiers, which hand one pipeline out many times, are skipped; the
      * device cache still makes a repeat cheap. */
-    vr = build_owned(d, req, &keys, &buf, b.driver_asked, ret_pipeline);
+    vr = build_owned(d, req, &keys, &buf, b.driver_asked, NULL, ret_pipeline);
     goto out;
   }
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&d->tiers.by_hash, keys.tier1_key, 0,
-                                                             make_tier, d);
+  tier = tier_by_hash(d, keys.tier1_key);
   if (!tier) {
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
     goto out;
@@ -178,15 +214,15 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   case PCACHE__TABLE_FAILED:
     vr = vk_result_of(v);
     break;
-  case PCACHE__TABLE_CLAIMED:
-    vr = build_owned(d, req, &keys, &buf, 0, &pipeline);
+  case PCACHE__TABLE_CLAIMED: {
+    tier_key key = {&tier->table, k0, k1};
+    vr = build_owned(d, req, &keys, &buf, 0, &key, &pipeline);
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
-    if (vr == VK_SUCCESS) {
-      pcache__owned_note(&d->owned, pipeline, &tier->table, k0, k1);
+    if (vr == VK_SUCCESS)
       *ret_pipeline = pipeline;
-    }
     break;
+  }
   default:
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
     break;
@@ -232,8 +268,7 @@ PCACHE_API int pcache_device_select_tier(pcache_device *device, uint64_t global_
   pcache_tier *tier;
   if (!device || !ret_tier || device->core.ownership == PCACHE_PIPELINES_APP)
     return -EINVAL;
-  tier = (pcache_tier *)(uintptr_t)pcache__table_get_or_make(&device->tiers.by_app, global_key, 0,
-                                                             make_tier, device);
+  tier = get_tier(device, &device->tiers.by_app, global_key);
   if (!tier)
     return -ENOMEM;
   *ret_tier = tier;

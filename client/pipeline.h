@@ -7,6 +7,7 @@
 
 struct pcache_tier {
   struct pcache_device *device;
+  uint64_t key;        /* its key in by_hash or by_app; set before it is shared */
   pcache__table table; /* app draw key or state hash -> VkPipeline */
 };
 
@@ -14,6 +15,12 @@ struct pcache_tier {
 typedef struct pcache__tiers {
   pcache__table by_hash; /* tier1_key -> pcache_tier * (by state hash) */
   pcache__table by_app;  /* app global key -> pcache_tier * (by draw key) */
+  /* The by_hash tier the last create info went to. Most apps draw into a
+   * few kinds of render target, so pipelines in a row mostly share one;
+   * a match skips by_hash's lock, which every lookup takes until
+   * end_frame publishes the tiers (a start-up makes all its pipelines
+   * before its first frame). Tiers live as long as the context. */
+  _Atomic(pcache_tier *) last;
   pthread_mutex_t lock;  /* guards the list of tiers, for end_frame */
   PCACHE_VEC(pcache_tier *) list;
 } pcache__tiers;

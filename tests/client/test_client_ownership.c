@@ -84,7 +84,7 @@ static void shared(const test_vk *vk) {
    * played here: the context is handed a handle it already owns. It must
    * forget the dead pipeline's entries (g0 no longer finds it) and own
    * the handle once. */
-  ASSERT_VK(pcache__owned_add(&device->owned, again));
+  ASSERT_VK(pcache__owned_add(&device->owned, again, NULL, 0, 0));
   ASSERT_OK(pcache_device_get_counters(device, &c));
   ASSERT_EQ(c.reused_handles, 1);
   VkPipeline g0_now;
@@ -94,6 +94,25 @@ static void shared(const test_vk *vk) {
   ASSERT_EQ(st.pipelines, 3); /* again, g1's and g0's new one */
   ASSERT_OK(pcache_release_pipeline(device, again));
   ASSERT_ERR(pcache_release_pipeline(device, again), PCACHE_ENOT_FOUND);
+
+  /* One pipeline under more keys than an owned entry holds in place (its
+   * state hash and three draw keys): released, every tier forgets it,
+   * pending or published, and the state builds anew. */
+  pcache_tier *t[3];
+  VkPipeline via[3], fresh;
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(pcache_device_select_tier(device, 100 + (uint64_t)i, &t[i]));
+    ASSERT_VK(pcache_tier_get_graphics_pipeline(t[i], 5, &g0.info, &via[i]));
+    ASSERT_EQ(H(via[i]), H(g0_now));
+    if (i == 1)
+      pcache_device_end_frame(device);
+  }
+  ASSERT_OK(pcache_release_pipeline(device, g0_now));
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(H(pcache_tier_lookup(t[i], 5)), 0);
+  ASSERT_VK(pcache_get_graphics_pipeline(device, &g0.info, &fresh));
+  ASSERT_OK(pcache_device_get_stats(device, &st));
+  ASSERT_EQ(st.compiles, 2); /* g0 and g1, each once */
   test_objects_destroy(&o);
   pcache_device_destroy(device);
 }
