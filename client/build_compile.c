@@ -311,7 +311,8 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
     return vr;
   atomic_fetch_add(&d->core.stats.compiles, 1);
   *ret_pipeline = pipeline;
-  if (pcache__binary_capture(&d->core, pipeline, b->allocator, &blob, &size) == 0 &&
+  if (pcache__binary_capture(&d->core.bin_vk, &d->core.bin_key, pipeline, b->allocator, &blob,
+                             &size) == 0 &&
       d->core.client) {
     pcache__upload *u =
         upload_new(kept.kind, keys, kept.desc, kept.desc_size, blob, size, kept.compile_ns);
