@@ -17,7 +17,11 @@
 #      the driver, which refuses it; either way the pipeline is compiled;
 #   5. PCACHE_BINARIES=0: VkPipelineCache blobs, as before;
 #   6. a new global pipeline key is a new device key that supersedes the
-#      old one: pcached starts a replay.
+#      old one: pcached starts a replay;
+#   7. the replayer builds binaries: with the next global key seen by
+#      pcached too, the replay fills the new key with all n containers
+#      (a program named the key with one pipeline), and a program then
+#      creates every pipeline from them and compiles none.
 set -euo pipefail
 
 pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5 damage=$6 bench=$7
