@@ -27,13 +27,40 @@ static int radv_before_24_3(const pcache__core *d) {
          (VK_API_VERSION_MAJOR(v) == 24 && VK_API_VERSION_MINOR(v) < 3);
 }
 
+int pcache__binary_open(VkDevice device, PFN_vkGetDeviceProcAddr gdpa,
+                        const VkAllocationCallbacks *allocator, const pcache__devkey *base,
+                        pcache__binary_vk *ret_vk, pcache__devkey *ret_key, VkResult *ret_vr,
+                        int *ret_changed) {
+  PFN_vkGetPipelineKeyKHR get_key;
+  VkPipelineBinaryKeyKHR global = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR};
+  pcache__binary_vk bv = {.device = device, .allocator = allocator};
+  void *fn;
+  *ret_vr = VK_SUCCESS;
+  *ret_changed = 0;
+#define DEV(name) bv.name = (PFN_vk##name##KHR)gdpa(device, "vk" #name "KHR")
+  DEV(CreatePipelineBinaries);
+  DEV(DestroyPipelineBinary);
+  DEV(GetPipelineBinaryData);
+  DEV(ReleaseCapturedPipelineData);
+#undef DEV
+  get_key = (PFN_vkGetPipelineKeyKHR)gdpa(device, "vkGetPipelineKeyKHR");
+  if (!bv.CreatePipelineBinaries || !bv.DestroyPipelineBinary || !bv.GetPipelineBinaryData ||
+      !bv.ReleaseCapturedPipelineData || !get_key)
+    return PCACHE_ENOT_FOUND;
+  memcpy(&fn, &get_key, sizeof fn);
+  *ret_vr = (VkResult)pcache__guarded_call3(fn, (void *)device, NULL, &global, ret_changed);
+  if (*ret_vr != VK_SUCCESS || global.keySize == 0 ||
+      global.keySize > VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR)
+    return PCACHE_EVULKAN;
+  pcache__devkey_binary(base, global.key, global.keySize, ret_key);
+  *ret_vk = bv;
+  return 0;
+}
+
 void pcache__binary_setup(pcache__core *d, const pcache_device_info *info,
                           PFN_vkGetInstanceProcAddr gipa, PFN_vkGetDeviceProcAddr gdpa) {
   const char *env = getenv("PCACHE_BINARIES");
-  PFN_vkGetPipelineKeyKHR get_key;
-  VkPipelineBinaryKeyKHR global = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR};
-  void *fn;
-  int changed = 0;
+  int changed = 0, r;
   VkResult vr;
   if (!info->pipeline_binary || (env && env[0] == '0') || d->passthrough ||
       info->fast_link != PCACHE_FAST_LINK_NEVER)
@@ -50,36 +77,22 @@ void pcache__binary_setup(pcache__core *d, const pcache_device_info *info,
     gdpa = (PFN_vkGetDeviceProcAddr)gipa(d->instance, "vkGetDeviceProcAddr");
   if (!gdpa)
     return;
-#define DEV(name) d->name = (PFN_vk##name##KHR)gdpa(d->vk_device, "vk" #name "KHR")
-  DEV(CreatePipelineBinaries);
-  DEV(DestroyPipelineBinary);
-  DEV(GetPipelineBinaryData);
-  DEV(ReleaseCapturedPipelineData);
-#undef DEV
-  get_key = (PFN_vkGetPipelineKeyKHR)gdpa(d->vk_device, "vkGetPipelineKeyKHR");
-  if (!d->CreatePipelineBinaries || !d->DestroyPipelineBinary || !d->GetPipelineBinaryData ||
-      !d->ReleaseCapturedPipelineData || !get_key)
-    return;
-  memcpy(&fn, &get_key, sizeof fn);
-  vr = (VkResult)pcache__guarded_call3(fn, (void *)d->vk_device, NULL, &global, &changed);
+  r = pcache__binary_open(d->vk_device, gdpa, d->allocator, &d->key, &d->bin_vk, &d->bin_key, &vr,
+                          &changed);
   if (changed)
     pcache__log(d->log, PCACHE_SEVERITY_DEBUG,
                 "vkGetPipelineKeyKHR changed a callee-saved register; it was restored");
-  if (vr != VK_SUCCESS || global.keySize == 0 ||
-      global.keySize > VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR) {
+  if (r == PCACHE_EVULKAN)
     pcache__log(d->log, PCACHE_SEVERITY_INFO,
                 "pipeline binaries: the driver gave no global pipeline key (VkResult %d); "
                 "VkPipelineCache data is stored instead",
                 (int)vr);
-    return;
-  }
-  pcache__devkey_binary(&d->key, global.key, global.keySize, &d->bin_key);
-  d->binary = 1;
+  d->binary = r == 0;
 }
 
-int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
-                           const VkAllocationCallbacks *allocator, uint8_t **ret_blob,
-                           size_t *ret_size) {
+int pcache__binary_capture(const pcache__binary_vk *d, const pcache__devkey *bin_key,
+                           VkPipeline pipeline, const VkAllocationCallbacks *allocator,
+                           uint8_t **ret_blob, size_t *ret_size) {
   VkPipelineBinaryCreateInfoKHR ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
                                       .pipeline = pipeline};
   VkPipelineBinaryHandlesInfoKHR hi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR};
@@ -93,7 +106,7 @@ int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
   size_t size;
   uint8_t *blob;
   int r = PCACHE_EVULKAN;
-  VkResult vr = d->CreatePipelineBinaries(d->vk_device, &ci, d->allocator, &hi);
+  VkResult vr = d->CreatePipelineBinaries(d->device, &ci, d->allocator, &hi);
   if (vr == VK_SUCCESS &&
       (hi.pipelineBinaryCount == 0 || hi.pipelineBinaryCount > PCACHE_BINBLOB_MAX_BINARIES)) {
     r = PCACHE_EBINARY;
@@ -101,12 +114,12 @@ int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
   }
   if (vr == VK_SUCCESS) {
     hi.pPipelineBinaries = handles;
-    vr = d->CreatePipelineBinaries(d->vk_device, &ci, d->allocator, &hi);
+    vr = d->CreatePipelineBinaries(d->device, &ci, d->allocator, &hi);
     if (vr == VK_SUCCESS)
       made = hi.pipelineBinaryCount;
   }
   /* The pipeline's captured data is needed no more, whatever happened. */
-  d->ReleaseCapturedPipelineData(d->vk_device, &ri, allocator);
+  d->ReleaseCapturedPipelineData(d->device, &ri, allocator);
   if (vr != VK_SUCCESS)
     goto out_binaries;
   for (uint32_t i = 0; i < made; i++) {
@@ -114,13 +127,13 @@ int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
                                       .pipelineBinary = handles[i]};
     size_t n = 0;
     keys[i] = (VkPipelineBinaryKeyKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR};
-    if (d->GetPipelineBinaryData(d->vk_device, &di, &keys[i], &n, NULL) != VK_SUCCESS || n == 0)
+    if (d->GetPipelineBinaryData(d->device, &di, &keys[i], &n, NULL) != VK_SUCCESS || n == 0)
       goto out_data;
     if (!(data[i] = pcache__malloc(n))) {
       r = -ENOMEM;
       goto out_data;
     }
-    if (d->GetPipelineBinaryData(d->vk_device, &di, &keys[i], &n, data[i]) != VK_SUCCESS)
+    if (d->GetPipelineBinaryData(d->device, &di, &keys[i], &n, data[i]) != VK_SUCCESS)
       goto out_data;
     b.items[i] = (pcache__binblob_item){keys[i].keySize, keys[i].key, n, data[i]};
   }
@@ -132,7 +145,7 @@ int pcache__binary_capture(pcache__core *d, VkPipeline pipeline,
   r = -ENOMEM;
   if (!(blob = pcache__malloc(size)))
     goto out_data;
-  pcache__binblob_pack(&d->bin_key, &b, blob);
+  pcache__binblob_pack(bin_key, &b, blob);
   *ret_blob = blob;
   *ret_size = size;
   r = 0;
@@ -144,7 +157,7 @@ out_binaries:
   return r;
 }
 
-VkResult pcache__binary_create(pcache__core *d, const pcache__binblob *b,
+VkResult pcache__binary_create(const pcache__binary_vk *d, const pcache__binblob *b,
                                VkPipelineBinaryKHR *ret_handles) {
   VkPipelineBinaryKeyKHR keys[PCACHE_BINBLOB_MAX_BINARIES];
   VkPipelineBinaryDataKHR data[PCACHE_BINBLOB_MAX_BINARIES];
@@ -163,10 +176,11 @@ VkResult pcache__binary_create(pcache__core *d, const pcache__binblob *b,
     data[i] = (VkPipelineBinaryDataKHR){(size_t)b->items[i].data_size,
                                         (void *)(uintptr_t)b->items[i].data};
   }
-  return d->CreatePipelineBinaries(d->vk_device, &ci, d->allocator, &hi);
+  return d->CreatePipelineBinaries(d->device, &ci, d->allocator, &hi);
 }
 
-void pcache__binary_destroy(pcache__core *d, const VkPipelineBinaryKHR *handles, uint32_t n) {
+void pcache__binary_destroy(const pcache__binary_vk *d, const VkPipelineBinaryKHR *handles,
+                            uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
-    d->DestroyPipelineBinary(d->vk_device, handles[i], d->allocator);
+    d->DestroyPipelineBinary(d->device, handles[i], d->allocator);
 }

@@ -149,7 +149,7 @@ static int binary_from_daemon(pcache_device *d, const pcache__build *b,
     } else if (pcache__binblob_parse(bytes, size, &d->core.bin_key, &container) != 0) {
       reason = PCACHEPB__REPORT_REASON__REPORT_REASON_HEADER;
     } else {
-      VkResult vr = pcache__binary_create(&d->core, &container, handles);
+      VkResult vr = pcache__binary_create(&d->core.bin_vk, &container, handles);
       if (vr == VK_SUCCESS) {
         VkPipelineBinaryInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
                                         .binaryCount = container.count,
@@ -158,7 +158,7 @@ static int binary_from_daemon(pcache_device *d, const pcache__build *b,
                                   ret_pipeline);
       }
       /* A failed creation may have made some: destroying NULL is allowed. */
-      pcache__binary_destroy(&d->core, handles, container.count);
+      pcache__binary_destroy(&d->core.bin_vk, handles, container.count);
       if (vr == VK_SUCCESS) {
         built = 1;
         break;

@@ -25,6 +25,18 @@
 #include "common/hash.h"
 #include "common/vec.h"
 
+/* A device's VK_KHR_pipeline_binary entry points (client/binary.c): the
+ * client's device fills one, and pcache-replay its own (replay/replay_vk.c),
+ * so that both capture and pack binaries through the same code. */
+typedef struct pcache__binary_vk {
+  VkDevice device;
+  const VkAllocationCallbacks *allocator; /* the binaries' */
+  PFN_vkCreatePipelineBinariesKHR CreatePipelineBinaries;
+  PFN_vkDestroyPipelineBinaryKHR DestroyPipelineBinary;
+  PFN_vkGetPipelineBinaryDataKHR GetPipelineBinaryData;
+  PFN_vkReleaseCapturedPipelineDataKHR ReleaseCapturedPipelineData;
+} pcache__binary_vk;
+
 /* The counters behind pcache_device_get_stats and _get_counters; any
  * concern adds to them, without a lock. */
 typedef struct pcache__stats {
@@ -57,10 +69,7 @@ typedef struct pcache__core {
    * key stays the VkPipelineCache key the cache file is checked against. */
   int binary;
   pcache__devkey bin_key;
-  PFN_vkCreatePipelineBinariesKHR CreatePipelineBinaries;
-  PFN_vkDestroyPipelineBinaryKHR DestroyPipelineBinary;
-  PFN_vkGetPipelineBinaryDataKHR GetPipelineBinaryData;
-  PFN_vkReleaseCapturedPipelineDataKHR ReleaseCapturedPipelineData;
+  pcache__binary_vk bin_vk;
   uint32_t instance_api_version; /* what the app's instance asked for; 0: 1.0 */
   uint32_t ownership;            /* PCACHE_PIPELINES_* */
   int passthrough;               /* every pipeline call straight to the driver */

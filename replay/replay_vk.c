@@ -3,7 +3,9 @@
  * feature the driver has except the robustness ones (drivers put
  * robustness into their pipeline keys, and few apps enable it, so a
  * replayed blob built with it would miss for them), and the extensions a
- * stored description may need (pipeline libraries, creation feedback). */
+ * stored description may need (pipeline libraries, creation feedback).
+ * A replay for a binary key adds VK_KHR_pipeline_binary and builds each
+ * pipeline's binaries into the container a program uploads. */
 #include "replay_vk.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@
 
 #include <pcache/pcache.h>
 
+#include "client/binary.h"
 #include "common/alloc.h"
 #include "common/blob.h"
 #include "common/clock.h"
@@ -24,7 +27,12 @@ struct pcache__replay_vk {
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice device;
-  pcache__devkey key;
+  pcache__devkey key; /* what the uploads name: the replay's key */
+  /* A replay for a binary key (PCACHE_DEVKEY_ABI_BINARY) builds pipeline
+   * binaries, not VkPipelineCache data: its device has the extension
+   * (make_device), key is that binary key, bin its entry points. */
+  int binary;
+  pcache__binary_vk bin;
   Pcachepb__DeviceInfo info;
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   char driver_name[VK_MAX_DRIVER_NAME_SIZE], driver_info[VK_MAX_DRIVER_INFO_SIZE];
@@ -118,22 +126,26 @@ static int make_instance(pcache__replay_vk *vk, uint32_t *ret_api) {
   return 0;
 }
 
-static int pick_device(pcache__replay_vk *vk, const pcache__devkey *want, uint32_t instance_api) {
-  VkPhysicalDevice devs[PCACHE_REPLAY_VK_MAX_DEVICES];
-  uint32_t n = PCACHE_REPLAY_VK_MAX_DEVICES;
-  if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0)
-    return -EIO;
-  for (uint32_t i = 0; i < n; i++) {
-    describe(vk, devs[i], instance_api);
-    if (memcmp(vk->key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0)
-      return 0;
-  }
-  return PCACHE_ENOT_FOUND;
+/* The two extensions a binary replay's device needs (pipeline binaries
+ * require maintenance5), found in exts[n]: 1 when both are there. */
+static int have_binary_extensions(const VkExtensionProperties *exts, uint32_t n) {
+  int have = 0;
+  for (uint32_t i = 0; i < n; i++)
+    have += !strcmp(exts[i].extensionName, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME) ||
+            !strcmp(exts[i].extensionName, VK_KHR_MAINTENANCE_5_EXTENSION_NAME);
+  return have == 2;
 }
 
-static int make_device(pcache__replay_vk *vk) {
+/* binary: with VK_KHR_pipeline_binary and its feature, as the layer enables
+ * them for a program (layer/features.c); -EIO where the device has not
+ * both extensions or the feature. */
+static int make_device(pcache__replay_vk *vk, int binary) {
   VkExtensionProperties exts[512];
-  const char *enabled[sizeof wanted_extensions / sizeof *wanted_extensions];
+  const char *enabled[sizeof wanted_extensions / sizeof *wanted_extensions + 2];
+  VkPhysicalDevicePipelineBinaryFeaturesKHR fbin = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR};
+  VkPhysicalDeviceMaintenance5FeaturesKHR fm5 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR, .pNext = &fbin};
   uint32_t n = 512, n_enabled = 0, family = 0, n_fam = 16;
   VkQueueFamilyProperties fams[16];
   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl = {
@@ -185,13 +197,92 @@ static int make_device(pcache__replay_vk *vk) {
     gpl.pNext = features.pNext;
     features.pNext = &gpl;
   }
+  /* Asked only of a device that lists both: the structs are unknown to
+   * one that does not. */
+  if (binary) {
+    if (!have_binary_extensions(exts, n))
+      return -EIO;
+    enabled[n_enabled++] = VK_KHR_MAINTENANCE_5_EXTENSION_NAME;
+    enabled[n_enabled++] = VK_KHR_PIPELINE_BINARY_EXTENSION_NAME;
+    fbin.pNext = features.pNext;
+    features.pNext = &fm5;
+  }
   vkGetPhysicalDeviceFeatures2(vk->physical_device, &features);
+  if (binary && (!fbin.pipelineBinaries || !fm5.maintenance5))
+    return -EIO;
   features.features.robustBufferAccess = VK_FALSE;
   f13.robustImageAccess = VK_FALSE;
   dci.pNext = want_features ? &features : NULL;
+  if (binary && !want_features) { /* the bench probe's device, with the two features alone */
+    fbin.pNext = NULL;
+    dci.pNext = &fm5;
+  }
   dci.enabledExtensionCount = n_enabled;
   dci.ppEnabledExtensionNames = n_enabled ? enabled : NULL;
   return vkCreateDevice(vk->physical_device, &dci, NULL, &vk->device) == VK_SUCCESS ? 0 : -EIO;
+}
+
+/* Whether the device described in vk may have binary key want: the
+ * derivation (pcache__devkey_binary) keeps the vendor, device and driver
+ * version, and adds the binary mark to the ABI. Saves making a device on
+ * every other one. */
+static int binary_candidate(const pcache__replay_vk *vk, const pcache__devkey *want) {
+  return memcmp(vk->key.bytes + PCACHE_UUID_SIZE, want->bytes + PCACHE_UUID_SIZE,
+                PCACHE_DEVKEY_SIZE - PCACHE_UUID_SIZE - 4) == 0 &&
+         (pcache__devkey_abi(&vk->key) | PCACHE_DEVKEY_ABI_BINARY) == pcache__devkey_abi(want) &&
+         vk->info.api_version >= VK_API_VERSION_1_3;
+}
+
+/* For a binary key: the device of vk (described) is the one when its
+ * binary key, from the global pipeline key the driver gives now, is want.
+ * 0 with vk->device made and vk->key the binary key, else
+ * PCACHE_ENOT_FOUND and no device. */
+static int try_binary(pcache__replay_vk *vk, const pcache__devkey *want) {
+  pcache__devkey bin_key;
+  char hex[65];
+  int changed = 0, r;
+  VkResult vr;
+  if (make_device(vk, 1) < 0)
+    return PCACHE_ENOT_FOUND;
+  r = pcache__binary_open(vk->device, vkGetDeviceProcAddr, NULL, &vk->key, &vk->bin, &bin_key, &vr,
+                          &changed);
+  if (changed)
+    log_debug("replay: vkGetPipelineKeyKHR changed a callee-saved register; it was restored");
+  if (r == 0 && memcmp(bin_key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0) {
+    vk->key = bin_key;
+    vk->binary = 1;
+    return 0;
+  }
+  /* Said, since "no device" alone would not tell a stale global key from
+   * a missing driver. */
+  if (r == 0) {
+    pcache__devkey_format(&bin_key, hex);
+    log_info("replay: %.*s gives binary key %s now, not the replay's", (int)sizeof vk->name,
+             vk->name, hex);
+  } else {
+    log_info("replay: %.*s gives no global pipeline key (%s, VkResult %d)", (int)sizeof vk->name,
+             vk->name, pcache_strerror(r), (int)vr);
+  }
+  vkDestroyDevice(vk->device, NULL);
+  vk->device = VK_NULL_HANDLE;
+  return PCACHE_ENOT_FOUND;
+}
+
+/* The device whose key is want; for a binary key, made here (try_binary). */
+static int pick_device(pcache__replay_vk *vk, const pcache__devkey *want, uint32_t instance_api) {
+  VkPhysicalDevice devs[PCACHE_REPLAY_VK_MAX_DEVICES];
+  uint32_t n = PCACHE_REPLAY_VK_MAX_DEVICES;
+  int binary = (pcache__devkey_abi(want) & PCACHE_DEVKEY_ABI_BINARY) != 0;
+  if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0)
+    return -EIO;
+  for (uint32_t i = 0; i < n; i++) {
+    describe(vk, devs[i], instance_api);
+    if (!binary && memcmp(vk->key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0)
+      return 0;
+    if (binary && binary_candidate(vk, want) && try_binary(vk, want) == 0)
+      return 0;
+  }
+  return PCACHE_ENOT_FOUND;
 }
 
 int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret) {
@@ -205,7 +296,7 @@ int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret) 
     goto out_free;
   if ((r = pick_device(vk, want, api)) < 0)
     goto out_instance;
-  if ((r = make_device(vk)) < 0)
+  if (!vk->device && (r = make_device(vk, 0)) < 0)
     goto out_instance;
   *ret = vk;
   return 0;
@@ -312,6 +403,32 @@ static VkResult make_cache(pcache__replay_vk *vk, const uint8_t *seed, size_t se
   return vkCreatePipelineCache(vk->device, &pci, NULL, ret_cache);
 }
 
+/* A binary replay's pipeline: created with the capture bit, in a
+ * VkPipelineCreateFlags2CreateInfoKHR in front of the create info's chain
+ * (carrying its flags, which it replaces), with no pipeline cache
+ * (capturing through one is invalid), as libpcache's binary capture does
+ * (client/build_compile.c); its binaries read back into the container a
+ * program would upload (pcache__binary_capture). */
+static int build_binary(pcache__replay_vk *vk, pcache__desc_decoded *d, VkPipeline *ret_pipeline,
+                        uint8_t **ret_blob, size_t *ret_size, uint64_t *ret_ns) {
+  VkPipelineCreateFlags2CreateInfoKHR f2 = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR};
+  const void **head = d->kind == 2 ? &d->compute.pNext : &d->graphics.pNext;
+  uint64_t t0 = pcache__mono_ns();
+  int r;
+  f2.flags = (uint64_t)(d->kind == 2 ? d->compute.flags : d->graphics.flags) |
+             VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR;
+  f2.pNext = *head;
+  *head = &f2;
+  r = pcache__desc_decoded_create_pipeline(d, vk->device, VK_NULL_HANDLE, NULL, ret_pipeline);
+  *head = f2.pNext;
+  *ret_ns = pcache__mono_ns() - t0;
+  if (r < 0)
+    return r;
+  r = pcache__binary_capture(&vk->bin, &vk->key, *ret_pipeline, NULL, ret_blob, ret_size);
+  return r == PCACHE_EVULKAN ? -EIO : r;
+}
+
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
                             Pcachepb__Module *const *modules, size_t n_modules, const uint8_t *seed,
@@ -335,6 +452,17 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
     goto out_free;
   if ((r = pcache__desc_decoded_create_objects(d, vk->device, NULL)) < 0)
     goto out_free;
+  if (vk->binary) {
+    /* A seed is VkPipelineCache data, of no use to a binary. */
+    t0 = pcache__mono_ns();
+    times->objects_ns += t0 - t1;
+    r = build_binary(vk, d, &pipeline, &blob, &size, ret_ns);
+    times->compile_ns += *ret_ns;
+    t0 += *ret_ns;
+    if (r < 0)
+      goto out_pipeline;
+    goto out_keep;
+  }
   if (make_cache(vk, seed, seed_size, &cache, times) != VK_SUCCESS) {
     r = -EIO;
     goto out_objects;
@@ -361,6 +489,7 @@ int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
   /* What the daemon would refuse anyway, said here with the reason. */
   if ((r = pcache__blob_check_header(blob, size, &vk->key)) < 0)
     goto out_pipeline;
+out_keep:
   *ret_blob = blob;
   *ret_size = size;
   blob = NULL;

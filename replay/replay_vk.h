@@ -16,7 +16,10 @@ typedef struct pcache__replay_vk pcache__replay_vk;
 
 /*
  * pcache__replay_vk_open - a VkDevice on the physical device whose key
- * (common/devkey.h, this process's ABI) is want. Returns 0,
+ * (common/devkey.h, this process's ABI) is want. For a binary key
+ * (PCACHE_DEVKEY_ABI_BINARY) the device is made with VK_KHR_pipeline_binary
+ * on each candidate until one's binary key, from its global pipeline key
+ * now, is want; its builds are then binary containers. Returns 0,
  * PCACHE_ENOT_FOUND (no such device here), -ENOMEM or -EIO.
  */
 int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret_vk);
@@ -55,7 +58,9 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * pcache__replay_vk_build - decodes desc, makes its objects and the
  * pipeline on the device with a fresh VkPipelineCache, and returns that
  * cache's data, checked against the device key (pcache__malloc'ed, the
- * caller frees it). modules give the SPIR-V the description names. A
+ * caller frees it). On a binary key's device: the pipeline captured, no
+ * cache, its binaries in a container for that key (client/binary.h); the
+ * seed is not used. modules give the SPIR-V the description names. A
  * seed (a staged item's blob, ReplayItem.seed; seed_size 0: none) is the
  * cache's initial data when its header names the device; one the driver
  * refuses is left out, not a failure.
@@ -64,8 +69,9 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
  * kept: every object is the call's or its thread's own). Returns 0,
  * PCACHE_EBAD_DESC, PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the
- * driver's data does not match its own key), -ENOMEM or -EIO (the
- * driver refused something).
+ * driver's data does not match its own key), PCACHE_EBINARY (more or
+ * larger binaries than a container holds), -ENOMEM or -EIO (the driver
+ * refused something).
  */
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,

@@ -17,7 +17,11 @@
 #      the driver, which refuses it; either way the pipeline is compiled;
 #   5. PCACHE_BINARIES=0: VkPipelineCache blobs, as before;
 #   6. a new global pipeline key is a new device key that supersedes the
-#      old one: pcached starts a replay.
+#      old one: pcached starts a replay;
+#   7. the replayer builds binaries: with the next global key seen by
+#      pcached too, the replay fills the new key with all n containers
+#      (a program named the key with one pipeline), and a program then
+#      creates every pipeline from them and compiles none.
 set -euo pipefail
 
 pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5 damage=$6 bench=$7
@@ -149,4 +153,49 @@ grep -i "replay" "$scratch/pcached.log" | grep -qi "${bin_uuid//-/}" ||
   fail "no replay of the old binary key ($bin_uuid) after the global key changed"
 
 grep -i "replay" "$scratch/pcached.log" | grep -i "${bin_uuid//-/}" | head -n2
+
+# 7. The replayer builds binaries (replay/replay_vk.c). The next driver
+#    update (global key global-3) is installed for every process, pcached
+#    and its pcache-replay included, so pcached is started again under it.
+#    One program with one pipeline names the new binary key: the replay
+#    of the old keys starts, and with no program running it must leave
+#    all n containers under the new key (the program put 1 there). Then a
+#    program with the driver's cache emptied creates every pipeline from
+#    the replayed binaries and compiles none.
+kill -TERM "$daemon_pid" && wait "$daemon_pid" || true
+daemon_pid=
+mv "$scratch/pcached.log" "$scratch/pcached-before.log"
+known=$(cut -d' ' -f1 "$scratch/devices")
+export PCACHE_TEST_DRIVER_GLOBAL_KEY=global-3
+export PCACHE_REPLAY_QUIET_MS=0 # a replay does not wait for the program to go quiet
+start_pcached "$pcached" "$pcachectl"
+rm -f "$scratch/driver"/*
+n_all=$n
+n=1 run trigger
+n=$n_all
+expect "$scratch/trigger" compiles -eq 1
+# Not wait_builds: the replay to global-2's key, taken up again at the
+# start, waits for good (no device gives that key any more).
+for _ in $(seq 300); do
+  devices >"$scratch/devices"
+  new_dev=$(grep -v -F "$known" "$scratch/devices" || true)
+  entries=0
+  [ -z "$new_dev" ] || read -r new_uuid entries sizes <<<"$new_dev"
+  [ "$entries" -lt "$n" ] || break
+  sleep 0.1
+done
+[ "$(printf '%s' "$new_dev" | grep -c .)" -eq 1 ] ||
+  fail "expected one new device for global-3: $(cat "$scratch/devices")"
+grep -qi "replay.*${new_uuid//-/}" "$scratch/pcached.log" ||
+  fail "no replay for the global-3 key ($new_uuid)"
+[ "$entries" -eq "$n" ] ||
+  fail "after the replay the global-3 key holds $entries entries, expected $n (the replayer built no binaries?)"
+[ "$sizes" = 116 ] || fail "the replayed containers are $sizes bytes, expected 116"
+rm -f "$scratch/driver"/*
+run replayed
+expect "$scratch/replayed" daemon_hits -eq "$n"
+expect "$scratch/replayed" compiles -eq 0
+expect "$scratch/replayed" uploaded -eq 0
+answer_is binary "$n" replayed
+answer_is frombin "$n" replayed
 echo "binary_test: passed"
