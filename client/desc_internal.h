@@ -59,94 +59,126 @@ static inline uint32_t pnext_stype(const void *chain) {
   return chain ? (uint32_t)((const VkBaseInStructure *)chain)->sType : 0;
 }
 
-/* Grows the buffer for extra more bytes; the slow path of reserve.
+/* Grows the buffer for extra more bytes; the slow path of room.
  * Returns 0, or -1 with w->err set. */
 int pcache__desc_buf_grow(pcache__desc_writer *w, size_t extra);
 
-static inline int reserve(pcache__desc_writer *w, size_t extra) {
-  if (w->buf->capacity - w->buf->size >= extra && !w->err)
-    return 0;
-  return pcache__desc_buf_grow(w, extra);
+/*
+ * Each put finds room once for all it writes, writes through a local
+ * pointer, and sets the size once: a byte store may alias anything, so
+ * every store through the buffer made the compiler load the buffer's
+ * fields again, and the room checks alone were a sixth of a description's
+ * instructions.
+ */
+
+/* Where the next extra bytes go, or NULL once the description has failed
+ * (w->err). */
+static inline uint8_t *room(pcache__desc_writer *w, size_t extra) {
+  pcache__desc_buf *b = w->buf;
+  if (__builtin_expect(b->capacity - b->size >= extra && !w->err, 1))
+    return b->data + b->size;
+  if (pcache__desc_buf_grow(w, extra))
+    return NULL;
+  return b->data + b->size;
 }
 
-static inline void raw_varint(pcache__desc_writer *w, uint64_t v) {
-  uint8_t *p;
-  if (reserve(w, 10))
-    return;
-  p = w->buf->data + w->buf->size;
+/* The bytes up to p are written. */
+static inline void advance_to(pcache__desc_writer *w, const uint8_t *p) {
+  w->buf->size = (size_t)(p - w->buf->data);
+}
+
+static inline uint8_t *varint_at(uint8_t *p, uint64_t v) {
   while (v >= 0x80) {
     *p++ = (uint8_t)(v | 0x80);
     v >>= 7;
   }
   *p++ = (uint8_t)v;
-  w->buf->size = (size_t)(p - w->buf->data);
+  return p;
+}
+
+static inline uint8_t *tag_at(uint8_t *p, uint32_t field, uint32_t wire_type) {
+  return varint_at(p, (uint64_t)field << 3 | wire_type);
+}
+
+/* Room for a length-delimited field of size bytes with its tag and
+ * length; past PCACHE_DESC_MAX_BYTES, the size alone, which room turns
+ * into "too_large" without overflowing the sum. */
+static inline size_t with_head(size_t size) {
+  return size > PCACHE_DESC_MAX_BYTES ? size : size + 15;
 }
 
 static inline void raw_bytes(pcache__desc_writer *w, const void *data, size_t size) {
-  if (size == 0 || reserve(w, size))
+  uint8_t *p;
+  if (size == 0 || !(p = room(w, size)))
     return;
-  memcpy(w->buf->data + w->buf->size, data, size);
-  w->buf->size += size;
+  memcpy(p, data, size);
+  advance_to(w, p + size);
 }
 
-static inline void put_tag(pcache__desc_writer *w, uint32_t field, uint32_t wire_type) {
-  raw_varint(w, (uint64_t)field << 3 | wire_type);
+/* A varint field: its tag and value, at most 5 + 10 bytes. */
+static inline void put_varint_field(pcache__desc_writer *w, uint32_t field, uint64_t v) {
+  uint8_t *p = room(w, 15);
+  if (p)
+    advance_to(w, varint_at(tag_at(p, field, WT_VARINT), v));
 }
 
 static inline void put_u32(pcache__desc_writer *w, uint32_t field, uint32_t v) {
-  if (v) {
-    put_tag(w, field, WT_VARINT);
-    raw_varint(w, v);
-  }
+  if (v)
+    put_varint_field(w, field, v);
 }
 
 /* protobuf int32: negative values are sign-extended to ten bytes. */
 static inline void put_i32(pcache__desc_writer *w, uint32_t field, int32_t v) {
-  if (v) {
-    put_tag(w, field, WT_VARINT);
-    raw_varint(w, (uint64_t)(int64_t)v);
-  }
+  if (v)
+    put_varint_field(w, field, (uint64_t)(int64_t)v);
 }
 
 static inline void put_bool(pcache__desc_writer *w, uint32_t field, VkBool32 v) {
   put_u32(w, field, v ? 1 : 0);
 }
 
-static inline void raw_float(pcache__desc_writer *w, float f) {
+static inline uint8_t *float_at(uint8_t *p, float f) {
   uint32_t bits;
-  uint8_t le[4];
   memcpy(&bits, &f, 4);
-  le[0] = (uint8_t)bits;
-  le[1] = (uint8_t)(bits >> 8);
-  le[2] = (uint8_t)(bits >> 16);
-  le[3] = (uint8_t)(bits >> 24);
-  raw_bytes(w, le, 4);
+  p[0] = (uint8_t)bits;
+  p[1] = (uint8_t)(bits >> 8);
+  p[2] = (uint8_t)(bits >> 16);
+  p[3] = (uint8_t)(bits >> 24);
+  return p + 4;
+}
+
+static inline void raw_float(pcache__desc_writer *w, float f) {
+  uint8_t *p = room(w, 4);
+  if (p)
+    advance_to(w, float_at(p, f));
 }
 
 /* protobuf-c leaves out a float that compares equal to 0, -0.0 included. */
 static inline void put_float(pcache__desc_writer *w, uint32_t field, float f) {
-  if (f != 0.0f) {
-    put_tag(w, field, WT_FIXED32);
-    raw_float(w, f);
-  }
+  uint8_t *p;
+  if (f != 0.0f && (p = room(w, 9)))
+    advance_to(w, float_at(tag_at(p, field, WT_FIXED32), f));
 }
 
 static inline void put_bytes(pcache__desc_writer *w, uint32_t field, const void *data,
                              size_t size) {
-  if (size) {
-    put_tag(w, field, WT_LEN);
-    raw_varint(w, size);
-    raw_bytes(w, data, size);
-  }
+  uint8_t *p;
+  if (!size || !(p = room(w, with_head(size))))
+    return;
+  p = varint_at(tag_at(p, field, WT_LEN), size);
+  memcpy(p, data, size);
+  advance_to(w, p + size);
 }
 
 /* A length-delimited field whose size is known only at its end: one length
  * byte is reserved, and the body moves when it turns out longer than 127. */
 static inline size_t msg_begin(pcache__desc_writer *w, uint32_t field) {
-  put_tag(w, field, WT_LEN);
-  if (reserve(w, 1))
+  uint8_t *p = room(w, 6);
+  if (!p)
     return 0;
-  w->buf->data[w->buf->size++] = 0;
+  p = tag_at(p, field, WT_LEN);
+  *p++ = 0;
+  advance_to(w, p);
   return w->buf->size;
 }
 
@@ -162,7 +194,7 @@ static inline void msg_end(pcache__desc_writer *w, size_t start) {
   }
   for (size_t v = len; v >= 0x80; v >>= 7)
     n++;
-  if (reserve(w, n - 1))
+  if (!room(w, n - 1))
     return;
   p = w->buf->data + start;
   memmove(p + n - 1, p, len);
@@ -179,16 +211,23 @@ static inline void put_packed_u32(pcache__desc_writer *w, uint32_t field, const 
   if (!n)
     return;
   m = msg_begin(w, field);
-  for (size_t i = 0; i < n; i++)
-    raw_varint(w, v[i]);
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *p = room(w, 10);
+    if (!p)
+      return;
+    advance_to(w, varint_at(p, v[i]));
+  }
   msg_end(w, m);
 }
 
 static inline void put_object(pcache__desc_writer *w, uint32_t field,
                               const pcache__desc_object *o) {
-  put_tag(w, field, WT_LEN);
-  raw_varint(w, o->encoded_size);
-  raw_bytes(w, o->encoded, o->encoded_size);
+  uint8_t *p;
+  if (!(p = room(w, with_head(o->encoded_size))))
+    return;
+  p = varint_at(tag_at(p, field, WT_LEN), o->encoded_size);
+  memcpy(p, o->encoded, o->encoded_size);
+  advance_to(w, p + o->encoded_size);
 }
 
 /* ------------------------------------------------------------ the reader */
