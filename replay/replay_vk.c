@@ -1,11 +1,8 @@
-/* The replayer's device and builds (replay_vk.h). The device is made the
- * way apps make theirs, as far as a replayer can know it: every core
- * feature the driver has except the robustness ones (drivers put
- * robustness into their pipeline keys, and few apps enable it, so a
- * replayed blob built with it would miss for them), and the extensions a
- * stored description may need (pipeline libraries, creation feedback).
- * A replay for a binary key adds VK_KHR_pipeline_binary and builds each
- * pipeline's binaries into the container a program uploads. */
+/* The replayer's device and builds (replay_vk.h): the physical device
+ * whose key a replay builds for, its VkDevice (made in replay_device.c),
+ * and the keys --list-keys reports. A replay for a binary key adds
+ * VK_KHR_pipeline_binary and builds each pipeline's binaries into the
+ * container a program uploads. */
 #include "replay_vk.h"
 
 #include <errno.h>
@@ -22,6 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "replay/desc_decode.h"
+#include "replay/replay_device.h"
 
 struct pcache__replay_vk {
   VkInstance instance;
@@ -30,33 +28,13 @@ struct pcache__replay_vk {
   pcache__devkey key; /* what the uploads name: the replay's key */
   /* A replay for a binary key (PCACHE_DEVKEY_ABI_BINARY) builds pipeline
    * binaries, not VkPipelineCache data: its device has the extension
-   * (make_device), key is that binary key, bin its entry points. */
+   * (binary_key), key is that binary key, bin its entry points. */
   int binary;
   pcache__binary_vk bin;
   Pcachepb__DeviceInfo info;
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   char driver_name[VK_MAX_DRIVER_NAME_SIZE], driver_info[VK_MAX_DRIVER_INFO_SIZE];
   uint8_t device_uuid[VK_UUID_SIZE];
-};
-
-/* Extensions enabled when the driver has them: what stored descriptions
- * may chain (docs/pipeline-desc.md, "Known structs"). */
-static const char *const wanted_extensions[] = {
-    VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME,
-    VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME,
-    VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME,
-    VK_EXT_VERTEX_ATTRIBUTE_DIVISOR_EXTENSION_NAME,
-    VK_EXT_TRANSFORM_FEEDBACK_EXTENSION_NAME,
-    VK_EXT_CONSERVATIVE_RASTERIZATION_EXTENSION_NAME,
-    VK_EXT_LINE_RASTERIZATION_EXTENSION_NAME,
-    VK_EXT_DEPTH_CLIP_ENABLE_EXTENSION_NAME,
-    VK_EXT_PROVOKING_VERTEX_EXTENSION_NAME,
-    VK_EXT_COLOR_WRITE_ENABLE_EXTENSION_NAME,
-    VK_EXT_CUSTOM_BORDER_COLOR_EXTENSION_NAME,
-    VK_EXT_DEPTH_CLIP_CONTROL_EXTENSION_NAME,
-    VK_EXT_EXTENDED_DYNAMIC_STATE_EXTENSION_NAME,
-    VK_EXT_EXTENDED_DYNAMIC_STATE_2_EXTENSION_NAME,
-    VK_EXT_VERTEX_INPUT_DYNAMIC_STATE_EXTENSION_NAME,
 };
 
 /* What an app's libpcache reports of the device (client/device.c), so that
@@ -126,102 +104,6 @@ static int make_instance(pcache__replay_vk *vk, uint32_t *ret_api) {
   return 0;
 }
 
-/* The two extensions a binary replay's device needs (pipeline binaries
- * require maintenance5), found in exts[n]: 1 when both are there. */
-static int have_binary_extensions(const VkExtensionProperties *exts, uint32_t n) {
-  int have = 0;
-  for (uint32_t i = 0; i < n; i++)
-    have += !strcmp(exts[i].extensionName, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME) ||
-            !strcmp(exts[i].extensionName, VK_KHR_MAINTENANCE_5_EXTENSION_NAME);
-  return have == 2;
-}
-
-/* binary: with VK_KHR_pipeline_binary and its feature, as the layer enables
- * them for a program (layer/features.c); -EIO where the device has not
- * both extensions or the feature. */
-static int make_device(pcache__replay_vk *vk, int binary) {
-  VkExtensionProperties exts[512];
-  const char *enabled[sizeof wanted_extensions / sizeof *wanted_extensions + 2];
-  VkPhysicalDevicePipelineBinaryFeaturesKHR fbin = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR};
-  VkPhysicalDeviceMaintenance5FeaturesKHR fm5 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR, .pNext = &fbin};
-  uint32_t n = 512, n_enabled = 0, family = 0, n_fam = 16;
-  VkQueueFamilyProperties fams[16];
-  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
-  VkPhysicalDeviceVulkan13Features f13 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  VkPhysicalDeviceVulkan12Features f12 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &f13};
-  VkPhysicalDeviceVulkan11Features f11 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12};
-  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  float priority = 1.0f;
-  VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                 .queueCount = 1,
-                                 .pQueuePriorities = &priority};
-  VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                            .queueCreateInfoCount = 1,
-                            .pQueueCreateInfos = &qci};
-  int have_gpl = 0;
-  /* Bench probe (docs/replay.md): "bare" enables no feature and only
-   * creation feedback, as pcache-demo does; "no-ext" the features alone;
-   * "no-features" the extensions alone. */
-  const char *probe = getenv("PCACHE_REPLAY_TEST_DEVICE");
-  int want_ext = !probe || (strcmp(probe, "bare") != 0 && strcmp(probe, "no-ext") != 0);
-  int want_features = !probe || (strcmp(probe, "bare") != 0 && strcmp(probe, "no-features") != 0);
-  vkGetPhysicalDeviceQueueFamilyProperties(vk->physical_device, &n_fam, fams);
-  for (family = 0; family < n_fam; family++)
-    if (fams[family].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))
-      break;
-  if (family == n_fam)
-    return -EIO;
-  qci.queueFamilyIndex = family;
-  if (vkEnumerateDeviceExtensionProperties(vk->physical_device, NULL, &n, exts) < 0)
-    n = 0;
-  for (size_t w = 0; w < sizeof wanted_extensions / sizeof *wanted_extensions; w++)
-    for (uint32_t i = 0; i < n; i++)
-      if (strcmp(exts[i].extensionName, wanted_extensions[w]) == 0 &&
-          (want_ext ||
-           strcmp(wanted_extensions[w], VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME) == 0)) {
-        enabled[n_enabled++] = wanted_extensions[w];
-        have_gpl |= strcmp(wanted_extensions[w], VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME) == 0;
-      }
-  /* The core features, robustness left out (see the top of the file). */
-  if (vk->info.api_version >= VK_API_VERSION_1_3)
-    features.pNext = &f11;
-  else if (vk->info.api_version >= VK_API_VERSION_1_2)
-    features.pNext = &f11, f12.pNext = NULL;
-  if (have_gpl) {
-    gpl.pNext = features.pNext;
-    features.pNext = &gpl;
-  }
-  /* Asked only of a device that lists both: the structs are unknown to
-   * one that does not. */
-  if (binary) {
-    if (!have_binary_extensions(exts, n))
-      return -EIO;
-    enabled[n_enabled++] = VK_KHR_MAINTENANCE_5_EXTENSION_NAME;
-    enabled[n_enabled++] = VK_KHR_PIPELINE_BINARY_EXTENSION_NAME;
-    fbin.pNext = features.pNext;
-    features.pNext = &fm5;
-  }
-  vkGetPhysicalDeviceFeatures2(vk->physical_device, &features);
-  if (binary && (!fbin.pipelineBinaries || !fm5.maintenance5))
-    return -EIO;
-  features.features.robustBufferAccess = VK_FALSE;
-  f13.robustImageAccess = VK_FALSE;
-  dci.pNext = want_features ? &features : NULL;
-  if (binary && !want_features) { /* the bench probe's device, with the two features alone */
-    fbin.pNext = NULL;
-    dci.pNext = &fm5;
-  }
-  dci.enabledExtensionCount = n_enabled;
-  dci.ppEnabledExtensionNames = n_enabled ? enabled : NULL;
-  return vkCreateDevice(vk->physical_device, &dci, NULL, &vk->device) == VK_SUCCESS ? 0 : -EIO;
-}
-
 /* Whether the device described in vk may have binary key want: the
  * derivation (pcache__devkey_binary) keeps the vendor, device and driver
  * version, and adds the binary mark to the ABI. Saves making a device on
@@ -229,8 +111,34 @@ static int make_device(pcache__replay_vk *vk, int binary) {
 static int binary_candidate(const pcache__replay_vk *vk, const pcache__devkey *want) {
   return memcmp(vk->key.bytes + PCACHE_UUID_SIZE, want->bytes + PCACHE_UUID_SIZE,
                 PCACHE_DEVKEY_SIZE - PCACHE_UUID_SIZE - 4) == 0 &&
-         (pcache__devkey_abi(&vk->key) | PCACHE_DEVKEY_ABI_BINARY) == pcache__devkey_abi(want) &&
-         vk->info.api_version >= VK_API_VERSION_1_3;
+         (pcache__devkey_abi(&vk->key) | PCACHE_DEVKEY_ABI_BINARY) == pcache__devkey_abi(want);
+}
+
+/* The binary key of the device described in vk, from the global pipeline
+ * key its driver gives now (the guarded call of pcache__binary_open, as a
+ * program's libpcache asks it): 0 with vk->device made (with the
+ * extension) and vk->bin set, else PCACHE_ENOT_FOUND (the device has not
+ * the extensions, the feature or Vulkan 1.3) or PCACHE_EVULKAN (no global
+ * key: logged), and no device. */
+static int binary_key(pcache__replay_vk *vk, pcache__devkey *ret_key) {
+  int changed = 0, r;
+  VkResult vr;
+  if (vk->info.api_version < VK_API_VERSION_1_3 ||
+      pcache__replay_make_device(vk->physical_device, vk->info.api_version, 1, &vk->device) < 0)
+    return PCACHE_ENOT_FOUND;
+  r = pcache__binary_open(vk->device, vkGetDeviceProcAddr, NULL, &vk->key, &vk->bin, ret_key, &vr,
+                          &changed);
+  if (changed)
+    log_debug("replay: vkGetPipelineKeyKHR changed a callee-saved register; it was restored");
+  if (r < 0) {
+    /* Said, since "no device" alone would not tell it from a missing
+     * driver. */
+    log_info("replay: %.*s gives no global pipeline key (%s, VkResult %d)", (int)sizeof vk->name,
+             vk->name, pcache_strerror(r), (int)vr);
+    vkDestroyDevice(vk->device, NULL);
+    vk->device = VK_NULL_HANDLE;
+  }
+  return r;
 }
 
 /* For a binary key: the device of vk (described) is the one when its
@@ -240,29 +148,18 @@ static int binary_candidate(const pcache__replay_vk *vk, const pcache__devkey *w
 static int try_binary(pcache__replay_vk *vk, const pcache__devkey *want) {
   pcache__devkey bin_key;
   char hex[65];
-  int changed = 0, r;
-  VkResult vr;
-  if (make_device(vk, 1) < 0)
+  if (binary_key(vk, &bin_key) < 0)
     return PCACHE_ENOT_FOUND;
-  r = pcache__binary_open(vk->device, vkGetDeviceProcAddr, NULL, &vk->key, &vk->bin, &bin_key, &vr,
-                          &changed);
-  if (changed)
-    log_debug("replay: vkGetPipelineKeyKHR changed a callee-saved register; it was restored");
-  if (r == 0 && memcmp(bin_key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0) {
+  if (memcmp(bin_key.bytes, want->bytes, PCACHE_DEVKEY_SIZE) == 0) {
     vk->key = bin_key;
     vk->binary = 1;
     return 0;
   }
   /* Said, since "no device" alone would not tell a stale global key from
    * a missing driver. */
-  if (r == 0) {
-    pcache__devkey_format(&bin_key, hex);
-    log_info("replay: %.*s gives binary key %s now, not the replay's", (int)sizeof vk->name,
-             vk->name, hex);
-  } else {
-    log_info("replay: %.*s gives no global pipeline key (%s, VkResult %d)", (int)sizeof vk->name,
-             vk->name, pcache_strerror(r), (int)vr);
-  }
+  pcache__devkey_format(&bin_key, hex);
+  log_info("replay: %.*s gives binary key %s now, not the replay's", (int)sizeof vk->name, vk->name,
+           hex);
   vkDestroyDevice(vk->device, NULL);
   vk->device = VK_NULL_HANDLE;
   return PCACHE_ENOT_FOUND;
@@ -296,7 +193,8 @@ int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret) 
     goto out_free;
   if ((r = pick_device(vk, want, api)) < 0)
     goto out_instance;
-  if (!vk->device && (r = make_device(vk, 0)) < 0)
+  if (!vk->device && (r = pcache__replay_make_device(vk->physical_device, vk->info.api_version, 0,
+                                                     &vk->device)) < 0)
     goto out_instance;
   *ret = vk;
   return 0;
@@ -316,11 +214,34 @@ static void put_field(FILE *out, const char *text) {
     fputc((unsigned char)*text < 0x20 || *text == 0x7f ? '?' : *text, out);
 }
 
-int pcache__replay_vk_list(FILE *out) {
+/* One line of the list: key, then the device's and driver's names. */
+static void put_line(FILE *out, const pcache__replay_vk *vk, const pcache__devkey *key) {
+  char hex[65];
+  pcache__devkey_format(key, hex);
+  fputs(hex, out);
+  put_field(out, vk->name);
+  put_field(out, vk->driver_name);
+  put_field(out, vk->driver_info);
+  fputc('\n', out);
+}
+
+/* The device's binary key on a line of its own, after its VkPipelineCache
+ * key's: the device made and destroyed here, as a binary replay makes it
+ * (binary_key), so the key is the one that replay would build for. A
+ * device without pipeline binaries has none, and says nothing. */
+static void put_binary_line(FILE *out, pcache__replay_vk *vk) {
+  pcache__devkey bin_key;
+  if (binary_key(vk, &bin_key) < 0)
+    return;
+  put_line(out, vk, &bin_key);
+  vkDestroyDevice(vk->device, NULL);
+  vk->device = VK_NULL_HANDLE;
+}
+
+int pcache__replay_vk_list(FILE *out, int binary) {
   pcache__replay_vk vk;
   VkPhysicalDevice devs[PCACHE_REPLAY_VK_MAX_DEVICES];
   uint32_t api, n = PCACHE_REPLAY_VK_MAX_DEVICES;
-  char hex[65];
   int r;
   memset(&vk, 0, sizeof vk);
   if ((r = make_instance(&vk, &api)) < 0)
@@ -334,12 +255,9 @@ int pcache__replay_vk_list(FILE *out) {
     vk.name[sizeof vk.name - 1] = '\0';
     vk.driver_name[sizeof vk.driver_name - 1] = '\0';
     vk.driver_info[sizeof vk.driver_info - 1] = '\0';
-    pcache__devkey_format(&vk.key, hex);
-    fputs(hex, out);
-    put_field(out, vk.name);
-    put_field(out, vk.driver_name);
-    put_field(out, vk.driver_info);
-    fputc('\n', out);
+    put_line(out, &vk, &vk.key);
+    if (binary)
+      put_binary_line(out, &vk);
   }
   vkDestroyInstance(vk.instance, NULL);
   if (fflush(out) != 0)

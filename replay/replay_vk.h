@@ -15,7 +15,7 @@
 typedef struct pcache__replay_vk pcache__replay_vk;
 
 /*
- * pcache__replay_vk_open - a VkDevice on the physical device whose key
+ * pcache__replay_vk_open - a VkDevice (replay_device.h) on the physical device whose key
  * (common/devkey.h, this process's ABI) is want. For a binary key
  * (PCACHE_DEVKEY_ABI_BINARY) the device is made with VK_KHR_pipeline_binary
  * on each candidate until one's binary key, from its global pipeline key
@@ -25,18 +25,27 @@ typedef struct pcache__replay_vk pcache__replay_vk;
 int pcache__replay_vk_open(const pcache__devkey *want, pcache__replay_vk **ret_vk);
 void pcache__replay_vk_close(pcache__replay_vk *vk);
 
-/* The most physical devices looked at (a machine has a handful). */
+/* The most physical devices looked at (a machine has a handful), and the
+ * most keys --list-keys prints: each device's, and with binary its
+ * binary key too (pcached's probe reads as many, replay_detect.c). */
 #define PCACHE_REPLAY_VK_MAX_DEVICES 16
+#define PCACHE_REPLAY_VK_MAX_KEYS (2 * PCACHE_REPLAY_VK_MAX_DEVICES)
 
 /*
  * pcache__replay_vk_list - writes one line per physical device to out:
  * its key (64 hex digits, as a client on it computes it, this process's
  * ABI), then, each after a tab, the device's name, the driver's name and
  * its info (empty below Vulkan 1.2; control characters written as '?').
- * Makes no device. Returns 0, PCACHE_ENOT_FOUND (no driver, or no
- * device), -EIO, or -errno (writing out).
+ * binary: a device with VK_KHR_pipeline_binary, VK_KHR_maintenance5, the
+ * pipelineBinaries feature and Vulkan 1.3 also gets a second line of the
+ * same form with its binary key (PCACHE_DEVKEY_ABI_BINARY in the ABI
+ * word), the key a client in binary mode names: the one VkDevice this
+ * makes per such device (made and destroyed for it; tens of ms on real
+ * drivers) asks the driver's global pipeline key as a binary replay does.
+ * Otherwise makes no device. Returns 0, PCACHE_ENOT_FOUND (no driver, or
+ * no device), -EIO, or -errno (writing out).
  */
-int pcache__replay_vk_list(FILE *out);
+int pcache__replay_vk_list(FILE *out, int binary);
 
 /* The DeviceInfo a Put of this device carries (valid until close). */
 const Pcachepb__DeviceInfo *pcache__replay_vk_info(const pcache__replay_vk *vk);

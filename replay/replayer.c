@@ -24,7 +24,7 @@
  * 5 out of memory under the limit.
  *
  * This file is the program's start and end: its arguments and settings,
- * --list-keys, the device, the uploader and the threads started and
+ * --list-keys [--binary], the device, the uploader and the threads started and
  * joined, the summary lines and the exit code. The worker threads' claim,
  * build and upload loop is replayer_worker.c, the process helpers (nice,
  * PSI, memory limit, fatal signals, OOM score, test hooks)
@@ -110,20 +110,22 @@ static void log_times(const worker *workers, unsigned n, pcache__replay_keep *ke
 
 static int usage(FILE *f, int code) {
   fprintf(f, "usage: pcache-replay --device KEY [--socket PATH] [--threads N]\n"
-             "       pcache-replay --list-keys\n"
+             "       pcache-replay --list-keys [--binary]\n"
              "Rebuilds the pipelines pcached hands out for the device KEY (64 hex digits).\n"
              "--list-keys prints each Vulkan device's key as a client on it computes it,\n"
              "then its name, driver name and driver info, tab-separated, and builds\n"
-             "nothing (exit 3: no device). pcached starts both; see docs/replay.md.\n");
+             "nothing (exit 3: no device). --binary adds a line of the same form with\n"
+             "the binary key (pipeline binaries) of each device that has them, for which\n"
+             "it makes a VkDevice. pcached starts both; see docs/replay.md.\n");
   return code;
 }
 
 /* --list-keys: pcached's probe of the drivers installed (daemon/replay_detect.c),
- * at the replayer's priority. */
-static int list_keys(void) {
+ * at the replayer's priority; binary (--binary) adds the binary keys. */
+static int list_keys(int binary) {
   int r;
   pcache__replay_be_nice();
-  if ((r = pcache__replay_vk_list(stdout)) == PCACHE_ENOT_FOUND) {
+  if ((r = pcache__replay_vk_list(stdout, binary)) == PCACHE_ENOT_FOUND) {
     log_info("replay: no Vulkan device here");
     return EXIT_NO_DEVICE;
   }
@@ -167,8 +169,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0)
       return usage(stdout, 0);
-    if (strcmp(argv[i], "--list-keys") == 0 && argc == 2)
-      return list_keys();
+    if (strcmp(argv[i], "--list-keys") == 0 && i == 1 &&
+        (argc == 2 || (argc == 3 && strcmp(argv[2], "--binary") == 0)))
+      return list_keys(argc == 3);
     if (i + 1 >= argc)
       return usage(stderr, 2);
     if (strcmp(argv[i], "--device") == 0)

@@ -61,12 +61,18 @@ static int show_detected(const Pcachepb__ReplayStartReply *r, ctl_json *j) {
   } else {
     for (size_t i = 0; i < r->n_detected; i++) {
       char name[256], driver[256], info[256], hex[65] = "?";
-      if (r->detected[i]->key.len == PCACHE_DEVKEY_SIZE)
+      pcache__devkey key = {{0}};
+      if (r->detected[i]->key.len == PCACHE_DEVKEY_SIZE) {
         pcache__hex(r->detected[i]->key.data, PCACHE_DEVKEY_SIZE, hex);
-      printf("installed: %s (%s %s), key %s\n",
+        memcpy(key.bytes, r->detected[i]->key.data, PCACHE_DEVKEY_SIZE);
+      }
+      /* A device with pipeline binaries is listed twice (docs/replay.md):
+       * its second key is its binary key. */
+      printf("installed: %s (%s %s), %skey %s\n",
              ctl_printable(r->detected[i]->name, name, sizeof name),
              ctl_printable(r->detected[i]->driver_name, driver, sizeof driver),
-             ctl_printable(r->detected[i]->driver_info, info, sizeof info), hex);
+             ctl_printable(r->detected[i]->driver_info, info, sizeof info),
+             pcache__devkey_abi(&key) & PCACHE_DEVKEY_ABI_BINARY ? "binary " : "", hex);
     }
     if (!r->n_detected && !*r->detect_error)
       printf("installed: no Vulkan device (pcache-replay --list-keys, in pcached's "

@@ -71,8 +71,9 @@ typedef struct pcd_sync_counts {
 } pcd_sync_counts;
 
 /* Most device keys a sync walks: what the probe of the installed drivers
- * reports at most (replay_detect.c). */
-#define PCD_SYNC_MAX_DEVICES 16
+ * reports at most (replay_detect.c: a key per device, and a binary key
+ * per device with pipeline binaries). */
+#define PCD_SYNC_MAX_DEVICES 32
 
 /* The sync's state (remote_sync.c), on the loop's thread unless it says
  * otherwise. */

@@ -25,12 +25,15 @@
 #include "remote.h"
 #include "replay.h"
 #include "server.h"
+#include "store.h"
 #include "writer.h"
 
 extern char **environ;
 
-/* pcache-replay --list-keys reports at most this many (replay_vk.h). */
-#define MAX_DEVICES 16
+/* pcache-replay --list-keys reports at most this many keys
+ * (PCACHE_REPLAY_VK_MAX_KEYS, replay_vk.h): 16 devices, each with its
+ * binary key too under --binary. */
+#define MAX_DEVICES 32
 /* What one line of its output may hold: a key, three driver strings of at
  * most 255 bytes each, tabs. */
 #define OUT_MAX (MAX_DEVICES * 1024)
@@ -171,11 +174,36 @@ static void judge(pcd_detect *d, const char *path, int status, int timed_out) {
              WEXITSTATUS(status), last);
 }
 
+static int is_binary_device(void *ctx, const pcd_device *dev) {
+  pcache__devkey key;
+  (void)ctx;
+  memcpy(key.bytes, dev->key, PCACHE_DEVKEY_SIZE);
+  return dev->entries && (pcache__devkey_abi(&key) & PCACHE_DEVKEY_ABI_BINARY) &&
+         !pcache__devkey_is_staged(&key);
+}
+
+/* Whether the store holds entries under a binary key (a device in binary
+ * mode, docs/client.md "Pipeline binaries"): only then is the probe asked
+ * for the binary keys (--binary), which costs a VkDevice per device that
+ * has pipeline binaries: a binary key supersedes only binary keys
+ * (ops_replay_start.c, same_device), so without one stored a listed
+ * binary key would start nothing. A store that cannot be read is taken
+ * to hold some: the probe then costs more, but misses nothing. */
+static int store_has_binary(pcd_detect *d) {
+  pcd_txn *txn;
+  int r;
+  if (!d->srv->store || pcd_txn_begin(d->srv->store, 0, &txn) < 0)
+    return 1;
+  r = pcd_devices_foreach(txn, is_binary_device, NULL);
+  pcd_txn_abort(txn);
+  return r != 0;
+}
+
 /* Runs the probe to its end, its deadline, or pcached's stop; the result
  * in d->dev, d->n_dev and d->error. */
 static void probe(pcd_detect *d) {
   const char *path = d->srv->replay->replayer_path;
-  char *const argv[] = {(char *)path, "--list-keys", NULL};
+  char *const argv[] = {(char *)path, "--list-keys", store_has_binary(d) ? "--binary" : NULL, NULL};
   int out[2] = {-1, -1}, err[2] = {-1, -1}, status = 0, timed_out = 0, r;
   struct pollfd fds[2];
   posix_spawn_file_actions_t fa;
@@ -307,8 +335,9 @@ static void report(pcd_detect *d, job_queue *jobs) {
   for (unsigned i = 0; i < d->n_dev && !d->error[0]; i++) {
     char hex[65];
     pcache__devkey_format(&d->dev[i].key, hex);
-    log_info("replay: installed: %s (%s %s), key %s", d->dev[i].name, d->dev[i].driver_name,
-             d->dev[i].driver_info, hex);
+    log_info("replay: installed: %s (%s %s), %skey %s", d->dev[i].name, d->dev[i].driver_name,
+             d->dev[i].driver_info,
+             pcache__devkey_abi(&d->dev[i].key) & PCACHE_DEVKEY_ABI_BINARY ? "binary " : "", hex);
     pcd_replay_note(d->srv->replay, d->dev[i].key.bytes, PCACHE_DEVKEY_SIZE, "", 0, 0);
     memcpy(keys[i], d->dev[i].key.bytes, PCACHE_DEVKEY_SIZE);
   }

@@ -18,10 +18,13 @@
 #   5. PCACHE_BINARIES=0: VkPipelineCache blobs, as before;
 #   6. a new global pipeline key is a new device key that supersedes the
 #      old one: pcached starts a replay;
-#   7. the replayer builds binaries: with the next global key seen by
-#      pcached too, the replay fills the new key with all n containers
-#      (a program named the key with one pipeline), and a program then
-#      creates every pipeline from them and compiles none.
+#   7. pcached finds the next global key itself and the replayer builds
+#      binaries: restarted under it with replay detection on, pcached's
+#      probe (pcache-replay --list-keys --binary, asked for since the
+#      store holds binary keys) lists the new binary key, which starts the
+#      replay; with no program launched it fills the new key with all n
+#      containers, and a program then creates every pipeline from them and
+#      compiles none.
 set -euo pipefail
 
 pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5 damage=$6 bench=$7
@@ -154,26 +157,24 @@ grep -i "replay" "$scratch/pcached.log" | grep -qi "${bin_uuid//-/}" ||
 
 grep -i "replay" "$scratch/pcached.log" | grep -i "${bin_uuid//-/}" | head -n2
 
-# 7. The replayer builds binaries (replay/replay_vk.c). The next driver
+# 7. Driver-change detection of binary keys (daemon/replay/replay_detect.c)
+#    and the replayer's binaries (replay/replay_vk.c). The next driver
 #    update (global key global-3) is installed for every process, pcached
-#    and its pcache-replay included, so pcached is started again under it.
-#    One program with one pipeline names the new binary key: the replay
-#    of the old keys starts, and with no program running it must leave
-#    all n containers under the new key (the program put 1 there). Then a
-#    program with the driver's cache emptied creates every pipeline from
-#    the replayed binaries and compiles none.
+#    and the pcache-replay it starts included (they get this environment:
+#    the fake layer, its global key), so pcached is started again under it,
+#    with detection on. No program is launched: its probe must list the new
+#    binary key, which supersedes the stored ones, and the replay must fill
+#    it with all n containers. Then a program with the driver's cache
+#    emptied creates every pipeline from the replayed binaries and compiles
+#    none.
 kill -TERM "$daemon_pid" && wait "$daemon_pid" || true
 daemon_pid=
 mv "$scratch/pcached.log" "$scratch/pcached-before.log"
 known=$(cut -d' ' -f1 "$scratch/devices")
 export PCACHE_TEST_DRIVER_GLOBAL_KEY=global-3
 export PCACHE_REPLAY_QUIET_MS=0 # a replay does not wait for the program to go quiet
+unset PCACHE_REPLAY_DETECT # the probe at the start (docs/replay.md)
 start_pcached "$pcached" "$pcachectl"
-rm -f "$scratch/driver"/*
-n_all=$n
-n=1 run trigger
-n=$n_all
-expect "$scratch/trigger" compiles -eq 1
 # Not wait_builds: the replay to global-2's key, taken up again at the
 # start, waits for good (no device gives that key any more).
 for _ in $(seq 300); do
@@ -191,6 +192,8 @@ grep -qi "replay.*${new_uuid//-/}" "$scratch/pcached.log" ||
 [ "$entries" -eq "$n" ] ||
   fail "after the replay the global-3 key holds $entries entries, expected $n (the replayer built no binaries?)"
 [ "$sizes" = 116 ] || fail "the replayed containers are $sizes bytes, expected 116"
+grep -q "replay: installed: .*binary key" "$scratch/pcached.log" ||
+  fail "pcached's probe listed no binary key (pcache-replay --list-keys --binary)"
 rm -f "$scratch/driver"/*
 run replayed
 expect "$scratch/replayed" daemon_hits -eq "$n"
