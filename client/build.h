@@ -87,8 +87,8 @@ int pcache__build_driver_first(pcache_device *device, const pcache__build *build
  * described: what the layer does for every create info, and libpcache for
  * PCACHE_PIPELINES_APP, where no tier needs the state hash first. A hit
  * then costs the program what it costs without pcache (describing and
- * hashing cost 1.5-3 us a pipeline on the H200's host against a 15-20 us
- * driver hit: bench/RESULTS.md). A library is not asked (0): pipelines
+ * hashing alone cost 5-6 % of a 15-23 us light-set driver hit on the
+ * H200's host: bench/RESULTS.md). A library is not asked (0): pipelines
  * that link it are described through its description (record.h). Returns
  * 1 with the pipeline (the caller's; staged first when stage_hits, which
  * needs it described), or 0, with build->driver_asked set when the driver
