@@ -81,6 +81,12 @@ static void free_tier(uint64_t value, void *ctx) {
 typedef struct tier_key {
   pcache__table *table;
   uint64_t k0, k1;
+  /* Out: a fast-linked pipeline's optimization, for the caller to submit
+   * once the tier entry is complete: submitted before, an end_frame on
+   * another thread could swap it in while the entry is still in flight
+   * (pcache__table_replace skips those), moving the owned set's keys to
+   * the optimized pipeline while the tier gets the linked one. */
+  pcache__fastlink_job *job;
 } tier_key;
 
 /* A new pipeline for the caller: the context's with shared ownership (or
@@ -124,7 +130,7 @@ static VkResult create_direct(pcache_device *d, const pipeline_request *req,
  * the pipeline will be found; NULL when none. */
 static VkResult build_owned(pcache_device *d, const pipeline_request *req,
                             const pcache__desc_keys *keys, const pcache__desc_buf *desc,
-                            int driver_asked, const tier_key *claim, VkPipeline *ret_pipeline) {
+                            int driver_asked, tier_key *claim, VkPipeline *ret_pipeline) {
   pcache__build b = {.kind = req->kind,
                      .graphics = req->graphics,
                      .compute = req->compute,
@@ -144,8 +150,12 @@ static VkResult build_owned(pcache_device *d, const pipeline_request *req,
   if (vr == VK_SUCCESS)
     *ret_pipeline = pipeline;
   /* A fast-linked pipeline's optimization, once the context knows the
-   * handle it replaces. */
-  pcache__fastlink_submit(d, job, vr == VK_SUCCESS ? pipeline : VK_NULL_HANDLE);
+   * handle it replaces (and, under a tier's claim, once the caller has
+   * completed the tier's entry). */
+  if (claim && vr == VK_SUCCESS)
+    claim->job = job;
+  else
+    pcache__fastlink_submit(d, job, vr == VK_SUCCESS ? pipeline : VK_NULL_HANDLE);
   return vr;
 }
 
@@ -215,12 +225,14 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = vk_result_of(v);
     break;
   case PCACHE__TABLE_CLAIMED: {
-    tier_key key = {&tier->table, k0, k1};
+    tier_key key = {&tier->table, k0, k1, NULL};
     vr = build_owned(d, req, &keys, &buf, 0, &key, &pipeline);
     pcache__table_complete(&tier->table, claim,
                            vr == VK_SUCCESS ? pcache__pipeline_to_u64(pipeline) : 0, (int)vr);
-    if (vr == VK_SUCCESS)
+    if (vr == VK_SUCCESS) {
+      pcache__fastlink_submit(d, key.job, pipeline);
       *ret_pipeline = pipeline;
+    }
     break;
   }
   default:
