@@ -388,7 +388,7 @@ VkResult pcache__build_hashed(pcache_device *d, const pcache__build *b,
   int held;
   VkResult vr;
   pcache__hash_keys(keys->state_hash.bytes, &k0, &k1);
-  if (b->claimed && !pcache__table_peek(&d->build.built, k0, k1)) {
+  if (b->claimed && !pcache__table_get(&d->build.built, k0, k1)) {
     vr = build_first(d, b, keys, desc, ret_pipeline, ret_source, &held);
     if (vr == VK_SUCCESS && held != BUILT_BY_DRIVER)
       (void)pcache__table_insert(&d->build.built, k0, k1, (uint64_t)held);

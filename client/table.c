@@ -121,6 +121,21 @@ uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1) {
   return v;
 }
 
+uint64_t pcache__table_get(pcache__table *table, uint64_t k0, uint64_t k1) {
+  uint64_t v = pcache__table_find(table, k0, k1);
+  pcache_pending *p;
+  if (v)
+    return v;
+  pthread_mutex_lock(&table->lock);
+  p = *pending_slot(table, k0, k1);
+  if (p && p->state == PENDING_READY)
+    v = p->value;
+  else
+    v = pcache__table_find(table, k0, k1); /* published since our probe */
+  pthread_mutex_unlock(&table->lock);
+  return v;
+}
+
 static pcache_pending **pending_slot(pcache__table *table, uint64_t k0, uint64_t k1) {
   pcache_pending **pp = &table->buckets[mix(k0, k1) & (table->n_buckets - 1)];
   while (*pp && !((*pp)->k0 == k0 && (*pp)->k1 == k1))

@@ -70,6 +70,11 @@ uint64_t pcache__table_find(const pcache__table *table, uint64_t k0, uint64_t k1
  * lock is free at once. 0 when absent or not (yet) available. */
 uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1);
 
+/* A ready value under the key, published or pending, waiting for the
+ * lock but never for an in-flight build; claims nothing. 0 when absent
+ * or in flight. */
+uint64_t pcache__table_get(pcache__table *table, uint64_t k0, uint64_t k1);
+
 /* The full lookup: published part, then pending (waiting for an in-flight
  * build of the same key). Returns a PCACHE__TABLE_* value or -ENOMEM. */
 int pcache__table_acquire(pcache__table *table, uint64_t k0, uint64_t k1, uint64_t *ret_value,

@@ -24,6 +24,7 @@
 static int armed;
 
 void __real_pcache__fastlink_submit(pcache_device *d, pcache__fastlink_job *j, VkPipeline linked);
+void __wrap_pcache__fastlink_submit(pcache_device *d, pcache__fastlink_job *j, VkPipeline linked);
 void __wrap_pcache__fastlink_submit(pcache_device *d, pcache__fastlink_job *j, VkPipeline linked) {
   __real_pcache__fastlink_submit(d, j, linked);
   if (armed && j) {
