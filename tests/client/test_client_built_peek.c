@@ -1,10 +1,9 @@
-/* Reproducer (review s14): a state built under a tier's claim after its
- * pipeline was released asks `built` with pcache__table_peek, which gives
- * 0 whenever another thread holds built's lock at that instant. The build
- * then takes the first-build path again: counted a miss, and, the
- * driver's own caches lacking it, compiled (and uploaded) again, where an
- * uncontended one (and 43a5f4f, which took built's claim) creates it from
- * the device cache that already holds it. */
+/* A state built again under a tier's claim after its pipeline was
+ * released, while another thread holds the `built` table's lock: the
+ * build must still find that the device cache holds the pipeline and
+ * create it from there (no second miss, no compile, no upload), as it
+ * does uncontended. A lookup that gave up on a busy lock (a trylock) took
+ * the first-build path and compiled again. */
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>

@@ -1,15 +1,12 @@
-/* Reproducer (review s14): an end_frame on another thread that swaps a
- * fast-linked pipeline's optimization in while the thread that built it
- * is between pcache__owned_add (which now notes the tier key) and
- * pcache__table_complete. Played deterministically on one thread: the
- * link is built with -Wl,--wrap=pcache__fastlink_submit, and the wrapper
- * waits for the optimization and runs pcache_device_end_frame right after
- * the job is queued, i.e. exactly inside that window.
- *
- * Expected (and what 43a5f4f does): the tier maps the state to a pipeline
- * the owned set can find it under, so that releasing what the call
- * returned makes the tier forget it, and the next request never hands
- * out a destroyed handle. */
+/* A fast-linked pipeline's optimization swapped in by an end_frame on
+ * another thread while the building thread is between owning the linked
+ * pipeline and completing the tier's entry: the tier must map the state
+ * to a pipeline the owned set finds it under, so that releasing what the
+ * call returned makes the tier forget it and the next request never hands
+ * out a destroyed handle. Played on one thread: the test links with
+ * -Wl,--wrap=pcache__fastlink_submit, and the wrapper waits for the
+ * optimization and runs pcache_device_end_frame right after the job is
+ * queued, inside that window. */
 #include <stdio.h>
 #include <string.h>
 
