@@ -14,8 +14,13 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$SRC/out/gpubench}
 BUILD=${PCACHE_GPU_BUILD_DIR:-$SRC/build-gpu}
 
+# PCACHE_GPU_CMAKE_ARGS: more -D options, e.g. -DPCACHE_PHASE_TIMING=ON for
+# bench/probe-phases.sh (with a PCACHE_GPU_BUILD_DIR of its own: the option
+# is set OFF here otherwise, so a timed build never leaks into a bundle).
+# shellcheck disable=SC2086
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPCACHE_BUILD_TESTS=OFF \
-  -DPCACHE_BUILD_EXAMPLES=ON -DPCACHE_BUILD_BENCH=ON >/dev/null
+  -DPCACHE_BUILD_EXAMPLES=ON -DPCACHE_BUILD_BENCH=ON -DPCACHE_PHASE_TIMING=OFF \
+  ${PCACHE_GPU_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target pcached pcachectl pcache-demo bench_warm \
   bench_delivery bench_ingest bench_tiers bench_desc bench_merge bench_gpl VkLayer_pcache \
   pcache-replay bench_rekey bench_floor bench_binary >/dev/null

@@ -23,6 +23,7 @@
 #include "client/binary.h"
 #include "client/blobs.h"
 #include "client/build.h"
+#include "client/phase.h"
 #include "client/build_internal.h"
 #include "client/prefetch.h"
 #include "client/record.h"
@@ -241,6 +242,7 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
   (void)pcache__pipeline_flags(b->graphics ? b->graphics->pNext : b->compute->pNext, 0, &in_flags2);
   if (in_flags2)
     return -1;
+  PCACHE_PHASE_BEGIN(DRIVER);
   if (b->app_cache != VK_NULL_HANDLE) {
     pthread_rwlock_rdlock(b->app_cache_lock);
     vr = pcache__build_create(d, b, b->app_cache,
@@ -252,6 +254,7 @@ int pcache__build_driver_first(pcache_device *d, const pcache__build *b,
                               VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, NULL,
                               ret_pipeline);
   }
+  PCACHE_PHASE_END(DRIVER);
   if (vr != VK_SUCCESS) {
     atomic_fetch_add(&d->build.probe_misses, 1);
     return 0;

@@ -11,6 +11,7 @@
 #include "client/build.h"
 #include "client/fastlink.h"
 #include "client/owned.h"
+#include "client/phase.h"
 #include "client/pipeline.h"
 #include "client/record.h"
 #include "common/alloc.h"
@@ -98,8 +99,10 @@ static VkResult own(pcache_device *d, VkPipeline pipeline, const tier_key *key) 
     atomic_fetch_add(&d->core.stats.pipelines_this_frame, 1);
     return VK_SUCCESS;
   }
+  PCACHE_PHASE_BEGIN(OWN);
   vr = key ? pcache__owned_add(&d->owned, pipeline, key->table, key->k0, key->k1)
            : pcache__owned_add(&d->owned, pipeline, NULL, 0, 0);
+  PCACHE_PHASE_END(OWN);
   if (vr != VK_SUCCESS)
     d->core.DestroyPipeline(d->core.vk_device, pipeline, d->core.allocator);
   return vr;
@@ -163,8 +166,8 @@ static VkResult vk_result_of(uint64_t stored) { return (VkResult)(int64_t)stored
 
 /* The create-info path: describe, then tier 1 by the global part, tier 2
  * by the state hash. */
-static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req,
-                                   VkPipeline *ret_pipeline) {
+static VkResult by_create_info(pcache_device *d, const pipeline_request *req,
+                               VkPipeline *ret_pipeline) {
   pcache__desc_buf buf;
   pcache__desc_keys keys;
   pcache_pending *claim;
@@ -191,7 +194,9 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     return vr;
   }
   pcache__desc_buf_init(&buf);
+  PCACHE_PHASE_BEGIN(DESCRIBE);
   r = pcache__build_describe(d, &b, &buf, &keys);
+  PCACHE_PHASE_END(DESCRIBE);
   if (r == PCACHE_EUNHASHABLE) {
     vr = build_owned(d, req, NULL, NULL, b.driver_asked, NULL, ret_pipeline);
     goto out;
@@ -206,6 +211,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
     vr = build_owned(d, req, &keys, &buf, b.driver_asked, NULL, ret_pipeline);
     goto out;
   }
+  PCACHE_PHASE_BEGIN(TIER);
   tier = tier_by_hash(d, keys.tier1_key);
   if (!tier) {
     vr = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -214,6 +220,7 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   memcpy(&k0, keys.state_hash.bytes, 8);
   memcpy(&k1, keys.state_hash.bytes + 8, 8);
   r = pcache__table_acquire(&tier->table, k0, k1, &v, &claim);
+  PCACHE_PHASE_END(TIER);
   switch (r) {
   case PCACHE__TABLE_FOUND:
     atomic_fetch_add_explicit(&d->core.shards[pcache__shard_index()].hits_create_info, 1,
@@ -241,6 +248,14 @@ static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req
   }
 out:
   pcache__desc_buf_release(&buf);
+  return vr;
+}
+
+static VkResult get_by_create_info(pcache_device *d, const pipeline_request *req,
+                                   VkPipeline *ret_pipeline) {
+  PCACHE_PHASE_BEGIN(TOTAL);
+  VkResult vr = by_create_info(d, req, ret_pipeline);
+  PCACHE_PHASE_END(TOTAL);
   return vr;
 }
 
