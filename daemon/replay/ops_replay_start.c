@@ -11,6 +11,8 @@
 
 #include <pcache/pcache.h>
 
+#include "common/log.h"
+
 struct dev_list {
   pcache__arena *arena;
   pcd_device *v;
@@ -44,6 +46,58 @@ static int same_device(const uint8_t *a, const uint8_t *b) {
 static int count_pending(void *ctx, const pcd_replay_record *rec) {
   if (rec->state == PCD_REPLAY_PENDING)
     (*(uint32_t *)ctx)++;
+  return 0;
+}
+
+/* Pending replays to another build of the device a client names now: that
+ * build is gone (a driver update, or a binary device's global pipeline
+ * key that changed again), and its replay would only start a replayer
+ * that finds no device (exit 3) at every start of pcached, and with more
+ * such targets than pcd_replay_no_device remembers, one after another for
+ * ever. The records to the key named now replace them (the loop in
+ * op_start plans one from every stored kin). */
+#define OBSOLETE_MAX 64
+struct obsolete {
+  const uint8_t *named;
+  const pcd_replay *rp;
+  pcd_replay_record v[OBSOLETE_MAX];
+  unsigned n;
+};
+
+static int collect_obsolete(void *ctx, const pcd_replay_record *rec) {
+  struct obsolete *o = ctx;
+  if (rec->state != PCD_REPLAY_PENDING || !same_device(rec->new_key, o->named) ||
+      memcmp(rec->new_key, o->named, PCACHE_DEVKEY_SIZE) == 0)
+    return 0;
+  if (o->rp->st.active &&
+      memcmp(o->rp->st.rec.old_key, rec->old_key, PCACHE_DEVKEY_SIZE) == 0 &&
+      memcmp(o->rp->st.rec.new_key, rec->new_key, PCACHE_DEVKEY_SIZE) == 0)
+    return 0; /* under way: it ends as it would have */
+  o->v[o->n++] = *rec;
+  return o->n == OBSOLETE_MAX;
+}
+
+static int retire_obsolete(pcd_txn *txn, const pcd_replay *rp, const uint8_t *named,
+                           pcache__arena *arena) {
+  struct obsolete *o = pcache__arena_alloc(arena, sizeof *o);
+  int r;
+  if (!o)
+    return -ENOMEM;
+  o->named = named;
+  o->rp = rp;
+  o->n = 0;
+  if ((r = pcd_replay_records_foreach(txn, collect_obsolete, o)) < 0)
+    return r;
+  for (unsigned i = 0; i < o->n; i++) {
+    char hex[65];
+    pcache__devkey k;
+    memcpy(k.bytes, o->v[i].new_key, PCACHE_DEVKEY_SIZE);
+    pcache__devkey_format(&k, hex);
+    log_info("replay: the pending replay to %s is dropped: a newer build of its device is named",
+             hex);
+    if ((r = pcd_replay_record_delete(txn, o->v[i].old_key, o->v[i].new_key)) < 0)
+      return r;
+  }
   return 0;
 }
 
@@ -107,6 +161,8 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     if (new_key)
       r = pcd_replay_plan(txn, old->key, new_key, req != NULL);
   }
+  if (r >= 0 && !req)
+    r = retire_obsolete(txn, rp, job->device_key, &job->arena);
   if (r >= 0 && !req) {
     memcpy(rp->st.last_new_key, job->device_key, PCACHE_DEVKEY_SIZE);
     rp->st.have_last_new_key = 1;

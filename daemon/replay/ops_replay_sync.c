@@ -111,8 +111,18 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   }
   if (r >= 0 && rp->st.active && rp->st.finished_now) {
     pcd_replay_record rec = rp->st.rec;
-    if ((r = evict_old(txn, &rec)) >= 0)
+    /* A replay that built none of its items (a driver that refuses
+     * every build, or a binary device whose capture gives no binaries)
+     * leaves the old key's entries, descriptions and SPIR-V with them, to
+     * LRU: evicted, nothing would be left to build from once the driver
+     * is fixed. */
+    if (rp->st.total && !rp->st.done) {
+      log_warn("replay: none of the %llu items was built; the old key's entries stay",
+               (unsigned long long)rp->st.total);
       pcd_replay_unload(rp);
+    } else if ((r = evict_old(txn, &rec)) >= 0) {
+      pcd_replay_unload(rp);
+    }
   }
   if (r >= 0)
     r = pcd_replay_load_next(rp, txn);

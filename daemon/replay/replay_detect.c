@@ -201,9 +201,9 @@ static int store_has_binary(pcd_detect *d) {
 
 /* Runs the probe to its end, its deadline, or pcached's stop; the result
  * in d->dev, d->n_dev and d->error. */
-static void probe(pcd_detect *d) {
+static void probe(pcd_detect *d, int binary) {
   const char *path = d->srv->replay->replayer_path;
-  char *const argv[] = {(char *)path, "--list-keys", store_has_binary(d) ? "--binary" : NULL, NULL};
+  char *const argv[] = {(char *)path, "--list-keys", binary ? "--binary" : NULL, NULL};
   int out[2] = {-1, -1}, err[2] = {-1, -1}, status = 0, timed_out = 0, r;
   struct pollfd fds[2];
   posix_spawn_file_actions_t fa;
@@ -363,7 +363,18 @@ static void *detect_main(void *arg) {
     d->wanted = 0;
     pcache_queue_append(&d->riding, &d->waiting);
     pthread_mutex_unlock(&d->lock);
-    probe(d);
+    {
+      /* A driver that crashes or hangs making a binary device, or in
+       * vkGetPipelineKeyKHR, must not cost the VkPipelineCache keys of
+       * every device: listed again without the binary keys. */
+      int binary = store_has_binary(d);
+      probe(d, binary);
+      if (binary && d->error[0] && !stopping(d)) {
+        log_warn("replay: cannot list the binary keys (%s); listing the devices without them",
+                 d->error);
+        probe(d, 0);
+      }
+    }
     pthread_mutex_lock(&d->lock);
     /* A stop that came meanwhile took (and answered) them. */
     pcache_queue_init(&jobs);

@@ -91,6 +91,15 @@ static int binaries_on(void) {
   return cache_dir() && v && v[0] == '1';
 }
 
+/* Test knobs for hostile tests: $PCACHE_TEST_DRIVER_<name>, "" when unset. */
+static const char *knob(const char *name) {
+  char var[128];
+  const char *v;
+  snprintf(var, sizeof var, "PCACHE_TEST_DRIVER_%s", name);
+  v = getenv(var);
+  return v ? v : "";
+}
+
 static void log_answer(const char *what) {
   const char *path = getenv("PCACHE_TEST_DRIVER_CACHE_LOG");
   int fd;
@@ -434,6 +443,26 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreatePipelineBinariesKHR(
       keys[n++][32] = '\0';
     }
   } else if (ci->pipeline != VK_NULL_HANDLE) {
+    const char *capture = knob("CAPTURE");
+    if (!strcmp(capture, "fail"))
+      return VK_ERROR_INITIALIZATION_FAILED;
+    if (!strcmp(capture, "zero")) {
+      out->pipelineBinaryCount = 0;
+      return VK_SUCCESS;
+    }
+    if (!strcmp(capture, "many")) { /* more binaries than a container holds */
+      if (!out->pPipelineBinaries) {
+        out->pipelineBinaryCount = 40;
+        return VK_SUCCESS;
+      }
+      n = out->pipelineBinaryCount;
+      for (uint32_t i = 0; i < n; i++) {
+        fake_binary *b = calloc(1, sizeof *b);
+        memset(b->key, 'a', 32);
+        out->pPipelineBinaries[i] = binary_handle(b);
+      }
+      return VK_SUCCESS;
+    }
     pthread_mutex_lock(&g.lock);
     for (size_t i = 0; i < g.n_captured && n == 0; i++)
       if (g.captured[i].pipeline == ci->pipeline)
@@ -490,7 +519,24 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_GetPipelineKeyKHR(VkDevice device,
   (void)device;
   if (!pci) {
     const char *global = getenv("PCACHE_TEST_DRIVER_GLOBAL_KEY");
+    const char *mode = knob("GLOBAL_KEY_MODE");
     size_t n;
+    if (!strcmp(mode, "fail"))
+      return VK_ERROR_INITIALIZATION_FAILED;
+    if (!strcmp(mode, "zero")) {
+      ret_key->keySize = 0;
+      return VK_SUCCESS;
+    }
+    if (!strcmp(mode, "big")) {
+      memset(ret_key->key, 'x', sizeof ret_key->key);
+      ret_key->keySize = 0xffffffffu;
+      return VK_SUCCESS;
+    }
+    if (!strcmp(mode, "hang"))
+      for (;;)
+        pause();
+    if (!strcmp(mode, "crash"))
+      abort();
     if (!global || !*global)
       global = "global-1";
     n = strlen(global) < 32 ? strlen(global) : 32;
@@ -588,7 +634,8 @@ static VKAPI_ATTR void VKAPI_CALL fake_GetPhysicalDeviceFeatures2(
     return;
   for (VkBaseOutStructure *s = features->pNext; s; s = s->pNext) {
     if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR)
-      ((VkPhysicalDevicePipelineBinaryFeaturesKHR *)s)->pipelineBinaries = VK_TRUE;
+      ((VkPhysicalDevicePipelineBinaryFeaturesKHR *)s)->pipelineBinaries =
+          strcmp(knob("NO_FEATURE"), "1") ? VK_TRUE : VK_FALSE;
     if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR)
       ((VkPhysicalDeviceMaintenance5FeaturesKHR *)s)->maintenance5 = VK_TRUE;
   }
