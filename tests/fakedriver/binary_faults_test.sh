@@ -1,0 +1,92 @@
+#!/bin/bash
+# binary_faults_test.sh PCACHED PCACHECTL PCACHE_DEMO FAKE_LAYER_DIR LAYER_DATA_HOME
+#
+# Binary keys (docs/client.md "Pipeline binaries", docs/replay.md) against
+# a driver that fails, played by VK_LAYER_PCACHE_test_driver_cache's fault
+# knobs (fake_cache_layer.c):
+#   1. a replay to a new global key whose every capture fails
+#      (PCACHE_TEST_DRIVER_CAPTURE=zero) keeps the old key's entries, the
+#      descriptions and SPIR-V a fixed driver would build from;
+#   2. a driver that crashes in vkGetPipelineKeyKHR: pcached's probe of
+#      the drivers (pcache-replay --list-keys --binary) fails, and pcached
+#      lists the devices again without the binary keys, so the
+#      VkPipelineCache keys are still known;
+#   3. programs under ten global keys in turn, none of them pcached's: a
+#      key named retires the pending replays to the ones before it (no
+#      device has them now), and pcached does not start replayers for
+#      them without end.
+set -euo pipefail
+
+pcached=$1 pcachectl=$2 demo=$3 fake_layers=$4 layer_home=$5
+n=4
+TEST_NAME=binary_faults_test
+# shellcheck source=../common/pcached.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/pcached.sh"
+# shellcheck source=binary_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/binary_common.sh"
+export MESA_SHADER_CACHE_DIR=$scratch/mesa
+mkdir -m 0700 "$scratch/driver"
+unset PCACHE_DRIVER_FIRST PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE PCACHE_TEST_DRIVER_CAPTURE
+export VK_LAYER_PATH=$fake_layers VK_INSTANCE_LAYERS=VK_LAYER_PCACHE_test_driver_cache
+export PCACHE_TEST_DRIVER_CACHE=$scratch/driver PCACHE_TEST_DRIVER_CACHE_LOG=$scratch/answers
+export PCACHE_TEST_DRIVER_BINARIES=1 PCACHE_BINARIES=1 PCACHE_REPLAY_QUIET_MS=0
+
+restart() { # restart: pcached again, its earlier log kept aside
+  if [ -n "${daemon_pid:-}" ]; then
+    kill -TERM "$daemon_pid" && wait "$daemon_pid" || true
+    cat "$scratch/pcached.log" >>"$scratch/pcached-before.log"
+  fi
+  start_pcached "$pcached" "$pcachectl"
+}
+logged() { grep -c -- "$1" "$scratch/pcached.log" || true; }
+wait_logged() { # wait_logged PATTERN WHAT: up to 30 s
+  for _ in $(seq 300); do
+    [ "$(logged "$1")" -gt 0 ] && return 0
+    sleep 0.1
+  done
+  fail "pcached never logged $2 ('$1')"
+}
+
+# 1. Every capture of the replay fails.
+export PCACHE_TEST_DRIVER_GLOBAL_KEY=global-1 PCACHE_REPLAY_DETECT=off
+restart
+run first
+expect "$scratch/first" uploaded -eq "$n"
+devices >"$scratch/devices"
+read -r old_uuid entries _ <"$scratch/devices"
+[ "$entries" -eq "$n" ] || fail "global-1's key holds $entries entries, expected $n"
+export PCACHE_TEST_DRIVER_GLOBAL_KEY=global-2 PCACHE_TEST_DRIVER_CAPTURE=zero
+unset PCACHE_REPLAY_DETECT # the probe at the start finds global-2's binary key
+restart
+wait_logged "replay: installed: .*binary key" "global-2's binary key"
+wait_builds "$pcachectl"
+devices >"$scratch/devices"
+grep -q "^$old_uuid $n " "$scratch/devices" ||
+  fail "global-1's $n entries are gone after a replay that built nothing: $(cat "$scratch/devices")"
+[ "$(logged "none of the $n items was built; the old key's entries stay")" -gt 0 ] ||
+  fail "pcached did not say why it kept global-1's entries"
+
+# 2. The driver crashes when asked its global key.
+unset PCACHE_TEST_DRIVER_CAPTURE
+export PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE=crash
+restart
+wait_logged "replay: installed: .*, key " "the devices listed without --binary"
+[ "$(logged "cannot list the binary keys")" -gt 0 ] || fail "pcached did not say the binary probe failed"
+unset PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE
+
+# 3. Ten global keys in turn, none of them pcached's own.
+export PCACHE_TEST_DRIVER_GLOBAL_KEY=current PCACHE_REPLAY_DETECT=off
+restart
+for i in $(seq 1 10); do
+  rm -f "$scratch/driver"/*
+  PCACHE_TEST_DRIVER_GLOBAL_KEY=g$i run "g$i"
+done
+sleep 1
+before=$(logged "no Vulkan device here has the new key")
+sleep 3
+after=$(logged "no Vulkan device here has the new key")
+[ "$after" -eq "$before" ] ||
+  fail "pcached kept starting replayers for keys no device has ($before, then $after 3 s later)"
+[ "$(logged 'is dropped: a newer build of its device is named')" -gt 0 ] ||
+  fail "no pending replay was retired when a newer global key was named"
+echo "binary_faults_test: passed ($before replayers found no device)"
