@@ -113,10 +113,13 @@ int pcache__binary_capture(const pcache__binary_vk *d, const pcache__devkey *bin
     vr = VK_ERROR_UNKNOWN;
   }
   if (vr == VK_SUCCESS) {
+    uint32_t asked = hi.pipelineBinaryCount;
     hi.pPipelineBinaries = handles;
     vr = d->CreatePipelineBinaries(d->device, &ci, d->allocator, &hi);
+    /* The driver writes at most the count it was asked for; a larger one
+     * back would have handles[] read past its end. */
     if (vr == VK_SUCCESS)
-      made = hi.pipelineBinaryCount;
+      made = hi.pipelineBinaryCount < asked ? hi.pipelineBinaryCount : asked;
   }
   /* The pipeline's captured data is needed no more, whatever happened. */
   d->ReleaseCapturedPipelineData(d->device, &ri, allocator);
