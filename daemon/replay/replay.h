@@ -178,8 +178,13 @@ typedef struct pcd_replay {
    * wait, and the next pending one is loaded instead (load_next), so that
    * one missing device holds no other replay back. A client that names the
    * key, `pcachectl replay` or a restart tries them again. drop_loaded: the
-   * loaded replay is one of them; the next sync job unloads it. */
-#define PCD_REPLAY_NO_DEVICE_MAX 8
+   * loaded replay is one of them; the next sync job unloads it. Past the
+   * bound the oldest is forgotten and its replayer starts again, one after
+   * another for as long as more targets than this have no device: 64
+   * (2 KiB) is more device models than a machine sees, and a key named
+   * retires the pending replays to its device's other builds
+   * (ops_replay_start.c), so each model leaves one such target at most. */
+#define PCD_REPLAY_NO_DEVICE_MAX 64
   uint8_t no_device[PCD_REPLAY_NO_DEVICE_MAX][PCACHE_DEVKEY_SIZE];
   unsigned n_no_device;
   int drop_loaded;
