@@ -109,31 +109,31 @@ uint64_t pcache__table_find(const pcache__table *table, uint64_t k0, uint64_t k1
 /* Under the lock. */
 static pcache_pending **pending_slot(pcache__table *table, uint64_t k0, uint64_t k1);
 
-uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1) {
-  uint64_t v = pcache__table_find(table, k0, k1);
-  pcache_pending *p;
-  if (v || pthread_mutex_trylock(&table->lock) != 0)
-    return v;
-  p = *pending_slot(table, k0, k1);
-  if (p && p->state == PENDING_READY)
-    v = p->value;
-  pthread_mutex_unlock(&table->lock);
-  return v;
-}
-
-uint64_t pcache__table_get(pcache__table *table, uint64_t k0, uint64_t k1) {
+/* peek's and get's one lookup: a ready value, published or pending, and
+ * 0 when absent or in flight; without wait, also when another thread
+ * holds the lock. Looked up again in the published part under the lock:
+ * a publish since the first probe moved it there. */
+static uint64_t ready_value(pcache__table *table, uint64_t k0, uint64_t k1, int wait) {
   uint64_t v = pcache__table_find(table, k0, k1);
   pcache_pending *p;
   if (v)
     return v;
-  pthread_mutex_lock(&table->lock);
+  if (!wait && pthread_mutex_trylock(&table->lock) != 0)
+    return 0;
+  if (wait)
+    pthread_mutex_lock(&table->lock);
   p = *pending_slot(table, k0, k1);
-  if (p && p->state == PENDING_READY)
-    v = p->value;
-  else
-    v = pcache__table_find(table, k0, k1); /* published since our probe */
+  v = p && p->state == PENDING_READY ? p->value : pcache__table_find(table, k0, k1);
   pthread_mutex_unlock(&table->lock);
   return v;
+}
+
+uint64_t pcache__table_peek(pcache__table *table, uint64_t k0, uint64_t k1) {
+  return ready_value(table, k0, k1, 0);
+}
+
+uint64_t pcache__table_get(pcache__table *table, uint64_t k0, uint64_t k1) {
+  return ready_value(table, k0, k1, 1);
 }
 
 static pcache_pending **pending_slot(pcache__table *table, uint64_t k0, uint64_t k1) {
