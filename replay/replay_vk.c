@@ -114,6 +114,13 @@ static int binary_candidate(const pcache__replay_vk *vk, const pcache__devkey *w
          (pcache__devkey_abi(&vk->key) | PCACHE_DEVKEY_ABI_BINARY) == pcache__devkey_abi(want);
 }
 
+/* The device binary_key made, gone again: another key than the one
+ * wanted, or only listed. */
+static void drop_device(pcache__replay_vk *vk) {
+  vkDestroyDevice(vk->device, NULL);
+  vk->device = VK_NULL_HANDLE;
+}
+
 /* The binary key of the device described in vk, from the global pipeline
  * key its driver gives now (the guarded call of pcache__binary_open, as a
  * program's libpcache asks it): 0 with vk->device made (with the
@@ -135,8 +142,7 @@ static int binary_key(pcache__replay_vk *vk, pcache__devkey *ret_key) {
      * driver. */
     log_info("replay: %.*s gives no global pipeline key (%s, VkResult %d)", (int)sizeof vk->name,
              vk->name, pcache_strerror(r), (int)vr);
-    vkDestroyDevice(vk->device, NULL);
-    vk->device = VK_NULL_HANDLE;
+    drop_device(vk);
   }
   return r;
 }
@@ -160,8 +166,7 @@ static int try_binary(pcache__replay_vk *vk, const pcache__devkey *want) {
   pcache__devkey_format(&bin_key, hex);
   log_info("replay: %.*s gives binary key %s now, not the replay's", (int)sizeof vk->name, vk->name,
            hex);
-  vkDestroyDevice(vk->device, NULL);
-  vk->device = VK_NULL_HANDLE;
+  drop_device(vk);
   return PCACHE_ENOT_FOUND;
 }
 
@@ -234,8 +239,7 @@ static void put_binary_line(FILE *out, pcache__replay_vk *vk) {
   if (binary_key(vk, &bin_key) < 0)
     return;
   put_line(out, vk, &bin_key);
-  vkDestroyDevice(vk->device, NULL);
-  vk->device = VK_NULL_HANDLE;
+  drop_device(vk);
 }
 
 int pcache__replay_vk_list(FILE *out, int binary) {
