@@ -224,10 +224,9 @@ void pcache__build_stage_policy(pcache_device *d, int store_had_nothing) {
   d->build.stage_hits = d->build.stage_compiles = 0;
   /* Binary mode stages nothing: its capture costs about 1% of the
    * compile (compile_binary), so leaving the build to the replayer saves
-   * the program nothing. */
-  /* Whether the daemon builds staged pipelines (its Hello's stages) is
-   * asked where each is staged: a driver-first device's Hello may still be
-   * unanswered here (client.c). */
+   * the program nothing. Whether the daemon builds staged pipelines (its
+   * Hello's stages) is asked where each is staged: a driver-first
+   * device's Hello may still be unanswered here (client.c). */
   if (!d->core.client || d->core.binary || d->core.passthrough || (env && strcmp(env, "off") == 0))
     return;
   if (env && strcmp(env, "all") == 0) {

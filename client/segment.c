@@ -1,8 +1,8 @@
 /* The device's shared-memory segment: fetched once, at device creation or
  * (driver first, the daemon's blobs off a warm start's path) by the upload
- * thread right after it, mapped read-only, never changed after (a newer one from the daemon is
- * for the next device context; this mapping stays valid however the
- * daemon replaces or drops its own). Nothing from it reaches the driver
+ * thread right after it, mapped read-only, never changed after (a newer
+ * one from the daemon is for the next device context; this mapping stays
+ * valid however the daemon replaces or drops its own). Nothing from it reaches the driver
  * before pcache__blob_load's checks: the tables are checked whole when
  * mapped, each blob when used. */
 #include <errno.h>

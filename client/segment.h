@@ -31,8 +31,8 @@ typedef struct pcache__segment_state {
  * (an old daemon, no entries, PCACHE_NO_SEGMENT=1) is not an error.
  * Once a device: at its creation, or as the upload thread's first job
  * (pcache__upload_prefetch_defer), while app threads may already read it.
- * Returns -ETIMEDOUT
- * when the daemon did not answer in time (slow, not absent), else 0.
+ * Returns -ETIMEDOUT when the daemon did not answer in time (slow, not
+ * absent), else 0.
  */
 int pcache__segment_fetch(pcache_device *device, uint32_t timeout_ms);
 

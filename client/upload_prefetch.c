@@ -45,10 +45,9 @@ static void prefetch_rest(pcache_device *d) {
      * so the rest continues it rather than sorting the entries again. A
      * prefetch left to the driver's first miss began no order there, and
      * takes the background connection, where no app thread's Get waits
-     * behind its pages. The
-     * background timeout: nobody waits on it, and pcache__upload_stop
-     * cancels it (a Get that races it waits no longer than its own
-     * timeout). */
+     * behind its pages. The background timeout: nobody waits on it, and
+     * pcache__upload_stop cancels it (a Get that races it waits no longer
+     * than its own timeout). */
     r = pcache__prefetch_page(
         d, d->upload.prefetch_background_lane ? PCACHE__LANE_BACKGROUND : PCACHE__LANE_APP, offset,
         pcache__client_background_timeout_ms(d->core.client), &next, &more, NULL);
