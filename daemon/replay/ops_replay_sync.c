@@ -117,7 +117,8 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
      * LRU: evicted, nothing would be left to build from once the driver
      * is fixed. */
     if (rp->st.total && !rp->st.done) {
-      log_warn("replay: none of the %llu items was built; the old key's entries stay",
+      log_warn("replay: none of the %llu items was built; the old key's entries stay "
+               "('pcachectl status' says why each failed)",
                (unsigned long long)rp->st.total);
       pcd_replay_unload(rp);
     } else if ((r = evict_old(txn, &rec)) >= 0) {

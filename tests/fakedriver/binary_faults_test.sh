@@ -63,8 +63,11 @@ wait_builds "$pcachectl"
 devices >"$scratch/devices"
 grep -q "^$old_uuid $n " "$scratch/devices" ||
   fail "global-1's $n entries are gone after a replay that built nothing: $(cat "$scratch/devices")"
-[ "$(logged "none of the $n items was built; the old key's entries stay")" -gt 0 ] ||
+[ "$(logged "none of the $n items was built; the old key's entries stay ('pcachectl status'")" -gt 0 ] ||
   fail "pcached did not say why it kept global-1's entries"
+# The fix the message names: each item's reason.
+[ "$("$pcachectl" status | grep -c 'failed [0-9a-f]\{32\}: ')" -eq "$n" ] ||
+  fail "pcachectl status does not say why the $n items failed: $("$pcachectl" status)"
 
 # 2. The driver crashes when asked its global key.
 unset PCACHE_TEST_DRIVER_CAPTURE
