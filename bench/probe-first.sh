@@ -30,15 +30,20 @@ one() {
   local owned=()
   [ "$client" = lib-app ] && owned=(--app-owned)
   case $set/$client in
-    heavy/lib | heavy/lib-app)
+    heavy/lib | heavy/lib-app | heavy/lib-norep)
       args=("$B/examples/pcache-demo" "${owned[@]}" --pipelines "$HEAVY" --app-name first-heavy) ;;
     heavy/*) args=("$B/examples/pcache-demo" --plain --pipelines "$HEAVY" --app-name first-heavy) ;;
-    light/lib | light/lib-app)
+    light/lib | light/lib-app | light/lib-norep)
       args=("$B/bench/bench_warm" --mode d "${owned[@]}" --phase measure --n "$LIGHT" --app first-light) ;;
     *) args=("$B/bench/bench_warm" --mode a --phase measure --n "$LIGHT" --app first-light) ;;
   esac
   case $client in
     plain) envs=(PCACHE_DISABLE=1) ;;
+    lib-norep)
+      PCACHE_REPLAYER=true start_daemon "first-$set"
+      daemon_settle
+      envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
+      ;;
     layer | lib | lib-app)
       start_daemon "first-$set"
       daemon_settle
