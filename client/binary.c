@@ -107,9 +107,10 @@ int pcache__binary_capture(const pcache__binary_vk *d, const pcache__devkey *bin
   uint8_t *blob;
   int r = PCACHE_EVULKAN;
   VkResult vr = d->CreatePipelineBinaries(d->device, &ci, d->allocator, &hi);
+  /* Its own code: PCACHE_EBINARY would read as a damaged store. */
   if (vr == VK_SUCCESS &&
       (hi.pipelineBinaryCount == 0 || hi.pipelineBinaryCount > PCACHE_BINBLOB_MAX_BINARIES)) {
-    r = PCACHE_EBINARY;
+    r = PCACHE_ECAPTURE;
     vr = VK_ERROR_UNKNOWN;
   }
   if (vr == VK_SUCCESS) {
@@ -142,7 +143,7 @@ int pcache__binary_capture(const pcache__binary_vk *d, const pcache__devkey *bin
   }
   b.count = made;
   size = pcache__binblob_size(&b);
-  r = PCACHE_EBINARY;
+  r = PCACHE_ECAPTURE;
   if (size == 0)
     goto out_data;
   r = -ENOMEM;

@@ -7,6 +7,12 @@
 #include "client/core.h"
 #include "common/binblob.h"
 
+/* What to do about PCACHE_ECAPTURE, for libpcache's log and the replay's
+ * failure reason alike: the driver stays as it is, but the same pipelines
+ * are stored the other way (pcache__binary_setup reads the variable). */
+#define PCACHE__BINARY_CAPTURE_FIX                                                                 \
+  "run the program with PCACHE_BINARIES=0 to store VkPipelineCache data instead"
+
 /*
  * pcache__binary_open - the VK_KHR_pipeline_binary entry points of device
  * (created with the extension and its pipelineBinaries feature) into
@@ -39,8 +45,9 @@ void pcache__binary_setup(pcache__core *d, const pcache_device_info *info,
  * VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR on bv's device, read back into
  * a container for bin_key (*ret_blob, pcache__free'd by the caller). The
  * captured data is released in every case (allocator: the pipeline's).
- * 0, -ENOMEM, PCACHE_EVULKAN, or PCACHE_EBINARY (more binaries or larger
- * ones than a container holds).
+ * 0, -ENOMEM, PCACHE_EVULKAN, or PCACHE_ECAPTURE (no binaries, or more
+ * or larger ones than a container holds: the driver's doing, which
+ * PCACHE__BINARY_CAPTURE_FIX says how to avoid).
  */
 int pcache__binary_capture(const pcache__binary_vk *bv, const pcache__devkey *bin_key,
                            VkPipeline pipeline, const VkAllocationCallbacks *allocator,

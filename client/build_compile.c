@@ -15,6 +15,7 @@
 #include "client/binary.h"
 #include "client/build_internal.h"
 #include "client/device.h"
+#include "client/log.h"
 #include "client/prefetch.h"
 #include "client/segment.h"
 #include "client/snapshot.h"
@@ -302,6 +303,7 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
   uint64_t start = pcache__mono_ns();
   VkPipeline pipeline;
   VkResult vr;
+  int r;
   /* No pipeline cache, not even the app's: capturing through one is
    * invalid (VUID-vkCreateGraphicsPipelines-pNext-09617). The app's cache
    * then goes without this pipeline's entry; the driver's own disk cache
@@ -312,9 +314,18 @@ static VkResult compile_binary(pcache_device *d, const pcache__build *b,
     return vr;
   atomic_fetch_add(&d->core.stats.compiles, 1);
   *ret_pipeline = pipeline;
-  if (pcache__binary_capture(&d->core.bin_vk, &d->core.bin_key, pipeline, b->allocator, &blob,
-                             &size) == 0 &&
-      d->core.client) {
+  r = pcache__binary_capture(&d->core.bin_vk, &d->core.bin_key, pipeline, b->allocator, &blob,
+                             &size);
+  if (r == PCACHE_ECAPTURE && d->core.client) {
+    /* The driver's doing, so said as pcache-replay's failed item says it
+     * (replay/replay_vk.c); once, then its repeats counted (log.h). Not
+     * on a device without a client: it stores nothing, either way. */
+    static const char site[] = "binary_capture";
+    pcache__log_limited(d->core.log, PCACHE_SEVERITY_WARNING, site, 0, 0,
+                        "%s: this pipeline is not stored; %s", /* under 200 bytes (log.h) */
+                        pcache_strerror(r), PCACHE__BINARY_CAPTURE_FIX);
+  }
+  if (r == 0 && d->core.client) {
     pcache__upload *u =
         upload_new(kept.kind, keys, kept.desc, kept.desc_size, blob, size, kept.compile_ns);
     if (u) {

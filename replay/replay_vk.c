@@ -351,6 +351,10 @@ static int build_binary(pcache__replay_vk *vk, pcache__desc_decoded *d, VkPipeli
   return r == PCACHE_EVULKAN ? -EIO : r;
 }
 
+const char *pcache__replay_vk_fix(int err) {
+  return err == PCACHE_ECAPTURE ? PCACHE__BINARY_CAPTURE_FIX : NULL;
+}
+
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
                             Pcachepb__Module *const *modules, size_t n_modules, const uint8_t *seed,

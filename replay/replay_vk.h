@@ -78,14 +78,18 @@ VkDevice pcache__replay_vk_device(const pcache__replay_vk *vk);
  * Thread-safe (one VkDevice, Vulkan's own external synchronization rules
  * kept: every object is the call's or its thread's own). Returns 0,
  * PCACHE_EBAD_DESC, PCACHE_EMISSING_MODULE, PCACHE_EBAD_BLOB (the
- * driver's data does not match its own key), PCACHE_EBINARY (more or
- * larger binaries than a container holds), -ENOMEM or -EIO (the driver
- * refused something).
+ * driver's data does not match its own key), PCACHE_ECAPTURE (the
+ * driver's capture gave no binaries, or more or larger ones than a
+ * container holds), -ENOMEM or -EIO (the driver refused something).
  */
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
                             pcache__replay_keep *keep, const uint8_t *desc, size_t desc_size,
                             Pcachepb__Module *const *modules, size_t n_modules, const uint8_t *seed,
                             size_t seed_size, uint8_t **ret_blob, size_t *ret_size,
                             uint64_t *ret_ns, pcache__replay_times *times);
+
+/* What a user can do about a build that failed with err, for its reason
+ * in pcachectl status; NULL where there is nothing to add. */
+const char *pcache__replay_vk_fix(int err);
 
 #endif

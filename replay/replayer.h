@@ -56,6 +56,9 @@ typedef struct replayer {
 /* Results a thread has not reported yet: builds that failed (the
  * uploader reports what it sends). */
 #define RESULTS_MAX 4
+/* A result's message: room for a reason and its fix (pcached keeps 200
+ * bytes of it, daemon/store/store_replay.h). */
+#define RESULT_MSG_SIZE 200
 
 typedef struct worker {
   replayer *rp;
@@ -74,7 +77,7 @@ typedef struct worker {
   size_t n_results;
   uint8_t result_hash[RESULTS_MAX][PCACHE_HASH_SIZE];
   int result_status[RESULTS_MAX];
-  char result_msg[RESULTS_MAX][160];
+  char result_msg[RESULTS_MAX][RESULT_MSG_SIZE];
 } worker;
 
 /* replayer_proc.c: the process and its surroundings. */

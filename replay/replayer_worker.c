@@ -70,7 +70,8 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
   uint8_t *blob = NULL;
   size_t size = 0;
   uint64_t ns = 0;
-  char msg[160];
+  char msg[RESULT_MSG_SIZE];
+  const char *fix;
   int r;
   pcache__replay_test_hooks(rp, item);
   if (rp->delay_ms)
@@ -107,7 +108,10 @@ static void build_item(worker *w, const Pcachepb__ReplayItem *item) {
     atomic_store(&rp->stop, 1);
     return;
   }
-  snprintf(msg, sizeof msg, "build failed: %s", pcache_strerror(r));
+  /* pcachectl status shows it: what to do, where there is something. */
+  fix = pcache__replay_vk_fix(r);
+  snprintf(msg, sizeof msg, "build failed: %s%s%s", pcache_strerror(r), fix ? "; " : "",
+           fix ? fix : "");
   pthread_mutex_lock(&w->lock);
   add_result(w, item->state_hash.data, r, msg);
   pthread_mutex_unlock(&w->lock);
@@ -125,7 +129,7 @@ static int claim(worker *w, int last, const Pcachepb__ReplayItem *build, pcache_
   Pcachepb__ReplayClaim c = PCACHEPB__REPLAY_CLAIM__INIT;
   Pcachepb__ReplayResult results[RESULTS_MAX], *ptrs[RESULTS_MAX];
   uint8_t hashes[RESULTS_MAX][PCACHE_HASH_SIZE];
-  char msgs[RESULTS_MAX][160];
+  char msgs[RESULTS_MAX][RESULT_MSG_SIZE];
   uint64_t t0, t1 = 0, t2 = 0;
   size_t n;
   int r;

@@ -71,7 +71,7 @@ typedef struct pcd_replay_flight {
 typedef struct pcd_replay_bad {
   uint8_t old_key[PCACHE_DEVKEY_SIZE], new_key[PCACHE_DEVKEY_SIZE];
   pcache__hash hash;
-  char reason[96];
+  char reason[PCD_REPLAY_REASON_MAX + 1]; /* all the store keeps: a reason and its fix */
 } pcd_replay_bad;
 
 /* What the writer's jobs change in step with the store. The first replay

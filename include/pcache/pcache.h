@@ -92,13 +92,14 @@ extern "C" {
   XX(NOT_READY, -10031, "hello not sent yet")                                                      \
   XX(VULKAN, -10032, "a Vulkan call failed")                                                       \
   XX(CACHE_FILE, -10033, "not a pcache cache file, or another version of one")                     \
-  XX(BINARY, -10034, "malformed pipeline-binary container")
+  XX(BINARY, -10034, "malformed pipeline-binary container")                                        \
+  XX(CAPTURE, -10035, "the driver's capture gave no pipeline binaries, or more than pcache stores")
 
 typedef enum pcache_errno {
 #define PCACHE__ERR_ENUM(name, value, msg) PCACHE_E##name = value,
   PCACHE_ERRNO_MAP(PCACHE__ERR_ENUM)
 #undef PCACHE__ERR_ENUM
-      PCACHE_ERRNO_LAST_ = -10035
+      PCACHE_ERRNO_LAST_ = -10036
 } pcache_errno;
 
 /*

@@ -6,7 +6,8 @@
 # knobs (fake_cache_layer.c):
 #   1. a replay to a new global key whose every capture fails
 #      (PCACHE_TEST_DRIVER_CAPTURE=zero) keeps the old key's entries, the
-#      descriptions and SPIR-V a fixed driver would build from;
+#      descriptions and SPIR-V a fixed driver would build from; status
+#      blames the capture and names PCACHE_BINARIES=0, which works;
 #   2. a driver that crashes in vkGetPipelineKeyKHR: pcached's probe of
 #      the drivers (pcache-replay --list-keys --binary) fails, and pcached
 #      lists the devices again without the binary keys, so the
@@ -66,8 +67,20 @@ grep -q "^$old_uuid $n " "$scratch/devices" ||
 [ "$(logged "none of the $n items was built; the old key's entries stay ('pcachectl status'")" -gt 0 ] ||
   fail "pcached did not say why it kept global-1's entries"
 # The fix the message names: each item's reason.
-[ "$("$pcachectl" status | grep -c 'failed [0-9a-f]\{32\}: ')" -eq "$n" ] ||
-  fail "pcachectl status does not say why the $n items failed: $("$pcachectl" status)"
+"$pcachectl" status >"$scratch/status"
+[ "$(grep -c 'failed [0-9a-f]\{32\}: ' "$scratch/status")" -eq "$n" ] ||
+  fail "pcachectl status does not say why the $n items failed: $(cat "$scratch/status")"
+# The reason is the driver's capture, not a damaged store, and names the
+# way out; which works: the same driver then stores VkPipelineCache data.
+[ "$(grep -c 'capture gave no pipeline binaries.*PCACHE_BINARIES=0' "$scratch/status")" -eq "$n" ] ||
+  fail "pcachectl status does not blame the driver's capture: $(cat "$scratch/status")"
+rm -f "$scratch/driver"/*
+PCACHE_LOG=warning run capture # libpcache says it as the replay does
+grep -q 'capture gave no pipeline binaries.*PCACHE_BINARIES=0' "$scratch/capture.err" ||
+  fail "libpcache did not say why it stored nothing: $(cat "$scratch/capture.err")"
+rm -f "$scratch/driver"/*
+PCACHE_BINARIES=0 run off
+expect "$scratch/off" uploaded -eq "$n"
 
 # 2. The driver crashes when asked its global key.
 unset PCACHE_TEST_DRIVER_CAPTURE
