@@ -124,6 +124,9 @@ static int usage(FILE *f, int code) {
  * at the replayer's priority; binary (--binary) adds the binary keys. */
 static int list_keys(int binary) {
   int r;
+  /* Each device's lines into pcached's pipe as written: a driver that
+   * hangs or crashes on a later device must not take them with it. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   pcache__replay_be_nice();
   if ((r = pcache__replay_vk_list(stdout, binary)) == PCACHE_ENOT_FOUND) {
     log_info("replay: no Vulkan device here");

@@ -11,7 +11,8 @@
 #   2. a driver that crashes in vkGetPipelineKeyKHR: pcached's probe of
 #      the drivers (pcache-replay --list-keys --binary) fails, and pcached
 #      lists the devices again without the binary keys, so the
-#      VkPipelineCache keys are still known;
+#      VkPipelineCache keys are still known; the line a probe wrote before
+#      it crashed or hung is in its output;
 #   3. programs under ten global keys in turn, none of them pcached's: a
 #      key named retires the pending replays to the ones before it (no
 #      device has them now), and pcached does not start replayers for
@@ -88,6 +89,23 @@ export PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE=crash
 restart
 wait_logged "replay: installed: .*, key " "the devices listed without --binary"
 [ "$(logged "cannot list the binary keys")" -gt 0 ] || fail "pcached did not say the binary probe failed"
+# The probe's output is a file or pipe, not a terminal: each line must be
+# out as written, not lost in a buffer when the driver crashes or hangs
+# after it (here in the binary key, after the device's own line).
+replayer=$(dirname "$pcached")/pcache-replay
+listed() { grep -c '^[0-9a-f]\{64\}[[:space:]]' "$scratch/listed" || true; }
+"$replayer" --list-keys --binary >"$scratch/listed" 2>/dev/null &&
+  fail "pcache-replay --list-keys --binary did not crash in vkGetPipelineKeyKHR"
+[ "$(listed)" -eq 1 ] || fail "a crashed probe's output lacks the line it wrote: $(cat "$scratch/listed")"
+PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE=hang "$replayer" --list-keys --binary >"$scratch/listed" 2>/dev/null &
+hung=$!
+for _ in $(seq 300); do
+  [ "$(listed)" -gt 0 ] && break
+  sleep 0.1
+done
+kill -KILL "$hung"
+wait "$hung" || true
+[ "$(listed)" -eq 1 ] || fail "a hung probe's output lacks the line it wrote: $(cat "$scratch/listed")"
 unset PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE
 
 # 3. Ten global keys in turn, none of them pcached's own.
