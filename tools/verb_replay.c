@@ -80,7 +80,11 @@ static int show_detected(const Pcachepb__ReplayStartReply *r, ctl_json *j) {
   }
   if (!*r->detect_error)
     return EXIT_OK;
-  log_error("pcached could not list the installed drivers: %s", r->detect_error);
+  /* A probe that failed after some devices still lists those (replay_detect.c). */
+  log_error("pcached could not list %s: %s",
+            r->n_detected ? "all the installed drivers (those above are used)"
+                          : "the installed drivers",
+            r->detect_error);
   return EXIT_FAIL;
 }
 

@@ -135,9 +135,13 @@ static int drain(pcd_detect *d, int fd, int is_out) {
   return n > 0;
 }
 
-/* The driver strings after the key, tab-separated (replay_vk.h). */
+/* The driver strings after the key, tab-separated (replay_vk.h). Whole
+ * lines only: a probe killed or dead mid-line, or output cut at OUT_MAX,
+ * leaves a part of one after the last newline. */
 static void parse(pcd_detect *d) {
   char *save = NULL;
+  while (d->out_len && d->out[d->out_len - 1] != '\n')
+    d->out_len--;
   d->out[d->out_len] = '\0';
   for (char *line = strtok_r(d->out, "\n", &save); line && d->n_dev < MAX_DEVICES;
        line = strtok_r(NULL, "\n", &save)) {
@@ -266,13 +270,15 @@ static void probe(pcd_detect *d, int binary) {
   for (uint64_t until = pcache__mono_ms() + REAP_MS;
        (r = (int)waitpid(pid, &status, WNOHANG)) == 0 && pcache__mono_ms() < until;)
     usleep(10000);
+  /* A failed probe's lines too: pcache-replay writes each device's as it
+   * is made, so one driver that hangs or crashes does not hide the
+   * devices listed before it (report says it failed all the same). */
+  parse(d);
   if (r != pid) {
     snprintf(d->error, sizeof d->error, "%s --list-keys did not end when killed", path);
     goto out_pipes;
   }
   judge(d, path, status, timed_out);
-  if (!d->error[0])
-    parse(d);
 
 out_pipes:
   for (int i = 0; i < 2; i++) {
@@ -286,16 +292,17 @@ out_pipes:
 /* -------------------------------------------------------------- the jobs */
 
 /* What the probe found, for the held job's reply (the ReplayStart's run
- * adds the count of replays pending, ops_replay_start.c): built in a scratch
- * arena and unpacked into a message the job owns, since the writer resets
- * a job's arena before each run. */
-static void answer(pcd_detect *d, pcd_job *job, const char *error) {
+ * adds the count of replays pending, ops_replay_start.c): the first n_dev
+ * of d->dev (0 from other threads than the probe's), and error, if any.
+ * Built in a scratch arena and unpacked into a message the job owns,
+ * since the writer resets a job's arena before each run. */
+static void answer(pcd_detect *d, pcd_job *job, const char *error, unsigned n_dev) {
   Pcachepb__ReplayStartReply reply = PCACHEPB__REPLAY_START_REPLY__INIT;
   Pcachepb__DeviceInfo info[MAX_DEVICES], *infos[MAX_DEVICES];
   uint8_t *packed;
   size_t size;
   reply.detect_error = (char *)(error ? error : "");
-  for (unsigned i = 0; !error && i < d->n_dev; i++) {
+  for (unsigned i = 0; i < n_dev; i++) {
     pcachepb__device_info__init(&info[i]);
     info[i].key.data = d->dev[i].key.bytes;
     info[i].key.len = PCACHE_DEVKEY_SIZE;
@@ -315,24 +322,29 @@ static void answer(pcd_detect *d, pcd_job *job, const char *error) {
   pcd_writer_submit(d->srv->writer, job);
 }
 
-static void answer_all(pcd_detect *d, job_queue *q, const char *error) {
+static void answer_all(pcd_detect *d, job_queue *q, const char *error, unsigned n_dev) {
   pcd_job *job;
   while ((job = pcache_queue_pop(q)) != NULL)
-    answer(d, job, error);
+    answer(d, job, error, n_dev);
 }
 
 /* The probe's findings: logged, each key noted as a client's (the same
  * job a client's first Get of it queues), then the jobs that waited. */
 static void report(pcd_detect *d, job_queue *jobs) {
   uint8_t keys[MAX_DEVICES][PCACHE_DEVKEY_SIZE];
-  if (d->error[0]) {
+  if (d->error[0] && d->n_dev) {
+    log_warn("replay: cannot list the Vulkan devices: %s. The keys listed before that (%u) are "
+             "used; for the devices after, replays start when a program names its driver's key; "
+             "run pcache-replay --list-keys to see why",
+             d->error, d->n_dev);
+  } else if (d->error[0]) {
     log_warn("replay: cannot list the Vulkan devices: %s. Replays start when a program names "
              "its driver's key; run pcache-replay --list-keys to see why",
              d->error);
   } else if (!d->n_dev) {
     log_info("replay: pcache-replay --list-keys found no Vulkan device");
   }
-  for (unsigned i = 0; i < d->n_dev && !d->error[0]; i++) {
+  for (unsigned i = 0; i < d->n_dev; i++) {
     char hex[65];
     pcache__devkey_format(&d->dev[i].key, hex);
     log_info("replay: installed: %s (%s %s), %skey %s", d->dev[i].name, d->dev[i].driver_name,
@@ -343,9 +355,9 @@ static void report(pcd_detect *d, job_queue *jobs) {
   }
   /* What the fleet has for these devices is pulled and staged for the
    * replayer now, before a program asks (docs/fleet.md "Sync"). */
-  if (!d->error[0] && d->n_dev)
+  if (d->n_dev)
     pcd_remote_sync_devices(d->srv->remote, keys[0], d->n_dev);
-  answer_all(d, jobs, d->error[0] ? d->error : NULL);
+  answer_all(d, jobs, d->error[0] ? d->error : NULL, d->n_dev);
 }
 
 static void *detect_main(void *arg) {
@@ -417,7 +429,7 @@ void pcd_detect_submit(pcd_detect *d, pcd_job *job) {
   }
   pthread_mutex_unlock(&d->lock);
   if (why)
-    answer(d, job, why);
+    answer(d, job, why, 0);
 }
 
 void pcd_detect_stop(pcd_detect *d) {
@@ -433,7 +445,7 @@ void pcd_detect_stop(pcd_detect *d) {
   pcache_queue_append(&jobs, &d->waiting);
   pthread_cond_signal(&d->cond);
   pthread_mutex_unlock(&d->lock);
-  answer_all(d, &jobs, "pcached is stopping; run it again once pcached has started");
+  answer_all(d, &jobs, "pcached is stopping; run it again once pcached has started", 0);
   if (d->started)
     pthread_join(d->thread, NULL);
   d->started = 0;

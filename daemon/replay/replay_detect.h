@@ -9,7 +9,8 @@
  * replay --detect, which systemd's pcache-detect.path runs when an ICD
  * manifest changes), on a thread of its own, at the replayer's priority,
  * killed past PCACHE_REPLAY_DETECT_MS. A probe that fails or hangs is
- * logged and changes nothing. PCACHE_REPLAY=off turns it off. */
+ * logged; the whole lines it wrote before (each device's, as made) are
+ * used all the same. PCACHE_REPLAY=off turns it off. */
 #ifndef PCD_REPLAY_DETECT_H
 #define PCD_REPLAY_DETECT_H
 

@@ -12,7 +12,7 @@
 #      the drivers (pcache-replay --list-keys --binary) fails, and pcached
 #      lists the devices again without the binary keys, so the
 #      VkPipelineCache keys are still known; the line a probe wrote before
-#      it crashed or hung is in its output;
+#      it crashed or hung is in its output, and pcached uses it;
 #   3. programs under ten global keys in turn, none of them pcached's: a
 #      key named retires the pending replays to the ones before it (no
 #      device has them now), and pcached does not start replayers for
@@ -106,7 +106,22 @@ done
 kill -KILL "$hung"
 wait "$hung" || true
 [ "$(listed)" -eq 1 ] || fail "a hung probe's output lacks the line it wrote: $(cat "$scratch/listed")"
-unset PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE
+# And pcached uses the lines of a probe that failed: here both probes ask
+# the binary keys, so both crash after the device's line.
+printf '#!/bin/sh\nexec "%s" --list-keys --binary\n' "$replayer" >"$scratch/always-binary"
+chmod +x "$scratch/always-binary"
+export PCACHE_REPLAYER=$scratch/always-binary
+restart
+wait_logged "replay: installed: .*, key " "the device listed before the probe crashed"
+[ "$(logged "cannot list the Vulkan devices: .*The keys listed before that (1) are used")" -eq 1 ] ||
+  fail "pcached did not say the probe failed after listing a key"
+"$pcachectl" replay --detect >"$scratch/detect.out" 2>"$scratch/detect.err" &&
+  fail "pcachectl replay --detect did not fail with the probe crashing"
+if ! grep -q "^installed: .*, key " "$scratch/detect.out" ||
+  ! grep -q "died of signal" "$scratch/detect.err"; then
+  fail "pcachectl replay --detect did not give the key and the crash: $(cat "$scratch/detect.out" "$scratch/detect.err")"
+fi
+unset PCACHE_TEST_DRIVER_GLOBAL_KEY_MODE PCACHE_REPLAYER
 
 # 3. Ten global keys in turn, none of them pcached's own.
 export PCACHE_TEST_DRIVER_GLOBAL_KEY=current PCACHE_REPLAY_DETECT=off
