@@ -1,7 +1,9 @@
 #!/bin/bash
 # test.sh - build pcache with -Werror and run the whole test suite, then the
 # same suite in an AddressSanitizer + UndefinedBehaviorSanitizer build, then
-# the client and daemon tests in a ThreadSanitizer build.
+# the client and daemon tests in a ThreadSanitizer build. libpcache alone is
+# also compiled with -DPCACHE_PHASE_TIMING=ON, a benchmark option nothing
+# else builds.
 #
 #   scripts/test.sh [--no-sanitize] [--no-tsan] [--fuzz-smoke] [--no-deps]
 #
@@ -12,8 +14,9 @@
 #
 # Environment: PCACHE_TEST_BUILD_DIR (default build-test), PCACHE_ASAN_BUILD_DIR
 # (build-asan), PCACHE_TSAN_BUILD_DIR (build-tsan), PCACHE_FUZZ_BUILD_DIR
-# (build-fuzz), relative to the source tree unless absolute; PCACHE_JOBS
-# (parallel jobs for building and ctest, default 2).
+# (build-fuzz), PCACHE_PHASE_BUILD_DIR (build-phase), relative to the source
+# tree unless absolute; PCACHE_JOBS (parallel jobs for building and ctest,
+# default 2).
 set -euo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,7 +30,7 @@ while [ $# -gt 0 ]; do
     --tsan) tsan=1 ;; # the default; kept so older command lines still work
     --fuzz-smoke) fuzz=1 ;;
     --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -38,19 +41,25 @@ build_test=$(abs "${PCACHE_TEST_BUILD_DIR:-build-test}")
 build_asan=$(abs "${PCACHE_ASAN_BUILD_DIR:-build-asan}")
 build_tsan=$(abs "${PCACHE_TSAN_BUILD_DIR:-build-tsan}")
 build_fuzz=$(abs "${PCACHE_FUZZ_BUILD_DIR:-build-fuzz}")
+build_phase=$(abs "${PCACHE_PHASE_BUILD_DIR:-build-phase}")
 
 start=$(date +%s)
 say() { printf '\n== [%4ss] %s\n' "$(($(date +%s) - start))" "$*"; }
 summary=()
 failed=0
 
-# build DIR CMAKE_ARGS... : configure and build, showing output only on failure.
+# build DIR CMAKE_ARGS... [--target T]...: configure and build (only the
+# targets named, if any), showing output only on failure.
 build() {
-  local dir=$1
+  local dir=$1 args=() targets=()
   shift
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --target ]; then targets+=(--target "$2"); shift; else args+=("$1"); fi
+    shift
+  done
   mkdir -p "$dir"
-  if ! { cmake -S "$src" -B "$dir" -DPCACHE_WERROR=ON "$@" && cmake --build "$dir" -j "$jobs"; } \
-      >"$dir/test-build.log" 2>&1; then
+  if ! { cmake -S "$src" -B "$dir" -DPCACHE_WERROR=ON "${args[@]}" &&
+      cmake --build "$dir" -j "$jobs" "${targets[@]}"; } >"$dir/test-build.log" 2>&1; then
     tail -n 80 "$dir/test-build.log" >&2
     echo "test.sh: build in $dir failed (full log: $dir/test-build.log)" >&2
     exit 1
@@ -80,6 +89,14 @@ fi
 
 say "Build (-Werror) in $build_test"
 build "$build_test" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# PCACHE_PHASE_TIMING's code (client/phase.c and its calls in pipeline.c
+# and build.c) is compiled only with the option: here, so that it cannot
+# rot. libpcache alone, as the suite's build type; about 6 s on 2 cores.
+say "PCACHE_PHASE_TIMING build of libpcache (-Werror) in $build_phase"
+t0=$(date +%s)
+build "$build_phase" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCACHE_PHASE_TIMING=ON \
+  -DPCACHE_BUILD_TESTS=OFF -DPCACHE_BUILD_BENCH=OFF -DPCACHE_BUILD_EXAMPLES=OFF --target pcache
+summary+=("phase-timing: libpcache compiled in $(($(date +%s) - t0))s")
 say "Test suite"
 run_ctest "default" "$build_test"
 
