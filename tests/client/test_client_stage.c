@@ -298,7 +298,19 @@ static void staged_meanwhile(const test_env *env, const set *s) {
   ASSERT_LT(p->done, half);
   pcache__response_free(resp);
   stage(env, s, half, N_PIPELINES - half, NULL, NULL, NULL);
+  /* The items staged meanwhile join the replay under way: its total
+   * counts them (it stayed at the first half's, and status said more done
+   * than there were), and so does its finished record. */
+  resp = staged_progress(&p);
+  ASSERT_TRUE(p != NULL);
+  ASSERT_EQ(p->total, N_PIPELINES);
+  pcache__response_free(resp);
   wait_built(env, s);
+  resp = staged_progress(&p);
+  ASSERT_TRUE(p != NULL && p->finished);
+  ASSERT_EQ(p->total, N_PIPELINES);
+  ASSERT_EQ(p->done, N_PIPELINES);
+  pcache__response_free(resp);
   ASSERT_EQ(ctl_run(env, "list"), 0);
   ASSERT_TRUE(strstr(ctl_out, "staged builds") == NULL);
 }
