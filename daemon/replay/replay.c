@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "store.h"
 
 int pcd_replay_stages(const pcd_replay *rp) { return rp && rp->stages; }
 
@@ -211,6 +212,16 @@ static int add_progress(void *ctx, const pcd_replay_record *rec) {
       it->paused = pcache__arena_strdup(p->arena, rp->st.paused);
     else if (rp->gave_up)
       it->paused = pcache__arena_strdup(p->arena, rp->gave_up_why);
+  } else if (rec->state == PCD_REPLAY_PENDING) {
+    /* Not loaded: its record is counted only when it finishes, and a
+     * total of 0 reads as "100% 0/0 done" for a replay not begun (a second
+     * device's, while the first one's runs). What it has to build is the
+     * old key's entries. */
+    pcd_device dev;
+    if ((r = pcd_device_get(p->txn, rec->old_key, &dev)) < 0 && r != PCACHE_ENOT_FOUND)
+      return r;
+    if (r == 0 && dev.entries > it->total)
+      it->total = dev.entries;
   }
   p->cur = it;
   p->cap_fail = 0;

@@ -10,7 +10,11 @@
  * Then the skipped eviction (docs/replay.md, "After the replay"): when a
  * client used an old key's entry after its replay began, the old key's
  * entries stay, in the LRU index, and size eviction reaches them oldest
- * first like any other. */
+ * first like any other.
+ *
+ * Last, the progress Stats shows for a replay that waits behind another
+ * (two devices' drivers updated): its total is its old key's entries, not
+ * the 0 its record holds until it is loaded. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +202,65 @@ static void side_by_side(void) {
   ASSERT_TRUE(!has_entry(new_key, 1) && !has_entry(new_key, 2) && has_entry(old_key, 1));
 }
 
+/* The progress of a replay that waits behind another (a second device's
+ * driver updated too): its total is what the old key holds, not the 0
+ * its record keeps until it is loaded ("100% 0/0 done" for a replay not
+ * begun). */
+static void waiting_behind(void) {
+  uint8_t a_old[PCACHE_DEVKEY_SIZE], a_new[PCACHE_DEVKEY_SIZE];
+  uint8_t b_old[PCACHE_DEVKEY_SIZE], b_new[PCACHE_DEVKEY_SIZE];
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  Pcachepb__ReplayProgress **items;
+  uint64_t t0 = pcd_now_us() - 10000000;
+  pcache__arena arena = {0};
+  size_t n, seen = 0;
+  pcd_job *job;
+  pcd_txn *txn;
+  memcpy(a_old, old_key, PCACHE_DEVKEY_SIZE);
+  a_old[16] ^= 0x55; /* two other devices than the keys above */
+  memcpy(b_old, a_old, PCACHE_DEVKEY_SIZE);
+  b_old[17] ^= 0x55;
+  memcpy(a_new, a_old, PCACHE_DEVKEY_SIZE);
+  memcpy(b_new, b_old, PCACHE_DEVKEY_SIZE);
+  pcache__put_le32(a_new + 24, 101);
+  pcache__put_le32(b_new + 24, 101);
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  info.key.len = PCACHE_DEVKEY_SIZE;
+  info.key.data = a_old;
+  ASSERT_OK(pcd_device_touch(txn, &info, 4000));
+  info.key.data = b_old;
+  ASSERT_OK(pcd_device_touch(txn, &info, 4000));
+  put_entry(txn, a_old, 1, t0);
+  put_entry(txn, a_old, 2, t0 + 1);
+  for (uint8_t h = 1; h <= 3; h++)
+    put_entry(txn, b_old, h, t0 + h);
+  ASSERT_OK(pcd_txn_commit(txn));
+  /* A client on each new build: A's replay is loaded, B's waits. */
+  for (int i = 0; i < 2; i++) {
+    job = new_job(PCD_JOB_REPLAY_START);
+    memcpy(job->device_key, i ? b_new : a_new, PCACHE_DEVKEY_SIZE);
+    run_job(job, 1);
+    pcd_job_free(job);
+  }
+  ASSERT_TRUE(rp->st.active && memcmp(rp->st.rec.new_key, a_new, PCACHE_DEVKEY_SIZE) == 0);
+  ASSERT_OK(pcd_txn_begin(store, 0, &txn));
+  ASSERT_OK(pcd_replay_progress(rp, txn, &arena, &items, &n));
+  for (size_t i = 0; i < n; i++) {
+    if (memcmp(items[i]->new_key.data, a_new, PCACHE_DEVKEY_SIZE) == 0) {
+      ASSERT_EQ(items[i]->total, 2);
+      seen++;
+    } else if (memcmp(items[i]->new_key.data, b_new, PCACHE_DEVKEY_SIZE) == 0) {
+      ASSERT_TRUE(!items[i]->finished);
+      ASSERT_EQ(items[i]->total, 3);
+      ASSERT_EQ(items[i]->done, 0);
+      seen++;
+    }
+  }
+  pcd_txn_abort(txn);
+  pcache__arena_free(&arena);
+  ASSERT_EQ(seen, 2);
+}
+
 int main(void) {
   char dir[] = "/tmp/pcache-replay-txn.XXXXXX";
   static pcd_server srv; /* no writer, no loop: the jobs run here */
@@ -263,6 +326,7 @@ int main(void) {
   pcd_job_free(job);
 
   side_by_side();
+  waiting_behind();
 
   pcd_replay_free(rp);
   pcd_store_close(store);
