@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# probe-enabled.sh BUILD_DIR [ROUNDS] - the first run after enabling pcache
+# over a warm driver cache, paired round by round. run-scenarios.sh has
+# one such run a repeat, set against one plain warm run, and a light-set
+# process varies by a third between runs on the H200; this pairs many.
+# One HOME (the driver's disk cache at its defaults) is warmed by two
+# plain runs of each set; then ROUNDS (8) rounds of: a plain warm run, and
+# for each client a run against a fresh, empty pcached (what enabling
+# pcache gives a user whose driver cache is warm), the order of plain and
+# the clients turned round every other round. SETS (heavy light): the
+# heavy set (pcache-demo, HEAVY=256) and the light set (bench_warm,
+# LIGHT=2048); CLIENTS (layer lib lib-app), as in probe-first.sh. One line
+# a round, then the medians and their ratios (the median of the rounds'
+# ratios) as key=value.
+set -eu
+B=$(cd "$1" && pwd)
+ROUNDS=${2:-8}
+HEAVY=${HEAVY:-256}
+LIGHT=${LIGHT:-2048}
+CLIENTS=${CLIENTS:-layer lib lib-app}
+SETS=${SETS:-heavy light}
+W=$(mktemp -d /tmp/pcache-probe-enabled.XXXXXX)
+BUILD_DIR=$B WORK_DIR=$W
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+trap 'stop_daemon; rm -rf "$W"' EXIT
+layer_manifest "$W/share" "$B/layer/libVkLayer_pcache.so"
+mkdir -p "$W/home/.cache"
+
+# one SET CLIENT: one process in the warm HOME; prints ms per pipeline.
+one() {
+  local set=$1 client=$2 args envs=() owned=()
+  [ "$client" = lib-app ] && owned=(--app-owned)
+  case $set/$client in
+    heavy/lib | heavy/lib-app)
+      args=("$B/examples/pcache-demo" "${owned[@]}" --pipelines "$HEAVY" --app-name enabled-heavy) ;;
+    heavy/*) args=("$B/examples/pcache-demo" --plain --pipelines "$HEAVY" --app-name enabled-heavy) ;;
+    light/lib | light/lib-app)
+      args=("$B/bench/bench_warm" --mode d "${owned[@]}" --phase measure --n "$LIGHT" --app enabled-light) ;;
+    *) args=("$B/bench/bench_warm" --mode a --phase measure --n "$LIGHT" --app enabled-light) ;;
+  esac
+  case $client in
+    plain) envs=(PCACHE_DISABLE=1) ;;
+    *)
+      start_daemon "enabled-$set"
+      daemon_settle
+      envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
+      [ "$client" = layer ] && envs+=(PCACHE_LAYER=1)
+      ;;
+  esac
+  env -u XDG_CACHE_HOME -u __GL_SHADER_DISK_CACHE -u MESA_SHADER_CACHE_DIR HOME="$W/home" \
+    XDG_DATA_HOME="$W/share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" "${args[@]}" 2>/dev/null |
+    sed -n 's/^ms_per_pipeline=//p'
+  [ "$client" = plain ] || stop_daemon
+  return 0
+}
+
+for set in $SETS; do
+  one "$set" plain >/dev/null # the driver's cache, filled
+  one "$set" plain >/dev/null
+  p=()
+  declare -A ms=() ratios=()
+  for k in $(seq 1 "$ROUNDS"); do
+    order="plain $CLIENTS"
+    [ $((k % 2)) = 0 ] && order="$CLIENTS plain"
+    declare -A v=()
+    for c in $order; do v[$c]=$(one "$set" "$c"); done
+    p+=("${v[plain]}")
+    line="# enabled_$set round $k ($order): plain ${v[plain]}"
+    for c in $CLIENTS; do
+      ms[$c]="${ms[$c]:-} ${v[$c]}"
+      ratios[$c]="${ratios[$c]:-} $(ratio "${v[$c]}" "${v[plain]}")"
+      line+=" $c ${v[$c]}"
+    done
+    unset v
+    echo "$line"
+  done
+  echo "enabled_${set}_plain_ms=$(median "${p[@]}")"
+  for c in $CLIENTS; do
+    # shellcheck disable=SC2086
+    echo "enabled_${set}_${c}_ms=$(median ${ms[$c]})"
+    # shellcheck disable=SC2086
+    echo "enabled_${set}_${c}_ratio=$(median ${ratios[$c]})"
+  done
+  unset ms ratios
+done
