@@ -39,6 +39,7 @@ WHAT = {
     "demo": "pcache-demo",
     "destroy": "compile probes (pipeline destruction)",
     "diskprobe": "the driver's disk cache",
+    "enabled": "first run after enabling pcache, interleaved (probe-enabled.sh)",
     "first": "first run ever, interleaved (probe-first.sh)",
     "get": "bench_delivery, Get latency",
     "gpl": "bench_gpl (misses without a stall)",
