@@ -61,6 +61,15 @@ static int touch_staged_device(pcd_txn *txn, const Pcachepb__DeviceInfo *device,
   return pcd_device_touch(txn, &info, now_s);
 }
 
+/* The entries under the staged key now: the stage hook is told how many
+ * this Put added. */
+static int staged_entries(pcd_txn *txn, const pcache__devkey *staged, uint64_t *ret_entries) {
+  pcd_device d;
+  int r = pcd_device_get(txn, staged->bytes, &d);
+  *ret_entries = r == 0 ? d.entries : 0;
+  return r == PCACHE_ENOT_FOUND ? 0 : r;
+}
+
 /* The replay's hooks (writer.h pcd_job_hooks), each a no-op when the job
  * has none. */
 static int replay_stages(const pcd_job *job) {
@@ -71,7 +80,7 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   const Pcachepb__Put *put = job->req->put;
   Pcachepb__PutReply *reply = pcache__arena_alloc(&job->arena, sizeof *reply);
   pcache__devkey key, staged_key;
-  uint64_t now = pcd_now_us(), staged = 0;
+  uint64_t now = pcd_now_us(), staged = 0, staged_before = 0;
   pcd_admission admission = pcd_admission_start(0, 0);
   const char *app = put->app && *put->app ? put->app : job->app;
   int key_ok = put->device && put->device->key.len == PCACHE_DEVKEY_SIZE, new_device = 0, r;
@@ -118,6 +127,8 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     if ((r = pcd_device_touch(txn, put->device, now / 1000000)) < 0)
       return r;
     if (can_stage && (r = touch_staged_device(txn, put->device, &staged_key, now / 1000000)) < 0)
+      return r;
+    if (can_stage && (r = staged_entries(txn, &staged_key, &staged_before)) < 0)
       return r;
   } else {
     job->resp.status = PCACHE_EBAD_KEY;
@@ -204,8 +215,13 @@ static int op_put(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
   if (can_stage && !staged && (r = pcd_device_forget(txn, staged_key.bytes)) < 0)
     return r;
   /* Staged items were taken only with the hooks (can_stage). */
-  if (staged && job->hooks->stage && (r = job->hooks->stage(job, txn, &key)) < 0)
-    return r;
+  if (staged && job->hooks->stage) {
+    uint64_t after;
+    if ((r = staged_entries(txn, &staged_key, &after)) < 0 ||
+        (r = job->hooks->stage(job, txn, &key, after > staged_before ? after - staged_before : 0)) <
+            0)
+      return r;
+  }
   job->staged = staged > 0;
   if (job->stored) {
     uint64_t n = 0;

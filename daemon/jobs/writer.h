@@ -48,9 +48,10 @@ typedef struct pcd_job_hooks {
    * replayer that builds them is there. */
   int (*stages)(const pcd_job *job);
   /* In the Put's run, once it filed staged items under the staged key of
-   * key: plans their build. Returns 0 or a code that spoils the
-   * transaction. */
-  int (*stage)(pcd_job *job, pcd_txn *txn, const struct pcache__devkey *key);
+   * key, added of them new entries there (an item staged again is
+   * filed but adds none): plans their build. Returns 0 or a code that
+   * spoils the transaction. */
+  int (*stage)(pcd_job *job, pcd_txn *txn, const struct pcache__devkey *key, uint64_t added);
   /* At the end of the Put's run: the results of the replayer's own Put
    * land (its items in flight are done, or bad). */
   void (*landed)(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);

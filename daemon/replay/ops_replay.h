@@ -74,7 +74,7 @@ int pcd_replay_plan_exe(pcd_replay *rp, pcd_txn *txn);
 
 /* A Put's hooks (pcd_replay_job_hooks, replay.h says what each does;
  * replay_new.c makes the table). */
-int pcd_replay_put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key);
+int pcd_replay_put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key, uint64_t added);
 void pcd_replay_put_landed(pcd_job *job, const Pcachepb__Put *put, const Pcachepb__PutReply *reply);
 void pcd_replay_put_settled(pcd_job *job, int committed);
 

@@ -201,7 +201,7 @@ static void start_committed(pcd_job *job) {
 /* A Put's hooks (pcd_replay_job_hooks, replay.h says what each does):
  * its staged items planned, and the replayer woken for them once it
  * commits. */
-int pcd_replay_put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) {
+int pcd_replay_put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key, uint64_t added) {
   pcd_replay *rp = pcd_replay_of(job);
   pcache__devkey staged;
   int r;
@@ -212,18 +212,14 @@ int pcd_replay_put_stage(pcd_job *job, pcd_txn *txn, const pcache__devkey *key) 
   /* Again when finished: these items came after it. */
   if ((r = pcd_replay_plan(txn, staged.bytes, key->bytes, 1)) < 0)
     return r;
-  /* Under way already: its walk finds the new items, so its total must
+  /* Under way already: its walk finds the new entries, so its total must
    * count them too, or status says more done than there are ("9/1 done")
-   * and the finished record keeps the first Put's count. The staged key's
-   * record counts every item filed under it, as load() does. */
+   * and the finished record keeps the first Put's count. Added, not read
+   * back from the staged key's record: entries evicted since the load
+   * (a fleet's staged items go first) would make that count short. */
   if (rp->st.active && memcmp(rp->st.rec.old_key, staged.bytes, PCACHE_DEVKEY_SIZE) == 0 &&
-      memcmp(rp->st.rec.new_key, key->bytes, PCACHE_DEVKEY_SIZE) == 0) {
-    pcd_device dev;
-    if ((r = pcd_device_get(txn, staged.bytes, &dev)) < 0 && r != PCACHE_ENOT_FOUND)
-      return r;
-    if (r == 0 && dev.entries > rp->st.total)
-      rp->st.total = dev.entries;
-  }
+      memcmp(rp->st.rec.new_key, key->bytes, PCACHE_DEVKEY_SIZE) == 0)
+    rp->st.total += added;
   if ((r = pcd_replay_load_next(rp, txn)) >= 0)
     r = pcd_replay_plan_exe(rp, txn);
   return r < 0 ? r : 0;
