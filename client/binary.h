@@ -7,9 +7,10 @@
 #include "client/core.h"
 #include "common/binblob.h"
 
-/* What to do about PCACHE_ECAPTURE, for libpcache's log and the replay's
- * failure reason alike: the driver stays as it is, but the same pipelines
- * are stored the other way (pcache__binary_setup reads the variable). */
+/* What to do about PCACHE_ECAPTURE, in libpcache's log: the driver stays
+ * as it is, but the same pipelines are stored the other way
+ * (pcache__binary_setup reads the variable). pcache-replay says its own
+ * (pcache__replay_vk_fix): the replayer reads no such variable. */
 #define PCACHE__BINARY_CAPTURE_FIX                                                                 \
   "run the program with PCACHE_BINARIES=0 to store VkPipelineCache data instead"
 

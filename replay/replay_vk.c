@@ -352,7 +352,13 @@ static int build_binary(pcache__replay_vk *vk, pcache__desc_decoded *d, VkPipeli
 }
 
 const char *pcache__replay_vk_fix(int err) {
-  return err == PCACHE_ECAPTURE ? PCACHE__BINARY_CAPTURE_FIX : NULL;
+  /* Said to whoever reads pcachectl status: the replayer reads no
+   * PCACHE_BINARIES, so the variable is for the programs, whose next
+   * uploads are then VkPipelineCache data, which a replay can build.
+   * With "build failed: " and the code's text, under RESULT_MSG_SIZE. */
+  return err == PCACHE_ECAPTURE ? "its binaries cannot be replayed: run the programs with "
+                                  "PCACHE_BINARIES=0 to store VkPipelineCache data"
+                                : NULL;
 }
 
 int pcache__replay_vk_build(pcache__replay_vk *vk, pcache__module_pool *pool,
