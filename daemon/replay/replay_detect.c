@@ -135,12 +135,13 @@ static int drain(pcd_detect *d, int fd, int is_out) {
   return n > 0;
 }
 
-/* The driver strings after the key, tab-separated (replay_vk.h). Whole
- * lines only: a probe killed or dead mid-line, or output cut at OUT_MAX,
- * leaves a part of one after the last newline. */
-static void parse(pcd_detect *d) {
+/* The driver strings after the key, tab-separated (replay_vk.h).
+ * whole_only: a probe killed or dead mid-line, or output cut at OUT_MAX,
+ * leaves a part of a line after the last newline, which is dropped; a
+ * probe that ended well may end its last line without one. */
+static void parse(pcd_detect *d, int whole_only) {
   char *save = NULL;
-  while (d->out_len && d->out[d->out_len - 1] != '\n')
+  while (whole_only && d->out_len && d->out[d->out_len - 1] != '\n')
     d->out_len--;
   d->out[d->out_len] = '\0';
   for (char *line = strtok_r(d->out, "\n", &save); line && d->n_dev < MAX_DEVICES;
@@ -270,15 +271,26 @@ static void probe(pcd_detect *d, int binary) {
   for (uint64_t until = pcache__mono_ms() + REAP_MS;
        (r = (int)waitpid(pid, &status, WNOHANG)) == 0 && pcache__mono_ms() < until;)
     usleep(10000);
+  /* What reached the pipe since the last poll, without waiting: whatever
+   * still holds it open (the killed probe, a child of its driver) writes
+   * nothing more worth a wait. */
+  if (fds[0].fd >= 0 && fcntl(out[0], F_SETFL, O_NONBLOCK) == 0) {
+    int more;
+    do {
+      errno = 0; /* drain answers 1 to EAGAIN too: poll's way, not this */
+      more = drain(d, out[0], 1);
+    } while (more && errno != EAGAIN);
+  }
   /* A failed probe's lines too: pcache-replay writes each device's as it
    * is made, so one driver that hangs or crashes does not hide the
    * devices listed before it (report says it failed all the same). */
-  parse(d);
   if (r != pid) {
+    parse(d, 1);
     snprintf(d->error, sizeof d->error, "%s --list-keys did not end when killed", path);
     goto out_pipes;
   }
   judge(d, path, status, timed_out);
+  parse(d, d->error[0] || d->out_len == OUT_MAX);
 
 out_pipes:
   for (int i = 0; i < 2; i++) {
