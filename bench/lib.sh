@@ -78,6 +78,45 @@ wait_builds() {
 # median X...: the middle of the numbers (the lower one of an even count).
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# pair_run SET CLIENT HOME TAG: one process of a paired probe
+# (probe-first.sh, probe-enabled.sh) in HOME, the driver's disk cache at
+# its defaults there; prints its ms per pipeline. SET: heavy
+# (pcache-demo, HEAVY pipelines) or light (bench_warm, LIGHT). CLIENT:
+# plain, layer, lib, lib-app (--app-owned) or lib-norep (lib against a
+# pcached whose replayer is true(1)); each but plain against a fresh,
+# empty pcached, started and settled here and stopped after. TAG names
+# the app and the daemon's log. Needs B (the build), W (scratch, with the
+# layer's manifest under W/share: layer_manifest).
+pair_run() {
+  local set=$1 client=$2 home=$3 tag=$4 args envs=() owned=()
+  [ "$client" = lib-app ] && owned=(--app-owned)
+  case $set/$client in
+    heavy/lib | heavy/lib-app | heavy/lib-norep)
+      args=("$B/examples/pcache-demo" "${owned[@]}" --pipelines "$HEAVY" --app-name "$tag-heavy") ;;
+    heavy/*) args=("$B/examples/pcache-demo" --plain --pipelines "$HEAVY" --app-name "$tag-heavy") ;;
+    light/lib | light/lib-app | light/lib-norep)
+      args=("$B/bench/bench_warm" --mode d "${owned[@]}" --phase measure --n "$LIGHT" --app "$tag-light") ;;
+    *) args=("$B/bench/bench_warm" --mode a --phase measure --n "$LIGHT" --app "$tag-light") ;;
+  esac
+  if [ "$client" = plain ]; then
+    envs=(PCACHE_DISABLE=1)
+  else
+    if [ "$client" = lib-norep ]; then
+      PCACHE_REPLAYER=true start_daemon "$tag-$set"
+    else
+      start_daemon "$tag-$set"
+    fi
+    daemon_settle
+    envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
+    [ "$client" = layer ] && envs+=(PCACHE_LAYER=1)
+  fi
+  env -u XDG_CACHE_HOME -u __GL_SHADER_DISK_CACHE -u MESA_SHADER_CACHE_DIR HOME="$home" \
+    XDG_DATA_HOME="$W/share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" "${args[@]}" 2>/dev/null |
+    sed -n 's/^ms_per_pipeline=//p'
+  [ "$client" = plain ] || stop_daemon
+  return 0
+}
+
 # clean_env [env options and VAR=VALUE...] CMD...: CMD through env(1)
 # without the layer switch or any driver cache setting the caller's
 # environment has, so that each run's cache is only what it names.

@@ -28,32 +28,7 @@ layer_manifest "$W/share" "$B/layer/libVkLayer_pcache.so"
 mkdir -p "$W/home/.cache"
 
 # one SET CLIENT: one process in the warm HOME; prints ms per pipeline.
-one() {
-  local set=$1 client=$2 args envs=() owned=()
-  [ "$client" = lib-app ] && owned=(--app-owned)
-  case $set/$client in
-    heavy/lib | heavy/lib-app)
-      args=("$B/examples/pcache-demo" "${owned[@]}" --pipelines "$HEAVY" --app-name enabled-heavy) ;;
-    heavy/*) args=("$B/examples/pcache-demo" --plain --pipelines "$HEAVY" --app-name enabled-heavy) ;;
-    light/lib | light/lib-app)
-      args=("$B/bench/bench_warm" --mode d "${owned[@]}" --phase measure --n "$LIGHT" --app enabled-light) ;;
-    *) args=("$B/bench/bench_warm" --mode a --phase measure --n "$LIGHT" --app enabled-light) ;;
-  esac
-  case $client in
-    plain) envs=(PCACHE_DISABLE=1) ;;
-    *)
-      start_daemon "enabled-$set"
-      daemon_settle
-      envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
-      [ "$client" = layer ] && envs+=(PCACHE_LAYER=1)
-      ;;
-  esac
-  env -u XDG_CACHE_HOME -u __GL_SHADER_DISK_CACHE -u MESA_SHADER_CACHE_DIR HOME="$W/home" \
-    XDG_DATA_HOME="$W/share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" "${args[@]}" 2>/dev/null |
-    sed -n 's/^ms_per_pipeline=//p'
-  [ "$client" = plain ] || stop_daemon
-  return 0
-}
+one() { pair_run "$1" "$2" "$W/home" enabled; }
 
 for set in $SETS; do
   one "$set" plain >/dev/null # the driver's cache, filled

@@ -24,38 +24,9 @@ trap 'stop_daemon; rm -rf "$W"' EXIT
 layer_manifest "$W/share" "$B/layer/libVkLayer_pcache.so"
 # one SET CLIENT: one process in a fresh HOME; prints ms per pipeline.
 one() {
-  local set=$1 client=$2
-  local home=$W/home-$client args envs=()
-  rm -rf "$home"; mkdir -p "$home/.cache"
-  local owned=()
-  [ "$client" = lib-app ] && owned=(--app-owned)
-  case $set/$client in
-    heavy/lib | heavy/lib-app | heavy/lib-norep)
-      args=("$B/examples/pcache-demo" "${owned[@]}" --pipelines "$HEAVY" --app-name first-heavy) ;;
-    heavy/*) args=("$B/examples/pcache-demo" --plain --pipelines "$HEAVY" --app-name first-heavy) ;;
-    light/lib | light/lib-app | light/lib-norep)
-      args=("$B/bench/bench_warm" --mode d "${owned[@]}" --phase measure --n "$LIGHT" --app first-light) ;;
-    *) args=("$B/bench/bench_warm" --mode a --phase measure --n "$LIGHT" --app first-light) ;;
-  esac
-  case $client in
-    plain) envs=(PCACHE_DISABLE=1) ;;
-    lib-norep)
-      PCACHE_REPLAYER=true start_daemon "first-$set"
-      daemon_settle
-      envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
-      ;;
-    layer | lib | lib-app)
-      start_daemon "first-$set"
-      daemon_settle
-      envs=(PCACHE_SOCKET="$DAEMON_SOCKET")
-      [ "$client" = layer ] && envs+=(PCACHE_LAYER=1)
-      ;;
-  esac
-  env -u XDG_CACHE_HOME -u __GL_SHADER_DISK_CACHE -u MESA_SHADER_CACHE_DIR HOME="$home" \
-    XDG_DATA_HOME="$W/share" PCACHE_LAYER_FLUSH_MS=60000 "${envs[@]}" "${args[@]}" 2>/dev/null |
-    sed -n 's/^ms_per_pipeline=//p'
-  [ "$client" = plain ] || stop_daemon
-  return 0
+  rm -rf "$W/home-$2"
+  mkdir -p "$W/home-$2/.cache"
+  pair_run "$1" "$2" "$W/home-$2" first
 }
 for set in $SETS; do
   p=()
