@@ -72,13 +72,6 @@ static int load(pcd_replay *rp, pcd_txn *txn, const pcd_replay_record *rec) {
   return 0;
 }
 
-static int device_missing(const pcd_replay *rp, const uint8_t *key) {
-  for (unsigned i = 0; i < rp->n_no_device; i++)
-    if (memcmp(rp->no_device[i], key, PCACHE_DEVKEY_SIZE) == 0)
-      return 1;
-  return 0;
-}
-
 struct first_ctx {
   const pcd_replay *rp;
   pcd_replay_record rec;
@@ -86,7 +79,7 @@ struct first_ctx {
 
 static int first_pending(void *ctx, const pcd_replay_record *rec) {
   struct first_ctx *f = ctx;
-  if (rec->state != PCD_REPLAY_PENDING || device_missing(f->rp, rec->new_key))
+  if (rec->state != PCD_REPLAY_PENDING || pcd_replay_device_missing(f->rp, rec->new_key))
     return 0;
   f->rec = *rec;
   return 1;

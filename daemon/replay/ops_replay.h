@@ -41,6 +41,10 @@ void pcd_replay_entry_key(uint8_t out[PCD_ENTRY_KEY_SIZE], const uint8_t *dev,
  * taken up again only when asked (again). Returns 1 when pending now, or
  * an error. */
 int pcd_replay_plan(pcd_txn *txn, const uint8_t *old_key, const uint8_t *new_key, int again);
+/* Deletes the pending replays to another build of named's device, but the
+ * one under way (ops_replay_start.c says why). Returns 0 or an error. */
+int pcd_replay_retire_obsolete(pcd_txn *txn, const pcd_replay *rp, const uint8_t *named,
+                               pcache__arena *arena);
 /* Loads the first pending replay when none is under way. Returns 1 when
  * one is under way afterwards, 0 when none, or an error. */
 int pcd_replay_load_next(pcd_replay *rp, pcd_txn *txn);

@@ -72,13 +72,14 @@ static int collect_obsolete(void *ctx, const pcd_replay_record *rec) {
   if (o->rp->st.active &&
       memcmp(o->rp->st.rec.old_key, rec->old_key, PCACHE_DEVKEY_SIZE) == 0 &&
       memcmp(o->rp->st.rec.new_key, rec->new_key, PCACHE_DEVKEY_SIZE) == 0)
-    return 0; /* under way: it ends as it would have */
+    return 0; /* under way: it ends as it would have (dropped then, if its
+               * device is gone: ops_replay_sync.c) */
   o->v[o->n++] = *rec;
   return o->n == OBSOLETE_MAX;
 }
 
-static int retire_obsolete(pcd_txn *txn, const pcd_replay *rp, const uint8_t *named,
-                           pcache__arena *arena) {
+int pcd_replay_retire_obsolete(pcd_txn *txn, const pcd_replay *rp, const uint8_t *named,
+                               pcache__arena *arena) {
   struct obsolete *o = pcache__arena_alloc(arena, sizeof *o);
   int r;
   if (!o)
@@ -162,7 +163,7 @@ static int op_start(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
       r = pcd_replay_plan(txn, old->key, new_key, req != NULL);
   }
   if (r >= 0 && !req)
-    r = retire_obsolete(txn, rp, job->device_key, &job->arena);
+    r = pcd_replay_retire_obsolete(txn, rp, job->device_key, &job->arena);
   if (r >= 0 && !req) {
     memcpy(rp->st.last_new_key, job->device_key, PCACHE_DEVKEY_SIZE);
     rp->st.have_last_new_key = 1;

@@ -103,11 +103,19 @@ static int op_sync(pcd_txn *txn, const pcd_config *cfg, pcd_job *job) {
     return 0;
   pcd_replay_txn_enter(rp);
   r = pcd_replay_write_bad(rp, txn);
-  if (r >= 0 && rp->st.active && rp->drop_loaded) {
+  if (r >= 0 && rp->st.active && pcd_replay_device_missing(rp, rp->st.rec.new_key)) {
     /* Its device is gone (replay_supervise.c): it stays recorded, pending,
-     * and the next one is loaded. */
+     * and the next one is loaded; unless another build of its device,
+     * one that is here, was named while it was under way: that build's
+     * replays replace it as they replace the pending ones
+     * (ops_replay_start.c). The key named last may be this gone one
+     * itself (a client staged for it), whose kin must then stay. */
+    uint8_t gone[PCACHE_DEVKEY_SIZE];
+    memcpy(gone, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
     pcd_replay_unload(rp);
-    rp->drop_loaded = 0;
+    if (rp->st.have_last_new_key && memcmp(rp->st.last_new_key, gone, PCACHE_DEVKEY_SIZE) != 0 &&
+        !pcd_replay_device_missing(rp, rp->st.last_new_key))
+      r = pcd_replay_retire_obsolete(txn, rp, rp->st.last_new_key, &job->arena);
   }
   if (r >= 0 && rp->st.active && rp->st.finished_now) {
     pcd_replay_record rec = rp->st.rec;

@@ -63,6 +63,14 @@ void pcd_replay_fg_note(pcd_replay *rp, const uint8_t *key, const char *app, siz
   }
 }
 
+void pcd_replay_forget_keys(pcd_replay *rp) {
+  if (!rp)
+    return;
+  pthread_mutex_lock(&rp->fg.lock);
+  rp->fg.n_seen = 0;
+  pthread_mutex_unlock(&rp->fg.lock);
+}
+
 int pcd_replay_fg_busy(pcd_replay *rp, uint64_t now) {
   int busy;
   pthread_mutex_lock(&rp->fg.lock);
@@ -114,11 +122,19 @@ void pcd_replay_queue_bad(pcd_replay *rp, const pcache__hash *h, const char *rea
   rp->st.failed++;
 }
 
-void pcd_replay_no_device(pcd_replay *rp) {
+void pcd_replay_no_device(pcd_replay *rp, const uint8_t *key) {
+  if (pcd_replay_device_missing(rp, key))
+    return;
   if (rp->n_no_device == PCD_REPLAY_NO_DEVICE_MAX)
     memmove(rp->no_device[0], rp->no_device[1], --rp->n_no_device * PCACHE_DEVKEY_SIZE);
-  memcpy(rp->no_device[rp->n_no_device++], rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
-  rp->drop_loaded = 1;
+  memcpy(rp->no_device[rp->n_no_device++], key, PCACHE_DEVKEY_SIZE);
+}
+
+int pcd_replay_device_missing(const pcd_replay *rp, const uint8_t *key) {
+  for (unsigned i = 0; i < rp->n_no_device; i++)
+    if (memcmp(rp->no_device[i], key, PCACHE_DEVKEY_SIZE) == 0)
+      return 1;
+  return 0;
 }
 
 void pcd_replay_unload(pcd_replay *rp) {

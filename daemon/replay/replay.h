@@ -177,9 +177,9 @@ typedef struct pcd_replay {
    * build for a driver replaced since, or an update undone): their replays
    * wait, and the next pending one is loaded instead (load_next), so that
    * one missing device holds no other replay back. A client that names the
-   * key, `pcachectl replay` or a restart tries them again. drop_loaded: the
-   * loaded replay is one of them; the next sync job unloads it. Past the
-   * bound the oldest is forgotten and its replayer starts again, one after
+   * key, `pcachectl replay` or a restart tries them again. A loaded replay
+   * whose key is among them is started no replayer and the next sync job
+   * unloads it. Past the bound the oldest is forgotten and its replayer starts again, one after
    * another for as long as more targets than this have no device: 64
    * (2 KiB) is more device models than a machine sees, and a key named
    * retires the pending replays to its device's other builds
@@ -187,7 +187,10 @@ typedef struct pcd_replay {
 #define PCD_REPLAY_NO_DEVICE_MAX 64
   uint8_t no_device[PCD_REPLAY_NO_DEVICE_MAX][PCACHE_DEVKEY_SIZE];
   unsigned n_no_device;
-  int drop_loaded;
+  /* The new key the running (or last) replayer was started for: its exit
+   * speaks for that key, and the replay loaded by then may be another
+   * (a sync job loads the next one while it still runs). */
+  uint8_t spawned_key[PCACHE_DEVKEY_SIZE];
   pcd_replay_fg fg;
   /* Builds under the program's name (replay_exe.c, docs/replay.md): on
    * unless PCACHE_REPLAY_AS_PROGRAM=0, and off for the rest of the run once
@@ -284,8 +287,10 @@ int pcd_replay_land(pcd_replay *replay, const pcache__hash *hash);
 void pcd_replay_queue_bad(pcd_replay *replay, const pcache__hash *hash, const char *reason);
 /* Forgets the replay under way (its order, its flight). */
 void pcd_replay_unload(pcd_replay *replay);
-/* Under the lock: the loaded replay's device is not here (no_device). */
-void pcd_replay_no_device(pcd_replay *replay);
+/* Under the lock: no device here has key (no_device). */
+void pcd_replay_no_device(pcd_replay *replay, const uint8_t *key);
+/* Under the lock: whether key is one of them. */
+int pcd_replay_device_missing(const pcd_replay *replay, const uint8_t *key);
 
 /* Stats: the progress of the replay under way and the records of the
  * others, read through txn (a read transaction), into arena. Returns 0,

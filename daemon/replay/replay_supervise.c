@@ -258,6 +258,7 @@ static void spawn(pcd_replay *rp) {
     rl = NULL;
   }
   memcpy(nk.bytes, rp->st.rec.new_key, PCACHE_DEVKEY_SIZE);
+  memcpy(rp->spawned_key, nk.bytes, PCACHE_DEVKEY_SIZE);
   pcache__devkey_format(&nk, key_hex);
   snprintf(threads, sizeof threads, "%u", rp->threads);
   rp->proc.data = rp;
@@ -426,7 +427,10 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig) {
     log_warn("replay: no Vulkan device here has the new key; that replay waits for a program "
              "on it, a pcachectl replay or a restart of pcached, and the others go on");
     settle_flight(rp, 0, "");
-    pcd_replay_no_device(rp); /* the sync job below loads the next */
+    /* The key it was started for: the replay loaded now may be another
+     * (the newer build's, loaded while it ran), which the sync job below
+     * keeps; it unloads this key's. */
+    pcd_replay_no_device(rp, rp->spawned_key);
   } else {
     /* 0 (its threads ran out of items) or RECYCLE: whatever is left is
      * started afresh. One that reported nothing and yet left work behind
@@ -499,8 +503,11 @@ static void wake_cb(uv_async_t *a) {
   uint64_t now = uv_now(rp->loop);
   int spawn_now, sync;
   pthread_mutex_lock(&rp->lock);
+  /* None for a key found with no device: the sync job unloads its replay
+   * (a start asked for before that replayer's exit was seen). */
   spawn_now = rp->want_spawn && rp->st.active && !rp->running && !rp->gave_up && !rp->closing &&
-              !rp->disabled && !rp->st.finished_now;
+              !rp->disabled && !rp->st.finished_now &&
+              !pcd_replay_device_missing(rp, rp->st.rec.new_key);
   if (spawn_now && now < rp->spawn_after_ms) {
     /* In a restart's pause: started when it is over (the same clock as
      * the timer's, and armed again here, so no wake is lost). */
@@ -545,14 +552,6 @@ void pcd_replay_note(pcd_replay *rp, const uint8_t *key, size_t key_len, const c
   memcpy(job->device_key, key, PCACHE_DEVKEY_SIZE);
   snprintf(job->app, sizeof job->app, "%s", app ? app : "");
   pcd_writer_submit(rp->srv->writer, job);
-}
-
-void pcd_replay_forget_keys(pcd_replay *rp) {
-  if (!rp)
-    return;
-  pthread_mutex_lock(&rp->fg.lock);
-  rp->fg.n_seen = 0;
-  pthread_mutex_unlock(&rp->fg.lock);
 }
 
 int pcd_replay_start(pcd_replay *rp, uv_loop_t *loop) {

@@ -14,7 +14,10 @@
  *
  * Last, the progress Stats shows for a replay that waits behind another
  * (two devices' drivers updated): its total is its old key's entries, not
- * the 0 its record holds until it is loaded. */
+ * the 0 its record holds until it is loaded.
+ *
+ * And a replay to a driver build no device has any more, under way when
+ * a newer build is named, gives way to the newer build's replays. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +205,20 @@ static void side_by_side(void) {
   ASSERT_TRUE(!has_entry(new_key, 1) && !has_entry(new_key, 2) && has_entry(old_key, 1));
 }
 
+/* out: another driver build (version) of key's device. */
+static void build_of(uint8_t *out, const uint8_t *key, uint32_t version) {
+  memcpy(out, key, PCACHE_DEVKEY_SIZE);
+  pcache__put_le32(out + 24, version);
+}
+
+/* A device record for key, last seen at seen. */
+static void touch(pcd_txn *txn, uint8_t *key, uint64_t seen) {
+  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
+  info.key.data = key;
+  info.key.len = PCACHE_DEVKEY_SIZE;
+  ASSERT_OK(pcd_device_touch(txn, &info, seen));
+}
+
 /* The progress of a replay that waits behind another (a second device's
  * driver updated too): its total is what the old key holds, not the 0
  * its record keeps until it is loaded ("100% 0/0 done" for a replay not
@@ -209,7 +226,6 @@ static void side_by_side(void) {
 static void waiting_behind(void) {
   uint8_t a_old[PCACHE_DEVKEY_SIZE], a_new[PCACHE_DEVKEY_SIZE];
   uint8_t b_old[PCACHE_DEVKEY_SIZE], b_new[PCACHE_DEVKEY_SIZE];
-  Pcachepb__DeviceInfo info = PCACHEPB__DEVICE_INFO__INIT;
   Pcachepb__ReplayProgress **items;
   uint64_t t0 = pcd_now_us() - 10000000;
   pcache__arena arena = {0};
@@ -220,16 +236,11 @@ static void waiting_behind(void) {
   a_old[16] ^= 0x55; /* two other devices than the keys above */
   memcpy(b_old, a_old, PCACHE_DEVKEY_SIZE);
   b_old[17] ^= 0x55;
-  memcpy(a_new, a_old, PCACHE_DEVKEY_SIZE);
-  memcpy(b_new, b_old, PCACHE_DEVKEY_SIZE);
-  pcache__put_le32(a_new + 24, 101);
-  pcache__put_le32(b_new + 24, 101);
+  build_of(a_new, a_old, 101);
+  build_of(b_new, b_old, 101);
   ASSERT_OK(pcd_txn_begin(store, 1, &txn));
-  info.key.len = PCACHE_DEVKEY_SIZE;
-  info.key.data = a_old;
-  ASSERT_OK(pcd_device_touch(txn, &info, 4000));
-  info.key.data = b_old;
-  ASSERT_OK(pcd_device_touch(txn, &info, 4000));
+  touch(txn, a_old, 4000);
+  touch(txn, b_old, 4000);
   put_entry(txn, a_old, 1, t0);
   put_entry(txn, a_old, 2, t0 + 1);
   for (uint8_t h = 1; h <= 3; h++)
@@ -259,6 +270,71 @@ static void waiting_behind(void) {
   pcd_txn_abort(txn);
   pcache__arena_free(&arena);
   ASSERT_EQ(seen, 2);
+}
+
+static int has_record(const uint8_t *o, const uint8_t *nk) {
+  pcd_replay_record rec;
+  pcd_txn *txn;
+  int r;
+  ASSERT_OK(pcd_txn_begin(store, 0, &txn));
+  r = pcd_replay_record_get(txn, o, nk, &rec);
+  pcd_txn_abort(txn);
+  return r == 0 && rec.state == PCD_REPLAY_PENDING;
+}
+
+static void start_key(const uint8_t *key) {
+  pcd_job *job = new_job(PCD_JOB_REPLAY_START);
+  memcpy(job->device_key, key, PCACHE_DEVKEY_SIZE);
+  run_job(job, 1);
+  pcd_job_free(job);
+}
+
+/* The supervisor's side of a replayer for key that exits 3 (no device),
+ * then the sync job it queues. */
+static void no_device_exit(const uint8_t *key) {
+  pcd_job *job = new_job(PCD_JOB_REPLAY_SYNC);
+  pthread_mutex_lock(&rp->lock);
+  pcd_replay_no_device(rp, key);
+  pthread_mutex_unlock(&rp->lock);
+  run_job(job, 1);
+  pcd_job_free(job);
+}
+
+/* A binary device's global key changed twice (builds 1, 2, 3): the replay
+ * to build 2 is under way when build 3 is named, so it is not retired
+ * then; its replayer finds no device. It gives way to build 3's replays,
+ * its record retired, and the exit of a second replayer for build 2 (one
+ * started before the first one's exit was seen) is build 2's, not that of
+ * build 3's replay, loaded by then (binary_test.sh step 7, under load). */
+static void gone_build_gives_way(void) {
+  uint8_t b1[PCACHE_DEVKEY_SIZE], b2[PCACHE_DEVKEY_SIZE], b3[PCACHE_DEVKEY_SIZE];
+  uint64_t t0 = pcd_now_us() - 10000000;
+  pcd_txn *txn;
+  memcpy(b1, old_key, PCACHE_DEVKEY_SIZE);
+  b1[16] ^= 0xaa; /* a device of its own */
+  build_of(b2, b1, 101);
+  build_of(b3, b1, 102);
+  ASSERT_OK(pcd_txn_begin(store, 1, &txn));
+  touch(txn, b1, 5000);
+  touch(txn, b2, 5001);
+  put_entry(txn, b1, 1, t0);
+  put_entry(txn, b2, 1, t0 + 1);
+  ASSERT_OK(pcd_txn_commit(txn));
+  while (rp->st.active) /* what the tests above left loaded */
+    no_device_exit(rp->st.rec.new_key);
+  start_key(b2);
+  ASSERT_TRUE(rp->st.active && memcmp(rp->st.rec.new_key, b2, PCACHE_DEVKEY_SIZE) == 0);
+  memcpy(rp->spawned_key, b2, PCACHE_DEVKEY_SIZE); /* its replayer runs */
+  start_key(b3);
+  ASSERT_TRUE(has_record(b1, b2)); /* under way: kept */
+  ASSERT_TRUE(has_record(b1, b3) && has_record(b2, b3));
+  ASSERT_TRUE(memcmp(rp->st.rec.new_key, b2, PCACHE_DEVKEY_SIZE) == 0);
+  no_device_exit(b2);
+  ASSERT_TRUE(!has_record(b1, b2));
+  ASSERT_TRUE(rp->st.active && memcmp(rp->st.rec.new_key, b3, PCACHE_DEVKEY_SIZE) == 0);
+  no_device_exit(b2); /* the late second replayer for build 2 */
+  ASSERT_TRUE(rp->st.active && memcmp(rp->st.rec.new_key, b3, PCACHE_DEVKEY_SIZE) == 0);
+  ASSERT_EQ(pcd_replay_device_missing(rp, b3), 0);
 }
 
 int main(void) {
@@ -327,6 +403,7 @@ int main(void) {
 
   side_by_side();
   waiting_behind();
+  gone_build_gives_way();
 
   pcd_replay_free(rp);
   pcd_store_close(store);
