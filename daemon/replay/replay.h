@@ -179,8 +179,9 @@ typedef struct pcd_replay {
    * one missing device holds no other replay back. A client that names the
    * key, `pcachectl replay` or a restart tries them again. A loaded replay
    * whose key is among them is started no replayer and the next sync job
-   * unloads it. Past the bound the oldest is forgotten and its replayer starts again, one after
-   * another for as long as more targets than this have no device: 64
+   * unloads it. Past the bound the oldest is forgotten and its replayer
+   * starts again, one after another for as long as more targets than
+   * this have no device: 64
    * (2 KiB) is more device models than a machine sees, and a key named
    * retires the pending replays to its device's other builds
    * (ops_replay_start.c), so each model leaves one such target at most. */
