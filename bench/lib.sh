@@ -117,6 +117,40 @@ pair_run() {
   return 0
 }
 
+# pair_rounds NAME SET ROUNDS TURN: ROUNDS rounds of a paired probe, each
+# a plain run and one run of each of CLIENTS through `one SET CLIENT`
+# (the caller's: pair_run in the HOME it chooses), plain first, or with
+# TURN=1 the order turned round every other round. One line a round
+# ("# NAME_SET round K: plain MS CLIENT MS ..."), then the medians and
+# the median of the rounds' ratios as NAME_SET_..._ms= and _ratio=.
+pair_rounds() {
+  local name=$1 set=$2 rounds=$3 turn=$4 k c order line p=()
+  local -A ms=() ratios=() v
+  for k in $(seq 1 "$rounds"); do
+    order="plain $CLIENTS"
+    [ "$turn" = 1 ] && [ $((k % 2)) = 0 ] && order="$CLIENTS plain"
+    v=()
+    for c in $order; do v[$c]=$(one "$set" "$c"); done
+    p+=("${v[plain]}")
+    line="# ${name}_$set round $k"
+    [ "$turn" = 1 ] && line+=" ($order)"
+    line+=": plain ${v[plain]}"
+    for c in $CLIENTS; do
+      ms[$c]="${ms[$c]:-} ${v[$c]}"
+      ratios[$c]="${ratios[$c]:-} $(ratio "${v[$c]}" "${v[plain]}")"
+      line+=" $c ${v[$c]}"
+    done
+    echo "$line"
+  done
+  echo "${name}_${set}_plain_ms=$(median "${p[@]}")"
+  for c in $CLIENTS; do
+    # shellcheck disable=SC2086
+    echo "${name}_${set}_${c}_ms=$(median ${ms[$c]})"
+    # shellcheck disable=SC2086
+    echo "${name}_${set}_${c}_ratio=$(median ${ratios[$c]})"
+  done
+}
+
 # clean_env [env options and VAR=VALUE...] CMD...: CMD through env(1)
 # without the layer switch or any driver cache setting the caller's
 # environment has, so that each run's cache is only what it names.

@@ -33,29 +33,5 @@ one() { pair_run "$1" "$2" "$W/home" enabled; }
 for set in $SETS; do
   one "$set" plain >/dev/null # the driver's cache, filled
   one "$set" plain >/dev/null
-  p=()
-  declare -A ms=() ratios=()
-  for k in $(seq 1 "$ROUNDS"); do
-    order="plain $CLIENTS"
-    [ $((k % 2)) = 0 ] && order="$CLIENTS plain"
-    declare -A v=()
-    for c in $order; do v[$c]=$(one "$set" "$c"); done
-    p+=("${v[plain]}")
-    line="# enabled_$set round $k ($order): plain ${v[plain]}"
-    for c in $CLIENTS; do
-      ms[$c]="${ms[$c]:-} ${v[$c]}"
-      ratios[$c]="${ratios[$c]:-} $(ratio "${v[$c]}" "${v[plain]}")"
-      line+=" $c ${v[$c]}"
-    done
-    unset v
-    echo "$line"
-  done
-  echo "enabled_${set}_plain_ms=$(median "${p[@]}")"
-  for c in $CLIENTS; do
-    # shellcheck disable=SC2086
-    echo "enabled_${set}_${c}_ms=$(median ${ms[$c]})"
-    # shellcheck disable=SC2086
-    echo "enabled_${set}_${c}_ratio=$(median ${ratios[$c]})"
-  done
-  unset ms ratios
+  pair_rounds enabled "$set" "$ROUNDS" 1
 done

@@ -29,25 +29,5 @@ one() {
   pair_run "$1" "$2" "$W/home-$2" first
 }
 for set in $SETS; do
-  p=()
-  declare -A ms=() ratios=()
-  for k in $(seq 1 "$ROUNDS"); do
-    p+=("$(one "$set" plain)")
-    line="# first_$set round $k: plain ${p[-1]}"
-    for c in $CLIENTS; do
-      v=$(one "$set" "$c")
-      ms[$c]="${ms[$c]:-} $v"
-      ratios[$c]="${ratios[$c]:-} $(ratio "$v" "${p[-1]}")"
-      line+=" $c $v"
-    done
-    echo "$line"
-  done
-  echo "first_${set}_plain_ms=$(median "${p[@]}")"
-  for c in $CLIENTS; do
-    # shellcheck disable=SC2086
-    echo "first_${set}_${c}_ms=$(median ${ms[$c]})"
-    # shellcheck disable=SC2086
-    echo "first_${set}_${c}_ratio=$(median ${ratios[$c]})"
-  done
-  unset ms ratios
+  pair_rounds first "$set" "$ROUNDS" 0
 done
