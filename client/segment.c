@@ -2,9 +2,9 @@
  * (driver first, the daemon's blobs off a warm start's path) by the upload
  * thread right after it, mapped read-only, never changed after (a newer
  * one from the daemon is for the next device context; this mapping stays
- * valid however the daemon replaces or drops its own). Nothing from it reaches the driver
- * before pcache__blob_load's checks: the tables are checked whole when
- * mapped, each blob when used. */
+ * valid however the daemon replaces or drops its own). Nothing from it
+ * reaches the driver before pcache__blob_load's checks: the tables are
+ * checked whole when mapped, each blob when used. */
 #include <errno.h>
 #include <time.h>
 #include <stdlib.h>

@@ -118,10 +118,10 @@ static uint64_t ready_value(pcache__table *table, uint64_t k0, uint64_t k1, int 
   pcache_pending *p;
   if (v)
     return v;
-  if (!wait && pthread_mutex_trylock(&table->lock) != 0)
-    return 0;
   if (wait)
     pthread_mutex_lock(&table->lock);
+  else if (pthread_mutex_trylock(&table->lock) != 0)
+    return 0;
   p = *pending_slot(table, k0, k1);
   v = p && p->state == PENDING_READY ? p->value : pcache__table_find(table, k0, k1);
   pthread_mutex_unlock(&table->lock);

@@ -1,10 +1,10 @@
 /* The client side of the connection: connect, check who listens, Hello,
  * and the reply window when asked for, the two sent together and their
  * answers read when the connection is first needed. Every request after
- * that, Hello included, goes through pcache__rpc (rpc.c), every reply through the
- * connection's receive buffer (pcache__rx); with a window, each Get and
- * Prefetch says what the client took of it and each reply's window bytes
- * are copied out here (window.h). */
+ * that, Hello included, goes through pcache__rpc (rpc.c), every reply
+ * through the connection's receive buffer (pcache__rx); with a window,
+ * each Get and Prefetch says what the client took of it and each reply's
+ * window bytes are copied out here (window.h). */
 #include "transport.h"
 
 #include <errno.h>

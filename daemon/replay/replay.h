@@ -181,10 +181,10 @@ typedef struct pcd_replay {
    * whose key is among them is started no replayer and the next sync job
    * unloads it. Past the bound the oldest is forgotten and its replayer
    * starts again, one after another for as long as more targets than
-   * this have no device: 64
-   * (2 KiB) is more device models than a machine sees, and a key named
-   * retires the pending replays to its device's other builds
-   * (ops_replay_start.c), so each model leaves one such target at most. */
+   * this have no device: 64 (2 KiB) is more device models than a machine
+   * sees, and a key named retires the pending replays to its device's
+   * other builds (ops_replay_start.c), so each model leaves one such
+   * target at most. */
 #define PCD_REPLAY_NO_DEVICE_MAX 64
   uint8_t no_device[PCD_REPLAY_NO_DEVICE_MAX][PCACHE_DEVKEY_SIZE];
   unsigned n_no_device;
