@@ -186,7 +186,7 @@ if [ "${warm[driver_cache_hits]:-0}" -eq 0 ]; then
   verified and merged by the warm run (daemon hits), pipelines found again
   through the tiers. On a GPU driver the same warm run skips the compiles:
   on an NVIDIA H200 with its own disk cache emptied, 256 PBR pipelines took
-  5.6-10.2 ms each without pcache and 0.21-0.32 ms with it (bench/RESULTS.md,
+  5.6-9.0 ms each without pcache and 0.19-0.30 ms with it (bench/RESULTS.md,
   "Headline"; README.md, "Why").
 NOTE
   else
